@@ -1,0 +1,496 @@
+package taskgraph
+
+import (
+	"container/heap"
+	"slices"
+)
+
+// This file holds the dependency logic: the pure functions over a slice of
+// tasks, and the indexed graph that both stores keep in memory. Nothing here
+// does I/O.
+
+// Resolve partitions tasks by what can happen next. A pending task is ready
+// when every id in its BlockedBy names a completed task, and blocked
+// otherwise; blockers that name no task are listed in Board.Missing. Each
+// list is sorted by id, and each task's Blocks is filled in.
+func Resolve(tasks []Task) Board {
+	g := newGraph()
+	for i := range tasks {
+		t := tasks[i]
+		g.put(&t)
+	}
+	return g.board()
+}
+
+// FindCycle returns one dependency cycle among tasks in execution order with
+// its first id repeated last (e.g. [3 5 3]: 3 blocks 5, 5 blocks 3), or nil
+// if the graph is acyclic. Edges to ids that are not in tasks are ignored.
+func FindCycle(tasks []Task) []ID {
+	g := newGraph()
+	for i := range tasks {
+		t := tasks[i]
+		g.put(&t)
+	}
+	return g.findCycle()
+}
+
+// TopoOrder returns the ids of tasks in an order where every task comes after
+// all of its blockers, choosing the lowest id whenever several are possible.
+// Blockers that name no task are ignored. If the graph has a cycle it returns
+// a *CycleError.
+func TopoOrder(tasks []Task) ([]ID, error) {
+	g := newGraph()
+	for i := range tasks {
+		t := tasks[i]
+		g.put(&t)
+	}
+	indeg := make(map[ID]int, len(g.tasks))
+	var avail idHeap
+	for _, id := range g.ids {
+		for _, b := range g.tasks[id].BlockedBy {
+			if _, ok := g.tasks[b]; ok {
+				indeg[id]++
+			}
+		}
+		if indeg[id] == 0 {
+			avail = append(avail, id)
+		}
+	}
+	heap.Init(&avail)
+	order := make([]ID, 0, len(g.ids))
+	for avail.Len() > 0 {
+		id := heap.Pop(&avail).(ID)
+		order = append(order, id)
+		for _, d := range g.dependents[id] {
+			if _, ok := g.tasks[d]; !ok {
+				continue
+			}
+			if indeg[d]--; indeg[d] == 0 {
+				heap.Push(&avail, d)
+			}
+		}
+	}
+	if len(order) < len(g.ids) {
+		return nil, &CycleError{Path: g.findCycle()}
+	}
+	return order, nil
+}
+
+// graph is an indexed, in-memory task graph: the state of a MemStore and the
+// cache of a FileStore. Tasks are stored as written (Blocks is not kept);
+// dependents is the reverse index that Blocks and completions are derived
+// from, and ready is a lazily cleaned min-heap of ids that may be ready.
+type graph struct {
+	tasks      map[ID]*Task
+	ids        []ID         // sorted ids of tasks
+	dependents map[ID][]ID  // blocker -> sorted ids whose BlockedBy names it (even if the blocker is missing)
+	maxID      ID           // highest id ever seen, including the high-water mark of deleted ids
+	ready      idHeap       // candidates for ClaimNext; validated on use
+	inReady    map[ID]bool  // ids currently in ready
+	leased     map[ID]bool  // in_progress tasks with a lease
+	broken     map[ID]error // ids whose file exists but is corrupt (FileStore only)
+}
+
+func newGraph() *graph {
+	return &graph{
+		tasks:      make(map[ID]*Task),
+		dependents: make(map[ID][]ID),
+		inReady:    make(map[ID]bool),
+		leased:     make(map[ID]bool),
+		broken:     make(map[ID]error),
+	}
+}
+
+// put inserts or replaces a task, keeping every index current.
+func (g *graph) put(t *Task) {
+	old := g.tasks[t.ID]
+	if old != nil {
+		for _, b := range old.BlockedBy {
+			g.dependents[b] = removeSorted(g.dependents[b], t.ID)
+			if len(g.dependents[b]) == 0 {
+				delete(g.dependents, b)
+			}
+		}
+	} else {
+		g.ids = insertSorted(g.ids, t.ID)
+	}
+	delete(g.broken, t.ID)
+	for _, b := range t.BlockedBy {
+		g.dependents[b] = insertSorted(g.dependents[b], t.ID)
+	}
+	g.tasks[t.ID] = t
+	g.maxID = max(g.maxID, t.ID)
+	if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() {
+		g.leased[t.ID] = true
+	} else {
+		delete(g.leased, t.ID)
+	}
+	g.touch(t.ID)
+	if old == nil || (old.Status == Completed) != (t.Status == Completed) {
+		for _, d := range g.dependents[t.ID] {
+			g.touch(d)
+		}
+	}
+}
+
+// remove deletes a task from every index.
+func (g *graph) remove(id ID) {
+	delete(g.broken, id)
+	t := g.tasks[id]
+	if t == nil {
+		return
+	}
+	for _, b := range t.BlockedBy {
+		g.dependents[b] = removeSorted(g.dependents[b], id)
+		if len(g.dependents[b]) == 0 {
+			delete(g.dependents, b)
+		}
+	}
+	delete(g.tasks, id)
+	delete(g.leased, id)
+	g.ids = removeSorted(g.ids, id)
+}
+
+// markBroken records that id has a file that cannot be used.
+func (g *graph) markBroken(id ID, err error) {
+	g.remove(id)
+	g.broken[id] = err
+	g.maxID = max(g.maxID, id)
+}
+
+// touch queues id for ClaimNext if it is ready now.
+func (g *graph) touch(id ID) {
+	if !g.inReady[id] && g.isReady(id) {
+		g.inReady[id] = true
+		heap.Push(&g.ready, id)
+	}
+}
+
+// nextReady returns the lowest ready id, discarding stale heap entries.
+func (g *graph) nextReady() (ID, bool) {
+	for g.ready.Len() > 0 {
+		id := g.ready[0]
+		if g.isReady(id) {
+			return id, true
+		}
+		heap.Pop(&g.ready)
+		delete(g.inReady, id)
+	}
+	return 0, false
+}
+
+func (g *graph) isReady(id ID) bool {
+	t := g.tasks[id]
+	if t == nil || t.Status != Pending {
+		return false
+	}
+	for _, b := range t.BlockedBy {
+		if bt := g.tasks[b]; bt == nil || bt.Status != Completed {
+			return false
+		}
+	}
+	return true
+}
+
+// unfinished returns the blockers of t that are not completed, and the
+// subset of them that do not exist.
+func (g *graph) unfinished(t *Task) (by, missing []ID) {
+	for _, b := range t.BlockedBy {
+		bt := g.tasks[b]
+		if bt == nil || bt.Status != Completed {
+			by = append(by, b)
+			if bt == nil && g.broken[b] == nil {
+				missing = append(missing, b)
+			}
+		}
+	}
+	return by, missing
+}
+
+// view returns a copy of task id with Blocks derived from the reverse index.
+func (g *graph) view(id ID) Task {
+	t := g.tasks[id].clone()
+	t.Blocks = nil
+	for _, d := range g.dependents[id] {
+		if g.tasks[d] != nil {
+			t.Blocks = append(t.Blocks, d)
+		}
+	}
+	return t
+}
+
+func (g *graph) list() []Task {
+	out := make([]Task, 0, len(g.ids))
+	for _, id := range g.ids {
+		out = append(out, g.view(id))
+	}
+	return out
+}
+
+func (g *graph) board() Board {
+	var b Board
+	for _, id := range g.ids {
+		t := g.view(id)
+		switch t.Status {
+		case InProgress:
+			b.InProgress = append(b.InProgress, t)
+		case Completed:
+			b.Completed = append(b.Completed, t)
+		default:
+			by, missing := g.unfinished(&t)
+			if len(by) == 0 {
+				b.Ready = append(b.Ready, t)
+				continue
+			}
+			b.Blocked = append(b.Blocked, t)
+			if len(missing) > 0 {
+				if b.Missing == nil {
+					b.Missing = make(map[ID][]ID)
+				}
+				b.Missing[id] = missing
+			}
+		}
+	}
+	return b
+}
+
+// findCycle returns one cycle of the whole graph in execution order, or nil.
+func (g *graph) findCycle() []ID {
+	const (
+		unseen = iota
+		active
+		done
+	)
+	state := make(map[ID]int, len(g.tasks))
+	type frame struct {
+		id   ID
+		next int
+	}
+	for _, root := range g.ids {
+		if state[root] != unseen {
+			continue
+		}
+		// Walk blockedBy edges depth-first; an edge to an active node
+		// closes a cycle.
+		stack := []frame{{id: root}}
+		state[root] = active
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			bs := g.tasks[f.id].BlockedBy
+			if f.next == len(bs) {
+				state[f.id] = done
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			b := bs[f.next]
+			f.next++
+			if g.tasks[b] == nil {
+				continue
+			}
+			switch state[b] {
+			case unseen:
+				state[b] = active
+				stack = append(stack, frame{id: b})
+			case active:
+				// stack from b to top is b <- ... <- top (each blocked by
+				// the next); in execution order that is b -> ... reversed.
+				i := len(stack) - 1
+				for stack[i].id != b {
+					i--
+				}
+				var path []ID
+				for j := len(stack) - 1; j >= i; j-- {
+					path = append(path, stack[j].id)
+				}
+				return append(path, path[0])
+			}
+		}
+	}
+	return nil
+}
+
+// overlay is a proposed set of changes over a graph, used to validate a
+// mutation before anything is written: tasks maps an id to its new version
+// (nil for a deletion).
+type overlay struct {
+	g     *graph
+	tasks map[ID]*Task
+	// added and removed dependents edges implied by the changed tasks
+	addDeps map[ID][]ID
+	rmDeps  map[ID]map[ID]bool
+}
+
+func newOverlay(g *graph, changed []*Task, deleted []ID) *overlay {
+	o := &overlay{g: g, tasks: make(map[ID]*Task), addDeps: make(map[ID][]ID), rmDeps: make(map[ID]map[ID]bool)}
+	edit := func(id ID, old, new []ID) {
+		for _, b := range old {
+			if !slices.Contains(new, b) {
+				if o.rmDeps[b] == nil {
+					o.rmDeps[b] = make(map[ID]bool)
+				}
+				o.rmDeps[b][id] = true
+			}
+		}
+		for _, b := range new {
+			if !slices.Contains(old, b) {
+				o.addDeps[b] = append(o.addDeps[b], id)
+			}
+		}
+	}
+	for _, t := range changed {
+		var old []ID
+		if ot := g.tasks[t.ID]; ot != nil {
+			old = ot.BlockedBy
+		}
+		edit(t.ID, old, t.BlockedBy)
+		o.tasks[t.ID] = t
+	}
+	for _, id := range deleted {
+		if ot := g.tasks[id]; ot != nil {
+			edit(id, ot.BlockedBy, nil)
+		}
+		o.tasks[id] = nil
+	}
+	return o
+}
+
+func (o *overlay) task(id ID) *Task {
+	if t, ok := o.tasks[id]; ok {
+		return t
+	}
+	return o.g.tasks[id]
+}
+
+func (o *overlay) blockers(id ID) []ID {
+	if t := o.task(id); t != nil {
+		return t.BlockedBy
+	}
+	return nil
+}
+
+func (o *overlay) dependents(id ID) []ID {
+	base := o.g.dependents[id]
+	rm, add := o.rmDeps[id], o.addDeps[id]
+	if len(rm) == 0 && len(add) == 0 {
+		return base
+	}
+	out := make([]ID, 0, len(base)+len(add))
+	for _, d := range base {
+		if !rm[d] {
+			out = append(out, d)
+		}
+	}
+	return append(out, add...)
+}
+
+// checkNewEdges refuses the overlay if one of its new edges closes a cycle.
+// Only cycles through a new edge are reported: a cycle a human wrote into
+// the files by hand does not block unrelated writes.
+func (o *overlay) checkNewEdges() error {
+	for b, ds := range o.addDeps {
+		for _, d := range ds {
+			if o.task(d) == nil || o.task(b) == nil {
+				continue
+			}
+			if path := o.pathBetween(d, b); path != nil {
+				return &CycleError{Path: append(path, d)}
+			}
+		}
+	}
+	return nil
+}
+
+// pathBetween returns an execution-order path from -> ... -> to, or nil.
+// It searches forward from "from" along dependents and backward from "to"
+// along blockers at once, always growing the smaller frontier, so adding an
+// edge near either end of a long chain stays cheap.
+func (o *overlay) pathBetween(from, to ID) []ID {
+	if from == to {
+		return []ID{from}
+	}
+	fwd := map[ID]ID{from: from} // node -> predecessor on the path from "from"
+	bwd := map[ID]ID{to: to}     // node -> successor on the path to "to"
+	ff, bf := []ID{from}, []ID{to}
+	join := func(m ID) []ID {
+		var head []ID
+		for n := m; ; n = fwd[n] {
+			head = append(head, n)
+			if n == from {
+				break
+			}
+		}
+		slices.Reverse(head)
+		for n := m; n != to; {
+			n = bwd[n]
+			head = append(head, n)
+		}
+		return head
+	}
+	for len(ff) > 0 && len(bf) > 0 {
+		if len(ff) <= len(bf) {
+			var next []ID
+			for _, n := range ff {
+				for _, d := range o.dependents(n) {
+					if _, seen := fwd[d]; seen || o.task(d) == nil {
+						continue
+					}
+					fwd[d] = n
+					if _, ok := bwd[d]; ok {
+						return join(d)
+					}
+					next = append(next, d)
+				}
+			}
+			ff = next
+		} else {
+			var next []ID
+			for _, n := range bf {
+				for _, b := range o.blockers(n) {
+					if _, seen := bwd[b]; seen || o.task(b) == nil {
+						continue
+					}
+					bwd[b] = n
+					if _, ok := fwd[b]; ok {
+						return join(b)
+					}
+					next = append(next, b)
+				}
+			}
+			bf = next
+		}
+	}
+	return nil
+}
+
+func insertSorted(s []ID, id ID) []ID {
+	// Ids mostly arrive in increasing order: appending is the common case.
+	if n := len(s); n == 0 || s[n-1] < id {
+		return append(s, id)
+	}
+	i, found := slices.BinarySearch(s, id)
+	if found {
+		return s
+	}
+	return slices.Insert(s, i, id)
+}
+
+func removeSorted(s []ID, id ID) []ID {
+	i, found := slices.BinarySearch(s, id)
+	if !found {
+		return s
+	}
+	return slices.Delete(s, i, i+1)
+}
+
+type idHeap []ID
+
+func (h idHeap) Len() int           { return len(h) }
+func (h idHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h idHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *idHeap) Push(x any)        { *h = append(*h, x.(ID)) }
+func (h *idHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,30 @@
+//go:build !windows
+
+package taskgraph
+
+import (
+	"os"
+	"syscall"
+
+	"github.com/google/renameio/v2"
+)
+
+// errPlatform is nil where the file store is supported.
+var errPlatform error
+
+// writeDurable replaces name inside root atomically and durably: renameio
+// writes a temporary file in the same directory, fsyncs it, and renames it
+// over name. It does not fsync the directory; the caller does, once for
+// all the files of a commit.
+func writeDurable(root *os.Root, name string, data []byte, perm os.FileMode) error {
+	return renameio.WriteFile(name, data, perm, renameio.WithRoot(root))
+}
+
+// fileID returns the inode number of fi: a file replaced by rename always
+// gets a new one, whatever its size and timestamps.
+func fileID(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}

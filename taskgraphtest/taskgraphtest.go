@@ -1,0 +1,614 @@
+// Package taskgraphtest is the conformance suite for taskgraph.Store
+// implementations, in the spirit of testing/fstest: a backend passes by
+// calling Run from one of its tests.
+//
+//	func TestConformance(t *testing.T) {
+//		taskgraphtest.Run(t, func(t *testing.T) taskgraph.Store {
+//			s, err := mybackend.Open(...)
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+package taskgraphtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	tg "github.com/taskgraph/taskgraph"
+)
+
+// Run checks every rule of the Store contract. newStore must return a new,
+// empty store each time it is called; Run closes it.
+func Run(t *testing.T, newStore func(t *testing.T) tg.Store) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStore(t)
+			defer s.Close()
+			c.fn(t, s)
+		})
+	}
+}
+
+var cases = []struct {
+	name string
+	fn   func(t *testing.T, s tg.Store)
+}{
+	{"CreateGet", testCreateGet},
+	{"CreateValidation", testCreateValidation},
+	{"ReferenceUnlockWalk", testReferenceUnlockWalk},
+	{"ReferenceFourTaskGraph", testReferenceFourTaskGraph},
+	{"Claim", testClaim},
+	{"ClaimNext", testClaimNext},
+	{"Complete", testComplete},
+	{"Release", testRelease},
+	{"UpdateFields", testUpdateFields},
+	{"UpdateStatusRules", testUpdateStatusRules},
+	{"UpdateIfRev", testUpdateIfRev},
+	{"Edges", testEdges},
+	{"CycleRefused", testCycleRefused},
+	{"CreateWithBlocks", testCreateWithBlocks},
+	{"Delete", testDelete},
+	{"IDsNeverReused", testIDsNeverReused},
+	{"Leases", testLeases},
+	{"ConcurrentClaimNext", testConcurrentClaimNext},
+	{"ContextCancelled", testContextCancelled},
+	{"Unicode", testUnicode},
+	{"ReturnedTasksAreCopies", testCopies},
+	{"Close", testClose},
+}
+
+var ctx = context.Background()
+
+func create(t *testing.T, s tg.Store, subject string, blockedBy ...tg.ID) tg.Task {
+	t.Helper()
+	task, err := s.Create(ctx, tg.NewTask{Subject: subject, BlockedBy: blockedBy})
+	require.NoError(t, err)
+	return task
+}
+
+func ids(ts []tg.Task) []tg.ID {
+	out := []tg.ID{}
+	for _, t := range ts {
+		out = append(out, t.ID)
+	}
+	return out
+}
+
+func get(t *testing.T, s tg.Store, id tg.ID) tg.Task {
+	t.Helper()
+	task, err := s.Get(ctx, id)
+	require.NoError(t, err)
+	return task
+}
+
+func testCreateGet(t *testing.T, s tg.Store) {
+	before := time.Now().Add(-time.Second)
+	a, err := s.Create(ctx, tg.NewTask{Subject: "setup", Description: "the schema", Metadata: map[string]any{"prio": "high"}})
+	require.NoError(t, err)
+	assert.Equal(t, tg.ID(1), a.ID)
+	assert.Equal(t, "setup", a.Subject)
+	assert.Equal(t, "the schema", a.Description)
+	assert.Equal(t, tg.Pending, a.Status)
+	assert.Equal(t, "", a.Owner)
+	assert.Empty(t, a.BlockedBy)
+	assert.Equal(t, int64(1), a.Rev)
+	assert.Equal(t, "high", a.Metadata["prio"])
+	assert.True(t, a.CreatedAt.After(before), "CreatedAt %v", a.CreatedAt)
+	assert.Equal(t, a.CreatedAt, a.UpdatedAt)
+
+	b := create(t, s, "api", a.ID)
+	assert.Equal(t, tg.ID(2), b.ID)
+	assert.Equal(t, []tg.ID{1}, b.BlockedBy)
+
+	got := get(t, s, a.ID)
+	assert.Equal(t, []tg.ID{2}, got.Blocks, "Blocks is derived from BlockedBy")
+	assert.Equal(t, a.Subject, got.Subject)
+	assert.True(t, a.CreatedAt.Equal(got.CreatedAt))
+
+	_, err = s.Get(ctx, 99)
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+	var nf *tg.NotFoundError
+	require.ErrorAs(t, err, &nf)
+	assert.Equal(t, tg.ID(99), nf.ID)
+	assert.EqualError(t, err, "task 99 not found")
+
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{1, 2}, ids(all))
+}
+
+func testCreateValidation(t *testing.T, s tg.Store) {
+	create(t, s, "one")
+	_, err := s.Create(ctx, tg.NewTask{Subject: ""})
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+	var inv *tg.InvalidError
+	require.ErrorAs(t, err, &inv)
+	assert.Equal(t, "subject", inv.Field)
+
+	_, err = s.Create(ctx, tg.NewTask{Subject: "x", BlockedBy: []tg.ID{7}})
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+	_, err = s.Create(ctx, tg.NewTask{Subject: "x", Blocks: []tg.ID{7}})
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+	_, err = s.Create(ctx, tg.NewTask{Subject: "x", BlockedBy: []tg.ID{-1}})
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{1}, ids(all), "refused creates leave the graph unchanged")
+	assert.Empty(t, get(t, s, 1).Blocks)
+}
+
+// The s12 walk: schema; endpoints and docs after schema; tests after endpoints.
+func testReferenceUnlockWalk(t *testing.T, s tg.Store) {
+	schema := create(t, s, "setup database schema")
+	endpoints := create(t, s, "create API endpoints", schema.ID)
+	tests := create(t, s, "write tests", endpoints.ID)
+	docs := create(t, s, "write docs", schema.ID)
+
+	b, err := s.Board(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{schema.ID}, ids(b.Ready))
+	assert.Equal(t, []tg.ID{endpoints.ID, tests.ID, docs.ID}, ids(b.Blocked))
+
+	walk := []struct {
+		id        tg.ID
+		unblocked []tg.ID
+	}{
+		{schema.ID, []tg.ID{endpoints.ID, docs.ID}},
+		{endpoints.ID, []tg.ID{tests.ID}},
+		{docs.ID, []tg.ID{}},
+		{tests.ID, []tg.ID{}},
+	}
+	for _, w := range walk {
+		_, err := s.Claim(ctx, w.id, "agent")
+		require.NoError(t, err, "claim %d", w.id)
+		c, err := s.Complete(ctx, w.id, "agent")
+		require.NoError(t, err, "complete %d", w.id)
+		assert.Equal(t, tg.Completed, c.Task.Status)
+		assert.Equal(t, w.unblocked, ids(c.Unblocked), "completing %d", w.id)
+		for _, u := range c.Unblocked {
+			assert.Equal(t, tg.Pending, u.Status)
+		}
+	}
+	b, err = s.Board(ctx)
+	require.NoError(t, err)
+	assert.Len(t, b.Completed, 4)
+	assert.Empty(t, b.Ready)
+	assert.Empty(t, b.Blocked)
+	assert.Equal(t, []tg.ID{schema.ID}, get(t, s, endpoints.ID).BlockedBy, "completed edges stay as history")
+}
+
+// The s07 graph: 1; 2 and 3 after 1; 4 after 2 and 3.
+func testReferenceFourTaskGraph(t *testing.T, s tg.Store) {
+	create(t, s, "Setup project")
+	create(t, s, "Write code", 1)
+	create(t, s, "Write docs", 1)
+	create(t, s, "Write tests", 2, 3)
+	done := func(id tg.ID) []tg.ID {
+		t.Helper()
+		_, err := s.Claim(ctx, id, "a")
+		require.NoError(t, err)
+		c, err := s.Complete(ctx, id, "a")
+		require.NoError(t, err)
+		return ids(c.Unblocked)
+	}
+	assert.Equal(t, []tg.ID{2, 3}, done(1))
+	assert.Equal(t, []tg.ID{}, done(2), "4 still waits for 3")
+	_, err := s.Claim(ctx, 4, "a")
+	var be *tg.BlockedError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, []tg.ID{3}, be.By)
+	assert.Equal(t, []tg.ID{4}, done(3))
+}
+
+func testClaim(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	b := create(t, s, "b", a.ID)
+
+	_, err := s.Claim(ctx, b.ID, "alice")
+	assert.ErrorIs(t, err, tg.ErrBlocked)
+	var be *tg.BlockedError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, b.ID, be.ID)
+	assert.Equal(t, []tg.ID{a.ID}, be.By)
+	assert.Equal(t, tg.Pending, get(t, s, b.ID).Status, "refused claim changes nothing")
+
+	_, err = s.Claim(ctx, a.ID, "")
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+
+	got, err := s.Claim(ctx, a.ID, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, tg.InProgress, got.Status)
+	assert.Equal(t, "alice", got.Owner)
+	assert.False(t, got.ClaimedAt.IsZero())
+
+	_, err = s.Claim(ctx, a.ID, "bob")
+	assert.ErrorIs(t, err, tg.ErrClaimed)
+	var ce *tg.ClaimedError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "alice", ce.Owner)
+	assert.Contains(t, err.Error(), "alice")
+
+	again, err := s.Claim(ctx, a.ID, "alice")
+	require.NoError(t, err, "claiming what one holds is idempotent")
+	assert.Equal(t, got.Rev, again.Rev)
+
+	_, err = s.Claim(ctx, 42, "alice")
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+
+	_, err = s.Complete(ctx, a.ID, "alice")
+	require.NoError(t, err)
+	_, err = s.Claim(ctx, a.ID, "alice")
+	assert.ErrorIs(t, err, tg.ErrInvalid, "a completed task cannot be claimed")
+}
+
+func testClaimNext(t *testing.T, s tg.Store) {
+	_, err := s.ClaimNext(ctx, "w")
+	assert.ErrorIs(t, err, tg.ErrNoReady)
+
+	a := create(t, s, "a")
+	b := create(t, s, "b", a.ID)
+	c := create(t, s, "c")
+
+	got, err := s.ClaimNext(ctx, "w1")
+	require.NoError(t, err)
+	assert.Equal(t, a.ID, got.ID, "lowest ready id first")
+	assert.Equal(t, "w1", got.Owner)
+	got, err = s.ClaimNext(ctx, "w2")
+	require.NoError(t, err)
+	assert.Equal(t, c.ID, got.ID, "blocked tasks are skipped")
+	_, err = s.ClaimNext(ctx, "w3")
+	assert.ErrorIs(t, err, tg.ErrNoReady)
+
+	_, err = s.Complete(ctx, a.ID, "w1")
+	require.NoError(t, err)
+	got, err = s.ClaimNext(ctx, "w3")
+	require.NoError(t, err)
+	assert.Equal(t, b.ID, got.ID)
+	_, err = s.ClaimNext(ctx, "")
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+}
+
+func testComplete(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	b := create(t, s, "b", a.ID)
+	ready := create(t, s, "already ready")
+
+	_, err := s.Complete(ctx, a.ID, "")
+	assert.ErrorIs(t, err, tg.ErrInvalid, "a pending task must be claimed first")
+	_, err = s.Claim(ctx, a.ID, "alice")
+	require.NoError(t, err)
+	_, err = s.Complete(ctx, a.ID, "bob")
+	assert.ErrorIs(t, err, tg.ErrClaimed)
+	assert.Equal(t, tg.InProgress, get(t, s, a.ID).Status)
+
+	c, err := s.Complete(ctx, a.ID, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, "alice", c.Task.Owner, "the owner stays as the record of who did it")
+	assert.Equal(t, []tg.ID{b.ID}, ids(c.Unblocked), "only newly unblocked, not %d", ready.ID)
+
+	_, err = s.Complete(ctx, a.ID, "alice")
+	assert.ErrorIs(t, err, tg.ErrInvalid, "completing twice")
+	_, err = s.Complete(ctx, 77, "")
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+
+	// Owner "" completes whoever holds it.
+	_, err = s.Claim(ctx, ready.ID, "carol")
+	require.NoError(t, err)
+	c, err = s.Complete(ctx, ready.ID, "")
+	require.NoError(t, err)
+	assert.Equal(t, "carol", c.Task.Owner)
+}
+
+func testRelease(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	_, err := s.Release(ctx, a.ID, "")
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+	_, err = s.Claim(ctx, a.ID, "alice")
+	require.NoError(t, err)
+	_, err = s.Release(ctx, a.ID, "bob")
+	assert.ErrorIs(t, err, tg.ErrClaimed)
+	got, err := s.Release(ctx, a.ID, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, tg.Pending, got.Status)
+	assert.Equal(t, "", got.Owner)
+	got, err = s.ClaimNext(ctx, "bob")
+	require.NoError(t, err)
+	assert.Equal(t, a.ID, got.ID, "a released task is ready again")
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func testUpdateFields(t *testing.T, s tg.Store) {
+	a, err := s.Create(ctx, tg.NewTask{Subject: "a", Metadata: map[string]any{"keep": "x", "drop": 1.0}})
+	require.NoError(t, err)
+	got, err := s.Update(ctx, a.ID, tg.Patch{
+		Subject:     ptr("a2"),
+		Description: ptr("more"),
+		Metadata:    map[string]any{"drop": nil, "new": map[string]any{"n": 2.0}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "a2", got.Subject)
+	assert.Equal(t, "more", got.Description)
+	assert.Equal(t, map[string]any{"keep": "x", "new": map[string]any{"n": 2.0}}, got.Metadata)
+	assert.Equal(t, a.Rev+1, got.Rev, "rev +1 on every write")
+	assert.False(t, got.UpdatedAt.Before(a.UpdatedAt))
+	assert.Equal(t, got.Metadata, get(t, s, a.ID).Metadata)
+
+	_, err = s.Update(ctx, a.ID, tg.Patch{Subject: ptr("")})
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+	_, err = s.Update(ctx, 9, tg.Patch{Subject: ptr("x")})
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+	_, err = s.Update(ctx, a.ID, tg.Patch{Status: ptr(tg.Status("done"))})
+	var inv *tg.InvalidError
+	require.ErrorAs(t, err, &inv)
+	assert.Equal(t, "status", inv.Field)
+	assert.Equal(t, "a2", get(t, s, a.ID).Subject, "refused updates change nothing")
+}
+
+func testUpdateStatusRules(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	b := create(t, s, "b", a.ID)
+	for _, st := range []tg.Status{tg.InProgress, tg.Completed} {
+		_, err := s.Update(ctx, b.ID, tg.Patch{Status: ptr(st), Owner: ptr("x")})
+		assert.ErrorIs(t, err, tg.ErrBlocked, "no task enters %s while a blocker is unfinished", st)
+	}
+	_, err := s.Update(ctx, a.ID, tg.Patch{Status: ptr(tg.InProgress)})
+	assert.ErrorIs(t, err, tg.ErrInvalid, "in_progress needs an owner")
+
+	got, err := s.Update(ctx, a.ID, tg.Patch{Status: ptr(tg.Completed)})
+	require.NoError(t, err, "a ready task may be completed directly, as in the reference")
+	assert.Equal(t, tg.Completed, got.Status)
+
+	// Removing the blocker and starting in one patch is judged on the
+	// patched edges.
+	c := create(t, s, "c")
+	d := create(t, s, "d", c.ID)
+	got, err = s.Update(ctx, d.ID, tg.Patch{RemoveBlockedBy: []tg.ID{c.ID}, Status: ptr(tg.InProgress), Owner: ptr("x")})
+	require.NoError(t, err)
+	assert.Equal(t, tg.InProgress, got.Status)
+
+	got, err = s.Update(ctx, d.ID, tg.Patch{Status: ptr(tg.Pending)})
+	require.NoError(t, err)
+	assert.Equal(t, "", got.Owner, "back to pending clears the owner")
+}
+
+func testUpdateIfRev(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	got, err := s.Update(ctx, a.ID, tg.Patch{Description: ptr("one"), IfRev: a.Rev})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, a.ID, tg.Patch{Description: ptr("two"), IfRev: a.Rev})
+	assert.ErrorIs(t, err, tg.ErrConflict)
+	var ce *tg.ConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, got.Rev, ce.Got)
+	assert.Equal(t, "one", get(t, s, a.ID).Description)
+}
+
+func testEdges(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	b := create(t, s, "b")
+	c := create(t, s, "c")
+
+	_, err := s.Update(ctx, a.ID, tg.Patch{AddBlockedBy: []tg.ID{a.ID}})
+	assert.ErrorIs(t, err, tg.ErrInvalid, "self edge")
+	_, err = s.Update(ctx, a.ID, tg.Patch{AddBlockedBy: []tg.ID{99}})
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+	_, err = s.Update(ctx, a.ID, tg.Patch{AddBlocks: []tg.ID{99}})
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+
+	got, err := s.Update(ctx, c.ID, tg.Patch{AddBlockedBy: []tg.ID{a.ID, b.ID, a.ID}})
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{a.ID, b.ID}, got.BlockedBy, "duplicates are dropped")
+
+	got, err = s.Update(ctx, c.ID, tg.Patch{RemoveBlockedBy: []tg.ID{a.ID}})
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{b.ID}, got.BlockedBy)
+
+	// AddBlocks writes the other task's BlockedBy.
+	_, err = s.Update(ctx, a.ID, tg.Patch{AddBlocks: []tg.ID{b.ID, c.ID}})
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{a.ID}, get(t, s, b.ID).BlockedBy)
+	assert.Equal(t, []tg.ID{b.ID, a.ID}, get(t, s, c.ID).BlockedBy)
+	assert.Equal(t, []tg.ID{b.ID, c.ID}, get(t, s, a.ID).Blocks)
+
+	_, err = s.Update(ctx, a.ID, tg.Patch{RemoveBlocks: []tg.ID{c.ID}})
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{b.ID}, get(t, s, c.ID).BlockedBy)
+	assert.Equal(t, []tg.ID{b.ID}, get(t, s, a.ID).Blocks)
+}
+
+func testCycleRefused(t *testing.T, s tg.Store) {
+	for range 5 {
+		create(t, s, "t")
+	}
+	// 3 -> 5 (5 blocked by 3), then adding 5 -> 3 closes 3 -> 5 -> 3.
+	_, err := s.Update(ctx, 5, tg.Patch{AddBlockedBy: []tg.ID{3}})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, 3, tg.Patch{AddBlockedBy: []tg.ID{5}})
+	assert.ErrorIs(t, err, tg.ErrCycle)
+	var ce *tg.CycleError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, []tg.ID{3, 5, 3}, ce.Path)
+	assert.EqualError(t, err, "dependency cycle 3 -> 5 -> 3")
+	assert.Empty(t, get(t, s, 3).BlockedBy, "refused edge leaves the graph unchanged")
+
+	// A longer one: 1 -> 2 -> 4 -> 5 plus 3 -> 5; adding 5 -> 1 through AddBlocks.
+	_, err = s.Update(ctx, 2, tg.Patch{AddBlockedBy: []tg.ID{1}})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, 4, tg.Patch{AddBlockedBy: []tg.ID{2}})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, 5, tg.Patch{AddBlockedBy: []tg.ID{4}})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, 5, tg.Patch{AddBlocks: []tg.ID{1}})
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, []tg.ID{1, 2, 4, 5, 1}, ce.Path)
+	assert.Empty(t, get(t, s, 1).BlockedBy)
+
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Nil(t, tg.FindCycle(all))
+	_, err = tg.TopoOrder(all)
+	assert.NoError(t, err)
+}
+
+func testCreateWithBlocks(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	b := create(t, s, "b", a.ID)
+	n, err := s.Create(ctx, tg.NewTask{Subject: "between", BlockedBy: []tg.ID{a.ID}, Blocks: []tg.ID{b.ID}})
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{b.ID}, n.Blocks)
+	assert.Equal(t, []tg.ID{a.ID, n.ID}, get(t, s, b.ID).BlockedBy)
+
+	_, err = s.Create(ctx, tg.NewTask{Subject: "loop", BlockedBy: []tg.ID{b.ID}, Blocks: []tg.ID{a.ID}})
+	assert.ErrorIs(t, err, tg.ErrCycle)
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, all, 3, "the refused create wrote nothing")
+	assert.Empty(t, get(t, s, a.ID).BlockedBy)
+}
+
+func testDelete(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	b := create(t, s, "b", a.ID)
+	err := s.Delete(ctx, a.ID)
+	assert.ErrorIs(t, err, tg.ErrInvalid, "refused while b depends on a")
+	assert.Contains(t, err.Error(), "Detach")
+	get(t, s, a.ID)
+
+	require.NoError(t, s.Delete(ctx, a.ID, tg.Detach()))
+	_, err = s.Get(ctx, a.ID)
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+	assert.Empty(t, get(t, s, b.ID).BlockedBy, "Detach removed the edge")
+	assert.ErrorIs(t, s.Delete(ctx, a.ID), tg.ErrNotFound)
+	require.NoError(t, s.Delete(ctx, b.ID))
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, all)
+}
+
+func testIDsNeverReused(t *testing.T, s tg.Store) {
+	create(t, s, "a")
+	b := create(t, s, "b")
+	require.NoError(t, s.Delete(ctx, b.ID))
+	c := create(t, s, "c")
+	assert.Equal(t, b.ID+1, c.ID, "a deleted id is never reused")
+}
+
+func testLeases(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	b := create(t, s, "b")
+	long, err := s.Claim(ctx, a.ID, "alice", tg.WithLease(time.Hour))
+	require.NoError(t, err)
+	assert.True(t, long.LeaseExpiresAt.After(time.Now().Add(50*time.Minute)))
+	_, err = s.Claim(ctx, a.ID, "bob")
+	assert.ErrorIs(t, err, tg.ErrClaimed, "an unexpired lease holds")
+
+	// A lease of one nanosecond has expired by the next call.
+	_, err = s.Claim(ctx, b.ID, "carol", tg.WithLease(time.Nanosecond))
+	require.NoError(t, err)
+	got, err := s.ClaimNext(ctx, "dave")
+	require.NoError(t, err)
+	assert.Equal(t, b.ID, got.ID, "an expired lease can be claimed by anyone")
+	assert.Equal(t, "dave", got.Owner)
+	assert.Equal(t, "carol", got.PrevOwner)
+	assert.True(t, got.LeaseExpiresAt.IsZero(), "claimed without a lease: never expires")
+	_, err = s.Complete(ctx, b.ID, "carol")
+	assert.ErrorIs(t, err, tg.ErrClaimed, "the previous owner lost it")
+
+	renewed, err := s.Renew(ctx, a.ID, "alice", 2*time.Hour)
+	require.NoError(t, err)
+	assert.True(t, renewed.LeaseExpiresAt.After(long.LeaseExpiresAt))
+	_, err = s.Renew(ctx, a.ID, "bob", time.Hour)
+	assert.ErrorIs(t, err, tg.ErrClaimed)
+	_, err = s.Renew(ctx, a.ID, "alice", 0)
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+}
+
+func testConcurrentClaimNext(t *testing.T, s tg.Store) {
+	const n, workers = 40, 8
+	for i := range n {
+		create(t, s, fmt.Sprint("t", i))
+	}
+	var mu sync.Mutex
+	claimed := map[tg.ID]string{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		owner := fmt.Sprint("w", w)
+		wg.Go(func() {
+			for {
+				task, err := s.ClaimNext(ctx, owner)
+				if errors.Is(err, tg.ErrNoReady) {
+					return
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				if prev, dup := claimed[task.ID]; dup {
+					t.Errorf("task %d claimed by %s and %s", task.ID, prev, owner)
+				}
+				claimed[task.ID] = owner
+				mu.Unlock()
+				_, err = s.Complete(ctx, task.ID, owner)
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Len(t, claimed, n)
+}
+
+func testContextCancelled(t *testing.T, s tg.Store) {
+	create(t, s, "a")
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := s.Create(c, tg.NewTask{Subject: "b"})
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = s.Get(c, 1)
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = s.Board(c)
+	assert.ErrorIs(t, err, context.Canceled)
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, all, 1)
+}
+
+func testUnicode(t *testing.T, s tg.Store) {
+	a, err := s.Create(ctx, tg.NewTask{Subject: "设置数据库 <schema> & «données»", Description: "タスク ✓"})
+	require.NoError(t, err)
+	got := get(t, s, a.ID)
+	assert.Equal(t, a.Subject, got.Subject)
+	assert.Equal(t, a.Description, got.Description)
+}
+
+func testCopies(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	b, err := s.Create(ctx, tg.NewTask{Subject: "b", BlockedBy: []tg.ID{a.ID}, Metadata: map[string]any{"k": []any{"v"}}})
+	require.NoError(t, err)
+	b.BlockedBy[0] = 99
+	b.Metadata["k"].([]any)[0] = "changed"
+	got := get(t, s, b.ID)
+	assert.Equal(t, []tg.ID{a.ID}, got.BlockedBy)
+	assert.Equal(t, []any{"v"}, got.Metadata["k"])
+}
+
+func testClose(t *testing.T, s tg.Store) {
+	create(t, s, "a")
+	require.NoError(t, s.Close())
+	_, err := s.List(ctx)
+	assert.ErrorIs(t, err, tg.ErrClosed)
+	_, err = s.Create(ctx, tg.NewTask{Subject: "b"})
+	assert.ErrorIs(t, err, tg.ErrClosed)
+	assert.NoError(t, s.Close(), "closing twice is harmless")
+}
