@@ -61,6 +61,8 @@ func runRole(role, dir, arg string) int {
 			}
 			fmt.Fprintln(out, task.ID)
 		}
+	case "mutate":
+		return mutateForever(s)
 	case "holdlock":
 		// Take the directory lock the way a writer does, say so, and wait
 		// to be killed.
