@@ -499,8 +499,11 @@ func (g *graph) planRenew(id ID, owner string, ttl time.Duration, now time.Time)
 // checkHolder requires t to be InProgress and, if owner is given (or
 // required), held by owner.
 func checkHolder(t *Task, owner string, required bool) error {
-	if t.Status != InProgress {
-		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is %s, not in_progress: claim it first", t.ID, t.Status)}
+	switch t.Status {
+	case Completed:
+		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is already completed", t.ID)}
+	case Pending:
+		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is pending, not in_progress: claim it first", t.ID)}
 	}
 	if required && owner == "" {
 		return &InvalidError{Field: "owner", Reason: "must not be empty"}

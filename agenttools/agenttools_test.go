@@ -1,0 +1,105 @@
+package agenttools_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/agenttools"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./agenttools -update to create it")
+	assert.Equal(t, string(want), string(got), "golden file %s (go test ./agenttools -update rewrites it)", path)
+}
+
+func TestSchemas(t *testing.T) {
+	tools := agenttools.New(taskgraph.NewMemStore())
+	for _, tool := range tools.List() {
+		var pretty bytes.Buffer
+		require.NoError(t, json.Indent(&pretty, tool.InputSchema, "", "  "), tool.Name)
+		doc := fmt.Sprintf("%s\n%s\n%s\n", tool.Name, tool.Description, pretty.String())
+		golden(t, "schema_"+tool.Name+".golden", []byte(doc))
+	}
+}
+
+// TestScriptedSession replays the reference's prompts as tool calls, then
+// the multi-agent tools and every kind of bad call, and compares each
+// output with the golden transcript.
+func TestScriptedSession(t *testing.T) {
+	clock := func() time.Time { return time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC) }
+	store := taskgraph.NewMemStore(taskgraph.WithClock(clock))
+	tools := agenttools.New(store, agenttools.WithOwner("agent-1"))
+	other := agenttools.New(store, agenttools.WithOwner("agent-2"))
+	calls := []struct {
+		who         *agenttools.Tools
+		name, input string
+	}{
+		{tools, "task_list", `{}`},
+		{tools, "task_create", `{"subject": "Setup project"}`},
+		{tools, "task_create", `{"subject": "Write code", "description": "the parser"}`},
+		{tools, "task_create", `{"subject": "Write tests"}`},
+		{tools, "task_update", `{"task_id": 2, "addBlockedBy": [1]}`},
+		{tools, "task_update", `{"task_id": 3, "addBlockedBy": [2]}`},
+		{tools, "task_list", `{}`},
+		{tools, "task_update", `{"task_id": 1, "status": "completed"}`},
+		{tools, "task_list", `{}`},
+		{tools, "task_create", `{"subject": "Write docs", "blockedBy": [2]}`},
+		{tools, "task_update", `{"task_id": 3, "addBlockedBy": [4]}`},
+		{tools, "task_list", `{}`},
+		{tools, "task_claim", `{"task_id": 3}`},
+		{tools, "task_claim_next", `{}`},
+		{other, "task_claim", `{"task_id": 2}`},
+		{other, "task_claim_next", `{}`},
+		{tools, "task_list", `{}`},
+		{tools, "task_complete", `{"task_id": 2}`},
+		{tools, "task_get", `{"task_id": 4}`},
+		{other, "task_claim_next", `{}`},
+		{other, "task_release", `{"task_id": 4}`},
+		{tools, "task_get", `{"task_id": 9}`},
+		{tools, "task_update", `{"task_id": 2, "addBlockedBy": [3]}`},
+		{tools, "task_update", `{"task_id": 3, "addBlockedBy": [3]}`},
+		{tools, "task_update", `{"task_id": 3, "status": "done"}`},
+		{tools, "task_create", `{"subject": ""}`},
+		{tools, "task_create", `{"description": "no subject"}`},
+		{tools, "task_get", `{"task_id": "3"}`},
+		{tools, "task_get", `{"task_id": 3`},
+		{tools, "task_get", `{}`},
+		{tools, "task_update", `{"task_id": 3, "addBlockedBy": [1], "colour": "red"}`},
+		{tools, "task_complete", `{"task_id": 1}`},
+		{tools, "task_delete", `{"task_id": 1}`},
+	}
+	var transcript bytes.Buffer
+	for _, c := range calls {
+		out, err := c.who.Call(context.Background(), c.name, json.RawMessage(c.input))
+		require.NoError(t, err, "%s %s", c.name, c.input)
+		fmt.Fprintf(&transcript, "> %s %s\n%s\n\n", c.name, c.input, out)
+	}
+	golden(t, "session.golden", transcript.Bytes())
+}
+
+func TestClosedStoreIsTheHarnessProblem(t *testing.T) {
+	store := taskgraph.NewMemStore()
+	tools := agenttools.New(store)
+	require.NoError(t, store.Close())
+	_, err := tools.Call(context.Background(), "task_list", nil)
+	assert.ErrorIs(t, err, taskgraph.ErrClosed)
+}
