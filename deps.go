@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"container/heap"
+	"maps"
 	"slices"
 )
 
@@ -216,49 +217,117 @@ func (g *graph) unfinished(t *Task) (by, missing []ID) {
 
 // view returns a copy of task id with Blocks derived from the reverse index.
 func (g *graph) view(id ID) Task {
-	t := g.tasks[id].clone()
-	t.Blocks = nil
-	for _, d := range g.dependents[id] {
-		if g.tasks[d] != nil {
-			t.Blocks = append(t.Blocks, d)
+	var a arena
+	return g.viewIn(id, &a)
+}
+
+// arena hands out id slices from one allocation, so that copying a whole
+// board costs a few allocations instead of two per task.
+type arena []ID
+
+func (a *arena) copy(ids []ID) []ID {
+	if len(ids) == 0 {
+		return nil
+	}
+	if cap(*a)-len(*a) < len(ids) {
+		*a = make([]ID, 0, max(len(ids), 256))
+	}
+	start := len(*a)
+	*a = append(*a, ids...)
+	return (*a)[start:len(*a):len(*a)]
+}
+
+func (g *graph) viewIn(id ID, a *arena) Task {
+	t := *g.tasks[id]
+	t.BlockedBy = a.copy(t.BlockedBy)
+	t.Metadata = cloneMetadata(t.Metadata)
+	deps := g.dependents[id]
+	if allExist(g, deps) {
+		t.Blocks = a.copy(deps)
+	} else { // edges named by corrupt files
+		t.Blocks = nil
+		for _, d := range deps {
+			if g.tasks[d] != nil {
+				t.Blocks = append(t.Blocks, d)
+			}
 		}
 	}
 	return t
 }
 
+func allExist(g *graph, ids []ID) bool {
+	for _, id := range ids {
+		if g.tasks[id] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// arenaFor returns an arena big enough for every id slice of a full copy.
+func (g *graph) arenaFor() arena {
+	n := 0
+	for _, t := range g.tasks {
+		n += 2 * len(t.BlockedBy) // each edge appears once in BlockedBy, once in Blocks
+	}
+	return make(arena, 0, n)
+}
+
 func (g *graph) list() []Task {
-	out := make([]Task, 0, len(g.ids))
-	for _, id := range g.ids {
-		out = append(out, g.view(id))
+	a := g.arenaFor()
+	out := make([]Task, len(g.ids))
+	for i, id := range g.ids {
+		out[i] = g.viewIn(id, &a)
 	}
 	return out
 }
 
 func (g *graph) board() Board {
-	var b Board
-	for _, id := range g.ids {
-		t := g.view(id)
-		switch t.Status {
+	const (
+		ready = iota
+		blocked
+		inProgress
+		completed
+	)
+	kinds := make([]uint8, len(g.ids))
+	var counts [4]int
+	for i, id := range g.ids {
+		k := uint8(ready)
+		switch g.tasks[id].Status {
 		case InProgress:
-			b.InProgress = append(b.InProgress, t)
+			k = inProgress
 		case Completed:
-			b.Completed = append(b.Completed, t)
+			k = completed
 		default:
-			by, missing := g.unfinished(&t)
-			if len(by) == 0 {
-				b.Ready = append(b.Ready, t)
-				continue
+			if !g.isReady(id) {
+				k = blocked
 			}
-			b.Blocked = append(b.Blocked, t)
-			if len(missing) > 0 {
-				if b.Missing == nil {
-					b.Missing = make(map[ID][]ID)
+		}
+		kinds[i] = k
+		counts[k]++
+	}
+	// One backing array, cut into the four lists.
+	all := make([]Task, 0, len(g.ids))
+	var lists [4][]Task
+	for k := range lists {
+		lists[k] = all[len(all) : len(all) : len(all)+counts[k]]
+		all = all[:len(all)+counts[k]]
+	}
+	a := g.arenaFor()
+	var missing map[ID][]ID
+	for i, id := range g.ids {
+		t := g.viewIn(id, &a)
+		lists[kinds[i]] = append(lists[kinds[i]], t)
+		if kinds[i] == blocked {
+			if _, m := g.unfinished(&t); len(m) > 0 {
+				if missing == nil {
+					missing = make(map[ID][]ID)
 				}
-				b.Missing[id] = missing
+				missing[id] = m
 			}
 		}
 	}
-	return b
+	return Board{Ready: lists[ready], Blocked: lists[blocked], InProgress: lists[inProgress], Completed: lists[completed], Missing: missing}
 }
 
 // findCycle returns one cycle of the whole graph in execution order, or nil.
@@ -405,8 +474,9 @@ func (o *overlay) checkNewEdges() error {
 			return nil
 		}
 	}
-	for b, ds := range o.addDeps {
-		for _, d := range ds {
+	// In a fixed order, so that every store reports the same cycle.
+	for _, b := range slices.Sorted(maps.Keys(o.addDeps)) {
+		for _, d := range slices.Sorted(slices.Values(o.addDeps[b])) {
 			if o.task(d) == nil || o.task(b) == nil {
 				continue
 			}

@@ -248,8 +248,7 @@ func (t Task) clone() Task {
 	t.BlockedBy = slices.Clone(t.BlockedBy)
 	t.Blocks = slices.Clone(t.Blocks)
 	t.Metadata = cloneMetadata(t.Metadata)
-	t.unknown = maps.Clone(t.unknown)
-	return t
+	return t // unknown is never modified in place, so it may be shared
 }
 
 func cloneMetadata(m map[string]any) map[string]any {
@@ -366,12 +365,116 @@ func marshalNoEscape(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
+// taskFile is the fast path of decodeTask: a file with only known fields of
+// the right types decodes in one pass. Anything else takes the slow path,
+// which keeps unknown fields and names the problem precisely.
+type taskFile struct {
+	ID             *int64         `json:"id"`
+	Subject        *string        `json:"subject"`
+	Description    string         `json:"description"`
+	Status         *Status        `json:"status"`
+	BlockedBy      []int64        `json:"blockedBy"`
+	Owner          string         `json:"owner"`
+	CreatedAt      time.Time      `json:"createdAt"`
+	UpdatedAt      time.Time      `json:"updatedAt"`
+	Rev            int64          `json:"rev"`
+	Metadata       map[string]any `json:"metadata"`
+	ClaimedAt      time.Time      `json:"claimedAt"`
+	LeaseExpiresAt time.Time      `json:"leaseExpiresAt"`
+	PrevOwner      string         `json:"prevOwner"`
+}
+
+func decodeFast(id ID, data []byte) *Task {
+	// encoding/json matches keys case-insensitively; the file format does
+	// not, so a file whose keys are not exactly the known ones goes slow.
+	if !onlyKnownKeys(data) {
+		return nil
+	}
+	var f taskFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&f) != nil || dec.InputOffset() != int64(len(bytes.TrimRight(data, " \t\r\n"))) {
+		return nil
+	}
+	if f.ID == nil || ID(*f.ID) != id || f.Subject == nil || f.Status == nil || !f.Status.Valid() || f.Rev < 0 {
+		return nil
+	}
+	if len(f.Metadata) == 0 {
+		f.Metadata = nil // {} and no metadata are the same
+	}
+	t := &Task{ID: id, Subject: *f.Subject, Description: f.Description, Status: *f.Status, Owner: f.Owner,
+		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Rev: f.Rev, Metadata: f.Metadata,
+		ClaimedAt: f.ClaimedAt, LeaseExpiresAt: f.LeaseExpiresAt, PrevOwner: f.PrevOwner}
+	if f.BlockedBy != nil {
+		t.BlockedBy = make([]ID, 0, len(f.BlockedBy))
+	}
+	for _, b := range f.BlockedBy {
+		if b <= 0 {
+			return nil
+		}
+		if !slices.Contains(t.BlockedBy, ID(b)) {
+			t.BlockedBy = append(t.BlockedBy, ID(b))
+		}
+	}
+	return t
+}
+
+// onlyKnownKeys reports whether every top-level key of the JSON object in
+// data is exactly a known field name. It assumes nothing about validity;
+// decoding checks that.
+func onlyKnownKeys(data []byte) bool {
+	depth, inString, start := 0, false, 0
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch c {
+			case '\\':
+				if depth == 1 {
+					return false // an escaped key: let the slow path judge it
+				}
+				i++
+			case '"':
+				inString = false
+				if depth == 1 {
+					// A key is a string followed by a colon.
+					j := i + 1
+					for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r') {
+						j++
+					}
+					if j < len(data) && data[j] == ':' && !knownFields[string(data[start:i])] {
+						return false
+					}
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString, start = true, i+1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+	}
+	return true
+}
+
 // decodeTask parses a task file whose name says it holds task id. Every
 // problem is reported with the field it concerns.
 func decodeTask(id ID, data []byte) (*Task, error) {
 	if len(data) > maxFileSize {
 		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit", len(data), maxFileSize)
 	}
+	if t := decodeFast(id, data); t != nil {
+		return t, nil
+	}
+	return decodeSlow(id, data)
+}
+
+// decodeSlow decodes field by field, keeping unknown fields and naming the
+// first problem it finds.
+func decodeSlow(id ID, data []byte) (*Task, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
@@ -442,6 +545,9 @@ func decodeTask(id ID, data []byte) (*Task, error) {
 	if v, ok := raw["metadata"]; ok && string(v) != "null" {
 		if err := json.Unmarshal(v, &t.Metadata); err != nil || t.Metadata == nil {
 			return nil, errors.New(`field "metadata" is not a JSON object`)
+		}
+		if len(t.Metadata) == 0 {
+			t.Metadata = nil
 		}
 	}
 	for k, v := range raw {

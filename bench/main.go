@@ -1,0 +1,458 @@
+// Command bench measures taskgraph's FileStore against the physical floor
+// of this machine — one durable atomic write — in one run, so every figure
+// can be read as a ratio that noise on a shared machine affects little.
+//
+//	go run ./bench            # full run: N = 100 ... 100,000, three shapes, 1-8 workers
+//	go run ./bench -quick     # N = 100 and 1,000, under a minute
+//	go run ./bench -n 10000 -shapes chain -json out.json
+//
+// All directories are created under -dir (default a new temporary
+// directory) and removed only at the end: file creation on these machines
+// slows down for minutes after many files are deleted.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+var ctx = context.Background()
+
+// Result is one measured figure.
+type Result struct {
+	Shape   string  `json:"shape"`
+	N       int     `json:"n"`
+	Op      string  `json:"op"`
+	Median  float64 `json:"median_us"`
+	P90     float64 `json:"p90_us"`
+	Ratio   float64 `json:"ratio_to_floor"`
+	Samples int     `json:"samples"`
+	Note    string  `json:"note,omitempty"`
+}
+
+// Report is the whole run, as written by -json.
+type Report struct {
+	GoVersion string   `json:"go"`
+	CPUs      int      `json:"cpus"`
+	FloorUS   float64  `json:"floor_write_us"`
+	ReadUS    float64  `json:"floor_read_us"`
+	Results   []Result `json:"results"`
+}
+
+func main() {
+	var (
+		quick    = flag.Bool("quick", false, "small sizes and fewer samples: under a minute")
+		sizes    = flag.String("n", "", "comma-separated graph sizes (default 100,1000,10000,100000; -quick: 100,1000)")
+		shapes   = flag.String("shapes", "chain,star,dag", "comma-separated shapes: chain, star, dag")
+		workers  = flag.String("workers", "1,2,4,8", "worker process counts for the throughput run")
+		jsonOut  = flag.String("json", "", "also write the results as JSON to this file")
+		baseDir  = flag.String("dir", "", "directory for the benchmark's files (default: a new temporary directory)")
+		coldOnly = flag.String("cold", "", "internal: cold Open+Board of this directory, print micros and RSS")
+		readOnly = flag.String("readloop", "", "internal: os.ReadFile every task file of this directory, print micros")
+		workDir  = flag.String("work", "", "internal: ClaimNext+Complete on this directory until none is ready")
+	)
+	flag.Parse()
+	switch {
+	case *coldOnly != "":
+		cold(*coldOnly)
+		return
+	case *readOnly != "":
+		readLoop(*readOnly)
+		return
+	case *workDir != "":
+		work(*workDir)
+		return
+	}
+
+	ns := []int{100, 1000, 10000, 100000}
+	samples := 40
+	throughputTasks := 10000
+	if *quick {
+		ns, samples, throughputTasks = []int{100, 1000}, 15, 1000
+	}
+	if *sizes != "" {
+		ns = nil
+		for _, f := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				log.Fatalf("-n: %v", err)
+			}
+			ns = append(ns, n)
+		}
+	}
+	root := *baseDir
+	if root == "" {
+		var err error
+		if root, err = os.MkdirTemp("", "taskgraph-bench-"); err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(root)
+	}
+
+	rep := Report{GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}
+	rep.FloorUS, rep.ReadUS = floor(filepath.Join(root, "floor"))
+	fmt.Printf("floor: durable write %.0f µs, read %.0f µs (median of 300, 300-byte file)\n", rep.FloorUS, rep.ReadUS)
+	add := func(r Result) {
+		r.Ratio = r.Median / rep.FloorUS
+		rep.Results = append(rep.Results, r)
+		fmt.Printf("  %-6s N=%-6d %-22s median %9.1f µs  p90 %9.1f µs  %6.2f× floor %s\n", r.Shape, r.N, r.Op, r.Median, r.P90, r.Ratio, r.Note)
+	}
+
+	for _, shape := range strings.Split(*shapes, ",") {
+		for _, n := range ns {
+			dir := filepath.Join(root, fmt.Sprintf("%s-%d", shape, n))
+			build(dir, shape, n)
+			for _, r := range measure(dir, shape, n, samples) {
+				add(r)
+			}
+			for _, r := range coldOpen(dir, shape, n) {
+				add(r)
+			}
+		}
+	}
+	// WithoutSync gives up durability; measured apart so no one mistakes it
+	// for the durable figures.
+	nosyncN := ns[len(ns)-1]
+	if nosyncN > 10000 {
+		nosyncN = 10000
+	}
+	dir := filepath.Join(root, fmt.Sprintf("nosync-%d", nosyncN))
+	build(dir, "chain", nosyncN)
+	for _, r := range measure(dir, "chain", nosyncN, samples, taskgraph.WithoutSync()) {
+		r.Note = "WithoutSync: not durable"
+		add(r)
+	}
+
+	for _, f := range strings.Split(*workers, ",") {
+		p, err := strconv.Atoi(f)
+		if err != nil {
+			log.Fatalf("-workers: %v", err)
+		}
+		dir := filepath.Join(root, fmt.Sprintf("throughput-%d", p))
+		buildReady(dir, throughputTasks)
+		opsPerSec := throughput(dir, p, throughputTasks)
+		perOp := 1e6 / opsPerSec
+		rep.Results = append(rep.Results, Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p),
+			Median: perOp, Ratio: perOp / rep.FloorUS, Note: fmt.Sprintf("%.0f ops/s = %.0f%% of 1/floor", opsPerSec, 100*opsPerSec*rep.FloorUS/1e6)})
+		fmt.Printf("  ready  N=%-6d %d worker processes: %.0f ops/s (%.0f%% of 1/floor)\n", throughputTasks, p, opsPerSec, 100*opsPerSec*rep.FloorUS/1e6)
+	}
+
+	printTable(rep)
+	if *jsonOut != "" {
+		data, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(data, '\n'), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// floor measures the durable atomic write this store is built on, with
+// nothing else: write a temp file, fsync, rename, fsync the directory.
+func floor(dir string) (writeUS, readUS float64) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	data := []byte(strings.Repeat("x", 299) + "\n")
+	path := filepath.Join(dir, "task_1.json")
+	var w, r []time.Duration
+	for i := range 300 {
+		start := time.Now()
+		tmp := fmt.Sprintf("%s.tmp%d", path, i)
+		f, err := os.Create(tmp)
+		if err != nil {
+			log.Fatal(err)
+		}
+		f.Write(data)
+		f.Sync()
+		f.Close()
+		os.Rename(tmp, path)
+		d.Sync()
+		w = append(w, time.Since(start))
+		start = time.Now()
+		if _, err := os.ReadFile(path); err != nil {
+			log.Fatal(err)
+		}
+		r = append(r, time.Since(start))
+	}
+	return median(w), median(r)
+}
+
+func median(ds []time.Duration) float64 { return pct(ds, 50) }
+
+func pct(ds []time.Duration, p int) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[(len(s)-1)*p/100]) / 1e3
+}
+
+// build creates a graph of n tasks of the given shape, without fsync (the
+// build is setup, not what is measured).
+func build(dir, shape string, n int) {
+	s, err := taskgraph.Open(dir, taskgraph.WithoutSync())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	const width = 100
+	for i := 1; i <= n; i++ {
+		var by []taskgraph.ID
+		switch shape {
+		case "chain":
+			if i > 1 {
+				by = []taskgraph.ID{taskgraph.ID(i - 1)}
+			}
+		case "star":
+			if i > 1 {
+				by = []taskgraph.ID{1}
+			}
+		case "dag":
+			// Layers of width tasks, each blocked by about 3 of the
+			// previous layer.
+			layer := (i - 1) / width
+			if layer > 0 {
+				lo := (layer-1)*width + 1
+				for range 3 {
+					by = append(by, taskgraph.ID(lo+rng.IntN(width)))
+				}
+			}
+		default:
+			log.Fatalf("unknown shape %q", shape)
+		}
+		if _, err := s.Create(ctx, taskgraph.NewTask{Subject: fmt.Sprintf("%s task %d", shape, i), Description: "benchmark task", BlockedBy: by}); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+func buildReady(dir string, n int) {
+	s, err := taskgraph.Open(dir, taskgraph.WithoutSync())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	for i := range n {
+		if _, err := s.Create(ctx, taskgraph.NewTask{Subject: fmt.Sprint("ready task ", i)}); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// measure times each operation on a warm, durable store.
+func measure(dir, shape string, n, samples int, opts ...taskgraph.Option) []Result {
+	s, err := taskgraph.Open(dir, opts...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Board(ctx); err != nil { // warm the cache
+		log.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 11))
+	times := map[string][]time.Duration{}
+	timed := func(op string, f func() error) {
+		start := time.Now()
+		if err := f(); err != nil {
+			log.Fatalf("%s %s N=%d: %v", op, shape, n, err)
+		}
+		times[op] = append(times[op], time.Since(start))
+	}
+	for range samples * 10 {
+		id := taskgraph.ID(1 + rng.IntN(n))
+		timed("Get", func() error { _, err := s.Get(ctx, id); return err })
+	}
+	for range max(samples/4, 5) {
+		timed("Board", func() error { _, err := s.Board(ctx); return err })
+	}
+	for range samples {
+		var task taskgraph.Task
+		timed("ClaimNext", func() (err error) { task, err = s.ClaimNext(ctx, "bench"); return err })
+		if _, err := s.Release(ctx, task.ID, "bench"); err != nil {
+			log.Fatal(err)
+		}
+		timed("Claim", func() error { _, err := s.Claim(ctx, task.ID, "bench"); return err })
+		timed("Complete", func() error { _, err := s.Complete(ctx, task.ID, "bench"); return err })
+	}
+	for range samples {
+		// An edge from an earlier to a later task, checked for cycles.
+		a := taskgraph.ID(2 + rng.IntN(n-1))
+		b := taskgraph.ID(1 + rng.IntN(int(a)-1))
+		timed("Update (add edge)", func() error {
+			_, err := s.Update(ctx, a, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{b}})
+			return err
+		})
+	}
+	for range samples {
+		by := []taskgraph.ID{taskgraph.ID(1 + rng.IntN(n))}
+		timed("Create", func() error {
+			_, err := s.Create(ctx, taskgraph.NewTask{Subject: "new", BlockedBy: by})
+			return err
+		})
+	}
+	var out []Result
+	for _, op := range []string{"Create", "Claim", "Complete", "Update (add edge)", "ClaimNext", "Get", "Board"} {
+		ds := times[op]
+		out = append(out, Result{Shape: shape, N: n, Op: op, Median: median(ds), P90: pct(ds, 90), Samples: len(ds)})
+	}
+	return out
+}
+
+// coldOpen times Open+Board in fresh processes against a plain loop that
+// reads every file, also in fresh processes.
+func coldOpen(dir, shape string, n int) []Result {
+	var open, loop []time.Duration
+	var rss string
+	for range 3 {
+		us, r := self("-cold", dir)
+		open = append(open, us)
+		rss = r
+		us, _ = self("-readloop", dir)
+		loop = append(loop, us)
+	}
+	m, l := median(open), median(loop)
+	return []Result{
+		{Shape: shape, N: n, Op: "cold Open+Board", Median: m, P90: pct(open, 90), Samples: 3,
+			Note: fmt.Sprintf("%.2f× ReadFile loop; RSS %s", m/l, rss)},
+		{Shape: shape, N: n, Op: "ReadFile loop", Median: l, P90: pct(loop, 90), Samples: 3},
+	}
+}
+
+// self runs this binary with a flag and parses "micros rss" from its output.
+func self(flag, dir string) (time.Duration, string) {
+	out, err := exec.Command(os.Args[0], flag, dir).Output()
+	if err != nil {
+		log.Fatalf("%s %s: %v", flag, dir, err)
+	}
+	f := strings.Fields(string(out))
+	us, _ := strconv.ParseFloat(f[0], 64)
+	rss := ""
+	if len(f) > 1 {
+		rss = f[1]
+	}
+	return time.Duration(us * 1e3), rss
+}
+
+func cold(dir string) {
+	start := time.Now()
+	s, err := taskgraph.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := s.Board(ctx); err != nil {
+		log.Fatal(err)
+	}
+	el := time.Since(start)
+	runtime.GC()
+	fmt.Printf("%d %s\n", el.Microseconds(), rssMiB())
+}
+
+func rssMiB() string {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "?"
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.Fields(rest)[0])
+			return fmt.Sprintf("%.0fMiB", float64(kb)/1024)
+		}
+	}
+	return "?"
+}
+
+func readLoop(dir string) {
+	start := time.Now()
+	d, err := os.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, "task_") {
+			if _, err := os.ReadFile(filepath.Join(dir, name)); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	fmt.Println(time.Since(start).Microseconds())
+}
+
+// throughput runs p worker processes doing ClaimNext+Complete until no task
+// is ready and returns write operations per second over all of them.
+func throughput(dir string, p, tasks int) float64 {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range p {
+		cmd := exec.Command(os.Args[0], "-work", dir)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			log.Fatal(err)
+		}
+		wg.Go(func() {
+			if err := cmd.Wait(); err != nil {
+				log.Fatal(err)
+			}
+		})
+	}
+	wg.Wait()
+	return float64(2*tasks) / time.Since(start).Seconds()
+}
+
+func work(dir string) {
+	s, err := taskgraph.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	owner := fmt.Sprint("worker-", os.Getpid())
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	for {
+		t, err := s.ClaimNext(ctx, owner)
+		if errors.Is(err, taskgraph.ErrNoReady) {
+			return
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		if _, err := s.Complete(ctx, t.ID, owner); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+func printTable(rep Report) {
+	fmt.Printf("\ntaskgraph benchmark (%s, %d CPUs); floor = durable write %.0f µs, read %.0f µs\n\n", rep.GoVersion, rep.CPUs, rep.FloorUS, rep.ReadUS)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "shape\tN\top\tmedian µs\tp90 µs\t× floor\tnote\t")
+	for _, r := range rep.Results {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%.1f\t%.2f\t%s\t\n", r.Shape, r.N, r.Op, r.Median, r.P90, r.Ratio, r.Note)
+	}
+	tw.Flush()
+}

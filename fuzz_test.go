@@ -1,0 +1,268 @@
+package taskgraph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// FuzzDecodeTask: the task-file decoder never panics, names the problem
+// when it refuses, and its fast path agrees with the field-by-field one.
+// Whatever it accepts survives an encode/decode round trip unchanged.
+func FuzzDecodeTask(f *testing.F) {
+	f.Add([]byte(`{"id": 1, "subject": "Setup project", "description": "", "status": "pending", "blockedBy": [], "owner": ""}`))
+	f.Add([]byte(`{"id": 1, "subject": "x", "status": "in_progress", "blockedBy": [2, 3], "owner": "a", "rev": 4, "metadata": {"k": [1, "v"]}, "createdAt": "2026-12-02T10:00:00Z"}`))
+	f.Add([]byte(`{"id": 1, "ID": 2, "subject": "x", "status": "pending", "x-extra": {"a": 1}}`))
+	f.Add([]byte(`{"id": 1, "subject": "x", "status": "done"}`))
+	f.Add([]byte(`{"id": 1.0, "subject": "x", "status": "pending", "blockedBy": ["2"]}`))
+	f.Add([]byte(`{"id": 1, "sub\u006aect": "x", "status": "pending"}`))
+	f.Add([]byte(`{"id": 1, "subject": `))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		task, err := decodeTask(1, data)
+		if err != nil {
+			require.NotEmpty(t, err.Error())
+			require.Nil(t, task)
+			return
+		}
+		slow, err := decodeSlow(1, data)
+		require.NoError(t, err, "the fast path accepted what the slow path refuses")
+		require.Equal(t, normal(slow), normal(task), "fast and slow paths disagree")
+
+		enc, err := encodeTask(task)
+		if err != nil {
+			return // metadata that JSON cannot encode again, e.g. huge floats
+		}
+		again, err := decodeTask(1, enc)
+		require.NoError(t, err, "re-reading what we wrote: %s", enc)
+		require.Equal(t, normal(task), normal(again))
+	})
+}
+
+// normal makes decoded tasks comparable: times by instant.
+func normal(t *Task) Task {
+	c := t.clone()
+	for _, p := range []*time.Time{&c.CreatedAt, &c.UpdatedAt, &c.ClaimedAt, &c.LeaseExpiresAt} {
+		*p = p.UTC()
+	}
+	if len(c.BlockedBy) == 0 {
+		c.BlockedBy = nil
+	}
+	if c.unknown != nil { // compare unknown values as JSON, not as layout
+		u := map[string]json.RawMessage{}
+		for k, v := range c.unknown {
+			var b bytes.Buffer
+			if json.Compact(&b, v) != nil {
+				b.Write(v)
+			}
+			u[k] = b.Bytes()
+		}
+		c.unknown = u
+	}
+	return c
+}
+
+// modelBoard is the deliberately simple reference model of the resolver.
+func modelBoard(tasks []Task) (ready, blocked, inProgress, completed []ID, cyclic bool) {
+	status := map[ID]Status{}
+	for _, t := range tasks {
+		status[t.ID] = t.Status
+	}
+	for _, t := range tasks {
+		switch t.Status {
+		case InProgress:
+			inProgress = append(inProgress, t.ID)
+		case Completed:
+			completed = append(completed, t.ID)
+		default:
+			ok := true
+			for _, b := range t.BlockedBy {
+				if status[b] != Completed {
+					ok = false
+				}
+			}
+			if ok {
+				ready = append(ready, t.ID)
+			} else {
+				blocked = append(blocked, t.ID)
+			}
+		}
+	}
+	// Cyclic iff repeatedly removing tasks with no remaining existing
+	// blockers does not remove everything.
+	left := map[ID][]ID{}
+	for _, t := range tasks {
+		left[t.ID] = t.BlockedBy
+	}
+	for changed := true; changed; {
+		changed = false
+		for id, bs := range left {
+			free := true
+			for _, b := range bs {
+				if _, ok := left[b]; ok {
+					free = false
+				}
+			}
+			if free {
+				delete(left, id)
+				changed = true
+			}
+		}
+	}
+	return ready, blocked, inProgress, completed, len(left) > 0
+}
+
+// graphFromBytes builds up to 16 tasks with ids 1..n from fuzz input; an
+// edge may name a missing id (up to 18).
+func graphFromBytes(data []byte) []Task {
+	if len(data) == 0 {
+		return nil
+	}
+	n := int(data[0]%16) + 1
+	tasks := make([]Task, n)
+	statuses := []Status{Pending, Pending, InProgress, Completed}
+	for i := range tasks {
+		tasks[i] = Task{ID: ID(i + 1), Status: Pending}
+	}
+	for i := 1; i+1 < len(data); i += 2 {
+		a, b := int(data[i]%byte(n)), ID(data[i+1]%18)+1
+		switch {
+		case data[i]&0x80 != 0:
+			tasks[a].Status = statuses[data[i+1]%4]
+		case b != tasks[a].ID && !slices.Contains(tasks[a].BlockedBy, b):
+			tasks[a].BlockedBy = append(tasks[a].BlockedBy, b)
+		}
+	}
+	return tasks
+}
+
+// FuzzResolve checks Resolve, FindCycle and TopoOrder against the model on
+// random graphs, with missing ids and hand-made cycles.
+func FuzzResolve(f *testing.F) {
+	f.Add([]byte{4, 1, 1, 2, 1, 3, 2, 3, 3})
+	f.Add([]byte{3, 0, 2, 1, 3, 2, 1})
+	f.Add([]byte{8, 0x81, 3, 5, 17, 2, 9})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tasks := graphFromBytes(data)
+		ready, blocked, inProgress, completed, cyclic := modelBoard(tasks)
+		b := Resolve(tasks)
+		idsOf := func(ts []Task) []ID {
+			var out []ID
+			for _, t := range ts {
+				out = append(out, t.ID)
+			}
+			return out
+		}
+		assert.Equal(t, ready, idsOf(b.Ready), "ready")
+		assert.Equal(t, blocked, idsOf(b.Blocked), "blocked")
+		assert.Equal(t, inProgress, idsOf(b.InProgress), "in progress")
+		assert.Equal(t, completed, idsOf(b.Completed), "completed")
+
+		cycle := FindCycle(tasks)
+		require.Equal(t, cyclic, cycle != nil, "cycle verdict")
+		if cycle != nil {
+			// Every step a -> b of the path is an edge: b is blocked by a.
+			byID := map[ID]Task{}
+			for _, t := range tasks {
+				byID[t.ID] = t
+			}
+			require.Equal(t, cycle[0], cycle[len(cycle)-1])
+			for i := 0; i+1 < len(cycle); i++ {
+				assert.Contains(t, byID[cycle[i+1]].BlockedBy, cycle[i], "path %v", cycle)
+			}
+		}
+		order, err := TopoOrder(tasks)
+		if cyclic {
+			assert.ErrorIs(t, err, ErrCycle)
+			return
+		}
+		require.NoError(t, err)
+		pos := map[ID]int{}
+		for i, id := range order {
+			pos[id] = i
+		}
+		require.Len(t, order, len(tasks))
+		for _, task := range tasks {
+			for _, b := range task.BlockedBy {
+				if p, ok := pos[b]; ok {
+					assert.Less(t, p, pos[task.ID], "%d before %d", b, task.ID)
+				}
+			}
+		}
+	})
+}
+
+// FuzzStoresAgree runs one random operation sequence on a FileStore and a
+// MemStore: same results, same errors.
+func FuzzStoresAgree(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 2, 9, 3, 1, 2, 8, 4, 1, 7, 3, 5, 2, 6})
+	f.Add([]byte{0, 1, 0, 2, 8, 1, 9, 2, 8, 3, 10, 1, 11, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		clock := func() time.Time { return time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC) }
+		fs, err := Open(t.TempDir(), WithoutSync(), WithClock(clock))
+		require.NoError(t, err)
+		defer fs.Close()
+		ms := NewMemStore(WithClock(clock))
+		ctx := context.Background()
+		for i := 0; i+1 < len(data) && i < 64; i += 2 {
+			op, arg := data[i]%12, ID(data[i+1]%8)+1
+			run := func(s Store) (any, error) {
+				owner := fmt.Sprint("o", arg%2)
+				switch op {
+				case 0:
+					return s.Create(ctx, NewTask{Subject: fmt.Sprint("t", i)})
+				case 1:
+					return s.Create(ctx, NewTask{Subject: "b", BlockedBy: []ID{arg}})
+				case 2:
+					return s.Claim(ctx, arg, owner)
+				case 3:
+					return s.ClaimNext(ctx, owner)
+				case 4:
+					return s.Complete(ctx, arg, owner)
+				case 5:
+					return s.Release(ctx, arg, "")
+				case 6:
+					return s.Update(ctx, arg, Patch{AddBlockedBy: []ID{arg%3 + 1}})
+				case 7:
+					return s.Update(ctx, arg, Patch{RemoveBlockedBy: []ID{arg%3 + 1}, AddBlocks: []ID{arg%4 + 1}})
+				case 8:
+					return nil, s.Delete(ctx, arg)
+				case 9:
+					return nil, s.Delete(ctx, arg, Detach())
+				case 10:
+					return s.Create(ctx, NewTask{Subject: "c", Blocks: []ID{arg}, BlockedBy: []ID{arg%2 + 1}})
+				default:
+					st := []Status{Pending, InProgress, Completed}[arg%3]
+					return s.Update(ctx, arg, Patch{Status: &st, Owner: &owner})
+				}
+			}
+			fr, ferr := run(fs)
+			mr, merr := run(ms)
+			require.Equal(t, errString(merr), errString(ferr), "op %d(%d) at step %d", op, arg, i/2)
+			require.Equal(t, mr, fr, "op %d(%d) at step %d", op, arg, i/2)
+		}
+		fl, ferr := fs.List(ctx)
+		ml, merr := ms.List(ctx)
+		require.NoError(t, ferr)
+		require.NoError(t, merr)
+		require.Equal(t, ml, fl)
+	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, ErrCorrupt) {
+		return "corrupt"
+	}
+	return err.Error()
+}
