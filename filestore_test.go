@@ -114,12 +114,12 @@ func TestReferenceDirectory(t *testing.T) {
 		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("task_%d.json", id)))
 		require.NoError(t, err)
 		var f struct {
-			ID          *int     `json:"id"`
-			Subject     *string  `json:"subject"`
-			Description *string  `json:"description"`
-			Status      *string  `json:"status"`
-			BlockedBy   *[]int   `json:"blockedBy"`
-			Owner       *string  `json:"owner"`
+			ID          *int    `json:"id"`
+			Subject     *string `json:"subject"`
+			Description *string `json:"description"`
+			Status      *string `json:"status"`
+			BlockedBy   *[]int  `json:"blockedBy"`
+			Owner       *string `json:"owner"`
 		}
 		require.NoError(t, json.Unmarshal(data, &f), "task %d", id)
 		require.NotNil(t, f.ID)

@@ -844,7 +844,9 @@ func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan
 	}
 }
 
-func taskFileName(id ID) string { return taskFilePrefix + strconv.FormatInt(int64(id), 10) + taskFileSuffix }
+func taskFileName(id ID) string {
+	return taskFilePrefix + strconv.FormatInt(int64(id), 10) + taskFileSuffix
+}
 
 // parseTaskFileName returns the id of a canonical task file name.
 func parseTaskFileName(name string) (ID, bool) {
