@@ -912,11 +912,24 @@ func (s *FileStore) install(id ID, fi os.FileInfo, t *Task, err error) {
 func (s *FileStore) load(id ID) (os.FileInfo, *Task, error) {
 	name := taskFileName(id)
 	path := filepath.Join(s.dir, name)
-	fi, err := s.root.Lstat(name)
+	// One open, fstat and read, as os.ReadFile does; the open refuses to
+	// follow a symlink, so a task file is always the file itself.
+	f, err := openNoFollow(path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		fi, lerr := s.root.Lstat(name)
+		switch {
+		case errors.Is(lerr, fs.ErrNotExist):
 			return nil, nil, nil
+		case lerr != nil:
+			return nil, nil, lerr
+		case !fi.Mode().IsRegular():
+			return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
 		}
+		return fi, nil, &CorruptError{Path: path, Err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
@@ -925,14 +938,12 @@ func (s *FileStore) load(id ID) (os.FileInfo, *Task, error) {
 	if fi.Size() > maxFileSize {
 		return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("file is %d bytes, over the %d-byte limit", fi.Size(), maxFileSize)}
 	}
-	data, err := s.root.ReadFile(name)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, nil
-		}
+	data := make([]byte, fi.Size()+1) // +1 sees a file that grew since the stat
+	n, err := io.ReadFull(f, data)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return fi, nil, &CorruptError{Path: path, Err: err}
 	}
-	t, err := decodeTask(id, data)
+	t, err := decodeTask(id, data[:n])
 	if err != nil {
 		return fi, nil, &CorruptError{Path: path, Err: err}
 	}
@@ -1074,10 +1085,12 @@ func (s *FileStore) scan() error {
 		wg.Go(func() {
 			for i := w; i < len(ids); i += workers {
 				id := ids[i]
-				fi, err := s.root.Lstat(taskFileName(id))
-				if err == nil && s.stamps[id] == stampOf(fi) && (s.g.tasks[id] != nil || s.g.broken[id] != nil) {
-					skip[i] = true
-					continue
+				if old, cached := s.stamps[id]; cached {
+					fi, err := s.root.Lstat(taskFileName(id))
+					if err == nil && stampOf(fi) == old {
+						skip[i] = true
+						continue
+					}
 				}
 				r := &results[i]
 				r.fi, r.t, r.err = s.load(id)

@@ -28,3 +28,8 @@ func fileID(fi os.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// openNoFollow opens path for reading, failing if it is a symlink.
+func openNoFollow(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+}

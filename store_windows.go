@@ -16,3 +16,5 @@ func writeDurable(root *os.Root, name string, data []byte, perm os.FileMode) err
 }
 
 func fileID(fi os.FileInfo) uint64 { return 0 }
+
+func openNoFollow(path string) (*os.File, error) { return nil, errors.ErrUnsupported }

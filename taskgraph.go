@@ -391,9 +391,7 @@ func decodeFast(id ID, data []byte) *Task {
 		return nil
 	}
 	var f taskFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if dec.Decode(&f) != nil || dec.InputOffset() != int64(len(bytes.TrimRight(data, " \t\r\n"))) {
+	if json.Unmarshal(data, &f) != nil {
 		return nil
 	}
 	if f.ID == nil || ID(*f.ID) != id || f.Subject == nil || f.Status == nil || !f.Status.Valid() || f.Rev < 0 {
