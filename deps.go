@@ -241,27 +241,9 @@ func (g *graph) viewIn(id ID, a *arena) Task {
 	t := *g.tasks[id]
 	t.BlockedBy = a.copy(t.BlockedBy)
 	t.Metadata = cloneMetadata(t.Metadata)
-	deps := g.dependents[id]
-	if allExist(g, deps) {
-		t.Blocks = a.copy(deps)
-	} else { // edges named by corrupt files
-		t.Blocks = nil
-		for _, d := range deps {
-			if g.tasks[d] != nil {
-				t.Blocks = append(t.Blocks, d)
-			}
-		}
-	}
+	// Every id in dependents is a task that exists: remove drops its edges.
+	t.Blocks = a.copy(g.dependents[id])
 	return t
-}
-
-func allExist(g *graph, ids []ID) bool {
-	for _, id := range ids {
-		if g.tasks[id] == nil {
-			return false
-		}
-	}
-	return true
 }
 
 // arenaFor returns an arena big enough for every id slice of a full copy.

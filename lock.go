@@ -2,7 +2,11 @@ package taskgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
 
 	"github.com/gofrs/flock"
 )
@@ -40,6 +44,9 @@ func (l *dirLock) lock(ctx context.Context, exclusive bool) (unlock func(), err 
 		try, wait = l.fl.TryLock, (*flock.Flock).Lock
 	}
 	ok, err := try()
+	if err != nil && !exclusive && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)) {
+		return l.lockReadOnly(ctx)
+	}
 	if err != nil {
 		return nil, lockError(l.path, err)
 	}
@@ -64,6 +71,37 @@ func (l *dirLock) lock(ctx context.Context, exclusive bool) (unlock func(), err 
 		go func() {
 			<-done
 			_ = waiter.Close()
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// lockReadOnly takes a shared lock in a directory this process cannot
+// write: through a read-only descriptor, or not at all if the lock file does
+// not exist and cannot be created — then no one can write the directory.
+func (l *dirLock) lockReadOnly(ctx context.Context) (func(), error) {
+	ro := flock.New(l.path, flock.SetFlag(os.O_RDONLY))
+	ok, err := ro.TryRLock()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return func() {}, nil
+	case err != nil:
+		return nil, lockError(l.path, err)
+	case ok:
+		return func() { _ = ro.Close() }, nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- ro.RLock() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, lockError(l.path, err)
+		}
+		return func() { _ = ro.Close() }, nil
+	case <-ctx.Done():
+		go func() {
+			<-done
+			_ = ro.Close()
 		}()
 		return nil, ctx.Err()
 	}
