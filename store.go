@@ -713,6 +713,9 @@ type FileStore struct {
 	logIno   uint64
 	logOff   int64
 	dirMtime int64 // directory mtime that the cache accounts for
+
+	// fault, when set by a test, fails the writes it returns an error for.
+	fault func(name string) error
 }
 
 // stamp identifies one version of a file.
@@ -1179,7 +1182,11 @@ func (s *FileStore) raiseHighWater(id ID) error {
 func (s *FileStore) writeFile(name string, data []byte) error {
 	perm := os.FileMode(s.cfg.filePerm)
 	var err error
-	if s.cfg.noSync {
+	if s.fault != nil {
+		err = s.fault(name)
+	}
+	if err != nil {
+	} else if s.cfg.noSync {
 		err = writeAtomicNoSync(s.root, name, data, perm)
 	} else {
 		err = writeDurable(s.root, name, data, perm)
