@@ -360,6 +360,10 @@ func (g *graph) findCycle() []ID {
 				for j := len(stack) - 1; j >= i; j-- {
 					path = append(path, stack[j].id)
 				}
+				// Start at the lowest id, so a cycle reads the same
+				// however it was found.
+				k := slices.Index(path, slices.Min(path))
+				path = append(path[k:], path[:k]...)
 				return append(path, path[0])
 			}
 		}

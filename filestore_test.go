@@ -63,6 +63,9 @@ func runRole(role, dir, arg string) int {
 			}
 			fmt.Fprintln(out, task.ID)
 		}
+	case "increment":
+		n, _ := strconv.Atoi(arg)
+		return increment(s, n)
 	case "mutate":
 		return mutateForever(s)
 	case "holdlock":

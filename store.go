@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -860,12 +861,23 @@ func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan
 			return fmt.Errorf("taskgraph: task files keep changing under the lock (a program writing .tasks without taking it?): %w", ErrConflict)
 		}
 		if err := s.commit(p); err != nil {
-			return err
+			return withHint(err)
 		}
 		s.g.apply(p)
 		done(s.g, p)
 		return nil
 	}
+}
+
+// withHint adds what to do to the errors a full or read-only disk gives.
+func withHint(err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w (the disk is full: free space and retry; nothing was half written)", err)
+	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w (is the directory writable?)", err)
+	}
+	return err
 }
 
 func taskFileName(id ID) string {
