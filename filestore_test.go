@@ -63,6 +63,9 @@ func runRole(role, dir, arg string) int {
 			}
 			fmt.Fprintln(out, task.ID)
 		}
+	case "soak":
+		until, _ := time.Parse(time.RFC3339Nano, arg)
+		return soak(s, until)
 	case "increment":
 		n, _ := strconv.Atoi(arg)
 		return increment(s, n)
@@ -437,4 +440,19 @@ func TestLockOfKilledProcessIsFreed(t *testing.T) {
 	_ = cmd.Wait()
 	_, err = s.Create(ctx, tg.NewTask{Subject: "after the holder died"})
 	require.NoError(t, err)
+}
+
+// Found by the soak: a store that never saw a task created and deleted by
+// others must still not allocate its id again.
+func TestIDNotReusedAcrossStores(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := openStore(t, dir), openStore(t, dir), openStore(t, dir)
+	_, err := b.Board(ctx) // b is warm and has never seen task 1
+	require.NoError(t, err)
+	x, err := a.Create(ctx, tg.NewTask{Subject: "x"})
+	require.NoError(t, err)
+	require.NoError(t, c.Delete(ctx, x.ID))
+	y, err := b.Create(ctx, tg.NewTask{Subject: "y"})
+	require.NoError(t, err)
+	assert.Equal(t, x.ID+1, y.ID)
 }

@@ -930,6 +930,9 @@ func (s *FileStore) reload(id ID) {
 }
 
 func (s *FileStore) install(id ID, fi os.FileInfo, t *Task, err error) {
+	// An id that was ever seen was allocated, even if its task is gone by
+	// now: it must never be allocated again.
+	s.g.maxID = max(s.g.maxID, id)
 	switch {
 	case fi == nil:
 		s.g.remove(id)
