@@ -447,7 +447,9 @@ func TestLockOfKilledProcessIsFreed(t *testing.T) {
 func TestIDNotReusedAcrossStores(t *testing.T) {
 	dir := t.TempDir()
 	a, b, c := openStore(t, dir), openStore(t, dir), openStore(t, dir)
-	_, err := b.Board(ctx) // b is warm and has never seen task 1
+	_, err := a.Create(ctx, tg.NewTask{Subject: "first"})
+	require.NoError(t, err)
+	_, err = b.Board(ctx) // b is warm and will never see task 2
 	require.NoError(t, err)
 	x, err := a.Create(ctx, tg.NewTask{Subject: "x"})
 	require.NoError(t, err)
