@@ -66,6 +66,26 @@ type Store interface {
 	Close() error
 }
 
+// Loader is implemented by stores that can take tasks with the ids they
+// already have: for import, and for moving a plan between stores with Copy.
+type Loader interface {
+	// Load adds tasks as they are — ids, statuses, owners, edges and
+	// metadata kept — all or nothing. Every id must be higher than any id
+	// the store has ever allocated, and every blocker must be among tasks
+	// or already in the store; a cycle is refused with a *CycleError.
+	Load(ctx context.Context, tasks []Task) error
+}
+
+// Copy copies every task of src into dst with its id and edges intact. dst
+// is typically empty; see Loader for the rules.
+func Copy(ctx context.Context, dst Loader, src Store) error {
+	tasks, err := src.List(ctx)
+	if err != nil {
+		return fmt.Errorf("taskgraph: copy: %w", err)
+	}
+	return dst.Load(ctx, tasks)
+}
+
 // ClaimOption configures Claim and ClaimNext.
 type ClaimOption func(*claimConfig)
 
@@ -221,6 +241,12 @@ func (o ops) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
 	}, func(*graph, *plan) {})
 }
 
+func (o ops) Load(ctx context.Context, tasks []Task) error {
+	return o.e.write(ctx, func(g *graph, now time.Time) (*plan, error) {
+		return g.planLoad(tasks, now)
+	}, func(*graph, *plan) {})
+}
+
 func (o ops) Board(ctx context.Context) (Board, error) {
 	var b Board
 	err := o.e.read(ctx, nil, func(g *graph) error {
@@ -302,6 +328,10 @@ func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
 		return nil, &InvalidError{Field: "subject", Reason: "must not be empty"}
 	}
 	id := g.maxID + 1
+	meta, err := normalizeMetadata(nt.Metadata)
+	if err != nil {
+		return nil, err
+	}
 	if err := g.checkEdges(id, "blockedBy", nt.BlockedBy); err != nil {
 		return nil, err
 	}
@@ -310,7 +340,7 @@ func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
 	}
 	t := &Task{
 		ID: id, Subject: nt.Subject, Description: nt.Description, Status: Pending, Owner: nt.Owner,
-		BlockedBy: addIDs(nil, nt.BlockedBy), Metadata: cloneMetadata(nt.Metadata),
+		BlockedBy: addIDs(nil, nt.BlockedBy), Metadata: meta,
 		CreatedAt: now, UpdatedAt: now, Rev: 1,
 	}
 	p := &plan{put: []*Task{t}, read: slices.Clone(nt.BlockedBy), result: id}
@@ -384,12 +414,19 @@ func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {
 		if t.Metadata == nil {
 			t.Metadata = map[string]any{}
 		}
-		for k, v := range pa.Metadata {
-			if v == nil {
+		set, err := normalizeMetadata(pa.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		for k := range pa.Metadata {
+			if v := set[k]; v == nil {
 				delete(t.Metadata, k)
 			} else {
-				t.Metadata[k] = cloneJSONValue(v)
+				t.Metadata[k] = v
 			}
+		}
+		if len(t.Metadata) == 0 {
+			t.Metadata = nil
 		}
 	}
 	entering := false
@@ -591,6 +628,53 @@ func (g *graph) planDelete(id ID, detach bool, now time.Time) (*plan, error) {
 		p.read = append(p.read, d)
 	}
 	return p, nil
+}
+
+func (g *graph) planLoad(tasks []Task, now time.Time) (*plan, error) {
+	p := &plan{}
+	batch := make(map[ID]bool, len(tasks))
+	for i := range tasks {
+		t := tasks[i].clone()
+		field := fmt.Sprintf("tasks[%d]", i)
+		switch {
+		case t.ID <= g.maxID:
+			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("id %d is not above %d, the highest id this store has allocated", t.ID, g.maxID)}
+		case batch[t.ID]:
+			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("id %d appears twice", t.ID)}
+		case t.Subject == "":
+			return nil, &InvalidError{Field: field + ".subject", Reason: "must not be empty"}
+		case !t.Status.Valid():
+			return nil, &InvalidError{Field: field + ".status", Reason: fmt.Sprintf("%q is not pending, in_progress or completed", t.Status)}
+		}
+		batch[t.ID] = true
+		var err error
+		if t.Metadata, err = normalizeMetadata(t.Metadata); err != nil {
+			return nil, err
+		}
+		t.Blocks = nil
+		t.BlockedBy = addIDs(nil, t.BlockedBy)
+		t.Rev++
+		if t.CreatedAt.IsZero() {
+			t.CreatedAt = now
+		}
+		if t.UpdatedAt.IsZero() {
+			t.UpdatedAt = now
+		}
+		p.put = append(p.put, &t)
+	}
+	for _, t := range p.put {
+		for _, b := range t.BlockedBy {
+			if b == t.ID {
+				return nil, &InvalidError{Field: "blockedBy", Reason: fmt.Sprintf("task %d cannot block itself", b)}
+			}
+			if !batch[b] {
+				if _, err := g.get(b); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return p, newOverlay(g, p.put, nil).checkNewEdges()
 }
 
 // apply makes a persisted plan part of the graph.

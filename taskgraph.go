@@ -251,6 +251,24 @@ func (t Task) clone() Task {
 	return t // unknown is never modified in place, so it may be shared
 }
 
+// normalizeMetadata returns m as JSON would read it back (numbers as
+// float64, slices as []any), so that a task looks the same before and after
+// it is stored, in every store.
+func normalizeMetadata(m map[string]any) (map[string]any, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, &InvalidError{Field: "metadata", Reason: "not representable as JSON: " + err.Error()}
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, &InvalidError{Field: "metadata", Reason: err.Error()}
+	}
+	return out, nil
+}
+
 func cloneMetadata(m map[string]any) map[string]any {
 	if m == nil {
 		return nil

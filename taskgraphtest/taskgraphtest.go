@@ -64,6 +64,7 @@ var cases = []struct {
 	{"ContextCancelled", testContextCancelled},
 	{"Unicode", testUnicode},
 	{"ReturnedTasksAreCopies", testCopies},
+	{"LoadAndCopy", testLoad},
 	{"Close", testClose},
 }
 
@@ -345,6 +346,14 @@ func testUpdateFields(t *testing.T, s tg.Store) {
 	assert.False(t, got.UpdatedAt.Before(a.UpdatedAt))
 	assert.Equal(t, got.Metadata, get(t, s, a.ID).Metadata)
 
+	// Metadata reads back as JSON would decode it, in every store.
+	got, err = s.Update(ctx, a.ID, tg.Patch{Metadata: map[string]any{"list": []string{"x"}, "n": 3}})
+	require.NoError(t, err)
+	assert.Equal(t, []any{"x"}, got.Metadata["list"])
+	assert.Equal(t, 3.0, get(t, s, a.ID).Metadata["n"])
+	_, err = s.Update(ctx, a.ID, tg.Patch{Metadata: map[string]any{"bad": func() {}}})
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+
 	_, err = s.Update(ctx, a.ID, tg.Patch{Subject: ptr("")})
 	assert.ErrorIs(t, err, tg.ErrInvalid)
 	_, err = s.Update(ctx, 9, tg.Patch{Subject: ptr("x")})
@@ -601,6 +610,55 @@ func testCopies(t *testing.T, s tg.Store) {
 	got := get(t, s, b.ID)
 	assert.Equal(t, []tg.ID{a.ID}, got.BlockedBy)
 	assert.Equal(t, []any{"v"}, got.Metadata["k"])
+}
+
+func testLoad(t *testing.T, s tg.Store) {
+	l, ok := s.(tg.Loader)
+	if !ok {
+		t.Skip("the store does not implement taskgraph.Loader, which is optional")
+	}
+	src := tg.NewMemStore()
+	for _, subj := range []string{"a", "b", "c", "d"} {
+		create(t, src, subj)
+	}
+	_, err := src.Update(ctx, 3, tg.Patch{AddBlockedBy: []tg.ID{1, 2}, Metadata: map[string]any{"k": "v"}})
+	require.NoError(t, err)
+	_, err = src.Claim(ctx, 1, "alice")
+	require.NoError(t, err)
+	_, err = src.Complete(ctx, 1, "alice")
+	require.NoError(t, err)
+	require.NoError(t, src.Delete(ctx, 4))
+	_, err = src.Claim(ctx, 2, "bob")
+	require.NoError(t, err)
+
+	require.NoError(t, tg.Copy(ctx, l, src))
+	want, err := src.List(ctx)
+	require.NoError(t, err)
+	got, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, len(want))
+	for i := range want {
+		assert.Equal(t, want[i].ID, got[i].ID)
+		assert.Equal(t, want[i].Subject, got[i].Subject)
+		assert.Equal(t, want[i].Status, got[i].Status)
+		assert.Equal(t, want[i].Owner, got[i].Owner)
+		assert.Equal(t, want[i].BlockedBy, got[i].BlockedBy)
+		assert.Equal(t, want[i].Blocks, got[i].Blocks)
+		assert.Equal(t, want[i].Metadata, got[i].Metadata)
+	}
+	n := create(t, s, "after the copy")
+	assert.Equal(t, tg.ID(4), n.ID, "ids continue after the loaded ones")
+
+	assert.ErrorIs(t, l.Load(ctx, []tg.Task{{ID: 2, Subject: "x", Status: tg.Pending}}), tg.ErrInvalid, "an id already used")
+	assert.ErrorIs(t, l.Load(ctx, []tg.Task{{ID: 10, Subject: "x", Status: tg.Pending, BlockedBy: []tg.ID{99}}}), tg.ErrNotFound)
+	err = l.Load(ctx, []tg.Task{
+		{ID: 10, Subject: "x", Status: tg.Pending, BlockedBy: []tg.ID{11}},
+		{ID: 11, Subject: "y", Status: tg.Pending, BlockedBy: []tg.ID{10}},
+	})
+	assert.ErrorIs(t, err, tg.ErrCycle)
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, all, 4, "refused loads add nothing")
 }
 
 func testClose(t *testing.T, s tg.Store) {
