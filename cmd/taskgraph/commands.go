@@ -1,0 +1,569 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/claudecode"
+)
+
+// taskJSON is a task as --json and export print it.
+type taskJSON struct {
+	ID             taskgraph.ID     `json:"id"`
+	Subject        string           `json:"subject"`
+	Description    string           `json:"description"`
+	Status         taskgraph.Status `json:"status"`
+	BlockedBy      []taskgraph.ID   `json:"blockedBy"`
+	Blocks         []taskgraph.ID   `json:"blocks"`
+	Owner          string           `json:"owner"`
+	Metadata       map[string]any   `json:"metadata,omitempty"`
+	CreatedAt      *time.Time       `json:"createdAt,omitempty"`
+	UpdatedAt      *time.Time       `json:"updatedAt,omitempty"`
+	Rev            int64            `json:"rev"`
+	ClaimedAt      *time.Time       `json:"claimedAt,omitempty"`
+	LeaseExpiresAt *time.Time       `json:"leaseExpiresAt,omitempty"`
+	PrevOwner      string           `json:"prevOwner,omitempty"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func toJSON(t taskgraph.Task) taskJSON {
+	j := taskJSON{ID: t.ID, Subject: t.Subject, Description: t.Description, Status: t.Status,
+		BlockedBy: t.BlockedBy, Blocks: t.Blocks, Owner: t.Owner, Metadata: t.Metadata,
+		CreatedAt: timePtr(t.CreatedAt), UpdatedAt: timePtr(t.UpdatedAt), Rev: t.Rev,
+		ClaimedAt: timePtr(t.ClaimedAt), LeaseExpiresAt: timePtr(t.LeaseExpiresAt), PrevOwner: t.PrevOwner}
+	if j.BlockedBy == nil {
+		j.BlockedBy = []taskgraph.ID{}
+	}
+	if j.Blocks == nil {
+		j.Blocks = []taskgraph.ID{}
+	}
+	return j
+}
+
+func fromJSON(j taskJSON) taskgraph.Task {
+	t := taskgraph.Task{ID: j.ID, Subject: j.Subject, Description: j.Description, Status: j.Status,
+		BlockedBy: j.BlockedBy, Owner: j.Owner, Metadata: j.Metadata, Rev: j.Rev, PrevOwner: j.PrevOwner}
+	for _, p := range []struct {
+		from *time.Time
+		to   *time.Time
+	}{{j.CreatedAt, &t.CreatedAt}, {j.UpdatedAt, &t.UpdatedAt}, {j.ClaimedAt, &t.ClaimedAt}, {j.LeaseExpiresAt, &t.LeaseExpiresAt}} {
+		if p.from != nil {
+			*p.to = *p.from
+		}
+	}
+	return t
+}
+
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (e *env) printTasks(ts []taskgraph.Task, all []taskgraph.Task) error {
+	if e.json {
+		out := make([]taskJSON, len(ts))
+		for i, t := range ts {
+			out[i] = toJSON(t)
+		}
+		return e.printJSON(out)
+	}
+	status := map[taskgraph.ID]taskgraph.Status{}
+	for _, t := range all {
+		status[t.ID] = t.Status
+	}
+	for _, t := range ts {
+		fmt.Fprintln(e.stdout, e.line(t, status))
+	}
+	return nil
+}
+
+const (
+	green  = "\x1b[32m"
+	yellow = "\x1b[33m"
+	red    = "\x1b[31m"
+	dim    = "\x1b[2m"
+	reset  = "\x1b[0m"
+)
+
+func (e *env) paint(c, s string) string {
+	if !e.color {
+		return s
+	}
+	return c + s + reset
+}
+
+// line renders a task as the reference's list does, with the owner of a
+// claimed task and only the blockers that are not completed.
+func (e *env) line(t taskgraph.Task, status map[taskgraph.ID]taskgraph.Status) string {
+	var marker string
+	switch t.Status {
+	case taskgraph.Completed:
+		marker = e.paint(green, "[x]")
+	case taskgraph.InProgress:
+		marker = e.paint(yellow, "[>]")
+	default:
+		marker = "[ ]"
+	}
+	s := fmt.Sprintf("%s #%d: %s", marker, t.ID, t.Subject)
+	if t.Owner != "" && t.Status != taskgraph.Pending {
+		s += e.paint(dim, " @"+t.Owner)
+	}
+	if t.Status != taskgraph.Completed {
+		var open []string
+		for _, b := range t.BlockedBy {
+			if status[b] != taskgraph.Completed {
+				open = append(open, fmt.Sprint(b))
+			}
+		}
+		if len(open) > 0 {
+			s += e.paint(red, " (blocked by: ["+strings.Join(open, ", ")+"])")
+		}
+	}
+	return s
+}
+
+func (e *env) printTask(t taskgraph.Task) error {
+	if e.json {
+		return e.printJSON(toJSON(t))
+	}
+	fmt.Fprintf(e.stdout, "#%d: %s\nstatus:      %s\n", t.ID, t.Subject, t.Status)
+	if t.Owner != "" {
+		fmt.Fprintf(e.stdout, "owner:       %s\n", t.Owner)
+	}
+	if !t.LeaseExpiresAt.IsZero() {
+		fmt.Fprintf(e.stdout, "lease until: %s\n", t.LeaseExpiresAt.Local().Format(time.RFC3339))
+	}
+	fmt.Fprintf(e.stdout, "blocked by:  %v\nblocks:      %v\nrev:         %d\n", t.BlockedBy, t.Blocks, t.Rev)
+	if t.Description != "" {
+		fmt.Fprintf(e.stdout, "\n%s\n", t.Description)
+	}
+	return nil
+}
+
+func cmdInit(e *env) error {
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	return e.withStore(func(s *taskgraph.FileStore) error {
+		if _, err := s.List(e.ctx); err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+			return err
+		}
+		if !e.json {
+			fmt.Fprintf(e.stdout, "Task graph in %s\n", s.Dir())
+		}
+		return nil
+	})
+}
+
+func flagsAdd(fs *flag.FlagSet) func(e *env) error {
+	desc := fs.String("desc", "", "description")
+	var after, blocks idList
+	fs.Var(&after, "after", "`ID`s this task is blocked by (repeat or comma-separate)")
+	fs.Var(&blocks, "blocks", "`ID`s this task blocks")
+	return func(e *env) error {
+		if len(e.args) != 1 {
+			return usagef("want the subject as one argument (quote it)")
+		}
+		return e.withStore(func(s *taskgraph.FileStore) error {
+			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks})
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printTask(t)
+			}
+			fmt.Fprintf(e.stdout, "Created #%d: %s", t.ID, t.Subject)
+			if len(t.BlockedBy) > 0 {
+				fmt.Fprintf(e.stdout, " (blocked by: %v)", t.BlockedBy)
+			}
+			fmt.Fprintln(e.stdout)
+			return nil
+		})
+	}
+}
+
+func cmdList(e *env) error {
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	return e.withStore(func(s *taskgraph.FileStore) error {
+		all, err := s.List(e.ctx)
+		if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+			return err
+		}
+		if len(all) == 0 && !e.json {
+			fmt.Fprintln(e.stdout, "No tasks.")
+		} else if perr := e.printTasks(all, all); perr != nil {
+			return perr
+		}
+		return err // corrupt files: listed the rest, then say so
+	})
+}
+
+func cmdReady(e *env) error {
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	return e.withStore(func(s *taskgraph.FileStore) error {
+		b, err := s.Board(e.ctx)
+		if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+			return err
+		}
+		if perr := e.printTasks(b.Ready, b.Ready); perr != nil {
+			return perr
+		}
+		if err == nil && len(b.Ready) == 0 {
+			if !e.json {
+				fmt.Fprintf(e.stderr, "No task is ready (%d blocked, %d in progress).\n", len(b.Blocked), len(b.InProgress))
+			}
+			return errQuiet{exitUnavailable}
+		}
+		return err
+	})
+}
+
+// errQuiet ends a command with an exit status and no message.
+type errQuiet struct{ code int }
+
+func (e errQuiet) Error() string { return "" }
+
+func cmdShow(e *env) error {
+	id, err := e.oneID()
+	if err != nil {
+		return err
+	}
+	return e.withStore(func(s *taskgraph.FileStore) error {
+		t, err := s.Get(e.ctx, id)
+		if err != nil {
+			return err
+		}
+		return e.printTask(t)
+	})
+}
+
+func (e *env) oneID() (taskgraph.ID, error) {
+	if err := e.wantArgs(1); err != nil {
+		return 0, err
+	}
+	return parseID(e.args[0])
+}
+
+func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
+	return func(fs *flag.FlagSet) func(e *env) error {
+		lease := fs.Duration("lease", 0, "lease the claim for this long (e.g. 30m); renew it with taskgraph renew")
+		return func(e *env) error {
+			var opts []taskgraph.ClaimOption
+			if *lease > 0 {
+				opts = append(opts, taskgraph.WithLease(*lease))
+			}
+			return e.withStore(func(s *taskgraph.FileStore) error {
+				var t taskgraph.Task
+				var err error
+				if next {
+					if err = e.wantArgs(0); err != nil {
+						return err
+					}
+					t, err = s.ClaimNext(e.ctx, e.owner, opts...)
+				} else {
+					var id taskgraph.ID
+					if id, err = e.oneID(); err != nil {
+						return err
+					}
+					t, err = s.Claim(e.ctx, id, e.owner, opts...)
+				}
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printTask(t)
+				}
+				fmt.Fprintf(e.stdout, "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner)
+				return nil
+			})
+		}
+	}
+}
+
+// checkedOwner is the owner done and release insist on: only one given
+// explicitly, since the default changes from shell to shell.
+func (e *env) checkedOwner() string {
+	if e.ownerSet {
+		return e.owner
+	}
+	return ""
+}
+
+func cmdDone(e *env) error {
+	id, err := e.oneID()
+	if err != nil {
+		return err
+	}
+	return e.withStore(func(s *taskgraph.FileStore) error {
+		c, err := s.Complete(e.ctx, id, e.checkedOwner())
+		if err != nil {
+			return err
+		}
+		if e.json {
+			un := make([]taskJSON, len(c.Unblocked))
+			for i, u := range c.Unblocked {
+				un[i] = toJSON(u)
+			}
+			return e.printJSON(struct {
+				Task      taskJSON   `json:"task"`
+				Unblocked []taskJSON `json:"unblocked"`
+			}{toJSON(c.Task), un})
+		}
+		fmt.Fprintf(e.stdout, "Completed #%d: %s\n", c.Task.ID, c.Task.Subject)
+		if len(c.Unblocked) > 0 {
+			parts := make([]string, len(c.Unblocked))
+			for i, u := range c.Unblocked {
+				parts[i] = fmt.Sprintf("#%d %s", u.ID, u.Subject)
+			}
+			fmt.Fprintf(e.stdout, "Unblocked: %s\n", strings.Join(parts, ", "))
+		}
+		return nil
+	})
+}
+
+func cmdRelease(e *env) error {
+	id, err := e.oneID()
+	if err != nil {
+		return err
+	}
+	return e.withStore(func(s *taskgraph.FileStore) error {
+		t, err := s.Release(e.ctx, id, e.checkedOwner())
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printTask(t)
+		}
+		fmt.Fprintf(e.stdout, "Released #%d: %s\n", t.ID, t.Subject)
+		return nil
+	})
+}
+
+func cmdRenew(e *env) error {
+	if err := e.wantArgs(2); err != nil {
+		return err
+	}
+	id, err := parseID(e.args[0])
+	if err != nil {
+		return err
+	}
+	ttl, err := time.ParseDuration(e.args[1])
+	if err != nil {
+		return usagef("%q is not a duration such as 30m", e.args[1])
+	}
+	return e.withStore(func(s *taskgraph.FileStore) error {
+		t, err := s.Renew(e.ctx, id, e.owner, ttl)
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printTask(t)
+		}
+		fmt.Fprintf(e.stdout, "Renewed #%d until %s\n", t.ID, t.LeaseExpiresAt.Local().Format(time.RFC3339))
+		return nil
+	})
+}
+
+func cmdDep(e *env) error {
+	if err := e.wantArgs(3); err != nil {
+		return err
+	}
+	id, err := parseID(e.args[1])
+	if err != nil {
+		return err
+	}
+	blocker, err := parseID(e.args[2])
+	if err != nil {
+		return err
+	}
+	var p taskgraph.Patch
+	switch e.args[0] {
+	case "add":
+		p.AddBlockedBy = []taskgraph.ID{blocker}
+	case "rm", "remove":
+		p.RemoveBlockedBy = []taskgraph.ID{blocker}
+	default:
+		return usagef("%q: want add or rm", e.args[0])
+	}
+	return e.withStore(func(s *taskgraph.FileStore) error {
+		t, err := s.Update(e.ctx, id, p)
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printTask(t)
+		}
+		fmt.Fprintf(e.stdout, "#%d is blocked by %v\n", t.ID, t.BlockedBy)
+		return nil
+	})
+}
+
+func flagsDelete(fs *flag.FlagSet) func(e *env) error {
+	detach := fs.Bool("detach", false, "also remove this task from the blockedBy of the tasks that depend on it")
+	return func(e *env) error {
+		id, err := e.oneID()
+		if err != nil {
+			return err
+		}
+		var opts []taskgraph.DeleteOption
+		if *detach {
+			opts = append(opts, taskgraph.Detach())
+		}
+		return e.withStore(func(s *taskgraph.FileStore) error {
+			if err := s.Delete(e.ctx, id, opts...); err != nil {
+				return err
+			}
+			if !e.json {
+				fmt.Fprintf(e.stdout, "Deleted #%d\n", id)
+			}
+			return nil
+		})
+	}
+}
+
+func cmdCheck(e *env) error {
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	problems, err := taskgraph.Check(e.ctx, e.dir)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		type pj struct {
+			Kind    taskgraph.ProblemKind `json:"kind"`
+			Path    string                `json:"path"`
+			ID      taskgraph.ID          `json:"id,omitempty"`
+			Message string                `json:"message"`
+		}
+		out := []pj{}
+		for _, p := range problems {
+			out = append(out, pj{p.Kind, p.Path, p.ID, p.Message})
+		}
+		if err := e.printJSON(out); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range problems {
+			fmt.Fprintln(e.stdout, p)
+		}
+		if len(problems) == 0 {
+			fmt.Fprintf(e.stdout, "%s: no problems\n", e.dir)
+		}
+	}
+	if len(problems) > 0 {
+		return errQuiet{exitError}
+	}
+	return nil
+}
+
+func cmdWatch(e *env) error {
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	return e.withStore(func(s *taskgraph.FileStore) error {
+		events, err := s.Watch(e.ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "Watching %s (interrupt to stop)\n", s.Dir())
+		for ev := range events {
+			if e.json {
+				line, _ := json.Marshal(struct {
+					Kind taskgraph.EventKind `json:"kind"`
+					Task taskJSON            `json:"task"`
+				}{ev.Kind, toJSON(ev.Task)})
+				fmt.Fprintf(e.stdout, "%s\n", line)
+				continue
+			}
+			fmt.Fprintf(e.stdout, "%s %-9s #%d: %s (%s", time.Now().Format("15:04:05"), ev.Kind, ev.Task.ID, ev.Task.Subject, ev.Task.Status)
+			if ev.Task.Owner != "" {
+				fmt.Fprintf(e.stdout, ", %s", ev.Task.Owner)
+			}
+			fmt.Fprintln(e.stdout, ")")
+		}
+		return nil
+	})
+}
+
+func cmdExport(e *env) error {
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	return e.withStore(func(s *taskgraph.FileStore) error {
+		all, err := s.List(e.ctx)
+		if err != nil {
+			return err // an export must be whole
+		}
+		out := make([]taskJSON, len(all))
+		for i, t := range all {
+			out[i] = toJSON(t)
+		}
+		return e.printJSON(out)
+	})
+}
+
+func flagsImport(fs *flag.FlagSet) func(e *env) error {
+	claude := fs.String("claude-code", "", "a Claude Code task list `DIR`, e.g. ~/.claude/tasks/<list>")
+	return func(e *env) error {
+		return e.withStore(func(s *taskgraph.FileStore) error {
+			var tasks []taskgraph.Task
+			var err error
+			switch {
+			case *claude != "" && len(e.args) == 0:
+				tasks, err = claudecode.Import(e.ctx, s, *claude)
+			case *claude == "" && len(e.args) == 1:
+				tasks, err = e.importExport(s, e.args[0])
+			default:
+				return usagef("want an export FILE or --claude-code DIR")
+			}
+			if err != nil {
+				return err
+			}
+			if !e.json {
+				fmt.Fprintf(e.stdout, "Imported %d tasks into %s\n", len(tasks), s.Dir())
+			}
+			return nil
+		})
+	}
+}
+
+func (e *env) importExport(s *taskgraph.FileStore, name string) ([]taskgraph.Task, error) {
+	var r io.Reader = e.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	var in []taskJSON
+	if err := json.NewDecoder(r).Decode(&in); err != nil {
+		return nil, fmt.Errorf("%s is not a taskgraph export (a JSON array of tasks): %w", name, err)
+	}
+	tasks := make([]taskgraph.Task, len(in))
+	for i, j := range in {
+		tasks[i] = fromJSON(j)
+	}
+	return tasks, s.Load(e.ctx, tasks)
+}
