@@ -99,6 +99,10 @@ func WithLease(ttl time.Duration) ClaimOption {
 	return func(c *claimConfig) { c.lease = ttl }
 }
 
+// LeaseOf returns the lease that opts ask for, or 0 for none. It is for
+// Store implementations outside this package.
+func LeaseOf(opts []ClaimOption) time.Duration { return claimOptions(opts).lease }
+
 // DeleteOption configures Delete.
 type DeleteOption func(*deleteConfig)
 
@@ -108,6 +112,18 @@ type deleteConfig struct{ detach bool }
 // removed from their BlockedBy in the same all-or-nothing write.
 func Detach() DeleteOption {
 	return func(c *deleteConfig) { c.detach = true }
+}
+
+// DetachOf reports whether opts include Detach. It is for Store
+// implementations outside this package.
+func DetachOf(opts []DeleteOption) bool { return deleteOptions(opts).detach }
+
+func deleteOptions(opts []DeleteOption) deleteConfig {
+	var c deleteConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
 }
 
 // Option configures Open and NewMemStore.
@@ -232,12 +248,9 @@ func (o ops) Release(ctx context.Context, id ID, owner string) (Task, error) {
 }
 
 func (o ops) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
-	var c deleteConfig
-	for _, opt := range opts {
-		opt(&c)
-	}
+	detach := DetachOf(opts)
 	return o.e.write(ctx, func(g *graph, now time.Time) (*plan, error) {
-		return g.planDelete(id, c.detach, now)
+		return g.planDelete(id, detach, now)
 	}, func(*graph, *plan) {})
 }
 

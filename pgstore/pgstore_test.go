@@ -1,0 +1,369 @@
+package pgstore_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/pgstore"
+	"github.com/taskgraph/taskgraph/taskgraphtest"
+)
+
+var ctx = context.Background()
+
+// TestMain re-executes the test binary as worker processes.
+func TestMain(m *testing.M) {
+	if role := os.Getenv("PGSTORE_TEST_ROLE"); role != "" {
+		os.Exit(runRole(role, os.Getenv("PGSTORE_TEST_GRAPH")))
+	}
+	os.Exit(m.Run())
+}
+
+// pool connects to $TASKGRAPH_POSTGRES_URL.
+func pool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	url := os.Getenv("TASKGRAPH_POSTGRES_URL")
+	if url == "" {
+		t.Skip("set TASKGRAPH_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL tests; .ci/run sets it")
+	}
+	p, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	require.NoError(t, p.Ping(ctx), "PostgreSQL at $TASKGRAPH_POSTGRES_URL is unreachable")
+	t.Cleanup(p.Close)
+	return p
+}
+
+var unsafe = regexp.MustCompile(`[^A-Za-z0-9_/-]+`)
+
+// graphName gives every test its own graph, so runs never collide.
+func graphName(t testing.TB) string {
+	return fmt.Sprintf("%s-%d-%d", unsafe.ReplaceAllString(t.Name(), "_"), os.Getpid(), rand.Int64())
+}
+
+func open(t testing.TB, p *pgxpool.Pool, graph string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(ctx, p, graph)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Exec(ctx, `DELETE FROM taskgraph_graphs WHERE name = $1`, graph) })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	p := pool(t)
+	taskgraphtest.Run(t, func(t *testing.T) taskgraph.Store { return open(t, p, graphName(t)) })
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	p := pool(t)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { assert.NoError(t, pgstore.Migrate(ctx, p)) })
+	}
+	wg.Wait()
+}
+
+func TestGraphsAreSeparate(t *testing.T) {
+	p := pool(t)
+	a, b := open(t, p, graphName(t)+"a"), open(t, p, graphName(t)+"b")
+	_, err := a.Create(ctx, taskgraph.NewTask{Subject: "in a"})
+	require.NoError(t, err)
+	all, err := b.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, all)
+	n, err := b.Create(ctx, taskgraph.NewTask{Subject: "in b"})
+	require.NoError(t, err)
+	assert.Equal(t, taskgraph.ID(1), n.ID, "ids are per graph")
+}
+
+// A plan started in a directory moves to the database with ids and edges
+// intact, and back.
+func TestCopyBetweenStores(t *testing.T) {
+	p := pool(t)
+	fs, err := taskgraph.Open(t.TempDir())
+	require.NoError(t, err)
+	defer fs.Close()
+	for i, subj := range []string{"schema", "api", "docs", "tests"} {
+		var by []taskgraph.ID
+		if i > 0 {
+			by = []taskgraph.ID{taskgraph.ID(i)}
+		}
+		_, err := fs.Create(ctx, taskgraph.NewTask{Subject: subj, BlockedBy: by})
+		require.NoError(t, err)
+	}
+	require.NoError(t, fs.Delete(ctx, 4))
+	_, err = fs.Claim(ctx, 1, "alice")
+	require.NoError(t, err)
+
+	pg := open(t, p, graphName(t))
+	require.NoError(t, taskgraph.Copy(ctx, pg, fs))
+	want, err := fs.List(ctx)
+	require.NoError(t, err)
+	got, err := pg.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	for i := range want {
+		assert.Equal(t, want[i].ID, got[i].ID)
+		assert.Equal(t, want[i].BlockedBy, got[i].BlockedBy)
+		assert.Equal(t, want[i].Blocks, got[i].Blocks)
+		assert.Equal(t, want[i].Owner, got[i].Owner)
+		assert.Equal(t, want[i].Status, got[i].Status)
+	}
+	back, err := taskgraph.Open(t.TempDir())
+	require.NoError(t, err)
+	defer back.Close()
+	require.NoError(t, taskgraph.Copy(ctx, back, pg))
+	again, err := back.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, len(want), len(again))
+}
+
+func TestWatch(t *testing.T) {
+	p := pool(t)
+	graph := graphName(t)
+	s := open(t, p, graph)
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	events, err := s.Watch(wctx)
+	require.NoError(t, err)
+	// Changes from another client of the database.
+	other, err := pgstore.Open(ctx, p, graph)
+	require.NoError(t, err)
+	expect := func(want ...string) {
+		t.Helper()
+		for _, w := range want {
+			select {
+			case e := <-events:
+				require.Equal(t, w, fmt.Sprint(e.Kind, " ", e.Task.ID))
+			case <-wctx.Done():
+				t.Fatalf("no event; wanted %s", w)
+			}
+		}
+	}
+	a, err := other.Create(ctx, taskgraph.NewTask{Subject: "a"})
+	require.NoError(t, err)
+	expect("created 1", "unblocked 1")
+	_, err = other.Create(ctx, taskgraph.NewTask{Subject: "b", BlockedBy: []taskgraph.ID{a.ID}})
+	require.NoError(t, err)
+	expect("created 2")
+	_, err = other.Claim(ctx, a.ID, "x")
+	require.NoError(t, err)
+	expect("updated 1")
+	_, err = other.Complete(ctx, a.ID, "x")
+	require.NoError(t, err)
+	expect("updated 1", "unblocked 2")
+	require.NoError(t, other.Delete(ctx, 2))
+	expect("deleted 2")
+}
+
+func runRole(role, graph string) int {
+	p, err := pgxpool.New(ctx, os.Getenv("TASKGRAPH_POSTGRES_URL"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer p.Close()
+	s, err := pgstore.Open(ctx, p, graph)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	owner := fmt.Sprint("worker-", os.Getpid())
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	var opts []taskgraph.ClaimOption
+	if role == "leased" {
+		opts = append(opts, taskgraph.WithLease(time.Second))
+	}
+	idle := 0
+	for {
+		t, err := s.ClaimNext(ctx, owner, opts...)
+		if errors.Is(err, taskgraph.ErrNoReady) {
+			b, err := s.Board(ctx)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if len(b.Ready)+len(b.Blocked)+len(b.InProgress) == 0 {
+				return 0
+			}
+			idle++
+			time.Sleep(time.Millisecond) // others still hold the blockers
+			continue
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if role == "leased" {
+			fmt.Fprintln(out, "claimed", t.ID) // the work takes a while
+			out.Flush()
+			time.Sleep(5 * time.Millisecond)
+		}
+		if _, err := s.Complete(ctx, t.ID, owner); err != nil {
+			fmt.Fprintln(os.Stderr, "complete:", err)
+			return 1
+		}
+		fmt.Fprintln(out, t.ID)
+		out.Flush()
+	}
+}
+
+// buildLayered creates n tasks in layers of width, each blocked by up to 3
+// tasks of the layer before.
+func buildLayered(t testing.TB, s *pgstore.Store, n, width int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var tasks []taskgraph.Task
+	for i := 1; i <= n; i++ {
+		task := taskgraph.Task{ID: taskgraph.ID(i), Subject: fmt.Sprint("task ", i), Status: taskgraph.Pending}
+		if layer := (i - 1) / width; layer > 0 {
+			lo := (layer-1)*width + 1
+			for range 3 {
+				b := taskgraph.ID(lo + rng.IntN(width))
+				if !contains(task.BlockedBy, b) {
+					task.BlockedBy = append(task.BlockedBy, b)
+				}
+			}
+		}
+		tasks = append(tasks, task)
+	}
+	require.NoError(t, s.Load(ctx, tasks))
+}
+
+func contains(s []taskgraph.ID, id taskgraph.ID) bool {
+	for _, x := range s {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Eight worker processes, each with its own pool, run ClaimNext+Complete
+// over 2,000 tasks in a layered DAG: every task is completed exactly once,
+// and never claimed before all its blockers were completed.
+func TestMultiProcessWorkers(t *testing.T) {
+	p := pool(t)
+	graph := graphName(t)
+	s := open(t, p, graph)
+	const n = 2000
+	buildLayered(t, s, n, 50)
+	counts := map[taskgraph.ID]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 8 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "PGSTORE_TEST_ROLE=work", "PGSTORE_TEST_GRAPH="+graph)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		wg.Go(func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				id, _ := strconv.ParseInt(sc.Text(), 10, 64)
+				mu.Lock()
+				counts[taskgraph.ID(id)]++
+				mu.Unlock()
+			}
+			assert.NoError(t, cmd.Wait())
+		})
+	}
+	wg.Wait()
+	require.Len(t, counts, n)
+	for id, c := range counts {
+		assert.Equal(t, 1, c, "task %d completed %d times", id, c)
+	}
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	byID := map[taskgraph.ID]taskgraph.Task{}
+	for _, task := range all {
+		byID[task.ID] = task
+	}
+	for _, task := range all {
+		require.Equal(t, taskgraph.Completed, task.Status)
+		for _, b := range task.BlockedBy {
+			// Completion is a blocker's last write: its UpdatedAt.
+			assert.True(t, byID[b].UpdatedAt.Before(task.ClaimedAt), "task %d claimed at %v before blocker %d completed at %v", task.ID, task.ClaimedAt, b, byID[b].UpdatedAt)
+		}
+	}
+}
+
+// A worker killed with SIGKILL mid-run loses nothing committed, and leaves
+// no task stuck but those its lease holds, which lapse by database time.
+func TestKilledWorker(t *testing.T) {
+	p := pool(t)
+	graph := graphName(t)
+	s := open(t, p, graph)
+	buildLayered(t, s, 300, 30)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PGSTORE_TEST_ROLE=leased", "PGSTORE_TEST_GRAPH="+graph)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(out)
+	var acked []taskgraph.ID
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "claimed "); ok {
+			if len(acked) >= 40 {
+				// Kill it while it holds this task.
+				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+				t.Logf("killed while holding task %s", rest)
+				break
+			}
+			continue
+		}
+		id, _ := strconv.ParseInt(sc.Text(), 10, 64)
+		acked = append(acked, taskgraph.ID(id))
+	}
+	_ = cmd.Wait()
+
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	status := map[taskgraph.ID]taskgraph.Task{}
+	for _, task := range all {
+		status[task.ID] = task
+	}
+	for _, id := range acked {
+		assert.Equal(t, taskgraph.Completed, status[id].Status, "acknowledged completion of %d", id)
+	}
+	var stuck []taskgraph.ID
+	for _, task := range all {
+		if task.Status == taskgraph.InProgress {
+			require.False(t, task.LeaseExpiresAt.IsZero(), "task %d held with no lease", task.ID)
+			stuck = append(stuck, task.ID)
+		}
+	}
+	// Whatever the dead worker held comes back once its lease lapses.
+	for _, id := range stuck {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := s.Claim(ctx, id, "rescuer")
+			if err == nil {
+				assert.Equal(t, "rescuer", got.Owner)
+				assert.True(t, strings.HasPrefix(got.PrevOwner, "worker-"))
+				break
+			}
+			require.ErrorIs(t, err, taskgraph.ErrClaimed)
+			require.True(t, time.Now().Before(deadline), "the lease of %d never lapsed", id)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	require.NotEmpty(t, stuck, "the worker died holding a task")
+	t.Logf("killed after %d acknowledged completions; %d task(s) held by the dead worker were reclaimed", len(acked), len(stuck))
+}
