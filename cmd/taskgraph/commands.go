@@ -159,12 +159,12 @@ func cmdInit(e *env) error {
 	if err := e.wantArgs(0); err != nil {
 		return err
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		if _, err := s.List(e.ctx); err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
 			return err
 		}
 		if !e.json {
-			fmt.Fprintf(e.stdout, "Task graph in %s\n", s.Dir())
+			fmt.Fprintf(e.stdout, "Task graph in %s\n", e.where())
 		}
 		return nil
 	})
@@ -179,7 +179,7 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 		if len(e.args) != 1 {
 			return usagef("want the subject as one argument (quote it)")
 		}
-		return e.withStore(func(s *taskgraph.FileStore) error {
+		return e.withStore(func(s store) error {
 			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks})
 			if err != nil {
 				return err
@@ -201,7 +201,7 @@ func cmdList(e *env) error {
 	if err := e.wantArgs(0); err != nil {
 		return err
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		all, err := s.List(e.ctx)
 		if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
 			return err
@@ -219,7 +219,7 @@ func cmdReady(e *env) error {
 	if err := e.wantArgs(0); err != nil {
 		return err
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		b, err := s.Board(e.ctx)
 		if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
 			return err
@@ -247,7 +247,7 @@ func cmdShow(e *env) error {
 	if err != nil {
 		return err
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		t, err := s.Get(e.ctx, id)
 		if err != nil {
 			return err
@@ -271,7 +271,7 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 			if *lease > 0 {
 				opts = append(opts, taskgraph.WithLease(*lease))
 			}
-			return e.withStore(func(s *taskgraph.FileStore) error {
+			return e.withStore(func(s store) error {
 				var t taskgraph.Task
 				var err error
 				if next {
@@ -313,7 +313,7 @@ func cmdDone(e *env) error {
 	if err != nil {
 		return err
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		c, err := s.Complete(e.ctx, id, e.checkedOwner())
 		if err != nil {
 			return err
@@ -345,7 +345,7 @@ func cmdRelease(e *env) error {
 	if err != nil {
 		return err
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		t, err := s.Release(e.ctx, id, e.checkedOwner())
 		if err != nil {
 			return err
@@ -370,7 +370,7 @@ func cmdRenew(e *env) error {
 	if err != nil {
 		return usagef("%q is not a duration such as 30m", e.args[1])
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		t, err := s.Renew(e.ctx, id, e.owner, ttl)
 		if err != nil {
 			return err
@@ -404,7 +404,7 @@ func cmdDep(e *env) error {
 	default:
 		return usagef("%q: want add or rm", e.args[0])
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		t, err := s.Update(e.ctx, id, p)
 		if err != nil {
 			return err
@@ -428,7 +428,7 @@ func flagsDelete(fs *flag.FlagSet) func(e *env) error {
 		if *detach {
 			opts = append(opts, taskgraph.Detach())
 		}
-		return e.withStore(func(s *taskgraph.FileStore) error {
+		return e.withStore(func(s store) error {
 			if err := s.Delete(e.ctx, id, opts...); err != nil {
 				return err
 			}
@@ -443,6 +443,9 @@ func flagsDelete(fs *flag.FlagSet) func(e *env) error {
 func cmdCheck(e *env) error {
 	if err := e.wantArgs(0); err != nil {
 		return err
+	}
+	if e.storeURL != "" {
+		return usagef("check reads a task directory; a --store database enforces the same rules with constraints")
 	}
 	problems, err := taskgraph.Check(e.ctx, e.dir)
 	if err != nil {
@@ -480,12 +483,12 @@ func cmdWatch(e *env) error {
 	if err := e.wantArgs(0); err != nil {
 		return err
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		events, err := s.Watch(e.ctx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "Watching %s (interrupt to stop)\n", s.Dir())
+		fmt.Fprintf(e.stderr, "Watching %s (interrupt to stop)\n", e.where())
 		for ev := range events {
 			if e.json {
 				line, _ := json.Marshal(struct {
@@ -509,7 +512,7 @@ func cmdExport(e *env) error {
 	if err := e.wantArgs(0); err != nil {
 		return err
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		all, err := s.List(e.ctx)
 		if err != nil {
 			return err // an export must be whole
@@ -525,7 +528,7 @@ func cmdExport(e *env) error {
 func flagsImport(fs *flag.FlagSet) func(e *env) error {
 	claude := fs.String("claude-code", "", "a Claude Code task list `DIR`, e.g. ~/.claude/tasks/<list>")
 	return func(e *env) error {
-		return e.withStore(func(s *taskgraph.FileStore) error {
+		return e.withStore(func(s store) error {
 			var tasks []taskgraph.Task
 			var err error
 			switch {
@@ -540,14 +543,14 @@ func flagsImport(fs *flag.FlagSet) func(e *env) error {
 				return err
 			}
 			if !e.json {
-				fmt.Fprintf(e.stdout, "Imported %d tasks into %s\n", len(tasks), s.Dir())
+				fmt.Fprintf(e.stdout, "Imported %d tasks into %s\n", len(tasks), e.where())
 			}
 			return nil
 		})
 	}
 }
 
-func (e *env) importExport(s *taskgraph.FileStore, name string) ([]taskgraph.Task, error) {
+func (e *env) importExport(s store, name string) ([]taskgraph.Task, error) {
 	var r io.Reader = e.stdin
 	if name != "-" {
 		f, err := os.Open(name)

@@ -30,7 +30,7 @@ func cmdEdit(e *env) error {
 	if err != nil {
 		return err
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		t, err := s.Get(e.ctx, id)
 		if err != nil {
 			return err

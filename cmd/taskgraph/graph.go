@@ -18,7 +18,7 @@ func flagsGraph(fs *flag.FlagSet) func(e *env) error {
 		if *format != "mermaid" && *format != "dot" {
 			return usagef("--format %q: want mermaid or dot", *format)
 		}
-		return e.withStore(func(s *taskgraph.FileStore) error {
+		return e.withStore(func(s store) error {
 			b, err := s.Board(e.ctx)
 			if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
 				return err

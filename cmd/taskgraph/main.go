@@ -19,7 +19,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/pgstore"
 )
 
 const usage = `taskgraph is a durable task graph shared by agents and people.
@@ -54,6 +57,8 @@ The commands are:
 Flags for every command:
 
 	--dir DIR      task directory (default $TASKGRAPH_DIR, else .tasks)
+	--store URL    a PostgreSQL database instead of a directory (default $TASKGRAPH_STORE),
+	               e.g. postgres://user@host/db; --graph NAME picks the graph in it (default "default")
 	--owner NAME   who you are (default $TASKGRAPH_OWNER, else user@host:ppid)
 	--json         machine-readable output
 
@@ -85,6 +90,8 @@ type env struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	dir      string
+	storeURL string
+	graph    string
 	owner    string
 	ownerSet bool // --owner or $TASKGRAPH_OWNER given: done/release check it
 	json     bool
@@ -158,6 +165,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.SetOutput(stderr)
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fs: fs}
 	fs.StringVar(&e.dir, "dir", envOr("TASKGRAPH_DIR", ".tasks"), "task directory")
+	fs.StringVar(&e.storeURL, "store", os.Getenv("TASKGRAPH_STORE"), "PostgreSQL `URL` to use instead of a directory")
+	fs.StringVar(&e.graph, "graph", envOr("TASKGRAPH_GRAPH", "default"), "graph `NAME` in the --store database")
 	fs.StringVar(&e.owner, "owner", os.Getenv("TASKGRAPH_OWNER"), "who you are (default $TASKGRAPH_OWNER, else user@host:ppid)")
 	fs.BoolVar(&e.json, "json", false, "machine-readable output")
 	do := cmd.flags(fs)
@@ -259,18 +268,43 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-func (e *env) open() (*taskgraph.FileStore, error) {
-	return taskgraph.Open(e.dir)
+// store is what the commands need of a store; both backends have it all.
+type store interface {
+	taskgraph.Store
+	taskgraph.Loader
+	taskgraph.Watcher
 }
 
-// withStore opens the store, runs f and closes it.
-func (e *env) withStore(f func(s *taskgraph.FileStore) error) error {
-	s, err := e.open()
+// withStore opens the directory (or the --store database), runs f, and
+// closes it.
+func (e *env) withStore(f func(s store) error) error {
+	if e.storeURL == "" {
+		s, err := taskgraph.Open(e.dir)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return f(s)
+	}
+	pool, err := pgxpool.New(e.ctx, e.storeURL)
+	if err != nil {
+		return fmt.Errorf("--store: %w", err)
+	}
+	defer pool.Close()
+	s, err := pgstore.Open(e.ctx, pool, e.graph)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	return f(s)
+}
+
+// where names the store for messages.
+func (e *env) where() string {
+	if e.storeURL != "" {
+		return fmt.Sprintf("graph %q", e.graph)
+	}
+	return e.dir
 }
 
 func (e *env) wantArgs(n int) error {

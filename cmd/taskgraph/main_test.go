@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -373,4 +374,33 @@ func TestMCPBinary(t *testing.T) {
 
 	// The claim is on disk, where every other process sees it.
 	assert.Contains(t, tg(t, dir, "show", "1").stdout, "owner:       stdio-agent")
+}
+
+// The same commands on a PostgreSQL graph with --store.
+func TestStoreFlagPostgres(t *testing.T) {
+	url := os.Getenv("TASKGRAPH_POSTGRES_URL")
+	if url == "" {
+		t.Skip("set TASKGRAPH_POSTGRES_URL to run the PostgreSQL tests; .ci/run sets it")
+	}
+	graph := fmt.Sprintf("cli-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() {
+		pool, err := pgxpool.New(context.Background(), url)
+		if err == nil {
+			pool.Exec(context.Background(), `DELETE FROM taskgraph_graphs WHERE name = $1`, graph)
+			pool.Close()
+		}
+	})
+	dir := t.TempDir()
+	pg := func(args ...string) result { return tg(t, dir, append([]string{"--store", url, "--graph", graph}, args...)...) }
+	r := pg("add", "setup schema")
+	require.Equal(t, 0, r.code, r.stderr)
+	pg("add", "api", "--after", "1")
+	r = pg("next")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = pg("done", "1")
+	assert.Equal(t, "Completed #1: setup schema\nUnblocked: #2 api\n", r.stdout)
+	r = pg("list")
+	assert.Contains(t, r.stdout, "[ ] #2: api\n")
+	_, err := os.Stat(filepath.Join(dir, ".tasks"))
+	assert.True(t, os.IsNotExist(err), "no directory is used with --store")
 }

@@ -39,7 +39,7 @@ func cmdMCP(e *env) error {
 	if err := e.wantArgs(0); err != nil {
 		return err
 	}
-	return e.withStore(func(s *taskgraph.FileStore) error {
+	return e.withStore(func(s store) error {
 		return newMCPServer(s, e.owner).Run(e.ctx, &mcp.StdioTransport{})
 	})
 }
