@@ -391,7 +391,9 @@ func TestStoreFlagPostgres(t *testing.T) {
 		}
 	})
 	dir := t.TempDir()
-	pg := func(args ...string) result { return tg(t, dir, append([]string{"--store", url, "--graph", graph}, args...)...) }
+	pg := func(args ...string) result {
+		return tg(t, dir, append([]string{"--store", url, "--graph", graph}, args...)...)
+	}
 	r := pg("add", "setup schema")
 	require.Equal(t, 0, r.code, r.stderr)
 	pg("add", "api", "--after", "1")
