@@ -68,6 +68,10 @@ func main() {
 		coldOnly = flag.String("cold", "", "internal: cold Open+Board of this directory, print micros and RSS")
 		readOnly = flag.String("readloop", "", "internal: os.ReadFile every task file of this directory, print micros")
 		workDir  = flag.String("work", "", "internal: ClaimNext+Complete on this directory until none is ready")
+		pgURL    = flag.String("pg", os.Getenv("TASKGRAPH_POSTGRES_URL"), "PostgreSQL URL: also benchmark pgstore (default $TASKGRAPH_POSTGRES_URL)")
+		pgSizes  = flag.String("pg-n", "", "comma-separated graph sizes for pgstore (default 1000,100000; -quick: 1000)")
+		pgWork   = flag.String("pgwork", "", "internal: ClaimNext+Complete on this pgstore graph until none is ready")
+		svgOut   = flag.String("svg", "", "also draw how the median cost of each write grows with N, as SVG, to this file")
 	)
 	flag.Parse()
 	switch {
@@ -80,23 +84,22 @@ func main() {
 	case *workDir != "":
 		work(*workDir)
 		return
+	case *pgWork != "":
+		pgWorker(*pgURL, *pgWork)
+		return
 	}
 
-	ns := []int{100, 1000, 10000, 100000}
+	ns, pgNs := []int{100, 1000, 10000, 100000}, []int{1000, 100000}
 	samples := 40
 	throughputTasks := 10000
 	if *quick {
-		ns, samples, throughputTasks = []int{100, 1000}, 15, 1000
+		ns, pgNs, samples, throughputTasks = []int{100, 1000}, []int{1000}, 15, 1000
 	}
 	if *sizes != "" {
-		ns = nil
-		for _, f := range strings.Split(*sizes, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				log.Fatalf("-n: %v", err)
-			}
-			ns = append(ns, n)
-		}
+		ns = parseSizes(*sizes)
+	}
+	if *pgSizes != "" {
+		pgNs = parseSizes(*pgSizes)
 	}
 	root := *baseDir
 	if root == "" {
@@ -108,10 +111,18 @@ func main() {
 	}
 
 	rep := Report{GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}
-	rep.FloorUS, rep.ReadUS = floor(filepath.Join(root, "floor"))
-	fmt.Printf("floor: durable write %.0f µs, read %.0f µs (median of 300, 300-byte file)\n", rep.FloorUS, rep.ReadUS)
+	var floors, reads []time.Duration
+	// floorHere measures the floor in dir, right before the figures that
+	// are compared with it; ratios use this local floor.
+	floorHere := func(dir string, n int) float64 {
+		w, r := floor(filepath.Join(dir, ".floor"), n)
+		floors, reads = append(floors, w...), append(reads, r...)
+		return median(w)
+	}
+	local := floorHere(root, 300)
+	fmt.Printf("floor: durable write %.0f µs (median of 300, 300-byte file, re-measured beside every group)\n", local)
 	add := func(r Result) {
-		r.Ratio = r.Median / rep.FloorUS
+		r.Ratio = r.Median / local
 		rep.Results = append(rep.Results, r)
 		fmt.Printf("  %-6s N=%-6d %-22s median %9.1f µs  p90 %9.1f µs  %6.2f× floor %s\n", r.Shape, r.N, r.Op, r.Median, r.P90, r.Ratio, r.Note)
 	}
@@ -120,6 +131,7 @@ func main() {
 		for _, n := range ns {
 			dir := filepath.Join(root, fmt.Sprintf("%s-%d", shape, n))
 			build(dir, shape, n)
+			local = floorHere(dir, 100)
 			for _, r := range measure(dir, shape, n, samples) {
 				add(r)
 			}
@@ -136,6 +148,7 @@ func main() {
 	}
 	dir := filepath.Join(root, fmt.Sprintf("nosync-%d", nosyncN))
 	build(dir, "chain", nosyncN)
+	local = floorHere(dir, 100)
 	for _, r := range measure(dir, "chain", nosyncN, samples, taskgraph.WithoutSync()) {
 		r.Note = "WithoutSync: not durable"
 		add(r)
@@ -148,11 +161,23 @@ func main() {
 		}
 		dir := filepath.Join(root, fmt.Sprintf("throughput-%d", p))
 		buildReady(dir, throughputTasks)
+		local = floorHere(dir, 100)
 		opsPerSec := throughput(dir, p, throughputTasks)
 		perOp := 1e6 / opsPerSec
-		rep.Results = append(rep.Results, Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p),
-			Median: perOp, Ratio: perOp / rep.FloorUS, Note: fmt.Sprintf("%.0f ops/s = %.0f%% of 1/floor", opsPerSec, 100*opsPerSec*rep.FloorUS/1e6)})
-		fmt.Printf("  ready  N=%-6d %d worker processes: %.0f ops/s (%.0f%% of 1/floor)\n", throughputTasks, p, opsPerSec, 100*opsPerSec*rep.FloorUS/1e6)
+		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p), Median: perOp, P90: perOp,
+			Note: fmt.Sprintf("%.0f ops/s = %.0f%% of 1/floor", opsPerSec, 100*opsPerSec*local/1e6)})
+	}
+
+	if *pgURL != "" {
+		for _, r := range benchPostgres(*pgURL, pgNs, samples, throughputTasks, strings.Split(*workers, ",")) {
+			add(r)
+		}
+	}
+	rep.FloorUS, rep.ReadUS = median(floors), median(reads)
+	if *svgOut != "" {
+		if err := os.WriteFile(*svgOut, []byte(chart(rep)), 0o644); err != nil {
+			log.Fatal(err)
+		}
 	}
 
 	printTable(rep)
@@ -165,8 +190,9 @@ func main() {
 }
 
 // floor measures the durable atomic write this store is built on, with
-// nothing else: write a temp file, fsync, rename, fsync the directory.
-func floor(dir string) (writeUS, readUS float64) {
+// nothing else: write a temp file, fsync, rename, fsync the directory. It
+// returns the n write times and the n read times of the file.
+func floor(dir string, n int) (writes, reads []time.Duration) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Fatal(err)
 	}
@@ -177,11 +203,10 @@ func floor(dir string) (writeUS, readUS float64) {
 	defer d.Close()
 	data := []byte(strings.Repeat("x", 299) + "\n")
 	path := filepath.Join(dir, "task_1.json")
-	var w, r []time.Duration
-	for i := range 300 {
+	for i := range n {
 		start := time.Now()
 		tmp := fmt.Sprintf("%s.tmp%d", path, i)
-		f, err := os.Create(tmp)
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -190,14 +215,26 @@ func floor(dir string) (writeUS, readUS float64) {
 		f.Close()
 		os.Rename(tmp, path)
 		d.Sync()
-		w = append(w, time.Since(start))
+		writes = append(writes, time.Since(start))
 		start = time.Now()
 		if _, err := os.ReadFile(path); err != nil {
 			log.Fatal(err)
 		}
-		r = append(r, time.Since(start))
+		reads = append(reads, time.Since(start))
 	}
-	return median(w), median(r)
+	return writes, reads
+}
+
+func parseSizes(s string) []int {
+	var ns []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			log.Fatalf("sizes: %v", err)
+		}
+		ns = append(ns, n)
+	}
+	return ns
 }
 
 func median(ds []time.Duration) float64 { return pct(ds, 50) }
@@ -268,6 +305,10 @@ func measure(dir, shape string, n, samples int, opts ...taskgraph.Option) []Resu
 		log.Fatal(err)
 	}
 	defer s.Close()
+	return measureStore(s, shape, n, samples)
+}
+
+func measureStore(s taskgraph.Store, shape string, n, samples int) []Result {
 	if _, err := s.Board(ctx); err != nil { // warm the cache
 		log.Fatal(err)
 	}
