@@ -273,19 +273,51 @@ func (s *Store) blocks(ctx context.Context, q interface {
 	return out, err
 }
 
-// save writes t (whose Rev is already advanced) and returns it with Blocks.
+// blocksOf selects the ids of the tasks blocked by the row t, in order.
+const blocksOf = `ARRAY(SELECT d.id FROM taskgraph_tasks d WHERE d.graph = t.graph AND d.blocked_by @> ARRAY[t.id] ORDER BY d.id)`
+
+// save writes t (whose Rev is already advanced) and fills in its Blocks.
 func (s *Store) save(ctx context.Context, tx pgx.Tx, t *taskgraph.Task, now time.Time) error {
 	meta, err := metadataJSON(t.Metadata)
 	if err != nil {
 		return err
 	}
 	t.UpdatedAt = now
-	_, err = tx.Exec(ctx, `UPDATE taskgraph_tasks SET subject = $3, description = $4, status = $5, owner = $6, blocked_by = $7,
+	var blocks []int64
+	err = tx.QueryRow(ctx, `UPDATE taskgraph_tasks t SET subject = $3, description = $4, status = $5, owner = $6, blocked_by = $7,
 		metadata = $8, updated_at = $9, rev = $10, claimed_at = $11, lease_expires_at = $12, prev_owner = $13
-		WHERE graph = $1 AND id = $2`,
+		WHERE graph = $1 AND id = $2 RETURNING `+blocksOf,
 		s.graph, t.ID, t.Subject, t.Description, string(t.Status), t.Owner, int64s(t.BlockedBy), meta, now,
-		t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner)
+		t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner).Scan(&blocks)
+	t.Blocks = ids(blocks)
 	return err
+}
+
+func ids(ns []int64) []taskgraph.ID {
+	var out []taskgraph.ID
+	for _, n := range ns {
+		out = append(out, taskgraph.ID(n))
+	}
+	return out
+}
+
+// backward counts the edges of t whose blocker has the higher id.
+func backward(id taskgraph.ID, blockedBy []taskgraph.ID) int64 {
+	n := int64(0)
+	for _, b := range blockedBy {
+		if b > id {
+			n++
+		}
+	}
+	return n
+}
+
+// addBackward records a change in the graph's count of backward edges and
+// returns the count before it.
+func (s *Store) addBackward(ctx context.Context, tx pgx.Tx, delta int64) (int64, error) {
+	var before int64
+	err := tx.QueryRow(ctx, `UPDATE taskgraph_graphs SET backward_edges = backward_edges + $2 WHERE name = $1 RETURNING backward_edges - $2`, s.graph, delta).Scan(&before)
+	return before, err
 }
 
 func (s *Store) withBlocks(ctx context.Context, tx pgx.Tx, t taskgraph.Task) (taskgraph.Task, error) {
@@ -358,8 +390,10 @@ func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Tas
 				return err
 			}
 		}
+		// The id is taken in the transaction: a refused create rolls it
+		// back, an accepted one can never be allocated again.
 		var next int64
-		if err := tx.QueryRow(ctx, `SELECT high_water + 1 FROM taskgraph_graphs WHERE name = $1 FOR UPDATE`, s.graph).Scan(&next); err != nil {
+		if err := tx.QueryRow(ctx, `UPDATE taskgraph_graphs SET high_water = high_water + 1 WHERE name = $1 RETURNING high_water`, s.graph).Scan(&next); err != nil {
 			return err
 		}
 		id := taskgraph.ID(next)
@@ -370,10 +404,15 @@ func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Tas
 			return err
 		}
 		by := addIDs(nil, nt.BlockedBy)
-		// The new task blocks nt.Blocks and is blocked by nt.BlockedBy: a
-		// cycle needs a path from a task it blocks to one that blocks it.
-		if len(nt.Blocks) > 0 {
-			extra := map[taskgraph.ID][]taskgraph.ID{id: slices.Clone(nt.Blocks)}
+		blocks := slices.Sorted(slices.Values(addIDs(nil, nt.Blocks)))
+		if len(blocks) > 0 {
+			// The new task blocks tasks with lower ids: backward edges.
+			if _, err := s.addBackward(ctx, tx, int64(len(blocks))); err != nil {
+				return err
+			}
+			// A cycle needs a path from the new task, through a task it
+			// blocks, to one that blocks it.
+			extra := map[taskgraph.ID][]taskgraph.ID{id: blocks}
 			for _, b := range slices.Sorted(slices.Values(by)) {
 				if path, err := s.path(ctx, tx, id, b, extra, nil); err != nil || path != nil {
 					if err == nil {
@@ -382,9 +421,6 @@ func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Tas
 					return err
 				}
 			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE taskgraph_graphs SET high_water = $2 WHERE name = $1`, s.graph, next); err != nil {
-			return err
 		}
 		data, err := metadataJSON(meta)
 		if err != nil {
@@ -396,14 +432,14 @@ func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Tas
 		if err != nil {
 			return err
 		}
-		if len(nt.Blocks) > 0 {
+		if len(blocks) > 0 {
 			if _, err := tx.Exec(ctx, `UPDATE taskgraph_tasks SET blocked_by = array_append(blocked_by, $2), rev = rev + 1, updated_at = clock_timestamp()
-				WHERE graph = $1 AND id = ANY($3) AND NOT blocked_by @> ARRAY[$2::bigint]`, s.graph, id, int64s(nt.Blocks)); err != nil {
+				WHERE graph = $1 AND id = ANY($3)`, s.graph, id, int64s(blocks)); err != nil {
 				return err
 			}
+			t.Blocks = blocks
 		}
-		t, err = s.withBlocks(ctx, tx, t)
-		return err
+		return nil
 	})
 	return t, err
 }
@@ -485,24 +521,20 @@ func mapKeys[V any](m map[taskgraph.ID]V) func(func(taskgraph.ID) bool) {
 	}
 }
 
-// Get implements taskgraph.Store.
+// Get implements taskgraph.Store. It is one query, outside a transaction.
 func (s *Store) Get(ctx context.Context, id taskgraph.ID) (taskgraph.Task, error) {
-	var t taskgraph.Task
-	err := s.begin(ctx, func(tx pgx.Tx) error {
-		var err error
-		t, err = scanTask(tx.QueryRow(ctx, `SELECT `+columns+` FROM taskgraph_tasks WHERE graph = $1 AND id = $2`, s.graph, id))
-		if errors.Is(err, pgx.ErrNoRows) {
-			if id <= 0 {
-				return &taskgraph.InvalidError{Field: "id", Reason: fmt.Sprintf("%d is not a positive task id", id)}
-			}
-			return &taskgraph.NotFoundError{ID: id}
-		}
-		if err != nil {
-			return err
-		}
-		t, err = s.withBlocks(ctx, tx, t)
-		return err
-	})
+	if s.closed.Load() {
+		return taskgraph.Task{}, taskgraph.ErrClosed
+	}
+	if id <= 0 {
+		return taskgraph.Task{}, &taskgraph.InvalidError{Field: "id", Reason: fmt.Sprintf("%d is not a positive task id", id)}
+	}
+	var blocks []int64
+	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = $2`, s.graph, id), &blocks)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, &taskgraph.NotFoundError{ID: id}
+	}
+	t.Blocks = ids(blocks)
 	return t, err
 }
 
@@ -547,7 +579,8 @@ func (s *Store) Board(ctx context.Context) (taskgraph.Board, error) {
 func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) (taskgraph.Task, error) {
 	var t taskgraph.Task
 	err := s.begin(ctx, func(tx pgx.Tx) error {
-		if len(p.AddBlockedBy)+len(p.AddBlocks) > 0 {
+		edges := len(p.AddBlockedBy)+len(p.AddBlocks)+len(p.RemoveBlockedBy)+len(p.RemoveBlocks) > 0
+		if edges {
 			if err := s.serialise(ctx, tx); err != nil {
 				return err
 			}
@@ -580,6 +613,7 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 			return err
 		}
 		oldBy := t.BlockedBy
+		delta := -backward(id, oldBy)
 		t.BlockedBy = addIDs(t.BlockedBy, p.AddBlockedBy)
 		t.BlockedBy = slices.DeleteFunc(t.BlockedBy, func(b taskgraph.ID) bool { return slices.Contains(p.RemoveBlockedBy, b) })
 		// The other tasks whose blockedBy this patch edits.
@@ -593,6 +627,7 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 				return nil, err
 			}
 			o.Rev++
+			delta -= backward(d, o.BlockedBy)
 			others[d] = &o
 			return &o, nil
 		}
@@ -664,8 +699,16 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 		// New edges must not close a cycle: b -> id for each new blocker,
 		// id -> d for each task it now blocks.
 		replaced := map[taskgraph.ID][]taskgraph.ID{id: t.BlockedBy}
+		delta += backward(id, t.BlockedBy)
 		for d, o := range others {
 			replaced[d] = o.BlockedBy
+			delta += backward(d, o.BlockedBy)
+		}
+		before := int64(-1)
+		if edges {
+			if before, err = s.addBackward(ctx, tx, delta); err != nil {
+				return err
+			}
 		}
 		type edge struct{ from, to taskgraph.ID }
 		var added []edge
@@ -683,6 +726,13 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 			}
 			return added[i].to < added[j].to
 		})
+		forwardOnly := before == 0
+		for _, e := range added {
+			forwardOnly = forwardOnly && e.from < e.to
+		}
+		if forwardOnly {
+			added = nil // ids are a topological order, and stay one
+		}
 		for _, e := range added {
 			path, err := s.path(ctx, tx, e.to, e.from, nil, replaced)
 			if err != nil {
@@ -698,12 +748,18 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 		if err := s.save(ctx, tx, &t, now); err != nil {
 			return err
 		}
+		if len(others) == 0 {
+			return nil
+		}
 		for _, d := range slices.Sorted(mapKeys(others)) {
 			if err := s.save(ctx, tx, others[d], now); err != nil {
 				return err
 			}
 		}
-		t, err = s.withBlocks(ctx, tx, t)
+		// Blocks reflects the other tasks as saved.
+		var blocks []int64
+		err = tx.QueryRow(ctx, `SELECT `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = $2`, s.graph, id).Scan(&blocks)
+		t.Blocks = ids(blocks)
 		return err
 	})
 	return t, err
@@ -757,44 +813,69 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 	if lease > 0 {
 		t.LeaseExpiresAt = now.Add(lease)
 	}
-	if err := s.save(ctx, tx, &t, now); err != nil {
-		return t, err
-	}
-	return s.withBlocks(ctx, tx, t)
+	err = s.save(ctx, tx, &t, now)
+	return t, err
 }
 
 // readyCondition holds for a task whose every blocker exists and is
 // completed.
-const readyCondition = `NOT EXISTS (SELECT 1 FROM unnest(t.blocked_by) AS b(id) WHERE NOT EXISTS (
-	SELECT 1 FROM taskgraph_tasks x WHERE x.graph = t.graph AND x.id = b.id AND x.status = 'completed'))`
+const readyCondition = `(t.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest(t.blocked_by) AS b(id) WHERE NOT EXISTS (
+	SELECT 1 FROM taskgraph_tasks x WHERE x.graph = t.graph AND x.id = b.id AND x.status = 'completed')))`
 
-// ClaimNext implements taskgraph.Store. Concurrent callers skip the rows
-// others have locked instead of waiting for them.
+// ClaimNext implements taskgraph.Store. Claiming the lowest ready task is
+// one statement: concurrent callers skip the rows others have locked instead
+// of waiting for them, and none can claim a row another has claimed.
 func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.ClaimOption) (taskgraph.Task, error) {
 	if owner == "" {
 		return taskgraph.Task{}, &taskgraph.InvalidError{Field: "owner", Reason: "must not be empty"}
 	}
-	var t taskgraph.Task
-	err := s.begin(ctx, func(tx pgx.Tx) error {
+	lease := taskgraph.LeaseOf(opts)
+	if lease < 0 {
+		return taskgraph.Task{}, &taskgraph.InvalidError{Field: "lease", Reason: "must not be negative"}
+	}
+	if s.closed.Load() {
+		return taskgraph.Task{}, taskgraph.ErrClosed
+	}
+	var blocks []int64
+	t, err := scanTask(s.pool.QueryRow(ctx, `UPDATE taskgraph_tasks t SET status = 'in_progress', owner = $2, claimed_at = c.now,
+			lease_expires_at = CASE WHEN $3::bigint > 0 THEN c.now + $3::bigint * interval '1 microsecond' END,
+			rev = rev + 1, updated_at = c.now
+		FROM (SELECT clock_timestamp() AS now) c
+		WHERE graph = $1 AND id = (SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND `+readyCondition+`
+			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING `+qualified("t")+`, `+blocksOf, s.graph, owner, lease.Microseconds()), &blocks)
+	if err == nil {
+		t.Blocks = ids(blocks)
+		return t, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return t, err
+	}
+	// No ready task: the lowest one whose lease has lapsed, by database time.
+	err = s.begin(ctx, func(tx pgx.Tx) error {
 		var id int64
-		err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND `+readyCondition+`
+		err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
+			AND lease_expires_at <= clock_timestamp() AND `+readyCondition+`
 			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Then the lowest task whose lease has lapsed, by database time.
-			err = tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
-				AND lease_expires_at <= clock_timestamp() AND `+readyCondition+`
-				ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph).Scan(&id)
-		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return taskgraph.ErrNoReady
 		}
 		if err != nil {
 			return err
 		}
-		t, err = s.claim(ctx, tx, taskgraph.ID(id), owner, taskgraph.LeaseOf(opts))
+		t, err = s.claim(ctx, tx, taskgraph.ID(id), owner, lease)
 		return err
 	})
 	return t, err
+}
+
+// qualified prefixes every column with a table alias.
+func qualified(alias string) string {
+	cols := strings.Split(columns, ", ")
+	for i, c := range cols {
+		cols[i] = alias + "." + c
+	}
+	return strings.Join(cols, ", ")
 }
 
 // checkHolder mirrors the file store: the task must be in progress and, if
@@ -831,29 +912,50 @@ func (s *Store) Renew(ctx context.Context, id taskgraph.ID, owner string, ttl ti
 			return err
 		}
 		t.LeaseExpiresAt, t.Rev = now.Add(ttl), t.Rev+1
-		if err := s.save(ctx, tx, &t, now); err != nil {
-			return err
-		}
-		t, err = s.withBlocks(ctx, tx, t)
-		return err
+		return s.save(ctx, tx, &t, now)
 	})
 	return t, err
 }
 
-// Complete implements taskgraph.Store. The dependents are locked before the
-// task is completed, so that of two blockers of one task completed at once,
-// the second to commit sees the first and reports the task as unblocked.
+// Complete implements taskgraph.Store. The dependents are locked with the
+// task, so that of two blockers of one task completed at once, the second
+// to commit sees the first and reports the task as unblocked.
 func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string) (taskgraph.Completion, error) {
 	var c taskgraph.Completion
 	err := s.begin(ctx, func(tx pgx.Tx) error {
-		t, now, err := s.lock(ctx, tx, id)
+		if id <= 0 {
+			return &taskgraph.InvalidError{Field: "id", Reason: fmt.Sprintf("%d is not a positive task id", id)}
+		}
+		rows, err := tx.Query(ctx, `SELECT `+columns+`, clock_timestamp() FROM taskgraph_tasks
+			WHERE graph = $1 AND (id = $2 OR blocked_by @> ARRAY[$2::bigint]) ORDER BY id FOR UPDATE`, s.graph, id)
 		if err != nil {
 			return err
 		}
-		if err := checkHolder(t, owner, false); err != nil {
+		var t taskgraph.Task
+		var now time.Time
+		found := false
+		var deps []taskgraph.ID
+		for rows.Next() {
+			var n time.Time
+			r, err := scanTask(rows, &n)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if r.ID == id {
+				t, now, found = r, n.UTC(), true
+			} else {
+				deps = append(deps, r.ID)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM taskgraph_tasks WHERE graph = $1 AND blocked_by @> ARRAY[$2::bigint] ORDER BY id FOR UPDATE`, s.graph, id); err != nil {
+		if !found {
+			return &taskgraph.NotFoundError{ID: id}
+		}
+		if err := checkHolder(t, owner, false); err != nil {
 			return err
 		}
 		if err := s.blocked(ctx, tx, t); err != nil {
@@ -864,26 +966,22 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string) (ta
 		if err := s.save(ctx, tx, &t, now); err != nil {
 			return err
 		}
-		if c.Task, err = s.withBlocks(ctx, tx, t); err != nil {
-			return err
+		c.Task, c.Unblocked = t, nil
+		if len(deps) == 0 {
+			return nil
 		}
-		rows, err := tx.Query(ctx, `SELECT `+columns+` FROM taskgraph_tasks t WHERE graph = $1 AND blocked_by @> ARRAY[$2::bigint]
-			AND status = 'pending' AND `+readyCondition+` ORDER BY id`, s.graph, id)
+		rows, err = tx.Query(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = ANY($2)
+			AND status = 'pending' AND `+readyCondition+` ORDER BY id`, s.graph, int64s(deps))
 		if err != nil {
 			return err
 		}
-		un, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanTask(r) })
-		if err != nil {
-			return err
-		}
-		c.Unblocked = nil
-		for _, u := range un {
-			if u, err = s.withBlocks(ctx, tx, u); err != nil {
-				return err
-			}
-			c.Unblocked = append(c.Unblocked, u)
-		}
-		return nil
+		c.Unblocked, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) {
+			var blocks []int64
+			u, err := scanTask(r, &blocks)
+			u.Blocks = ids(blocks)
+			return u, err
+		})
+		return err
 	})
 	return c, err
 }
@@ -902,11 +1000,7 @@ func (s *Store) Release(ctx context.Context, id taskgraph.ID, owner string) (tas
 		}
 		t.Status, t.Owner, t.Rev = taskgraph.Pending, "", t.Rev+1
 		t.ClaimedAt, t.LeaseExpiresAt = time.Time{}, time.Time{}
-		if err := s.save(ctx, tx, &t, now); err != nil {
-			return err
-		}
-		t, err = s.withBlocks(ctx, tx, t)
-		return err
+		return s.save(ctx, tx, &t, now)
 	})
 	return t, err
 }
@@ -918,7 +1012,8 @@ func (s *Store) Delete(ctx context.Context, id taskgraph.ID, opts ...taskgraph.D
 		if err := s.serialise(ctx, tx); err != nil {
 			return err
 		}
-		if _, _, err := s.lock(ctx, tx, id); err != nil {
+		t, _, err := s.lock(ctx, tx, id)
+		if err != nil {
 			return err
 		}
 		deps, err := s.blocks(ctx, tx, id)
@@ -932,7 +1027,16 @@ func (s *Store) Delete(ctx context.Context, id taskgraph.ID, opts ...taskgraph.D
 			WHERE graph = $1 AND blocked_by @> ARRAY[$2::bigint]`, s.graph, id); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM taskgraph_tasks WHERE graph = $1 AND id = $2`, s.graph, id)
+		if _, err = tx.Exec(ctx, `DELETE FROM taskgraph_tasks WHERE graph = $1 AND id = $2`, s.graph, id); err != nil {
+			return err
+		}
+		gone := backward(id, t.BlockedBy)
+		for _, d := range deps {
+			if id > d {
+				gone++
+			}
+		}
+		_, err = s.addBackward(ctx, tx, -gone)
 		return err
 	})
 }
@@ -981,8 +1085,9 @@ func (s *Store) Load(ctx context.Context, tasks []taskgraph.Task) error {
 		if path := taskgraph.FindCycle(tasks); path != nil {
 			return &taskgraph.CycleError{Path: path}
 		}
-		top := high
+		top, added := high, int64(0)
 		for _, t := range tasks {
+			added += backward(t.ID, t.BlockedBy)
 			meta, err := normalize(t.Metadata)
 			if err != nil {
 				return err
@@ -998,7 +1103,7 @@ func (s *Store) Load(ctx context.Context, tasks []taskgraph.Task) error {
 			}
 			top = max(top, int64(t.ID))
 		}
-		_, err := tx.Exec(ctx, `UPDATE taskgraph_graphs SET high_water = $2 WHERE name = $1`, s.graph, top)
+		_, err := tx.Exec(ctx, `UPDATE taskgraph_graphs SET high_water = $2, backward_edges = backward_edges + $3 WHERE name = $1`, s.graph, top, added)
 		return err
 	})
 }

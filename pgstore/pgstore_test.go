@@ -367,3 +367,40 @@ func TestKilledWorker(t *testing.T) {
 	require.NotEmpty(t, stuck, "the worker died holding a task")
 	t.Logf("killed after %d acknowledged completions; %d task(s) held by the dead worker were reclaimed", len(acked), len(stuck))
 }
+
+// The count of backward edges that lets edge edits skip the cycle search
+// stays equal to a recount through every kind of edge edit.
+func TestBackwardEdgeCount(t *testing.T) {
+	p := pool(t)
+	graph := graphName(t)
+	s := open(t, p, graph)
+	check := func(step string) {
+		t.Helper()
+		var stored, actual int64
+		require.NoError(t, p.QueryRow(ctx, `SELECT backward_edges FROM taskgraph_graphs WHERE name = $1`, graph).Scan(&stored))
+		require.NoError(t, p.QueryRow(ctx, `SELECT count(*) FROM taskgraph_tasks t, unnest(t.blocked_by) AS b(id) WHERE t.graph = $1 AND b.id > t.id`, graph).Scan(&actual))
+		require.Equal(t, actual, stored, step)
+	}
+	for range 5 {
+		_, err := s.Create(ctx, taskgraph.NewTask{Subject: "t"})
+		require.NoError(t, err)
+	}
+	_, err := s.Create(ctx, taskgraph.NewTask{Subject: "blocks 1 and 2", Blocks: []taskgraph.ID{1, 2}, BlockedBy: []taskgraph.ID{3}})
+	require.NoError(t, err)
+	check("create with blocks")
+	_, err = s.Update(ctx, 1, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{5}, RemoveBlockedBy: []taskgraph.ID{6}})
+	require.NoError(t, err)
+	check("update edges")
+	_, err = s.Update(ctx, 5, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{1}})
+	require.ErrorIs(t, err, taskgraph.ErrCycle)
+	check("refused cycle")
+	_, err = s.Update(ctx, 4, taskgraph.Patch{AddBlocks: []taskgraph.ID{2}, RemoveBlocks: []taskgraph.ID{9}})
+	require.NoError(t, err)
+	check("add blocks")
+	require.NoError(t, s.Delete(ctx, 6, taskgraph.Detach()))
+	check("delete detach")
+	require.NoError(t, s.Load(ctx, []taskgraph.Task{{ID: 10, Subject: "x", Status: taskgraph.Pending}, {ID: 11, Subject: "y", Status: taskgraph.Pending}, {ID: 12, Subject: "z", Status: taskgraph.Pending, BlockedBy: []taskgraph.ID{11}}}))
+	_, err = s.Update(ctx, 10, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{12}})
+	require.NoError(t, err)
+	check("load and a backward edge")
+}
