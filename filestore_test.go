@@ -458,3 +458,29 @@ func TestIDNotReusedAcrossStores(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, x.ID+1, y.ID)
 }
+
+// A writer killed in the middle of appending to the change log leaves a
+// partial line; the records after it must still reach every store.
+func TestTornChangeLogRecord(t *testing.T) {
+	dir := t.TempDir()
+	a, b := openStore(t, dir), openStore(t, dir)
+	for _, subj := range []string{"one", "two"} {
+		_, err := a.Create(ctx, tg.NewTask{Subject: subj})
+		require.NoError(t, err)
+	}
+	_, err := b.Board(ctx) // warm
+	require.NoError(t, err)
+	f, err := os.OpenFile(filepath.Join(dir, ".taskgraph.log"), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`P 1 123 45 678 {"id": 1, "subj`) // cut short, no newline
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	_, err = a.Update(ctx, 2, tg.Patch{Description: ptr("after the torn record")})
+	require.NoError(t, err)
+	// List re-checks no file: only the log can tell b about task 2.
+	all, err := b.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "one", all[0].Subject, "the torn record for task 1 was not trusted")
+	assert.Equal(t, "after the torn record", all[1].Description)
+}

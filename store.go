@@ -770,7 +770,7 @@ const (
 	metaFileName    = ".taskgraph.meta"    // the id high-water mark
 	journalFileName = ".taskgraph.journal" // a multi-file write in progress
 	logFileName     = ".taskgraph.log"     // which tasks each write changed
-	maxLogSize      = 1 << 20
+	maxLogSize      = 8 << 20
 	taskFilePrefix  = "task_"
 	taskFileSuffix  = ".json"
 )
@@ -1138,22 +1138,54 @@ func (s *FileStore) readLog(size int64) error {
 	}
 	s.logOff += int64(end + 1)
 	for line := range strings.Lines(string(buf[:end+1])) {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		// A torn or garbled record only costs reloads: reloading a task
-		// is always safe, and the directory mtime check catches the rest.
-		if m, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
-			s.dirMtime = m
-		}
-		for _, f := range fields[1:] {
-			if n, err := strconv.ParseInt(f, 10, 64); err == nil && n > 0 {
-				s.reload(ID(n))
-			}
-		}
+		s.applyRecord(strings.TrimSuffix(line, "\n"))
 	}
 	return nil
+}
+
+// applyRecord applies one change-log line:
+//
+//	P <id> <ino> <size> <mtime> <task JSON>   task id was written, as this
+//	D <id>                                    task id was deleted
+//	M <mtime>                                 the directory's mtime after a write
+//
+// A P record carries the file's new content and stamp, so following another
+// process's writes costs no file reads. A garbled line (a writer killed in
+// mid-append) only costs a reload from the file, which is always safe.
+func (s *FileStore) applyRecord(line string) {
+	kind, rest, _ := strings.Cut(line, " ")
+	switch kind {
+	case "M":
+		if m, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			s.dirMtime = m
+		}
+	case "D":
+		if n, err := strconv.ParseInt(rest, 10, 64); err == nil && n > 0 {
+			s.reload(ID(n))
+		}
+	case "P":
+		f := strings.SplitN(rest, " ", 5)
+		if len(f) < 1 {
+			return
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || n <= 0 {
+			return
+		}
+		id := ID(n)
+		if len(f) == 5 {
+			ino, e1 := strconv.ParseUint(f[1], 10, 64)
+			size, e2 := strconv.ParseInt(f[2], 10, 64)
+			mtime, e3 := strconv.ParseInt(f[3], 10, 64)
+			if t, err := decodeTask(id, []byte(f[4])); e1 == nil && e2 == nil && e3 == nil && err == nil {
+				s.g.maxID = max(s.g.maxID, id)
+				s.g.put(t)
+				s.stamps[id] = stamp{ino: ino, size: size, mtime: mtime}
+				return
+			}
+		}
+		s.reload(id)
+	}
 }
 
 // openLog opens (creating if needed) the change log the directory has now.
@@ -1485,34 +1517,43 @@ func (s *FileStore) prepareLog() error {
 // appendLog records which tasks j changed and the directory mtime after it.
 // The log is a cache hint, not a source of truth, so it is not fsynced.
 func (s *FileStore) appendLog(j *journal) error {
+	var rec []byte
+	lfi, err := s.log.Stat()
+	if err != nil {
+		return fmt.Errorf("taskgraph: change log: %w", err)
+	}
+	if lfi.Size() > s.logOff {
+		// A writer died in mid-append: end its line so ours stays whole.
+		rec = append(rec, '\n')
+	}
+	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
+		fi, err := s.root.Lstat(taskFileName(id))
+		if err != nil {
+			return fmt.Errorf("taskgraph: %w", err)
+		}
+		st := stampOf(fi)
+		s.stamps[id] = st
+		rec = fmt.Appendf(rec, "P %d %d %d %d ", id, st.ino, st.size, st.mtime)
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, []byte(j.Put[id])); err != nil {
+			return fmt.Errorf("taskgraph: change log: %w", err)
+		}
+		rec = append(append(rec, compact.Bytes()...), '\n')
+	}
+	for _, id := range j.Del {
+		delete(s.stamps, id)
+		rec = fmt.Appendf(rec, "D %d\n", id)
+	}
 	dfi, err := s.dirf.Stat()
 	if err != nil {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
-	mtime := dfi.ModTime().UnixNano()
-	line := strconv.AppendInt(nil, mtime, 10)
-	for id := range j.Put {
-		line = append(line, ' ')
-		line = strconv.AppendInt(line, int64(id), 10)
-	}
-	for _, id := range j.Del {
-		line = append(line, ' ')
-		line = strconv.AppendInt(line, int64(id), 10)
-	}
-	line = append(line, '\n')
-	if _, err := s.log.Write(line); err != nil {
+	s.dirMtime = dfi.ModTime().UnixNano()
+	rec = fmt.Appendf(rec, "M %d\n", s.dirMtime)
+	if _, err := s.log.Write(rec); err != nil {
 		return fmt.Errorf("taskgraph: append change log: %w", err)
 	}
-	s.logOff += int64(len(line))
-	s.dirMtime = mtime
-	for id := range j.Put {
-		if fi, err := s.root.Lstat(taskFileName(id)); err == nil {
-			s.stamps[id] = stampOf(fi)
-		}
-	}
-	for _, id := range j.Del {
-		delete(s.stamps, id)
-	}
+	s.logOff = lfi.Size() + int64(len(rec))
 	return nil
 }
 

@@ -133,6 +133,15 @@ func (in taskIDInput) id() (taskgraph.ID, error) {
 	return taskgraph.ID(*in.TaskID), nil
 }
 
+// decodeID reads the input of the tools that take only a task_id.
+func decodeID(raw json.RawMessage) (taskgraph.ID, error) {
+	var in taskIDInput
+	if err := decode(raw, &in); err != nil {
+		return 0, err
+	}
+	return in.id()
+}
+
 func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, error) {
 	var in struct {
 		Subject     *string        `json:"subject"`
@@ -198,11 +207,7 @@ func (h handlers) list(ctx context.Context, raw json.RawMessage) (string, error)
 }
 
 func (h handlers) get(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in taskIDInput
-	if err := decode(raw, &in); err != nil {
-		return "", err
-	}
-	id, err := in.id()
+	id, err := decodeID(raw)
 	if err != nil {
 		return "", err
 	}
@@ -221,11 +226,7 @@ func (h handlers) claimOpts() []taskgraph.ClaimOption {
 }
 
 func (h handlers) claim(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in taskIDInput
-	if err := decode(raw, &in); err != nil {
-		return "", err
-	}
-	id, err := in.id()
+	id, err := decodeID(raw)
 	if err != nil {
 		return "", err
 	}
@@ -251,11 +252,7 @@ func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, e
 }
 
 func (h handlers) complete(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in taskIDInput
-	if err := decode(raw, &in); err != nil {
-		return "", err
-	}
-	id, err := in.id()
+	id, err := decodeID(raw)
 	if err != nil {
 		return "", err
 	}
@@ -275,11 +272,7 @@ func (h handlers) complete(ctx context.Context, raw json.RawMessage) (string, er
 }
 
 func (h handlers) release(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in taskIDInput
-	if err := decode(raw, &in); err != nil {
-		return "", err
-	}
-	id, err := in.id()
+	id, err := decodeID(raw)
 	if err != nil {
 		return "", err
 	}

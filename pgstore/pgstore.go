@@ -901,6 +901,14 @@ func (s *Store) Renew(ctx context.Context, id taskgraph.ID, owner string, ttl ti
 	if ttl <= 0 {
 		return taskgraph.Task{}, &taskgraph.InvalidError{Field: "ttl", Reason: "must be positive"}
 	}
+	return s.holderWrite(ctx, id, owner, true, func(t *taskgraph.Task, now time.Time) {
+		t.LeaseExpiresAt = now.Add(ttl)
+	})
+}
+
+// holderWrite changes a task that must be in progress and, if owner is
+// given (or required), held by owner.
+func (s *Store) holderWrite(ctx context.Context, id taskgraph.ID, owner string, required bool, change func(t *taskgraph.Task, now time.Time)) (taskgraph.Task, error) {
 	var t taskgraph.Task
 	err := s.begin(ctx, func(tx pgx.Tx) error {
 		var now time.Time
@@ -908,10 +916,11 @@ func (s *Store) Renew(ctx context.Context, id taskgraph.ID, owner string, ttl ti
 		if t, now, err = s.lock(ctx, tx, id); err != nil {
 			return err
 		}
-		if err := checkHolder(t, owner, true); err != nil {
+		if err := checkHolder(t, owner, required); err != nil {
 			return err
 		}
-		t.LeaseExpiresAt, t.Rev = now.Add(ttl), t.Rev+1
+		change(&t, now)
+		t.Rev++
 		return s.save(ctx, tx, &t, now)
 	})
 	return t, err
@@ -988,21 +997,10 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string) (ta
 
 // Release implements taskgraph.Store.
 func (s *Store) Release(ctx context.Context, id taskgraph.ID, owner string) (taskgraph.Task, error) {
-	var t taskgraph.Task
-	err := s.begin(ctx, func(tx pgx.Tx) error {
-		var now time.Time
-		var err error
-		if t, now, err = s.lock(ctx, tx, id); err != nil {
-			return err
-		}
-		if err := checkHolder(t, owner, false); err != nil {
-			return err
-		}
-		t.Status, t.Owner, t.Rev = taskgraph.Pending, "", t.Rev+1
+	return s.holderWrite(ctx, id, owner, false, func(t *taskgraph.Task, _ time.Time) {
+		t.Status, t.Owner = taskgraph.Pending, ""
 		t.ClaimedAt, t.LeaseExpiresAt = time.Time{}, time.Time{}
-		return s.save(ctx, tx, &t, now)
 	})
-	return t, err
 }
 
 // Delete implements taskgraph.Store.
