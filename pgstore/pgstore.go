@@ -1039,8 +1039,21 @@ func (s *Store) Delete(ctx context.Context, id taskgraph.ID, opts ...taskgraph.D
 	})
 }
 
-// Load implements taskgraph.Loader.
+// Load implements taskgraph.Loader. After a large load it refreshes the
+// table's statistics, so that the planner keeps using the indexes.
 func (s *Store) Load(ctx context.Context, tasks []taskgraph.Task) error {
+	if err := s.load(ctx, tasks); err != nil {
+		return err
+	}
+	if len(tasks) >= 1000 {
+		if _, err := s.pool.Exec(ctx, `ANALYZE taskgraph_tasks`); err != nil {
+			return fmt.Errorf("pgstore: analyze after load: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) load(ctx context.Context, tasks []taskgraph.Task) error {
 	return s.begin(ctx, func(tx pgx.Tx) error {
 		if err := s.serialise(ctx, tx); err != nil {
 			return err
