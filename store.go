@@ -622,19 +622,14 @@ func (g *graph) planDelete(id ID, detach bool, now time.Time) (*plan, error) {
 		return nil, err
 	}
 	p := &plan{del: []ID{id}, read: []ID{id}, result: id}
-	var deps []ID
-	for _, d := range g.dependents[id] {
-		if g.tasks[d] != nil || g.broken[d] != nil {
-			deps = append(deps, d)
-		}
-	}
+	deps := g.dependents[id] // tasks that exist: remove drops the edges of a task it removes
 	if len(deps) > 0 && !detach {
 		return nil, &InvalidError{Field: "id", Reason: fmt.Sprintf("tasks %v depend on task %d: remove those edges first, or delete with taskgraph.Detach()", deps, id)}
 	}
 	for _, d := range deps {
 		dt, err := g.edit(d, now)
 		if err != nil {
-			return nil, err // a corrupt dependent is never rewritten
+			return nil, err
 		}
 		dt.BlockedBy = slices.DeleteFunc(dt.BlockedBy, func(b ID) bool { return b == id })
 		p.put = append(p.put, dt)
