@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -162,7 +161,7 @@ func main() {
 		dir := filepath.Join(root, fmt.Sprintf("throughput-%d", p))
 		buildReady(dir, throughputTasks)
 		local = floorHere(dir, 100)
-		opsPerSec := throughput(dir, p, throughputTasks)
+		opsPerSec := throughput(p, throughputTasks, "-work", dir)
 		perOp := 1e6 / opsPerSec
 		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p), Median: perOp, P90: perOp,
 			Note: fmt.Sprintf("%.0f ops/s = %.0f%% of 1/floor", opsPerSec, 100*opsPerSec*local/1e6)})
@@ -444,13 +443,14 @@ func readLoop(dir string) {
 	fmt.Println(time.Since(start).Microseconds())
 }
 
-// throughput runs p worker processes doing ClaimNext+Complete until no task
-// is ready and returns write operations per second over all of them.
-func throughput(dir string, p, tasks int) float64 {
+// throughput runs p copies of this program with args, each doing
+// ClaimNext+Complete until no task is ready, and returns write operations
+// per second over all of them.
+func throughput(p, tasks int, args ...string) float64 {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range p {
-		cmd := exec.Command(os.Args[0], "-work", dir)
+		cmd := exec.Command(os.Args[0], args...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			log.Fatal(err)
@@ -471,9 +471,12 @@ func work(dir string) {
 		log.Fatal(err)
 	}
 	defer s.Close()
+	drain(s)
+}
+
+// drain is a worker: ClaimNext+Complete until no task is ready.
+func drain(s taskgraph.Store) {
 	owner := fmt.Sprint("worker-", os.Getpid())
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
 	for {
 		t, err := s.ClaimNext(ctx, owner)
 		if errors.Is(err, taskgraph.ErrNoReady) {

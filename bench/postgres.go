@@ -1,14 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,22 +57,7 @@ func benchPostgres(url string, ns []int, samples, throughputTasks int, workers [
 		if err := s.Load(ctx, tasks); err != nil {
 			log.Fatal(err)
 		}
-		start := time.Now()
-		var wg sync.WaitGroup
-		for range p {
-			cmd := exec.Command(os.Args[0], "-pg", url, "-pgwork", graph)
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				log.Fatal(err)
-			}
-			wg.Go(func() {
-				if err := cmd.Wait(); err != nil {
-					log.Fatal(err)
-				}
-			})
-		}
-		wg.Wait()
-		opsPerSec := float64(2*throughputTasks) / time.Since(start).Seconds()
+		opsPerSec := throughput(p, throughputTasks, "-pg", url, "-pgwork", graph)
 		if p == 1 {
 			single = opsPerSec
 		}
@@ -98,19 +80,7 @@ func pgWorker(url, graph string) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	owner := fmt.Sprint("worker-", os.Getpid())
-	for {
-		t, err := s.ClaimNext(ctx, owner)
-		if errors.Is(err, taskgraph.ErrNoReady) {
-			return
-		}
-		if err != nil {
-			log.Fatal(err)
-		}
-		if _, err := s.Complete(ctx, t.ID, owner); err != nil {
-			log.Fatal(err)
-		}
-	}
+	drain(s)
 }
 
 // dagTasks is the layered DAG of build, as tasks to Load.
