@@ -137,38 +137,9 @@ func TestWatch(t *testing.T) {
 	p := pool(t)
 	graph := graphName(t)
 	s := open(t, p, graph)
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	events, err := s.Watch(wctx)
+	other, err := pgstore.Open(ctx, p, graph) // another client of the database
 	require.NoError(t, err)
-	// Changes from another client of the database.
-	other, err := pgstore.Open(ctx, p, graph)
-	require.NoError(t, err)
-	expect := func(want ...string) {
-		t.Helper()
-		for _, w := range want {
-			select {
-			case e := <-events:
-				require.Equal(t, w, fmt.Sprint(e.Kind, " ", e.Task.ID))
-			case <-wctx.Done():
-				t.Fatalf("no event; wanted %s", w)
-			}
-		}
-	}
-	a, err := other.Create(ctx, taskgraph.NewTask{Subject: "a"})
-	require.NoError(t, err)
-	expect("created 1", "unblocked 1")
-	_, err = other.Create(ctx, taskgraph.NewTask{Subject: "b", BlockedBy: []taskgraph.ID{a.ID}})
-	require.NoError(t, err)
-	expect("created 2")
-	_, err = other.Claim(ctx, a.ID, "x")
-	require.NoError(t, err)
-	expect("updated 1")
-	_, err = other.Complete(ctx, a.ID, "x")
-	require.NoError(t, err)
-	expect("updated 1", "unblocked 2")
-	require.NoError(t, other.Delete(ctx, 2))
-	expect("deleted 2")
+	taskgraphtest.Watch(t, s, other)
 }
 
 func runRole(role, graph string) int {

@@ -670,3 +670,41 @@ func testClose(t *testing.T, s tg.Store) {
 	assert.ErrorIs(t, err, tg.ErrClosed)
 	assert.NoError(t, s.Close(), "closing twice is harmless")
 }
+
+// Watch checks a taskgraph.Watcher: changes made through writer — another
+// store on the same graph, as another process would be — reach watched as
+// events, in order. watched must be empty.
+func Watch(t *testing.T, watched tg.Watcher, writer tg.Store) {
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	events, err := watched.Watch(wctx)
+	require.NoError(t, err)
+	expect := func(want ...string) {
+		t.Helper()
+		for _, w := range want {
+			select {
+			case e := <-events:
+				require.Equal(t, w, fmt.Sprint(e.Kind, " ", e.Task.ID))
+			case <-wctx.Done():
+				t.Fatalf("no event; wanted %s", w)
+			}
+		}
+	}
+	a, err := writer.Create(ctx, tg.NewTask{Subject: "a"})
+	require.NoError(t, err)
+	expect(fmt.Sprint("created ", a.ID), fmt.Sprint("unblocked ", a.ID))
+	b, err := writer.Create(ctx, tg.NewTask{Subject: "b", BlockedBy: []tg.ID{a.ID}})
+	require.NoError(t, err)
+	expect(fmt.Sprint("created ", b.ID))
+	_, err = writer.Claim(ctx, a.ID, "x")
+	require.NoError(t, err)
+	expect(fmt.Sprint("updated ", a.ID))
+	_, err = writer.Complete(ctx, a.ID, "x")
+	require.NoError(t, err)
+	expect(fmt.Sprint("updated ", a.ID), fmt.Sprint("unblocked ", b.ID))
+	require.NoError(t, writer.Delete(ctx, b.ID))
+	expect(fmt.Sprint("deleted ", b.ID))
+	cancel()
+	for range events { // the channel closes once ctx is done
+	}
+}
