@@ -1,0 +1,140 @@
+package taskgraph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// Problem is one thing Check found wrong with a task directory.
+type Problem struct {
+	Kind    ProblemKind
+	Path    string // the file concerned
+	ID      ID     // the task concerned, or 0
+	Message string
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s: %s: %s", p.Path, p.Kind, p.Message) }
+
+// ProblemKind classifies a Problem.
+type ProblemKind string
+
+// The kinds of problem Check reports.
+const (
+	ProblemCorrupt      ProblemKind = "corrupt"       // a task file that cannot be used
+	ProblemDangling     ProblemKind = "dangling"      // blockedBy names a task that does not exist
+	ProblemCycle        ProblemKind = "cycle"         // tasks that block each other
+	ProblemExpiredLease ProblemKind = "expired-lease" // a claim whose lease has lapsed
+	ProblemNoOwner      ProblemKind = "no-owner"      // in_progress with no owner
+	ProblemTempFile     ProblemKind = "temp-file"     // left by a writer that died
+	ProblemJournal      ProblemKind = "journal"       // a multi-file write waiting to be finished
+	ProblemIgnored      ProblemKind = "ignored"       // looks like a task file but is not named like one
+)
+
+// Check reads the task directory dir without changing anything in it and
+// returns every problem it finds, by path. It takes the directory's lock
+// shared, if the directory has one, so it sees no write half done. Only
+// WithClock affects it (to judge leases).
+func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
+	cfg := newConfig(opts)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("taskgraph: check: %w", err)
+	}
+	defer root.Close()
+	if _, err := root.Lstat(lockFileName); err == nil {
+		l := &dirLock{path: filepath.Join(dir, lockFileName), fl: flock.New(filepath.Join(dir, lockFileName), flock.SetFlag(os.O_RDONLY))}
+		unlock, err := l.lock(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	d, err := root.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("taskgraph: check: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("taskgraph: check: %w", err)
+	}
+	slices.Sort(names)
+	var problems []Problem
+	add := func(kind ProblemKind, name string, id ID, format string, args ...any) {
+		problems = append(problems, Problem{Kind: kind, Path: filepath.Join(dir, name), ID: id, Message: fmt.Sprintf(format, args...)})
+	}
+	g := newGraph()
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		id, ok := parseTaskFileName(name)
+		switch {
+		case ok:
+			_, t, err := loadTaskFile(root, dir, id)
+			var ce *CorruptError
+			switch {
+			case errors.As(err, &ce):
+				add(ProblemCorrupt, name, id, "%v", ce.Err)
+			case err != nil:
+				return nil, fmt.Errorf("taskgraph: check: %w", err)
+			case t != nil:
+				g.put(t)
+			}
+		case name == journalFileName:
+			add(ProblemJournal, name, 0, "an interrupted multi-file write; the next write to the directory finishes it")
+		case name == metaFileName:
+			var m meta
+			if data, err := root.ReadFile(name); err != nil || json.Unmarshal(data, &m) != nil {
+				add(ProblemCorrupt, name, 0, "the id high-water mark is unreadable")
+			}
+		case strings.HasPrefix(name, "."+taskFilePrefix) || (strings.HasPrefix(name, ".taskgraph.") && name != lockFileName && name != logFileName):
+			add(ProblemTempFile, name, 0, "a temporary file left by a writer that died; safe to delete")
+		case strings.HasPrefix(name, taskFilePrefix) && strings.HasSuffix(name, taskFileSuffix):
+			add(ProblemIgnored, name, 0, "not named task_<id>.json with a canonical positive id, so taskgraph ignores it")
+		}
+	}
+	now := cfg.now()
+	for _, id := range g.ids {
+		t := g.tasks[id]
+		name := taskFileName(id)
+		for _, b := range t.BlockedBy {
+			if g.tasks[b] == nil && g.broken[b] == nil && !fileExists(root, taskFileName(b)) {
+				add(ProblemDangling, name, id, "blockedBy names task %d, which does not exist; the task stays blocked", b)
+			}
+		}
+		if t.Status == InProgress && t.Owner == "" {
+			add(ProblemNoOwner, name, id, "in_progress with no owner; release it or set an owner")
+		}
+		if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt) {
+			add(ProblemExpiredLease, name, id, "the lease of %q expired at %s; anyone may claim the task", t.Owner, t.LeaseExpiresAt.Format(time.RFC3339))
+		}
+	}
+	// Report each cycle once, then cut it and look again.
+	for range 1000 {
+		path := g.findCycle()
+		if path == nil {
+			break
+		}
+		add(ProblemCycle, taskFileName(path[0]), path[0], "tasks block each other: %s; remove one of these edges", formatPath(path))
+		last, first := path[len(path)-2], path[len(path)-1]
+		t := g.tasks[first].clone()
+		t.BlockedBy = slices.DeleteFunc(t.BlockedBy, func(b ID) bool { return b == last })
+		g.put(&t)
+	}
+	return problems, nil
+}
+
+func fileExists(root *os.Root, name string) bool {
+	_, err := root.Lstat(name)
+	return err == nil
+}

@@ -1,0 +1,318 @@
+package taskgraph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+)
+
+const maxFileSize = 4 << 20
+
+var knownFields = map[string]bool{
+	"id": true, "subject": true, "description": true, "status": true, "blockedBy": true, "owner": true,
+	"createdAt": true, "updatedAt": true, "rev": true, "metadata": true,
+	"claimedAt": true, "leaseExpiresAt": true, "prevOwner": true,
+}
+
+// encodeTask renders t as the bytes of its task file.
+func encodeTask(t *Task) ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(320)
+	b.WriteString("{")
+	first := true
+	field := func(k string, v any) error {
+		raw, ok := v.(json.RawMessage)
+		if !ok {
+			var err error
+			if raw, err = marshalNoEscape(v); err != nil {
+				return fmt.Errorf("field %q: %w", k, err)
+			}
+		}
+		if !first {
+			b.WriteString(",")
+		}
+		first = false
+		b.WriteString("\n  ")
+		kb, _ := marshalNoEscape(k)
+		b.Write(kb)
+		b.WriteString(": ")
+		return json.Indent(&b, raw, "  ", "  ")
+	}
+	blockedBy := t.BlockedBy
+	if blockedBy == nil {
+		blockedBy = []ID{}
+	}
+	fields := []struct {
+		k    string
+		v    any
+		omit bool
+	}{
+		{"id", t.ID, false},
+		{"subject", t.Subject, false},
+		{"description", t.Description, false},
+		{"status", t.Status, false},
+		{"blockedBy", blockedBy, false},
+		{"owner", t.Owner, false},
+		{"createdAt", t.CreatedAt, t.CreatedAt.IsZero()},
+		{"updatedAt", t.UpdatedAt, t.UpdatedAt.IsZero()},
+		{"rev", t.Rev, false},
+		{"metadata", t.Metadata, len(t.Metadata) == 0},
+		{"claimedAt", t.ClaimedAt, t.ClaimedAt.IsZero()},
+		{"leaseExpiresAt", t.LeaseExpiresAt, t.LeaseExpiresAt.IsZero()},
+		{"prevOwner", t.PrevOwner, t.PrevOwner == ""},
+	}
+	for _, f := range fields {
+		if f.omit {
+			continue
+		}
+		if err := field(f.k, f.v); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.unknown)) {
+		if err := field(k, t.unknown[k]); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteString("\n}\n")
+	return b.Bytes(), nil
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// taskFile is the fast path of decodeTask: a file with only known fields of
+// the right types decodes in one pass. Anything else takes the slow path,
+// which keeps unknown fields and names the problem precisely.
+type taskFile struct {
+	ID             *int64         `json:"id"`
+	Subject        *string        `json:"subject"`
+	Description    string         `json:"description"`
+	Status         *Status        `json:"status"`
+	BlockedBy      []int64        `json:"blockedBy"`
+	Owner          string         `json:"owner"`
+	CreatedAt      time.Time      `json:"createdAt"`
+	UpdatedAt      time.Time      `json:"updatedAt"`
+	Rev            int64          `json:"rev"`
+	Metadata       map[string]any `json:"metadata"`
+	ClaimedAt      time.Time      `json:"claimedAt"`
+	LeaseExpiresAt time.Time      `json:"leaseExpiresAt"`
+	PrevOwner      string         `json:"prevOwner"`
+}
+
+func decodeFast(id ID, data []byte) *Task {
+	// encoding/json matches keys case-insensitively; the file format does
+	// not, so a file whose keys are not exactly the known ones goes slow.
+	if !onlyKnownKeys(data) {
+		return nil
+	}
+	var f taskFile
+	if json.Unmarshal(data, &f) != nil {
+		return nil
+	}
+	if f.ID == nil || ID(*f.ID) != id || f.Subject == nil || f.Status == nil || !f.Status.Valid() || f.Rev < 0 {
+		return nil
+	}
+	if len(f.Metadata) == 0 {
+		f.Metadata = nil // {} and no metadata are the same
+	}
+	t := &Task{ID: id, Subject: *f.Subject, Description: f.Description, Status: *f.Status, Owner: f.Owner,
+		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Rev: f.Rev, Metadata: f.Metadata,
+		ClaimedAt: f.ClaimedAt, LeaseExpiresAt: f.LeaseExpiresAt, PrevOwner: f.PrevOwner}
+	if f.BlockedBy != nil {
+		t.BlockedBy = make([]ID, 0, len(f.BlockedBy))
+	}
+	for _, b := range f.BlockedBy {
+		if b <= 0 {
+			return nil
+		}
+		if !slices.Contains(t.BlockedBy, ID(b)) {
+			t.BlockedBy = append(t.BlockedBy, ID(b))
+		}
+	}
+	return t
+}
+
+// onlyKnownKeys reports whether every top-level key of the JSON object in
+// data is exactly a known field name. It assumes nothing about validity;
+// decoding checks that.
+func onlyKnownKeys(data []byte) bool {
+	depth, inString, start := 0, false, 0
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch c {
+			case '\\':
+				if depth == 1 {
+					return false // an escaped key: let the slow path judge it
+				}
+				i++
+			case '"':
+				inString = false
+				if depth == 1 {
+					// A key is a string followed by a colon.
+					j := i + 1
+					for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r') {
+						j++
+					}
+					if j < len(data) && data[j] == ':' && !knownFields[string(data[start:i])] {
+						return false
+					}
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString, start = true, i+1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+	}
+	return true
+}
+
+// decodeTask parses a task file whose name says it holds task id. Every
+// problem is reported with the field it concerns.
+func decodeTask(id ID, data []byte) (*Task, error) {
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit", len(data), maxFileSize)
+	}
+	if t := decodeFast(id, data); t != nil {
+		return t, nil
+	}
+	return decodeSlow(id, data)
+}
+
+// decodeSlow decodes field by field, keeping unknown fields and naming the
+// first problem it finds.
+func decodeSlow(id ID, data []byte) (*Task, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if raw == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	t := &Task{}
+	var err error
+	if t.ID, err = decodeInt[ID](raw, "id", true); err != nil {
+		return nil, err
+	}
+	if t.ID != id {
+		return nil, fmt.Errorf(`field "id" is %d but the file name says %d`, t.ID, id)
+	}
+	if t.Subject, err = decodeString(raw, "subject", true); err != nil {
+		return nil, err
+	}
+	if t.Description, err = decodeString(raw, "description", false); err != nil {
+		return nil, err
+	}
+	status, err := decodeString(raw, "status", true)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status = Status(status); !t.Status.Valid() {
+		return nil, fmt.Errorf(`field "status" is %q, want pending, in_progress or completed`, status)
+	}
+	if t.Owner, err = decodeString(raw, "owner", false); err != nil {
+		return nil, err
+	}
+	if t.PrevOwner, err = decodeString(raw, "prevOwner", false); err != nil {
+		return nil, err
+	}
+	if v, ok := raw["blockedBy"]; ok && string(v) != "null" {
+		var elems []json.RawMessage
+		if err := json.Unmarshal(v, &elems); err != nil {
+			return nil, errors.New(`field "blockedBy" is not an array`)
+		}
+		for i, e := range elems {
+			n, err := strconv.ParseInt(string(e), 10, 64)
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf(`field "blockedBy": element %d is %s, not a positive integer id`, i, e)
+			}
+			if !slices.Contains(t.BlockedBy, ID(n)) {
+				t.BlockedBy = append(t.BlockedBy, ID(n))
+			}
+		}
+	}
+	if t.Rev, err = decodeInt[int64](raw, "rev", false); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		k string
+		p *time.Time
+	}{{"createdAt", &t.CreatedAt}, {"updatedAt", &t.UpdatedAt}, {"claimedAt", &t.ClaimedAt}, {"leaseExpiresAt", &t.LeaseExpiresAt}} {
+		s, err := decodeString(raw, f.k, false)
+		if err != nil {
+			return nil, err
+		}
+		if s == "" {
+			continue
+		}
+		if *f.p, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return nil, fmt.Errorf("field %q is %q, not an RFC 3339 time", f.k, s)
+		}
+	}
+	if v, ok := raw["metadata"]; ok && string(v) != "null" {
+		if err := json.Unmarshal(v, &t.Metadata); err != nil || t.Metadata == nil {
+			return nil, errors.New(`field "metadata" is not a JSON object`)
+		}
+		if len(t.Metadata) == 0 {
+			t.Metadata = nil
+		}
+	}
+	for k, v := range raw {
+		if !knownFields[k] {
+			if t.unknown == nil {
+				t.unknown = make(map[string]json.RawMessage)
+			}
+			t.unknown[k] = v
+		}
+	}
+	return t, nil
+}
+
+func decodeString(raw map[string]json.RawMessage, k string, required bool) (string, error) {
+	v, ok := raw[k]
+	if !ok || (!required && string(v) == "null") {
+		if required {
+			return "", fmt.Errorf("field %q is missing", k)
+		}
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", fmt.Errorf("field %q is %s, not a string", k, v)
+	}
+	return s, nil
+}
+
+func decodeInt[T ~int64](raw map[string]json.RawMessage, k string, required bool) (T, error) {
+	v, ok := raw[k]
+	if !ok {
+		if required {
+			return 0, fmt.Errorf("field %q is missing", k)
+		}
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("field %q is %s, not a non-negative integer", k, v)
+	}
+	return T(n), nil
+}

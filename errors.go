@@ -1,0 +1,123 @@
+package taskgraph
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	ErrNotFound = errors.New("task not found")
+	ErrBlocked  = errors.New("task is blocked")
+	ErrClaimed  = errors.New("task is claimed by another owner")
+	ErrConflict = errors.New("task was changed concurrently")
+	ErrCycle    = errors.New("dependency cycle")
+	ErrInvalid  = errors.New("invalid argument")
+	ErrCorrupt  = errors.New("corrupt task file")
+	ErrNoReady  = errors.New("no ready task")
+	// ErrClosed is returned by a Store after Close.
+	ErrClosed = errors.New("store is closed")
+)
+
+// NotFoundError names a task that does not exist. It matches ErrNotFound.
+type NotFoundError struct{ ID ID }
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("task %d not found", e.ID) }
+
+// Is reports whether target is ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// BlockedError reports the unfinished blockers that keep a task from
+// starting or completing. It matches ErrBlocked.
+type BlockedError struct {
+	ID      ID
+	By      []ID // unfinished blockers, including missing ones
+	Missing []ID // the subset of By that does not exist
+}
+
+func (e *BlockedError) Error() string {
+	s := fmt.Sprintf("task %d is blocked by %v", e.ID, e.By)
+	if len(e.Missing) > 0 {
+		s += fmt.Sprintf(" (missing: %v)", e.Missing)
+	}
+	return s
+}
+
+// Is reports whether target is ErrBlocked.
+func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
+
+// ClaimedError reports that a task belongs to another owner. It matches
+// ErrClaimed.
+type ClaimedError struct {
+	ID    ID
+	Owner string
+}
+
+func (e *ClaimedError) Error() string {
+	return fmt.Sprintf("task %d is claimed by %q", e.ID, e.Owner)
+}
+
+// Is reports whether target is ErrClaimed.
+func (e *ClaimedError) Is(target error) bool { return target == ErrClaimed }
+
+// ConflictError reports a failed IfRev precondition. It matches ErrConflict.
+type ConflictError struct {
+	ID        ID
+	Want, Got int64
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("task %d is at rev %d, not %d: reload it and retry", e.ID, e.Got, e.Want)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// CycleError reports a dependency cycle. Path lists it in execution order,
+// first id repeated last: Path [3 5 3] means 3 blocks 5 and 5 blocks 3.
+// It matches ErrCycle.
+type CycleError struct{ Path []ID }
+
+func (e *CycleError) Error() string { return "dependency cycle " + formatPath(e.Path) }
+
+// Is reports whether target is ErrCycle.
+func (e *CycleError) Is(target error) bool { return target == ErrCycle }
+
+func formatPath(p []ID) string {
+	s := ""
+	for i, id := range p {
+		if i > 0 {
+			s += " -> "
+		}
+		s += fmt.Sprint(int64(id))
+	}
+	return s
+}
+
+// InvalidError reports an argument or transition that is not allowed; Field
+// names what was wrong. It matches ErrInvalid.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
+
+// Is reports whether target is ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// CorruptError reports a task file that cannot be used. The file is left
+// exactly as it is. It matches ErrCorrupt.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("corrupt task file %s: %v (fix or remove the file; taskgraph never rewrites it)", e.Path, e.Err)
+}
+
+// Unwrap returns the underlying problem.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrCorrupt.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }

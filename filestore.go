@@ -1,0 +1,343 @@
+package taskgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Names of the files a FileStore keeps beside the task files. They start
+// with a dot so that the reference's glob task_*.json never matches them.
+const (
+	metaFileName    = ".taskgraph.meta"    // the id high-water mark
+	journalFileName = ".taskgraph.journal" // a multi-file write in progress
+	logFileName     = ".taskgraph.log"     // which tasks each write changed
+	maxLogSize      = 8 << 20
+	taskFilePrefix  = "task_"
+	taskFileSuffix  = ".json"
+)
+
+// FileStore is a Store on a directory of task files, shared safely by every
+// process and goroutine that opens the same directory.
+//
+// Every write takes an exclusive flock on the directory, brings its cache up
+// to date (see below), re-checks the files the decision depends on, and
+// replaces files atomically: renameio writes a temporary file in the
+// directory, fsyncs it and renames it over the old one, then the directory is
+// fsynced so the rename itself survives a power loss. A write that touches
+// several files first writes a journal holding all of them, so after a crash
+// either all or none of it is visible; the next writer replays it.
+//
+// The cache: each write appends the ids it changed to a small change log
+// (.taskgraph.log) and records the directory's mtime there. Before any
+// operation a store reads only the log records it has not seen and reloads
+// just those tasks; a directory mtime the log does not explain (a file
+// created, renamed or removed by something that does not take the lock)
+// makes it rescan the directory. The files an operation reads to decide are
+// also compared with their last-seen inode, size and mtime, so an edit made
+// by hand in place is never overwritten blindly.
+type FileStore struct {
+	ops
+	dir  string
+	cfg  config
+	root *os.Root
+	dirf *os.File // the directory, for fsync and stat
+	lock *dirLock
+	sem  chan struct{} // serialises this store's goroutines
+
+	// Guarded by sem.
+	closed   bool
+	scanned  bool
+	g        *graph
+	stamps   map[ID]stamp
+	hwm      ID // high-water mark in the meta file
+	log      *os.File
+	logIno   uint64
+	logOff   int64
+	dirMtime int64 // directory mtime that the cache accounts for
+
+	// fault, when set by a test, fails the writes it returns an error for.
+	fault func(name string) error
+}
+
+// stamp identifies one version of a file.
+type stamp struct {
+	ino   uint64
+	size  int64
+	mtime int64
+}
+
+func stampOf(fi os.FileInfo) stamp {
+	return stamp{ino: fileID(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+}
+
+// Open opens the task directory dir, creating it if it does not exist. It
+// returns errors.ErrUnsupported on Windows. The directory is read lazily, by
+// the first operation, under the lock.
+func Open(dir string, opts ...Option) (*FileStore, error) {
+	if errPlatform != nil {
+		return nil, fmt.Errorf("taskgraph: open %s: %w (atomic file replacement is available on Linux and macOS)", dir, errPlatform)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("taskgraph: open: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("taskgraph: open: %w", err)
+	}
+	dirf, err := root.Open(".")
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("taskgraph: open: %w", err)
+	}
+	s := &FileStore{
+		dir:    dir,
+		cfg:    newConfig(opts),
+		root:   root,
+		dirf:   dirf,
+		lock:   newDirLock(filepath.Join(dir, lockFileName)),
+		sem:    make(chan struct{}, 1),
+		g:      newGraph(),
+		stamps: make(map[ID]stamp),
+	}
+	s.ops = ops{e: s}
+	return s, nil
+}
+
+// Dir returns the directory the store was opened on.
+func (s *FileStore) Dir() string { return s.dir }
+
+// Close releases the store's descriptors. Tasks are already on disk.
+func (s *FileStore) Close() error {
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.log != nil {
+		s.log.Close()
+	}
+	s.dirf.Close()
+	s.lock.close()
+	return s.root.Close()
+}
+
+// acquire takes the store's semaphore and the directory lock, replays a
+// pending journal and brings the cache up to date.
+func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if s.closed {
+		<-s.sem
+		return nil, ErrClosed
+	}
+	unlock, err := s.lock.lock(ctx, exclusive)
+	if err != nil {
+		<-s.sem
+		return nil, err
+	}
+	release = func() { unlock(); <-s.sem }
+	if _, err := s.root.Lstat(journalFileName); err == nil {
+		if !exclusive {
+			// Finishing another writer's journal is a write.
+			unlock()
+			if unlock, err = s.lock.lock(ctx, true); err != nil {
+				<-s.sem
+				return nil, err
+			}
+			release = func() { unlock(); <-s.sem }
+		}
+		if err := s.replayJournal(); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	if err := s.refresh(); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
+}
+
+func (s *FileStore) read(ctx context.Context, check []ID, fn func(*graph) error) error {
+	release, err := s.acquire(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if _, err := s.verify(check); err != nil {
+		return err
+	}
+	return fn(s.g)
+}
+
+func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) error {
+	release, err := s.acquire(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer release()
+	for attempt := 0; ; attempt++ {
+		p, err := mk(s.g, s.cfg.now().UTC())
+		if err != nil {
+			return err
+		}
+		// Prove that what the decision read is what is on disk; if a
+		// writer that bypasses the lock changed it, decide again.
+		changed, err := s.verify(p.read)
+		if err != nil {
+			return err
+		}
+		if changed {
+			if attempt < 3 {
+				continue
+			}
+			return fmt.Errorf("taskgraph: task files keep changing under the lock (a program writing .tasks without taking it?): %w", ErrConflict)
+		}
+		if err := s.commit(p); err != nil {
+			return withHint(err)
+		}
+		s.g.apply(p)
+		done(s.g, p)
+		return nil
+	}
+}
+
+// withHint adds what to do to the errors a full or read-only disk gives.
+func withHint(err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w (the disk is full: free space and retry; nothing was half written)", err)
+	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w (is the directory writable?)", err)
+	}
+	return err
+}
+
+func taskFileName(id ID) string {
+	return taskFilePrefix + strconv.FormatInt(int64(id), 10) + taskFileSuffix
+}
+
+// parseTaskFileName returns the id of a canonical task file name.
+func parseTaskFileName(name string) (ID, bool) {
+	s, ok := strings.CutPrefix(name, taskFilePrefix)
+	if !ok {
+		return 0, false
+	}
+	if s, ok = strings.CutSuffix(s, taskFileSuffix); !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != s {
+		return 0, false
+	}
+	return ID(n), true
+}
+
+// verify reloads every listed task whose file changed since it was cached,
+// and reports whether any had.
+func (s *FileStore) verify(ids []ID) (bool, error) {
+	changed := false
+	for _, id := range ids {
+		fi, err := s.root.Lstat(taskFileName(id))
+		old, cached := s.stamps[id]
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if !cached {
+				continue
+			}
+		case err != nil:
+			return false, fmt.Errorf("taskgraph: %w", err)
+		case cached && stampOf(fi) == old:
+			continue
+		}
+		changed = true
+		s.reload(id)
+	}
+	return changed, nil
+}
+
+// reload reads one task file into the cache, or drops it if it is gone.
+func (s *FileStore) reload(id ID) {
+	fi, t, err := s.load(id)
+	s.install(id, fi, t, err)
+}
+
+func (s *FileStore) install(id ID, fi os.FileInfo, t *Task, err error) {
+	// An id that was ever seen was allocated, even if its task is gone by
+	// now: it must never be allocated again.
+	s.g.maxID = max(s.g.maxID, id)
+	switch {
+	case fi == nil:
+		s.g.remove(id)
+		delete(s.stamps, id)
+	case err != nil:
+		s.g.markBroken(id, err)
+		s.stamps[id] = stampOf(fi)
+	default:
+		s.g.put(t)
+		s.stamps[id] = stampOf(fi)
+	}
+}
+
+// load reads and decodes one task file. fi is nil if the file does not
+// exist; a file that exists but cannot be used yields a *CorruptError.
+func (s *FileStore) load(id ID) (os.FileInfo, *Task, error) {
+	return loadTaskFile(s.root, s.dir, id)
+}
+
+func loadTaskFile(root *os.Root, dir string, id ID) (os.FileInfo, *Task, error) {
+	name := taskFileName(id)
+	path := filepath.Join(dir, name)
+	// One open, fstat and read, as os.ReadFile does; the open refuses to
+	// follow a symlink, so a task file is always the file itself.
+	f, err := openNoFollow(path)
+	if err != nil {
+		fi, lerr := root.Lstat(name)
+		switch {
+		case errors.Is(lerr, fs.ErrNotExist):
+			return nil, nil, nil
+		case lerr != nil:
+			return nil, nil, lerr
+		case !fi.Mode().IsRegular():
+			return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
+		}
+		return fi, nil, &CorruptError{Path: path, Err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
+	}
+	if fi.Size() > maxFileSize {
+		return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("file is %d bytes, over the %d-byte limit", fi.Size(), maxFileSize)}
+	}
+	data := make([]byte, fi.Size()+1) // +1 sees a file that grew since the stat
+	n, err := io.ReadFull(f, data)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return fi, nil, &CorruptError{Path: path, Err: err}
+	}
+	t, err := decodeTask(id, data[:n])
+	if err != nil {
+		return fi, nil, &CorruptError{Path: path, Err: err}
+	}
+	return fi, t, nil
+}
