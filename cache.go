@@ -1,7 +1,6 @@
 package taskgraph
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,9 +9,11 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/taskgraph/taskgraph/internal/atomicfile"
+	"github.com/taskgraph/taskgraph/internal/changelog"
 )
 
 func (s *FileStore) refresh() error {
@@ -24,7 +25,7 @@ func (s *FileStore) refresh() error {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return fmt.Errorf("taskgraph: %w", err)
-	case fileID(fi) != s.logIno:
+	case atomicfile.FileID(fi) != s.logIno:
 		// A new log (created or compacted): records may have been lost
 		// in between.
 		return s.scan()
@@ -53,56 +54,33 @@ func (s *FileStore) readLog(size int64) error {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("taskgraph: read change log: %w", err)
 	}
-	buf = buf[:n]
-	end := bytes.LastIndexByte(buf, '\n')
-	if end < 0 {
-		return nil
-	}
-	s.logOff += int64(end + 1)
-	for line := range strings.Lines(string(buf[:end+1])) {
-		s.applyRecord(strings.TrimSuffix(line, "\n"))
+	whole := changelog.Whole(buf[:n])
+	s.logOff += int64(len(whole))
+	for line := range strings.Lines(string(whole)) {
+		if r, ok := changelog.Parse(strings.TrimSuffix(line, "\n")); ok {
+			s.applyRecord(r)
+		}
 	}
 	return nil
 }
 
-// applyRecord applies one change-log line:
-//
-//	P <id> <ino> <size> <mtime> <task JSON>   task id was written, as this
-//	D <id>                                    task id was deleted
-//	M <mtime>                                 the directory's mtime after a write
-//
-// A P record carries the file's new content and stamp, so following another
-// process's writes costs no file reads. A garbled line (a writer killed in
-// mid-append) only costs a reload from the file, which is always safe.
-func (s *FileStore) applyRecord(line string) {
-	kind, rest, _ := strings.Cut(line, " ")
-	switch kind {
-	case "M":
-		if m, err := strconv.ParseInt(rest, 10, 64); err == nil {
-			s.dirMtime = m
-		}
-	case "D":
-		if n, err := strconv.ParseInt(rest, 10, 64); err == nil && n > 0 {
-			s.reload(ID(n))
-		}
-	case "P":
-		f := strings.SplitN(rest, " ", 5)
-		if len(f) < 1 {
-			return
-		}
-		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || n <= 0 {
-			return
-		}
-		id := ID(n)
-		if len(f) == 5 {
-			ino, e1 := strconv.ParseUint(f[1], 10, 64)
-			size, e2 := strconv.ParseInt(f[2], 10, 64)
-			mtime, e3 := strconv.ParseInt(f[3], 10, 64)
-			if t, err := decodeTask(id, []byte(f[4])); e1 == nil && e2 == nil && e3 == nil && err == nil {
+// applyRecord applies one change-log record. A Put carries the file's new
+// content and stamp, so following another process's writes costs no file
+// reads; one whose content is damaged (a writer killed in mid-append) only
+// costs a reload from the file, which is always safe.
+func (s *FileStore) applyRecord(r changelog.Record) {
+	switch r.Kind {
+	case changelog.Mtime:
+		s.dirMtime = r.Mtime
+	case changelog.Delete:
+		s.reload(ID(r.ID))
+	case changelog.Put:
+		id := ID(r.ID)
+		if r.Content != nil {
+			if t, err := decodeTask(id, r.Content); err == nil {
 				s.g.maxID = max(s.g.maxID, id)
 				s.g.put(t)
-				s.stamps[id] = stamp{ino: ino, size: size, mtime: mtime}
+				s.stamps[id] = r.Stamp
 				return
 			}
 		}
@@ -113,7 +91,7 @@ func (s *FileStore) applyRecord(line string) {
 // openLog opens (creating if needed) the change log the directory has now.
 func (s *FileStore) openLog() error {
 	if s.log != nil {
-		if fi, err := s.root.Lstat(logFileName); err == nil && fileID(fi) == s.logIno {
+		if fi, err := s.root.Lstat(logFileName); err == nil && atomicfile.FileID(fi) == s.logIno {
 			return nil
 		}
 		s.log.Close()
@@ -128,7 +106,7 @@ func (s *FileStore) openLog() error {
 		f.Close()
 		return fmt.Errorf("taskgraph: open change log: %w", err)
 	}
-	s.log, s.logIno = f, fileID(fi)
+	s.log, s.logIno = f, atomicfile.FileID(fi)
 	return nil
 }
 
@@ -140,7 +118,7 @@ func (s *FileStore) scan() error {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
 	if fi, err := s.root.Lstat(logFileName); err == nil {
-		s.logIno, s.logOff = fileID(fi), fi.Size()
+		s.logIno, s.logOff = atomicfile.FileID(fi), fi.Size()
 	}
 	d, err := s.root.Open(".")
 	if err != nil {

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"time"
+
+	"github.com/taskgraph/taskgraph/internal/atomicfile"
+	"github.com/taskgraph/taskgraph/internal/changelog"
+	"github.com/taskgraph/taskgraph/internal/journal"
 )
 
 type meta struct {
@@ -57,9 +59,9 @@ func (s *FileStore) writeFile(name string, data []byte) error {
 	}
 	if err != nil {
 	} else if s.cfg.noSync {
-		err = writeAtomicNoSync(s.root, name, data, perm)
+		err = atomicfile.WriteNoSync(s.root, name, data, perm)
 	} else {
-		err = writeDurable(s.root, name, data, perm)
+		err = atomicfile.WriteDurable(s.root, name, data, perm)
 	}
 	if err != nil {
 		return fmt.Errorf("taskgraph: write %s: %w", filepath.Join(s.dir, name), err)
@@ -67,41 +69,14 @@ func (s *FileStore) writeFile(name string, data []byte) error {
 	return nil
 }
 
-// writeAtomicNoSync replaces name atomically without fsync (WithoutSync).
-func writeAtomicNoSync(root *os.Root, name string, data []byte, perm os.FileMode) error {
-	tmp := "." + name + strconv.FormatInt(time.Now().UnixNano(), 36)
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		root.Remove(tmp)
-	}
-	return err
-}
-
 func (s *FileStore) syncDir() error {
 	if s.cfg.noSync {
 		return nil
 	}
-	if err := s.dirf.Sync(); err != nil {
+	if err := atomicfile.SyncDir(s.dirf); err != nil {
 		return fmt.Errorf("taskgraph: fsync %s: %w", s.dir, err)
 	}
 	return nil
-}
-
-// journal is a multi-file write, stored before any of its files is touched.
-type journal struct {
-	Put       map[ID]string `json:"put"`
-	Del       []ID          `json:"del"`
-	HighWater ID            `json:"highWater"`
 }
 
 // commit persists a plan: one file directly, several through the journal.
@@ -112,41 +87,42 @@ func (s *FileStore) commit(p *plan) error {
 	if err := s.prepareLog(); err != nil {
 		return err
 	}
-	j := journal{Put: make(map[ID]string, len(p.put)), Del: p.del}
+	j := &journal.Journal{Put: make(map[int64]string, len(p.put))}
 	for _, t := range p.put {
 		data, err := encodeTask(t)
 		if err != nil {
 			return &InvalidError{Field: "metadata", Reason: err.Error()}
 		}
-		j.Put[t.ID] = string(data)
+		j.Put[int64(t.ID)] = string(data)
 	}
 	for _, id := range p.del {
-		j.HighWater = max(j.HighWater, id)
+		j.Del = append(j.Del, int64(id))
+		j.HighWater = max(j.HighWater, int64(id))
 	}
 	var err error
 	if len(p.put)+len(p.del) == 1 {
-		err = s.apply(&j)
+		err = s.apply(j)
 	} else {
-		err = s.writeJournal(&j)
+		err = s.writeJournal(j)
 	}
 	if err != nil {
 		return err
 	}
-	return s.appendLog(&j)
+	return s.appendLog(j)
 }
 
 // apply performs the writes of j and fsyncs the directory once.
-func (s *FileStore) apply(j *journal) error {
-	if err := s.raiseHighWater(j.HighWater); err != nil {
+func (s *FileStore) apply(j *journal.Journal) error {
+	if err := s.raiseHighWater(ID(j.HighWater)); err != nil {
 		return err
 	}
 	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
-		if err := s.writeFile(taskFileName(id), []byte(j.Put[id])); err != nil {
+		if err := s.writeFile(taskFileName(ID(id)), []byte(j.Put[id])); err != nil {
 			return err
 		}
 	}
 	for _, id := range j.Del {
-		if err := s.root.Remove(taskFileName(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.root.Remove(taskFileName(ID(id))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("taskgraph: delete task %d: %w", id, err)
 		}
 	}
@@ -156,8 +132,8 @@ func (s *FileStore) apply(j *journal) error {
 // writeJournal stores j durably, applies it, and removes it. If the process
 // dies before the removal is durable, the next writer replays j, which
 // rewrites the same contents: replay is idempotent.
-func (s *FileStore) writeJournal(j *journal) error {
-	data, err := json.Marshal(j)
+func (s *FileStore) writeJournal(j *journal.Journal) error {
+	data, err := journal.Encode(j)
 	if err != nil {
 		return fmt.Errorf("taskgraph: encode journal: %w", err)
 	}
@@ -182,9 +158,9 @@ func (s *FileStore) replayJournal() error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	var j journal
+	var j *journal.Journal
 	if err == nil {
-		err = json.Unmarshal(data, &j)
+		j, err = journal.Decode(data)
 	}
 	if err != nil {
 		return &CorruptError{Path: filepath.Join(s.dir, journalFileName), Err: err}
@@ -192,7 +168,7 @@ func (s *FileStore) replayJournal() error {
 	if err := s.prepareLog(); err != nil {
 		return err
 	}
-	if err := s.apply(&j); err != nil {
+	if err := s.apply(j); err != nil {
 		return err
 	}
 	if err := s.root.Remove(journalFileName); err != nil {
@@ -201,15 +177,15 @@ func (s *FileStore) replayJournal() error {
 	if err := s.syncDir(); err != nil {
 		return err
 	}
-	if err := s.appendLog(&j); err != nil {
+	if err := s.appendLog(j); err != nil {
 		return err
 	}
 	// The cache predates the replay.
 	for id := range j.Put {
-		s.reload(id)
+		s.reload(ID(id))
 	}
 	for _, id := range j.Del {
-		s.reload(id)
+		s.reload(ID(id))
 	}
 	return nil
 }
@@ -226,7 +202,7 @@ func (s *FileStore) prepareLog() error {
 	}
 	// Replace the log with an empty one. Other stores see its new inode
 	// and rescan; this store is current, so it only starts over at 0.
-	if err := writeAtomicNoSync(s.root, logFileName, nil, 0o644); err != nil {
+	if err := atomicfile.WriteNoSync(s.root, logFileName, nil, 0o644); err != nil {
 		return fmt.Errorf("taskgraph: compact change log: %w", err)
 	}
 	s.log.Close()
@@ -240,7 +216,7 @@ func (s *FileStore) prepareLog() error {
 
 // appendLog records which tasks j changed and the directory mtime after it.
 // The log is a cache hint, not a source of truth, so it is not fsynced.
-func (s *FileStore) appendLog(j *journal) error {
+func (s *FileStore) appendLog(j *journal.Journal) error {
 	var rec []byte
 	lfi, err := s.log.Stat()
 	if err != nil {
@@ -251,29 +227,28 @@ func (s *FileStore) appendLog(j *journal) error {
 		rec = append(rec, '\n')
 	}
 	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
-		fi, err := s.root.Lstat(taskFileName(id))
+		fi, err := s.root.Lstat(taskFileName(ID(id)))
 		if err != nil {
 			return fmt.Errorf("taskgraph: %w", err)
 		}
 		st := stampOf(fi)
-		s.stamps[id] = st
-		rec = fmt.Appendf(rec, "P %d %d %d %d ", id, st.ino, st.size, st.mtime)
+		s.stamps[ID(id)] = st
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, []byte(j.Put[id])); err != nil {
 			return fmt.Errorf("taskgraph: change log: %w", err)
 		}
-		rec = append(append(rec, compact.Bytes()...), '\n')
+		rec = changelog.AppendPut(rec, id, st, compact.Bytes())
 	}
 	for _, id := range j.Del {
-		delete(s.stamps, id)
-		rec = fmt.Appendf(rec, "D %d\n", id)
+		delete(s.stamps, ID(id))
+		rec = changelog.AppendDelete(rec, id)
 	}
 	dfi, err := s.dirf.Stat()
 	if err != nil {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
 	s.dirMtime = dfi.ModTime().UnixNano()
-	rec = fmt.Appendf(rec, "M %d\n", s.dirMtime)
+	rec = changelog.AppendMtime(rec, s.dirMtime)
 	if _, err := s.log.Write(rec); err != nil {
 		return fmt.Errorf("taskgraph: append change log: %w", err)
 	}

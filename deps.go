@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"maps"
 	"slices"
+
+	"github.com/taskgraph/taskgraph/internal/jsonvalue"
 )
 
 // This file holds the dependency logic: the pure functions over a slice of
@@ -240,7 +242,7 @@ func (a *arena) copy(ids []ID) []ID {
 func (g *graph) viewIn(id ID, a *arena) Task {
 	t := *g.tasks[id]
 	t.BlockedBy = a.copy(t.BlockedBy)
-	t.Metadata = cloneMetadata(t.Metadata)
+	t.Metadata = jsonvalue.Clone(t.Metadata)
 	// Every id in dependents is a task that exists: remove drops its edges.
 	t.Blocks = a.copy(g.dependents[id])
 	return t

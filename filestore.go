@@ -12,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/taskgraph/taskgraph/internal/atomicfile"
+	"github.com/taskgraph/taskgraph/internal/changelog"
 )
 
 // Names of the files a FileStore keeps beside the task files. They start
@@ -69,22 +72,18 @@ type FileStore struct {
 }
 
 // stamp identifies one version of a file.
-type stamp struct {
-	ino   uint64
-	size  int64
-	mtime int64
-}
+type stamp = changelog.Stamp
 
 func stampOf(fi os.FileInfo) stamp {
-	return stamp{ino: fileID(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	return stamp{Ino: atomicfile.FileID(fi), Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
 }
 
 // Open opens the task directory dir, creating it if it does not exist. It
 // returns errors.ErrUnsupported on Windows. The directory is read lazily, by
 // the first operation, under the lock.
 func Open(dir string, opts ...Option) (*FileStore, error) {
-	if errPlatform != nil {
-		return nil, fmt.Errorf("taskgraph: open %s: %w (atomic file replacement is available on Linux and macOS)", dir, errPlatform)
+	if atomicfile.ErrPlatform != nil {
+		return nil, fmt.Errorf("taskgraph: open %s: %w (atomic file replacement is available on Linux and macOS)", dir, atomicfile.ErrPlatform)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("taskgraph: open: %w", err)
@@ -306,7 +305,7 @@ func loadTaskFile(root *os.Root, dir string, id ID) (os.FileInfo, *Task, error) 
 	path := filepath.Join(dir, name)
 	// One open, fstat and read, as os.ReadFile does; the open refuses to
 	// follow a symlink, so a task file is always the file itself.
-	f, err := openNoFollow(path)
+	f, err := atomicfile.OpenNoFollow(path)
 	if err != nil {
 		fi, lerr := root.Lstat(name)
 		switch {

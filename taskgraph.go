@@ -18,6 +18,8 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/taskgraph/taskgraph/internal/jsonvalue"
 )
 
 // ID identifies a task. IDs are positive, allocated in increasing order and
@@ -124,7 +126,7 @@ type Board struct {
 func (t Task) clone() Task {
 	t.BlockedBy = slices.Clone(t.BlockedBy)
 	t.Blocks = slices.Clone(t.Blocks)
-	t.Metadata = cloneMetadata(t.Metadata)
+	t.Metadata = jsonvalue.Clone(t.Metadata)
 	return t // unknown is never modified in place, so it may be shared
 }
 
@@ -132,44 +134,11 @@ func (t Task) clone() Task {
 // float64, slices as []any), so that a task looks the same before and after
 // it is stored, in every store.
 func normalizeMetadata(m map[string]any) (map[string]any, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	data, err := json.Marshal(m)
+	out, err := jsonvalue.Normalize(m)
 	if err != nil {
 		return nil, &InvalidError{Field: "metadata", Reason: "not representable as JSON: " + err.Error()}
 	}
-	var out map[string]any
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, &InvalidError{Field: "metadata", Reason: err.Error()}
-	}
 	return out, nil
-}
-
-func cloneMetadata(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = cloneJSONValue(v)
-	}
-	return out
-}
-
-func cloneJSONValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		return cloneMetadata(v)
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = cloneJSONValue(e)
-		}
-		return out
-	default:
-		return v
-	}
 }
 
 // The task file format. Known fields are written in the reference's order,

@@ -1,0 +1,99 @@
+// Package changelog is the record format of a task directory's change log:
+// one line per change, appended by every writer under the directory lock,
+// read by every other process to learn what changed without reading the
+// task files. The log is a cache hint, never the source of truth: a torn or
+// garbled line (a writer killed in mid-append) costs the reader a reload of
+// the task it names, or a rescan, never a wrong answer.
+//
+// The lines:
+//
+//	P <id> <ino> <size> <mtime> <task JSON>   task id was written, as this
+//	D <id>                                    task id was deleted
+//	M <mtime>                                 the directory's mtime after a write
+package changelog
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Kind says what a record reports.
+type Kind byte
+
+// The kinds of record.
+const (
+	Put    Kind = 'P' // a task file was written
+	Delete Kind = 'D' // a task file was removed
+	Mtime  Kind = 'M' // the directory's modification time after a write
+)
+
+// Stamp identifies one version of a file: a replaced file has a new inode.
+type Stamp struct {
+	Ino   uint64
+	Size  int64
+	Mtime int64 // nanoseconds
+}
+
+// Record is one line of the log.
+type Record struct {
+	Kind    Kind
+	ID      int64 // Put, Delete
+	Stamp   Stamp // Put, when Content is set
+	Content []byte
+	Mtime   int64 // Mtime
+}
+
+// AppendPut appends the record of a task file written with content (JSON
+// on one line) and stamp.
+func AppendPut(buf []byte, id int64, st Stamp, content []byte) []byte {
+	buf = fmt.Appendf(buf, "P %d %d %d %d ", id, st.Ino, st.Size, st.Mtime)
+	return append(append(buf, content...), '\n')
+}
+
+// AppendDelete appends the record of a removed task file.
+func AppendDelete(buf []byte, id int64) []byte { return fmt.Appendf(buf, "D %d\n", id) }
+
+// AppendMtime appends the record of the directory's mtime after a write.
+func AppendMtime(buf []byte, mtime int64) []byte { return fmt.Appendf(buf, "M %d\n", mtime) }
+
+// Whole returns the complete lines at the start of buf: everything up to
+// and including its last newline. A line still being appended (or torn by
+// a crash) is left for later.
+func Whole(buf []byte) []byte {
+	end := bytes.LastIndexByte(buf, '\n')
+	return buf[:end+1]
+}
+
+// Parse reads one line without its newline. ok is false for a line that
+// names nothing usable. A Put whose stamp or content is damaged comes back
+// with its ID and no Content: the reader reloads that task from its file.
+func Parse(line string) (r Record, ok bool) {
+	kind, rest, _ := strings.Cut(line, " ")
+	switch kind {
+	case "M":
+		m, err := strconv.ParseInt(rest, 10, 64)
+		return Record{Kind: Mtime, Mtime: m}, err == nil
+	case "D":
+		n, err := strconv.ParseInt(rest, 10, 64)
+		return Record{Kind: Delete, ID: n}, err == nil && n > 0
+	case "P":
+		f := strings.SplitN(rest, " ", 5)
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || n <= 0 {
+			return Record{}, false
+		}
+		r := Record{Kind: Put, ID: n}
+		if len(f) == 5 {
+			ino, e1 := strconv.ParseUint(f[1], 10, 64)
+			size, e2 := strconv.ParseInt(f[2], 10, 64)
+			mtime, e3 := strconv.ParseInt(f[3], 10, 64)
+			if e1 == nil && e2 == nil && e3 == nil && f[4] != "" {
+				r.Stamp, r.Content = Stamp{Ino: ino, Size: size, Mtime: mtime}, []byte(f[4])
+			}
+		}
+		return r, true
+	}
+	return Record{}, false
+}
