@@ -202,21 +202,6 @@ func (g *graph) isReady(id ID) bool {
 	return true
 }
 
-// unfinished returns the blockers of t that are not completed, and the
-// subset of them that do not exist.
-func (g *graph) unfinished(t *Task) (by, missing []ID) {
-	for _, b := range t.BlockedBy {
-		bt := g.tasks[b]
-		if bt == nil || bt.Status != Completed {
-			by = append(by, b)
-			if bt == nil && g.broken[b] == nil {
-				missing = append(missing, b)
-			}
-		}
-	}
-	return by, missing
-}
-
 // view returns a copy of task id with Blocks derived from the reverse index.
 func (g *graph) view(id ID) Task {
 	var a arena
@@ -303,7 +288,7 @@ func (g *graph) board() Board {
 		t := g.viewIn(id, &a)
 		lists[kinds[i]] = append(lists[kinds[i]], t)
 		if kinds[i] == blocked {
-			if _, m := g.unfinished(&t); len(m) > 0 {
+			if _, m := unfinished(&t, g.status); len(m) > 0 {
 				if missing == nil {
 					missing = make(map[ID][]ID)
 				}

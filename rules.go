@@ -1,234 +1,193 @@
 package taskgraph
 
 import (
-	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
+
+	"github.com/taskgraph/taskgraph/internal/jsonvalue"
 )
 
-// The rules. Each plan function validates against the graph as it is and
-// returns the new versions of the tasks to write; it never changes g.
+// Rulebook holds the rules of the task graph — what each operation may do
+// to a task, and what the error says when it may not — written once, so
+// that every store decides alike and returns identical errors. The README's
+// "Rules" section is the same list in prose.
+//
+// Callers of a Store never need it. It is for Store implementations: a
+// store loads and locks the rows a write touches, asks the Rulebook, and
+// persists the result. What a store keeps for itself is how it finds and
+// locks tasks, the cycle search, and persistence. FileStore, MemStore and
+// pgstore all run these functions; taskgraphtest.Agree checks that a store
+// does.
+//
+// A rule that changes a task receives its current version (as stored, Rev
+// not yet advanced) and edits it in place into the version to store, with
+// Rev advanced and UpdatedAt set to now. When it returns an error, the task
+// is left half edited and must be discarded.
+type Rulebook struct{}
 
-func (g *graph) get(id ID) (*Task, error) {
-	if t := g.tasks[id]; t != nil {
-		return t, nil
-	}
-	if err := g.broken[id]; err != nil {
-		return nil, err
-	}
+// Rules is the Rulebook; see its methods.
+var Rules Rulebook
+
+// Missing returns the error for a task id that names no task: an
+// *InvalidError for an id that cannot exist, a *NotFoundError otherwise.
+func (Rulebook) Missing(id ID) error {
 	if id <= 0 {
-		return nil, &InvalidError{Field: "id", Reason: fmt.Sprintf("%d is not a positive task id", id)}
+		return &InvalidError{Field: "id", Reason: fmt.Sprintf("%d is not a positive task id", id)}
 	}
-	return nil, &NotFoundError{ID: id}
+	return &NotFoundError{ID: id}
 }
 
-// brokenErr reports every corrupt file, or nil.
-func (g *graph) brokenErr() error {
-	if len(g.broken) == 0 {
-		return nil
-	}
-	var errs []error
-	for _, id := range slices.Sorted(maps.Keys(g.broken)) {
-		errs = append(errs, g.broken[id])
-	}
-	return errors.Join(errs...)
-}
-
-// edit returns a copy of task id to modify, with Rev and UpdatedAt advanced.
-func (g *graph) edit(id ID, now time.Time) (*Task, error) {
-	t, err := g.get(id)
-	if err != nil {
-		return nil, err
-	}
-	c := t.clone()
-	c.Rev++
-	c.UpdatedAt = now
-	return &c, nil
-}
-
-// checkEdges validates the blockers named by a write.
-func (g *graph) checkEdges(self ID, field string, ids []ID) error {
+// CheckEdges validates the blockers that a write to task self names in
+// field: none may be self, and exists must return nil for each (it returns
+// the error to report for a task that does not exist or cannot be read,
+// typically Rules.Missing).
+func (Rulebook) CheckEdges(self ID, field string, ids []ID, exists func(ID) error) error {
 	for _, b := range ids {
 		if b == self {
 			return &InvalidError{Field: field, Reason: fmt.Sprintf("task %d cannot block itself", self)}
 		}
-		if _, err := g.get(b); err != nil {
+		if err := exists(b); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
+// Create validates nt and returns the task to store under the new id. The
+// store then adds id to the BlockedBy of every task in nt.Blocks
+// (Reblock) and refuses the write if the new edges close a cycle.
+func (Rulebook) Create(id ID, nt NewTask, now time.Time, exists func(ID) error) (*Task, error) {
 	if nt.Subject == "" {
 		return nil, &InvalidError{Field: "subject", Reason: "must not be empty"}
 	}
-	id := g.maxID + 1
 	meta, err := normalizeMetadata(nt.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.checkEdges(id, "blockedBy", nt.BlockedBy); err != nil {
+	if err := Rules.CheckEdges(id, "blockedBy", nt.BlockedBy, exists); err != nil {
 		return nil, err
 	}
-	if err := g.checkEdges(id, "blocks", nt.Blocks); err != nil {
+	if err := Rules.CheckEdges(id, "blocks", nt.Blocks, exists); err != nil {
 		return nil, err
 	}
-	t := &Task{
+	return &Task{
 		ID: id, Subject: nt.Subject, Description: nt.Description, Status: Pending, Owner: nt.Owner,
 		BlockedBy: addIDs(nil, nt.BlockedBy), Metadata: meta,
 		CreatedAt: now, UpdatedAt: now, Rev: 1,
-	}
-	p := &plan{put: []*Task{t}, read: slices.Clone(nt.BlockedBy), result: id}
-	for _, d := range nt.Blocks {
-		dt, _ := g.edit(d, now)
-		dt.BlockedBy = addIDs(dt.BlockedBy, []ID{id})
-		p.put = append(p.put, dt)
-		p.read = append(p.read, d)
-	}
-	return p, newOverlay(g, p.put, nil).checkNewEdges()
+	}, nil
 }
 
-func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {
-	t, err := g.edit(id, now)
-	if err != nil {
-		return nil, err
+// Patch applies p to t: fields, metadata, t's own BlockedBy and status. It
+// reports whether t enters InProgress or Completed, in which case the store
+// must check its blockers (Blocked) against the patched edges. The store
+// applies p.AddBlocks and p.RemoveBlocks to the other tasks (AddBlocker,
+// RemoveBlocker) and refuses the write if a new edge closes a cycle.
+func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (entering bool, err error) {
+	if p.IfRev != 0 && p.IfRev != t.Rev {
+		return false, &ConflictError{ID: t.ID, Want: p.IfRev, Got: t.Rev}
 	}
-	if pa.IfRev != 0 && pa.IfRev != t.Rev-1 {
-		return nil, &ConflictError{ID: id, Want: pa.IfRev, Got: t.Rev - 1}
-	}
-	p := &plan{put: []*Task{t}, read: []ID{id}, result: id}
-	if pa.Subject != nil {
-		if *pa.Subject == "" {
-			return nil, &InvalidError{Field: "subject", Reason: "must not be empty"}
+	advance(t, now)
+	if p.Subject != nil {
+		if *p.Subject == "" {
+			return false, &InvalidError{Field: "subject", Reason: "must not be empty"}
 		}
-		t.Subject = *pa.Subject
+		t.Subject = *p.Subject
 	}
-	if pa.Description != nil {
-		t.Description = *pa.Description
+	if p.Description != nil {
+		t.Description = *p.Description
 	}
-	if pa.Owner != nil {
-		t.Owner = *pa.Owner
+	if p.Owner != nil {
+		t.Owner = *p.Owner
 	}
-	if err := g.checkEdges(id, "addBlockedBy", pa.AddBlockedBy); err != nil {
-		return nil, err
+	if err := Rules.CheckEdges(t.ID, "addBlockedBy", p.AddBlockedBy, exists); err != nil {
+		return false, err
 	}
-	if err := g.checkEdges(id, "addBlocks", pa.AddBlocks); err != nil {
-		return nil, err
+	if err := Rules.CheckEdges(t.ID, "addBlocks", p.AddBlocks, exists); err != nil {
+		return false, err
 	}
-	t.BlockedBy = addIDs(t.BlockedBy, pa.AddBlockedBy)
-	t.BlockedBy = slices.DeleteFunc(t.BlockedBy, func(b ID) bool { return slices.Contains(pa.RemoveBlockedBy, b) })
-	others := map[ID]*Task{}
-	other := func(d ID) (*Task, error) {
-		if ot := others[d]; ot != nil {
-			return ot, nil
-		}
-		ot, err := g.edit(d, now)
+	t.BlockedBy = addIDs(t.BlockedBy, p.AddBlockedBy)
+	t.BlockedBy = slices.DeleteFunc(t.BlockedBy, func(b ID) bool { return slices.Contains(p.RemoveBlockedBy, b) })
+	if p.Metadata != nil {
+		set, err := normalizeMetadata(p.Metadata)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
-		others[d] = ot
-		p.put = append(p.put, ot)
-		p.read = append(p.read, d)
-		return ot, nil
+		t.Metadata = jsonvalue.Merge(t.Metadata, set) // a key set to nil is deleted
 	}
-	for _, d := range pa.AddBlocks {
-		ot, _ := other(d)
-		ot.BlockedBy = addIDs(ot.BlockedBy, []ID{id})
+	if p.Status == nil || *p.Status == t.Status {
+		return false, nil
 	}
-	for _, d := range pa.RemoveBlocks {
-		if dt := g.tasks[d]; dt == nil || !slices.Contains(dt.BlockedBy, id) {
-			continue
-		}
-		ot, err := other(d)
-		if err != nil {
-			return nil, err
-		}
-		ot.BlockedBy = slices.DeleteFunc(ot.BlockedBy, func(b ID) bool { return b == id })
+	st := *p.Status
+	if !st.Valid() {
+		return false, &InvalidError{Field: "status", Reason: fmt.Sprintf("%q is not pending, in_progress or completed", st)}
 	}
-	if pa.Metadata != nil {
-		if t.Metadata == nil {
-			t.Metadata = map[string]any{}
-		}
-		set, err := normalizeMetadata(pa.Metadata)
-		if err != nil {
-			return nil, err
-		}
-		for k := range pa.Metadata {
-			if v := set[k]; v == nil {
-				delete(t.Metadata, k)
-			} else {
-				t.Metadata[k] = v
-			}
-		}
-		if len(t.Metadata) == 0 {
-			t.Metadata = nil
-		}
+	if st == InProgress && t.Owner == "" {
+		return false, &InvalidError{Field: "owner", Reason: "an in_progress task needs an owner: use Claim, or set Owner in the same patch"}
 	}
-	entering := false
-	if pa.Status != nil && *pa.Status != t.Status {
-		st := *pa.Status
-		entering = st != Pending
-		if !st.Valid() {
-			return nil, &InvalidError{Field: "status", Reason: fmt.Sprintf("%q is not pending, in_progress or completed", st)}
-		}
-		if st == InProgress && t.Owner == "" {
-			return nil, &InvalidError{Field: "owner", Reason: "an in_progress task needs an owner: use Claim, or set Owner in the same patch"}
-		}
-		if st == Pending && pa.Owner == nil {
-			t.Owner = ""
-		}
-		if st == InProgress && t.Status == Pending {
-			t.ClaimedAt = now
-		}
-		if st != InProgress {
-			t.LeaseExpiresAt = time.Time{}
-		}
-		t.Status = st
+	if st == Pending && p.Owner == nil {
+		t.Owner = ""
 	}
-	if entering {
-		// Checked against the patched edges: the blockers that count are
-		// the ones the task has after this patch. Edges added to a task
-		// already past pending record an ordering, not a transition.
-		if err := g.checkBlockers(t); err != nil {
-			return nil, err
-		}
+	if st == InProgress && t.Status == Pending {
+		t.ClaimedAt = now
 	}
-	p.read = append(p.read, t.BlockedBy...)
-	return p, newOverlay(g, p.put, nil).checkNewEdges()
+	if st != InProgress {
+		t.LeaseExpiresAt = time.Time{}
+	}
+	t.Status = st
+	// Edges added to a task already past pending record an ordering, not
+	// a transition: only entering a started state checks blockers.
+	return st != Pending, nil
 }
 
-func (g *graph) planClaim(id ID, owner string, lease time.Duration, now time.Time) (*plan, error) {
+// Reblock edits the blockers of t as one write of t: the ids in add are
+// added, then the ids in remove are removed. Stores use it for the other
+// side of an edge: the tasks a new task blocks (Create), the tasks a patch
+// adds or removes as blocked (Patch), the dependents of a detached task
+// (Delete).
+func (Rulebook) Reblock(t *Task, now time.Time, add, remove []ID) {
+	advance(t, now)
+	t.BlockedBy = addIDs(t.BlockedBy, add)
+	t.BlockedBy = slices.DeleteFunc(t.BlockedBy, func(b ID) bool { return slices.Contains(remove, b) })
+}
+
+// ClaimArgs validates the arguments of Claim and ClaimNext, before any
+// task is read.
+func (Rulebook) ClaimArgs(owner string, lease time.Duration) error {
 	if owner == "" {
-		return nil, &InvalidError{Field: "owner", Reason: "must not be empty"}
+		return &InvalidError{Field: "owner", Reason: "must not be empty"}
 	}
 	if lease < 0 {
-		return nil, &InvalidError{Field: "lease", Reason: "must not be negative"}
+		return &InvalidError{Field: "lease", Reason: "must not be negative"}
 	}
-	t, err := g.edit(id, now)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// Claim moves t to InProgress under owner. write is false when owner
+// already holds t and asks for no lease: nothing changes. Otherwise the
+// store must then check t's blockers (Blocked) before storing it. A task
+// held by another owner may be claimed once its lease has expired; the
+// previous owner is kept in PrevOwner.
+func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time) (write bool, err error) {
+	if err := Rules.ClaimArgs(owner, lease); err != nil {
+		return false, err
 	}
 	switch t.Status {
 	case Completed:
-		return nil, &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is already completed", id)}
+		return false, &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is already completed", t.ID)}
 	case InProgress:
 		expired := !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt)
 		switch {
 		case t.Owner == owner && lease == 0:
-			return &plan{read: []ID{id}, result: id}, nil // already ours: nothing to write
+			return false, nil // already ours: nothing to write
 		case t.Owner == owner:
 		case expired:
 			t.PrevOwner = t.Owner
 		default:
-			return nil, &ClaimedError{ID: id, Owner: t.Owner}
+			return false, &ClaimedError{ID: t.ID, Owner: t.Owner}
 		}
 	}
-	if err := g.checkBlockers(t); err != nil {
-		return nil, err
-	}
+	advance(t, now)
 	if t.Status != InProgress || t.Owner != owner {
 		t.ClaimedAt = now
 	}
@@ -237,141 +196,105 @@ func (g *graph) planClaim(id ID, owner string, lease time.Duration, now time.Tim
 	if lease > 0 {
 		t.LeaseExpiresAt = now.Add(lease)
 	}
-	return &plan{put: []*Task{t}, read: append([]ID{id}, t.BlockedBy...), result: id}, nil
+	return true, nil
 }
 
-func (g *graph) planClaimNext(owner string, lease time.Duration, now time.Time) (*plan, error) {
-	if owner == "" {
-		return nil, &InvalidError{Field: "owner", Reason: "must not be empty"}
-	}
-	if id, ok := g.nextReady(); ok {
-		return g.planClaim(id, owner, lease, now)
-	}
-	// Tasks whose lease lapsed come after every never-claimed ready task.
-	var expired []ID
-	for id := range g.leased {
-		t := g.tasks[id]
-		if by, _ := g.unfinished(t); len(by) == 0 && !now.Before(t.LeaseExpiresAt) {
-			expired = append(expired, id)
-		}
-	}
-	if len(expired) == 0 {
-		return nil, ErrNoReady
-	}
-	return g.planClaim(slices.Min(expired), owner, lease, now)
-}
-
-func (g *graph) planRenew(id ID, owner string, ttl time.Duration, now time.Time) (*plan, error) {
+// RenewArgs validates the arguments of Renew, before any task is read.
+func (Rulebook) RenewArgs(ttl time.Duration) error {
 	if ttl <= 0 {
-		return nil, &InvalidError{Field: "ttl", Reason: "must be positive"}
-	}
-	t, err := g.edit(id, now)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkHolder(t, owner, true); err != nil {
-		return nil, err
-	}
-	t.LeaseExpiresAt = now.Add(ttl)
-	return &plan{put: []*Task{t}, read: []ID{id}, result: id}, nil
-}
-
-// checkBlockers refuses to start or finish t while a blocker is unfinished.
-// A task on a cycle (one a human wrote into the files) can never start; it
-// gets a *CycleError naming the cycle rather than a *BlockedError.
-func (g *graph) checkBlockers(t *Task) error {
-	by, missing := g.unfinished(t)
-	if len(by) == 0 {
-		return nil
-	}
-	if g.backward > 0 { // without a backward edge there is no cycle
-		o := newOverlay(g, []*Task{t}, nil)
-		for _, b := range t.BlockedBy {
-			if path := o.pathBetween(t.ID, b); path != nil {
-				return &CycleError{Path: append(path, t.ID)}
-			}
-		}
-	}
-	return &BlockedError{ID: t.ID, By: by, Missing: missing}
-}
-
-// checkHolder requires t to be InProgress and, if owner is given (or
-// required), held by owner.
-func checkHolder(t *Task, owner string, required bool) error {
-	switch t.Status {
-	case Completed:
-		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is already completed", t.ID)}
-	case Pending:
-		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is pending, not in_progress: claim it first", t.ID)}
-	}
-	if required && owner == "" {
-		return &InvalidError{Field: "owner", Reason: "must not be empty"}
-	}
-	if owner != "" && owner != t.Owner {
-		return &ClaimedError{ID: t.ID, Owner: t.Owner}
+		return &InvalidError{Field: "ttl", Reason: "must be positive"}
 	}
 	return nil
 }
 
-func (g *graph) planComplete(id ID, owner string, now time.Time) (*plan, error) {
-	t, err := g.edit(id, now)
-	if err != nil {
-		return nil, err
+// Renew extends the lease of t, which owner must hold, to ttl from now.
+func (Rulebook) Renew(t *Task, owner string, ttl time.Duration, now time.Time) error {
+	if err := Rules.RenewArgs(ttl); err != nil {
+		return err
 	}
-	if err := checkHolder(t, owner, false); err != nil {
-		return nil, err
+	if err := holder(t, owner, true); err != nil {
+		return err
 	}
-	if err := g.checkBlockers(t); err != nil {
-		return nil, err
+	advance(t, now)
+	t.LeaseExpiresAt = now.Add(ttl)
+	return nil
+}
+
+// Complete moves t, which must be InProgress (and held by owner, if owner
+// is not ""), to Completed. The store must then check t's blockers
+// (Blocked) before storing it.
+func (Rulebook) Complete(t *Task, owner string, now time.Time) error {
+	if err := holder(t, owner, false); err != nil {
+		return err
 	}
+	advance(t, now)
 	t.Status = Completed
 	t.LeaseExpiresAt = time.Time{}
-	return &plan{put: []*Task{t}, read: append([]ID{id}, t.BlockedBy...), result: id}, nil
+	return nil
 }
 
-func (g *graph) planRelease(id ID, owner string, now time.Time) (*plan, error) {
-	t, err := g.edit(id, now)
-	if err != nil {
-		return nil, err
+// Release returns t, which must be InProgress (and held by owner, if owner
+// is not ""), to Pending with no owner.
+func (Rulebook) Release(t *Task, owner string, now time.Time) error {
+	if err := holder(t, owner, false); err != nil {
+		return err
 	}
-	if err := checkHolder(t, owner, false); err != nil {
-		return nil, err
-	}
+	advance(t, now)
 	t.Status, t.Owner = Pending, ""
 	t.ClaimedAt, t.LeaseExpiresAt = time.Time{}, time.Time{}
-	return &plan{put: []*Task{t}, read: []ID{id}, result: id}, nil
+	return nil
 }
 
-func (g *graph) planDelete(id ID, detach bool, now time.Time) (*plan, error) {
-	if _, err := g.get(id); err != nil {
-		return nil, err
+// Blocked returns a *BlockedError if a blocker of t is not completed.
+// status reports the status of a task and whether a task of that id
+// exists (a task that exists but cannot be read exists, with status "").
+func (Rulebook) Blocked(t *Task, status func(ID) (Status, bool)) error {
+	by, missing := unfinished(t, status)
+	if len(by) == 0 {
+		return nil
 	}
-	p := &plan{del: []ID{id}, read: []ID{id}, result: id}
-	deps := g.dependents[id] // tasks that exist: remove drops the edges of a task it removes
-	if len(deps) > 0 && !detach {
-		return nil, &InvalidError{Field: "id", Reason: fmt.Sprintf("tasks %v depend on task %d: remove those edges first, or delete with taskgraph.Detach()", deps, id)}
-	}
-	for _, d := range deps {
-		dt, err := g.edit(d, now)
-		if err != nil {
-			return nil, err
+	return &BlockedError{ID: t.ID, By: by, Missing: missing}
+}
+
+// unfinished returns the blockers of t that are not completed, and the
+// subset of them that do not exist.
+func unfinished(t *Task, status func(ID) (Status, bool)) (by, missing []ID) {
+	for _, b := range t.BlockedBy {
+		st, ok := status(b)
+		if st != Completed {
+			by = append(by, b)
+			if !ok {
+				missing = append(missing, b)
+			}
 		}
-		dt.BlockedBy = slices.DeleteFunc(dt.BlockedBy, func(b ID) bool { return b == id })
-		p.put = append(p.put, dt)
-		p.read = append(p.read, d)
 	}
-	return p, nil
+	return by, missing
 }
 
-func (g *graph) planLoad(tasks []Task, now time.Time) (*plan, error) {
-	p := &plan{}
+// Delete decides whether task id may be deleted while the tasks in
+// dependents list it in their BlockedBy. With detach, the store removes
+// the edge from each dependent (Reblock) in the same write.
+func (Rulebook) Delete(id ID, dependents []ID, detach bool) error {
+	if len(dependents) > 0 && !detach {
+		return &InvalidError{Field: "id", Reason: fmt.Sprintf("tasks %v depend on task %d: remove those edges first, or delete with taskgraph.Detach()", dependents, id)}
+	}
+	return nil
+}
+
+// Load validates tasks for Loader.Load into a store whose highest
+// allocated id is highWater, and returns the versions to store: metadata
+// normalised, BlockedBy de-duplicated, Blocks dropped, Rev advanced,
+// missing timestamps set to now. exists is asked about every blocker
+// outside the batch. The store then refuses the load if it closes a cycle.
+func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) error) ([]*Task, error) {
+	out := make([]*Task, 0, len(tasks))
 	batch := make(map[ID]bool, len(tasks))
 	for i := range tasks {
 		t := tasks[i].clone()
 		field := fmt.Sprintf("tasks[%d]", i)
 		switch {
-		case t.ID <= g.maxID:
-			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("id %d is not above %d, the highest id this store has allocated", t.ID, g.maxID)}
+		case t.ID <= highWater:
+			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("id %d is not above %d, the highest id this store has allocated", t.ID, highWater)}
 		case batch[t.ID]:
 			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("id %d appears twice", t.ID)}
 		case t.Subject == "":
@@ -393,41 +316,68 @@ func (g *graph) planLoad(tasks []Task, now time.Time) (*plan, error) {
 		if t.UpdatedAt.IsZero() {
 			t.UpdatedAt = now
 		}
-		p.put = append(p.put, &t)
+		out = append(out, &t)
 	}
-	for _, t := range p.put {
+	for _, t := range out {
 		for _, b := range t.BlockedBy {
 			if b == t.ID {
 				return nil, &InvalidError{Field: "blockedBy", Reason: fmt.Sprintf("task %d cannot block itself", b)}
 			}
 			if !batch[b] {
-				if _, err := g.get(b); err != nil {
+				if err := exists(b); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
-	return p, newOverlay(g, p.put, nil).checkNewEdges()
+	return out, nil
 }
 
-// apply makes a persisted plan part of the graph.
-func (g *graph) apply(p *plan) {
-	for _, id := range p.del {
-		g.remove(id)
-		g.maxID = max(g.maxID, id)
+// holder requires t to be InProgress and, if owner is given (or
+// required), held by owner.
+func holder(t *Task, owner string, required bool) error {
+	switch t.Status {
+	case Completed:
+		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is already completed", t.ID)}
+	case Pending:
+		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is pending, not in_progress: claim it first", t.ID)}
 	}
-	for _, t := range p.put {
-		g.put(t)
+	if required && owner == "" {
+		return &InvalidError{Field: "owner", Reason: "must not be empty"}
 	}
+	if owner != "" && owner != t.Owner {
+		return &ClaimedError{ID: t.ID, Owner: t.Owner}
+	}
+	return nil
 }
 
-// addIDs appends the ids of add that are not already in s.
+// advance marks t as a new version written at now.
+func advance(t *Task, now time.Time) {
+	t.Rev++
+	t.UpdatedAt = now
+}
+
+// addIDs appends the ids of add that are not already in s. Linear: a set
+// is used once the lists are long enough for a scan to matter.
 func addIDs(s, add []ID) []ID {
 	if s == nil {
 		s = []ID{}
 	}
+	if len(s)+len(add) <= 32 {
+		for _, id := range add {
+			if !slices.Contains(s, id) {
+				s = append(s, id)
+			}
+		}
+		return s
+	}
+	seen := make(map[ID]bool, len(s)+len(add))
+	for _, id := range s {
+		seen[id] = true
+	}
 	for _, id := range add {
-		if !slices.Contains(s, id) {
+		if !seen[id] {
+			seen[id] = true
 			s = append(s, id)
 		}
 	}

@@ -108,14 +108,6 @@ func deleteOptions(opts []DeleteOption) deleteConfig {
 	return c
 }
 
-// decision depended on, so a FileStore can prove them current first.
-type plan struct {
-	put    []*Task
-	del    []ID
-	read   []ID
-	result ID
-}
-
 // engine runs plans against a graph under whatever exclusion a store has.
 type engine interface {
 	// write makes a plan under the write lock, persists and applies it, and

@@ -1,0 +1,258 @@
+package taskgraph
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"time"
+)
+
+// plan is a validated mutation: the new versions of the tasks it writes and
+// the ids it deletes. read lists the tasks whose current content the
+// decision depended on, so a FileStore can prove them current first.
+type plan struct {
+	put    []*Task
+	del    []ID
+	read   []ID
+	result ID
+}
+
+// The plan functions run the Rulebook against the in-memory graph of
+// MemStore and FileStore. Each validates against the graph as it is and
+// returns the new versions of the tasks to write; none changes g.
+
+func (g *graph) get(id ID) (*Task, error) {
+	if t := g.tasks[id]; t != nil {
+		return t, nil
+	}
+	if err := g.broken[id]; err != nil {
+		return nil, err
+	}
+	return nil, Rules.Missing(id)
+}
+
+// exists is the Rulebook's question "may a write name this task?".
+func (g *graph) exists(id ID) error {
+	_, err := g.get(id)
+	return err
+}
+
+// status is the Rulebook's question "is this blocker finished?".
+func (g *graph) status(id ID) (Status, bool) {
+	if t := g.tasks[id]; t != nil {
+		return t.Status, true
+	}
+	return "", g.broken[id] != nil
+}
+
+// brokenErr reports every corrupt file, or nil.
+func (g *graph) brokenErr() error {
+	if len(g.broken) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(g.broken)) {
+		errs = append(errs, g.broken[id])
+	}
+	return errors.Join(errs...)
+}
+
+// current returns a private copy of task id to edit.
+func (g *graph) current(id ID) (*Task, error) {
+	t, err := g.get(id)
+	if err != nil {
+		return nil, err
+	}
+	c := t.clone()
+	return &c, nil
+}
+
+func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
+	t, err := Rules.Create(g.maxID+1, nt, now, g.exists)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{put: []*Task{t}, read: slices.Clone(nt.BlockedBy), result: t.ID}
+	for _, d := range addIDs(nil, nt.Blocks) {
+		dt, _ := g.current(d)
+		Rules.Reblock(dt, now, []ID{t.ID}, nil)
+		p.put = append(p.put, dt)
+		p.read = append(p.read, d)
+	}
+	return p, newOverlay(g, p.put, nil).checkNewEdges()
+}
+
+func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {
+	t, err := g.current(id)
+	if err != nil {
+		return nil, err
+	}
+	entering, err := Rules.Patch(t, pa, now, g.exists)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{put: []*Task{t}, read: []ID{id}, result: id}
+	// The other side of each edge the patch adds or removes: one write
+	// per other task, however many of its edges change.
+	var others []ID
+	add, remove := map[ID][]ID{}, map[ID][]ID{}
+	for _, d := range pa.AddBlocks {
+		others = append(others, d)
+		add[d] = []ID{id}
+	}
+	for _, d := range pa.RemoveBlocks {
+		if dt := g.tasks[d]; dt != nil && slices.Contains(dt.BlockedBy, id) {
+			others = append(others, d)
+			remove[d] = []ID{id}
+		}
+	}
+	for _, d := range addIDs(nil, others) {
+		ot, _ := g.current(d) // exists: checked by the rule, or just above
+		Rules.Reblock(ot, now, add[d], remove[d])
+		p.put = append(p.put, ot)
+		p.read = append(p.read, d)
+	}
+	if entering {
+		if err := g.checkBlockers(t); err != nil {
+			return nil, err
+		}
+	}
+	p.read = append(p.read, t.BlockedBy...)
+	return p, newOverlay(g, p.put, nil).checkNewEdges()
+}
+
+func (g *graph) planClaim(id ID, owner string, lease time.Duration, now time.Time) (*plan, error) {
+	if err := Rules.ClaimArgs(owner, lease); err != nil {
+		return nil, err
+	}
+	t, err := g.current(id)
+	if err != nil {
+		return nil, err
+	}
+	write, err := Rules.Claim(t, owner, lease, now)
+	if err != nil {
+		return nil, err
+	}
+	if !write {
+		return &plan{read: []ID{id}, result: id}, nil
+	}
+	if err := g.checkBlockers(t); err != nil {
+		return nil, err
+	}
+	return &plan{put: []*Task{t}, read: append([]ID{id}, t.BlockedBy...), result: id}, nil
+}
+
+func (g *graph) planClaimNext(owner string, lease time.Duration, now time.Time) (*plan, error) {
+	if err := Rules.ClaimArgs(owner, lease); err != nil {
+		return nil, err
+	}
+	if id, ok := g.nextReady(); ok {
+		return g.planClaim(id, owner, lease, now)
+	}
+	// Tasks whose lease lapsed come after every never-claimed ready task.
+	var expired []ID
+	for id := range g.leased {
+		t := g.tasks[id]
+		if by, _ := unfinished(t, g.status); len(by) == 0 && !now.Before(t.LeaseExpiresAt) {
+			expired = append(expired, id)
+		}
+	}
+	if len(expired) == 0 {
+		return nil, ErrNoReady
+	}
+	return g.planClaim(slices.Min(expired), owner, lease, now)
+}
+
+func (g *graph) planRenew(id ID, owner string, ttl time.Duration, now time.Time) (*plan, error) {
+	if err := Rules.RenewArgs(ttl); err != nil {
+		return nil, err
+	}
+	return g.planHolder(id, now, func(t *Task) error { return Rules.Renew(t, owner, ttl, now) })
+}
+
+func (g *graph) planRelease(id ID, owner string, now time.Time) (*plan, error) {
+	return g.planHolder(id, now, func(t *Task) error { return Rules.Release(t, owner, now) })
+}
+
+// planHolder plans a one-task write that only its holder may make.
+func (g *graph) planHolder(id ID, now time.Time, rule func(t *Task) error) (*plan, error) {
+	t, err := g.current(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := rule(t); err != nil {
+		return nil, err
+	}
+	return &plan{put: []*Task{t}, read: []ID{id}, result: id}, nil
+}
+
+func (g *graph) planComplete(id ID, owner string, now time.Time) (*plan, error) {
+	t, err := g.current(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := Rules.Complete(t, owner, now); err != nil {
+		return nil, err
+	}
+	if err := g.checkBlockers(t); err != nil {
+		return nil, err
+	}
+	return &plan{put: []*Task{t}, read: append([]ID{id}, t.BlockedBy...), result: id}, nil
+}
+
+// checkBlockers refuses to start or finish t while a blocker is unfinished.
+// A task on a cycle (one a human wrote into the files) can never start; it
+// gets a *CycleError naming the cycle rather than a *BlockedError.
+func (g *graph) checkBlockers(t *Task) error {
+	err := Rules.Blocked(t, g.status)
+	if err == nil || g.backward == 0 { // without a backward edge there is no cycle
+		return err
+	}
+	o := newOverlay(g, []*Task{t}, nil)
+	for _, b := range t.BlockedBy {
+		if path := o.pathBetween(t.ID, b); path != nil {
+			return &CycleError{Path: append(path, t.ID)}
+		}
+	}
+	return err
+}
+
+func (g *graph) planDelete(id ID, detach bool, now time.Time) (*plan, error) {
+	if _, err := g.get(id); err != nil {
+		return nil, err
+	}
+	deps := g.dependents[id] // tasks that exist: remove drops the edges of a task it removes
+	if err := Rules.Delete(id, deps, detach); err != nil {
+		return nil, err
+	}
+	p := &plan{del: []ID{id}, read: []ID{id}, result: id}
+	for _, d := range deps {
+		dt, err := g.current(d)
+		if err != nil {
+			return nil, err
+		}
+		Rules.Reblock(dt, now, nil, []ID{id})
+		p.put = append(p.put, dt)
+		p.read = append(p.read, d)
+	}
+	return p, nil
+}
+
+func (g *graph) planLoad(tasks []Task, now time.Time) (*plan, error) {
+	put, err := Rules.Load(tasks, g.maxID, now, g.exists)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{put: put}, newOverlay(g, put, nil).checkNewEdges()
+}
+
+// apply makes a persisted plan part of the graph.
+func (g *graph) apply(p *plan) {
+	for _, id := range p.del {
+		g.remove(id)
+		g.maxID = max(g.maxID, id)
+	}
+	for _, t := range p.put {
+		g.put(t)
+	}
+}
