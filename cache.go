@@ -16,6 +16,7 @@ import (
 	"github.com/taskgraph/taskgraph/internal/changelog"
 )
 
+// refresh brings the cache up to date with the directory.
 func (s *FileStore) refresh() error {
 	if !s.scanned {
 		return s.scan()

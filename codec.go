@@ -11,6 +11,12 @@ import (
 	"time"
 )
 
+// The task file format. Known fields are written in the reference's order,
+// then taskgraph's optional fields, then any fields taskgraph does not know,
+// in the pretty-printed, non-ASCII-preserving style of Python's
+// json.dumps(indent=2, ensure_ascii=False).
+
+// maxFileSize bounds what is loaded from one task file.
 const maxFileSize = 4 << 20
 
 var knownFields = map[string]bool{

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -52,7 +51,7 @@ func (s *FileStore) raiseHighWater(id ID) error {
 }
 
 func (s *FileStore) writeFile(name string, data []byte) error {
-	perm := os.FileMode(s.cfg.filePerm)
+	perm := s.cfg.filePerm
 	var err error
 	if s.fault != nil {
 		err = s.fault(name)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 )
 
+// Errors. Every error returned by a Store matches at most one of these with
+// errors.Is; the typed errors below carry the detail.
 var (
 	ErrNotFound = errors.New("task not found")
 	ErrBlocked  = errors.New("task is blocked")

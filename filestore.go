@@ -48,7 +48,6 @@ const (
 // also compared with their last-seen inode, size and mtime, so an edit made
 // by hand in place is never overwritten blindly.
 type FileStore struct {
-	ops
 	dir  string
 	cfg  config
 	root *os.Root
@@ -107,7 +106,6 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		g:      newGraph(),
 		stamps: make(map[ID]stamp),
 	}
-	s.ops = ops{e: s}
 	return s, nil
 }
 
@@ -340,3 +338,57 @@ func loadTaskFile(root *os.Root, dir string, id ID) (os.FileInfo, *Task, error) 
 	}
 	return fi, t, nil
 }
+
+// The Store methods of FileStore. Each runs the shared implementation (ops) under the directory lock; a write is durable when it returns.
+
+// Create adds a pending task; see [Store.Create].
+func (s *FileStore) Create(ctx context.Context, nt NewTask) (Task, error) {
+	return ops{s}.Create(ctx, nt)
+}
+
+// Get returns one task; see [Store.Get].
+func (s *FileStore) Get(ctx context.Context, id ID) (Task, error) { return ops{s}.Get(ctx, id) }
+
+// List returns every task, by id; see [Store.List].
+func (s *FileStore) List(ctx context.Context) ([]Task, error) { return ops{s}.List(ctx) }
+
+// Update applies a partial update; see [Store.Update].
+func (s *FileStore) Update(ctx context.Context, id ID, p Patch) (Task, error) {
+	return ops{s}.Update(ctx, id, p)
+}
+
+// Claim moves a ready task to InProgress under owner; see [Store.Claim].
+func (s *FileStore) Claim(ctx context.Context, id ID, owner string, opts ...ClaimOption) (Task, error) {
+	return ops{s}.Claim(ctx, id, owner, opts...)
+}
+
+// ClaimNext claims the ready task with the lowest id; see [Store.ClaimNext].
+func (s *FileStore) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error) {
+	return ops{s}.ClaimNext(ctx, owner, opts...)
+}
+
+// Renew extends the lease of a task owner holds; see [Store.Renew].
+func (s *FileStore) Renew(ctx context.Context, id ID, owner string, ttl time.Duration) (Task, error) {
+	return ops{s}.Renew(ctx, id, owner, ttl)
+}
+
+// Complete finishes a task and reports what it unblocked; see [Store.Complete].
+func (s *FileStore) Complete(ctx context.Context, id ID, owner string) (Completion, error) {
+	return ops{s}.Complete(ctx, id, owner)
+}
+
+// Release returns a claimed task to Pending; see [Store.Release].
+func (s *FileStore) Release(ctx context.Context, id ID, owner string) (Task, error) {
+	return ops{s}.Release(ctx, id, owner)
+}
+
+// Delete removes a task; see [Store.Delete].
+func (s *FileStore) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
+	return ops{s}.Delete(ctx, id, opts...)
+}
+
+// Board partitions the graph by state; see [Store.Board].
+func (s *FileStore) Board(ctx context.Context) (Board, error) { return ops{s}.Board(ctx) }
+
+// Load adds tasks with their ids, all or nothing; see [Loader].
+func (s *FileStore) Load(ctx context.Context, tasks []Task) error { return ops{s}.Load(ctx, tasks) }

@@ -10,7 +10,6 @@ import (
 // rules and errors of FileStore. Use it in the unit tests of code that takes
 // a Store.
 type MemStore struct {
-	ops
 	cfg    config
 	mu     sync.Mutex
 	g      *graph
@@ -20,7 +19,6 @@ type MemStore struct {
 // NewMemStore returns an empty in-memory store. Only WithClock affects it.
 func NewMemStore(opts ...Option) *MemStore {
 	m := &MemStore{cfg: newConfig(opts), g: newGraph()}
-	m.ops = ops{e: m}
 	return m
 }
 
@@ -55,3 +53,57 @@ func (m *MemStore) Close() error {
 	m.closed = true
 	return nil
 }
+
+// The Store methods of MemStore. Each runs the shared implementation (ops) under the store's mutex.
+
+// Create adds a pending task; see [Store.Create].
+func (m *MemStore) Create(ctx context.Context, nt NewTask) (Task, error) {
+	return ops{m}.Create(ctx, nt)
+}
+
+// Get returns one task; see [Store.Get].
+func (m *MemStore) Get(ctx context.Context, id ID) (Task, error) { return ops{m}.Get(ctx, id) }
+
+// List returns every task, by id; see [Store.List].
+func (m *MemStore) List(ctx context.Context) ([]Task, error) { return ops{m}.List(ctx) }
+
+// Update applies a partial update; see [Store.Update].
+func (m *MemStore) Update(ctx context.Context, id ID, p Patch) (Task, error) {
+	return ops{m}.Update(ctx, id, p)
+}
+
+// Claim moves a ready task to InProgress under owner; see [Store.Claim].
+func (m *MemStore) Claim(ctx context.Context, id ID, owner string, opts ...ClaimOption) (Task, error) {
+	return ops{m}.Claim(ctx, id, owner, opts...)
+}
+
+// ClaimNext claims the ready task with the lowest id; see [Store.ClaimNext].
+func (m *MemStore) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error) {
+	return ops{m}.ClaimNext(ctx, owner, opts...)
+}
+
+// Renew extends the lease of a task owner holds; see [Store.Renew].
+func (m *MemStore) Renew(ctx context.Context, id ID, owner string, ttl time.Duration) (Task, error) {
+	return ops{m}.Renew(ctx, id, owner, ttl)
+}
+
+// Complete finishes a task and reports what it unblocked; see [Store.Complete].
+func (m *MemStore) Complete(ctx context.Context, id ID, owner string) (Completion, error) {
+	return ops{m}.Complete(ctx, id, owner)
+}
+
+// Release returns a claimed task to Pending; see [Store.Release].
+func (m *MemStore) Release(ctx context.Context, id ID, owner string) (Task, error) {
+	return ops{m}.Release(ctx, id, owner)
+}
+
+// Delete removes a task; see [Store.Delete].
+func (m *MemStore) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
+	return ops{m}.Delete(ctx, id, opts...)
+}
+
+// Board partitions the graph by state; see [Store.Board].
+func (m *MemStore) Board(ctx context.Context) (Board, error) { return ops{m}.Board(ctx) }
+
+// Load adds tasks with their ids, all or nothing; see [Loader].
+func (m *MemStore) Load(ctx context.Context, tasks []Task) error { return ops{m}.Load(ctx, tasks) }

@@ -1,6 +1,9 @@
 package taskgraph
 
-import "time"
+import (
+	"io/fs"
+	"time"
+)
 
 // Option configures Open and NewMemStore.
 type Option func(*config)
@@ -8,7 +11,7 @@ type Option func(*config)
 type config struct {
 	now      func() time.Time
 	noSync   bool
-	filePerm uint32
+	filePerm fs.FileMode
 }
 
 func newConfig(opts []Option) config {
@@ -33,8 +36,6 @@ func WithoutSync() Option {
 
 // WithFilePerm sets the permission bits of new task files (default 0644,
 // reduced by the umask).
-func WithFilePerm(perm uint32) Option {
-	return func(c *config) { c.filePerm = perm & 0o777 }
+func WithFilePerm(perm fs.FileMode) Option {
+	return func(c *config) { c.filePerm = perm.Perm() }
 }
-
-// plan is a validated mutation: the new versions of the tasks it writes and

@@ -122,6 +122,13 @@ type engine interface {
 // store has exactly the same rules and errors.
 type ops struct{ e engine }
 
+var (
+	_ Store  = (*FileStore)(nil)
+	_ Loader = (*FileStore)(nil)
+	_ Store  = (*MemStore)(nil)
+	_ Loader = (*MemStore)(nil)
+)
+
 func (o ops) Create(ctx context.Context, nt NewTask) (Task, error) {
 	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planCreate(nt, now) })
 }

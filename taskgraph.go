@@ -121,8 +121,7 @@ type Board struct {
 	Missing map[ID][]ID
 }
 
-// Errors. Every error returned by a Store matches at most one of these with
-
+// clone returns a deep copy of t that shares nothing mutable with it.
 func (t Task) clone() Task {
 	t.BlockedBy = slices.Clone(t.BlockedBy)
 	t.Blocks = slices.Clone(t.Blocks)
@@ -140,8 +139,3 @@ func normalizeMetadata(m map[string]any) (map[string]any, error) {
 	}
 	return out, nil
 }
-
-// The task file format. Known fields are written in the reference's order,
-// then taskgraph's optional fields, then any fields taskgraph does not know,
-// in the pretty-printed, non-ASCII-preserving style of Python's
-// json.dumps(indent=2, ensure_ascii=False).

@@ -11,6 +11,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
+// watchPollOnly makes Watch poll, to test the fallback.
 var watchPollOnly = false
 
 // watchPoll is how often Watch looks at the directory when inotify is not
