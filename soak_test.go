@@ -33,7 +33,8 @@ type event struct {
 
 // soak runs a random mix of single-file mutations until the deadline and
 // prints each success as an event.
-func soak(s *tg.FileStore, until time.Time) int {
+func soak(s *tg.FileStore, _, arg string) int {
+	until, _ := time.Parse(time.RFC3339Nano, arg)
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
 	owner := fmt.Sprint("soak-", os.Getpid())
 	enc := json.NewEncoder(os.Stdout)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ import (
 
 // mutateForever is the crash-test worker: an endless stream of single- and
 // multi-file mutations, each acknowledged on stdout after it returns.
-func mutateForever(s *tg.FileStore) int {
+func mutateForever(s *tg.FileStore, _, _ string) int {
 	for k := 0; ; k++ {
 		all, err := s.List(ctx)
 		if err != nil {
@@ -173,4 +174,80 @@ func TestCrashRecovery(t *testing.T) {
 	_, err = s.Claim(ctx, next.ID, "survivor")
 	require.NoError(t, err)
 	t.Logf("%d rounds, acknowledged mutations by kind %v, counter %d", rounds, kinds, counter)
+}
+
+func TestRestartKeepsTasksAndIDs(t *testing.T) {
+	dir := t.TempDir()
+	s, err := tg.Open(dir)
+	require.NoError(t, err)
+	for _, subj := range []string{"a", "b", "c"} {
+		_, err := s.Create(ctx, tg.NewTask{Subject: subj})
+		require.NoError(t, err)
+	}
+	_, err = s.Claim(ctx, 1, "agent")
+	require.NoError(t, err)
+	require.NoError(t, s.Delete(ctx, 3))
+	require.NoError(t, s.Close())
+
+	s2 := openStore(t, dir)
+	got, err := s2.Get(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, tg.InProgress, got.Status)
+	assert.Equal(t, "agent", got.Owner)
+	n, err := s2.Create(ctx, tg.NewTask{Subject: "d"})
+	require.NoError(t, err)
+	assert.Equal(t, tg.ID(4), n.ID, "id 3 was deleted and is not reused after a restart")
+}
+
+func TestDiskFull(t *testing.T) {
+	dir := mountTmpfs(t, "256k")
+	s := openStore(t, dir)
+	a, err := s.Create(ctx, tg.NewTask{Subject: "first"})
+	require.NoError(t, err)
+	big := strings.Repeat("x", 40_000)
+	var full error
+	for i := 0; i < 100 && full == nil; i++ {
+		_, full = s.Create(ctx, tg.NewTask{Subject: "filler", Description: big})
+	}
+	require.Error(t, full, "the tmpfs filled up")
+	assert.ErrorIs(t, full, syscall.ENOSPC)
+	assert.Contains(t, full.Error(), "no space left on device")
+
+	// The old data is intact and readable, and updates of existing tasks
+	// either happen or leave the file as it was.
+	got, err := s.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "first", got.Subject)
+	_, err = s.Update(ctx, a.ID, tg.Patch{Description: ptr(big)})
+	all, lerr := s.List(ctx)
+	require.NoError(t, lerr, "every file still parses")
+	if err != nil {
+		assert.Equal(t, "", all[0].Description)
+	}
+	fresh := openStore(t, dir)
+	again, err := fresh.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, len(all), len(again))
+}
+
+func TestReadOnlyDirectory(t *testing.T) {
+	dir := mountTmpfs(t, "1m")
+	s := openStore(t, dir)
+	_, err := s.Create(ctx, tg.NewTask{Subject: "written before"})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	out, err := exec.Command("mount", "-o", "remount,ro", dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	ro := openStore(t, dir)
+	all, err := ro.List(ctx)
+	require.NoError(t, err, "a read-only directory can be read")
+	assert.Len(t, all, 1)
+	_, err = ro.Create(ctx, tg.NewTask{Subject: "refused"})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, syscall.EROFS)
+	assert.Contains(t, err.Error(), "writable")
+	all, err = ro.List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, all, 1)
 }
