@@ -83,7 +83,7 @@ func WithLease(ttl time.Duration) ClaimOption {
 
 // LeaseOf returns the lease that opts ask for, or 0 for none. It is for
 // Store implementations outside this package.
-func LeaseOf(opts []ClaimOption) time.Duration { return claimOptions(opts).lease }
+func LeaseOf(opts []ClaimOption) time.Duration { return applyOptions[claimConfig](opts).lease }
 
 // DeleteOption configures Delete.
 type DeleteOption func(*deleteConfig)
@@ -98,15 +98,8 @@ func Detach() DeleteOption {
 
 // DetachOf reports whether opts include Detach. It is for Store
 // implementations outside this package.
-func DetachOf(opts []DeleteOption) bool { return deleteOptions(opts).detach }
+func DetachOf(opts []DeleteOption) bool { return applyOptions[deleteConfig](opts).detach }
 
-func deleteOptions(opts []DeleteOption) deleteConfig {
-	var c deleteConfig
-	for _, o := range opts {
-		o(&c)
-	}
-	return c
-}
 
 // engine runs plans against a graph under whatever exclusion a store has.
 type engine interface {
@@ -159,12 +152,12 @@ func (o ops) Update(ctx context.Context, id ID, p Patch) (Task, error) {
 }
 
 func (o ops) Claim(ctx context.Context, id ID, owner string, opts ...ClaimOption) (Task, error) {
-	c := claimOptions(opts)
+	c := applyOptions[claimConfig](opts)
 	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planClaim(id, owner, c.lease, now) })
 }
 
 func (o ops) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error) {
-	c := claimOptions(opts)
+	c := applyOptions[claimConfig](opts)
 	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planClaimNext(owner, c.lease, now) })
 }
 
@@ -219,8 +212,9 @@ func (o ops) writeTask(ctx context.Context, mk func(g *graph, now time.Time) (*p
 	return t, err
 }
 
-func claimOptions(opts []ClaimOption) claimConfig {
-	var c claimConfig
+// applyOptions returns the configuration that opts set.
+func applyOptions[C any, O ~func(*C)](opts []O) C {
+	var c C
 	for _, o := range opts {
 		o(&c)
 	}
