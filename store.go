@@ -100,7 +100,6 @@ func Detach() DeleteOption {
 // implementations outside this package.
 func DetachOf(opts []DeleteOption) bool { return applyOptions[deleteConfig](opts).detach }
 
-
 // engine runs plans against a graph under whatever exclusion a store has.
 type engine interface {
 	// write makes a plan under the write lock, persists and applies it, and
