@@ -77,11 +77,11 @@ func New(store taskgraph.Store, opts ...Option) *Tools {
 		{"task_create", "Create a new task. It starts pending; blockedBy lists tasks that must complete first.", schemaCreate, h.create},
 		{"task_update", "Update a task's status or dependencies.", schemaUpdate, h.update},
 		{"task_list", "List all tasks with status summary.", schemaEmpty, h.list},
-		{"task_get", "Get full details of a task by ID.", schemaTaskID, h.get},
-		{"task_claim", "Claim a ready task for yourself: it becomes in_progress with you as owner.", schemaTaskID, h.claim},
+		{"task_get", "Get full details of a task by ID.", schemaTaskID, byID(h.get)},
+		{"task_claim", "Claim a ready task for yourself: it becomes in_progress with you as owner.", schemaTaskID, byID(h.claim)},
 		{"task_claim_next", "Claim the ready task with the lowest ID. Returns it, or says that none is ready.", schemaEmpty, h.claimNext},
-		{"task_complete", "Mark a task you hold as completed. Says which tasks this unblocked.", schemaTaskID, h.complete},
-		{"task_release", "Give back a task you hold: it returns to pending for someone else.", schemaTaskID, h.release},
+		{"task_complete", "Mark a task you hold as completed. Says which tasks this unblocked.", schemaTaskID, byID(h.complete)},
+		{"task_release", "Give back a task you hold: it returns to pending for someone else.", schemaTaskID, byID(h.release)},
 	}}
 }
 
@@ -133,13 +133,20 @@ func (in taskIDInput) id() (taskgraph.ID, error) {
 	return taskgraph.ID(*in.TaskID), nil
 }
 
-// decodeID reads the input of the tools that take only a task_id.
-func decodeID(raw json.RawMessage) (taskgraph.ID, error) {
-	var in taskIDInput
-	if err := decode(raw, &in); err != nil {
-		return 0, err
+// byID makes a tool whose only input is a task_id out of f, which is given
+// the decoded id.
+func byID(f func(ctx context.Context, id taskgraph.ID) (string, error)) func(context.Context, json.RawMessage) (string, error) {
+	return func(ctx context.Context, raw json.RawMessage) (string, error) {
+		var in taskIDInput
+		if err := decode(raw, &in); err != nil {
+			return "", err
+		}
+		id, err := in.id()
+		if err != nil {
+			return "", err
+		}
+		return f(ctx, id)
 	}
-	return in.id()
 }
 
 func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, error) {
@@ -206,11 +213,7 @@ func (h handlers) list(ctx context.Context, raw json.RawMessage) (string, error)
 	return renderList(tasks, err), nil
 }
 
-func (h handlers) get(ctx context.Context, raw json.RawMessage) (string, error) {
-	id, err := decodeID(raw)
-	if err != nil {
-		return "", err
-	}
+func (h handlers) get(ctx context.Context, id taskgraph.ID) (string, error) {
 	t, err := h.store.Get(ctx, id)
 	if err != nil {
 		return "", err
@@ -225,11 +228,7 @@ func (h handlers) claimOpts() []taskgraph.ClaimOption {
 	return nil
 }
 
-func (h handlers) claim(ctx context.Context, raw json.RawMessage) (string, error) {
-	id, err := decodeID(raw)
-	if err != nil {
-		return "", err
-	}
+func (h handlers) claim(ctx context.Context, id taskgraph.ID) (string, error) {
 	t, err := h.store.Claim(ctx, id, h.cfg.owner, h.claimOpts()...)
 	if err != nil {
 		return "", err
@@ -251,11 +250,7 @@ func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, e
 	return fmt.Sprintf("Claimed #%d: %s\n%s", t.ID, t.Subject, render(t)), nil
 }
 
-func (h handlers) complete(ctx context.Context, raw json.RawMessage) (string, error) {
-	id, err := decodeID(raw)
-	if err != nil {
-		return "", err
-	}
+func (h handlers) complete(ctx context.Context, id taskgraph.ID) (string, error) {
 	c, err := h.store.Complete(ctx, id, h.cfg.owner)
 	if err != nil {
 		return "", err
@@ -271,11 +266,7 @@ func (h handlers) complete(ctx context.Context, raw json.RawMessage) (string, er
 	return out, nil
 }
 
-func (h handlers) release(ctx context.Context, raw json.RawMessage) (string, error) {
-	id, err := decodeID(raw)
-	if err != nil {
-		return "", err
-	}
+func (h handlers) release(ctx context.Context, id taskgraph.ID) (string, error) {
 	t, err := h.store.Release(ctx, id, h.cfg.owner)
 	if err != nil {
 		return "", err
@@ -338,29 +329,45 @@ func describe(err error) string {
 	return err.Error()
 }
 
-// taskJSON is the shape a model sees: the reference's fields in its order,
-// then the derived and added ones.
-type taskJSON struct {
-	ID             taskgraph.ID     `json:"id"`
-	Subject        string           `json:"subject"`
-	Description    string           `json:"description"`
-	Status         taskgraph.Status `json:"status"`
-	BlockedBy      []taskgraph.ID   `json:"blockedBy"`
-	Blocks         []taskgraph.ID   `json:"blocks"`
-	Owner          string           `json:"owner"`
-	LeaseExpiresAt string           `json:"leaseExpiresAt,omitempty"`
-	Metadata       map[string]any   `json:"metadata,omitempty"`
+// TaskJSON is the head of a task as JSON: the reference's fields, in its
+// order, with blockedBy and blocks never null. The tools' task text is a
+// TaskJSON followed by the lease and the metadata; the taskgraph command's
+// --json and export shape starts with one too. Embed it in a struct to add
+// fields after it.
+type TaskJSON struct {
+	ID          taskgraph.ID     `json:"id"`
+	Subject     string           `json:"subject"`
+	Description string           `json:"description"`
+	Status      taskgraph.Status `json:"status"`
+	BlockedBy   []taskgraph.ID   `json:"blockedBy"`
+	Blocks      []taskgraph.ID   `json:"blocks"`
+	Owner       string           `json:"owner"`
 }
 
-func render(t taskgraph.Task) string {
-	j := taskJSON{ID: t.ID, Subject: t.Subject, Description: t.Description, Status: t.Status,
-		BlockedBy: t.BlockedBy, Blocks: t.Blocks, Owner: t.Owner, Metadata: t.Metadata}
+// NewTaskJSON returns the reference's fields of t, with empty (not nil)
+// edge lists.
+func NewTaskJSON(t taskgraph.Task) TaskJSON {
+	j := TaskJSON{ID: t.ID, Subject: t.Subject, Description: t.Description, Status: t.Status,
+		BlockedBy: t.BlockedBy, Blocks: t.Blocks, Owner: t.Owner}
 	if j.BlockedBy == nil {
 		j.BlockedBy = []taskgraph.ID{}
 	}
 	if j.Blocks == nil {
 		j.Blocks = []taskgraph.ID{}
 	}
+	return j
+}
+
+// taskJSON is the shape a model sees: the reference's fields, then the
+// derived and added ones.
+type taskJSON struct {
+	TaskJSON
+	LeaseExpiresAt string         `json:"leaseExpiresAt,omitempty"`
+	Metadata       map[string]any `json:"metadata,omitempty"`
+}
+
+func render(t taskgraph.Task) string {
+	j := taskJSON{TaskJSON: NewTaskJSON(t), Metadata: t.Metadata}
 	if !t.LeaseExpiresAt.IsZero() {
 		j.LeaseExpiresAt = t.LeaseExpiresAt.Format(time.RFC3339)
 	}

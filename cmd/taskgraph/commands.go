@@ -11,25 +11,21 @@ import (
 	"time"
 
 	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/agenttools"
 	"github.com/taskgraph/taskgraph/claudecode"
 )
 
-// taskJSON is a task as --json and export print it.
+// taskJSON is a task as --json and export print it: the fields a model sees
+// in agenttools, then everything else a task has.
 type taskJSON struct {
-	ID             taskgraph.ID     `json:"id"`
-	Subject        string           `json:"subject"`
-	Description    string           `json:"description"`
-	Status         taskgraph.Status `json:"status"`
-	BlockedBy      []taskgraph.ID   `json:"blockedBy"`
-	Blocks         []taskgraph.ID   `json:"blocks"`
-	Owner          string           `json:"owner"`
-	Metadata       map[string]any   `json:"metadata,omitempty"`
-	CreatedAt      *time.Time       `json:"createdAt,omitempty"`
-	UpdatedAt      *time.Time       `json:"updatedAt,omitempty"`
-	Rev            int64            `json:"rev"`
-	ClaimedAt      *time.Time       `json:"claimedAt,omitempty"`
-	LeaseExpiresAt *time.Time       `json:"leaseExpiresAt,omitempty"`
-	PrevOwner      string           `json:"prevOwner,omitempty"`
+	agenttools.TaskJSON
+	Metadata       map[string]any `json:"metadata,omitempty"`
+	CreatedAt      *time.Time     `json:"createdAt,omitempty"`
+	UpdatedAt      *time.Time     `json:"updatedAt,omitempty"`
+	Rev            int64          `json:"rev"`
+	ClaimedAt      *time.Time     `json:"claimedAt,omitempty"`
+	LeaseExpiresAt *time.Time     `json:"leaseExpiresAt,omitempty"`
+	PrevOwner      string         `json:"prevOwner,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -40,17 +36,9 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func toJSON(t taskgraph.Task) taskJSON {
-	j := taskJSON{ID: t.ID, Subject: t.Subject, Description: t.Description, Status: t.Status,
-		BlockedBy: t.BlockedBy, Blocks: t.Blocks, Owner: t.Owner, Metadata: t.Metadata,
+	return taskJSON{TaskJSON: agenttools.NewTaskJSON(t), Metadata: t.Metadata,
 		CreatedAt: timePtr(t.CreatedAt), UpdatedAt: timePtr(t.UpdatedAt), Rev: t.Rev,
 		ClaimedAt: timePtr(t.ClaimedAt), LeaseExpiresAt: timePtr(t.LeaseExpiresAt), PrevOwner: t.PrevOwner}
-	if j.BlockedBy == nil {
-		j.BlockedBy = []taskgraph.ID{}
-	}
-	if j.Blocks == nil {
-		j.Blocks = []taskgraph.ID{}
-	}
-	return j
 }
 
 func fromJSON(j taskJSON) taskgraph.Task {
@@ -155,11 +143,22 @@ func (e *env) printTask(t taskgraph.Task) error {
 	return nil
 }
 
-func cmdInit(e *env) error {
-	if err := e.wantArgs(0); err != nil {
+// printChanged ends a command that changed a task: it returns err if there
+// is one, else prints t in full under --json, or else the line format makes
+// of args.
+func (e *env) printChanged(t taskgraph.Task, err error, format string, args ...any) error {
+	if err != nil {
 		return err
 	}
-	return e.withStore(func(s store) error {
+	if e.json {
+		return e.printTask(t)
+	}
+	fmt.Fprintf(e.stdout, format, args...)
+	return nil
+}
+
+func cmdInit(e *env) error {
+	return e.withNoArgs(func(s store) error {
 		if _, err := s.List(e.ctx); err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
 			return err
 		}
@@ -198,10 +197,7 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 }
 
 func cmdList(e *env) error {
-	if err := e.wantArgs(0); err != nil {
-		return err
-	}
-	return e.withStore(func(s store) error {
+	return e.withNoArgs(func(s store) error {
 		all, err := s.List(e.ctx)
 		if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
 			return err
@@ -216,10 +212,7 @@ func cmdList(e *env) error {
 }
 
 func cmdReady(e *env) error {
-	if err := e.wantArgs(0); err != nil {
-		return err
-	}
-	return e.withStore(func(s store) error {
+	return e.withNoArgs(func(s store) error {
 		b, err := s.Board(e.ctx)
 		if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
 			return err
@@ -243,24 +236,62 @@ type errQuiet struct{ code int }
 func (e errQuiet) Error() string { return "" }
 
 func cmdShow(e *env) error {
+	return e.withTask(func(_ store, t taskgraph.Task) error { return e.printTask(t) })
+}
+
+func (e *env) oneID() (taskgraph.ID, error) {
+	ids, err := e.argIDs(1, 0)
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// argIDs checks that the command has n arguments and parses the ones at
+// the positions at as task ids.
+func (e *env) argIDs(n int, at ...int) ([]taskgraph.ID, error) {
+	if err := e.wantArgs(n); err != nil {
+		return nil, err
+	}
+	ids := make([]taskgraph.ID, len(at))
+	for i, a := range at {
+		id, err := parseID(e.args[a])
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// withNoArgs runs f on the store, for a command that takes no arguments.
+func (e *env) withNoArgs(f func(s store) error) error {
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	return e.withStore(f)
+}
+
+// withID runs f on the store and the task id that is the command's one
+// argument.
+func (e *env) withID(f func(s store, id taskgraph.ID) error) error {
 	id, err := e.oneID()
 	if err != nil {
 		return err
 	}
-	return e.withStore(func(s store) error {
+	return e.withStore(func(s store) error { return f(s, id) })
+}
+
+// withTask runs f on the store and the task whose id is the command's one
+// argument.
+func (e *env) withTask(f func(s store, t taskgraph.Task) error) error {
+	return e.withID(func(s store, id taskgraph.ID) error {
 		t, err := s.Get(e.ctx, id)
 		if err != nil {
 			return err
 		}
-		return e.printTask(t)
+		return f(s, t)
 	})
-}
-
-func (e *env) oneID() (taskgraph.ID, error) {
-	if err := e.wantArgs(1); err != nil {
-		return 0, err
-	}
-	return parseID(e.args[0])
 }
 
 func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
@@ -286,14 +317,7 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 					}
 					t, err = s.Claim(e.ctx, id, e.owner, opts...)
 				}
-				if err != nil {
-					return err
-				}
-				if e.json {
-					return e.printTask(t)
-				}
-				fmt.Fprintf(e.stdout, "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner)
-				return nil
+				return e.printChanged(t, err, "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner)
 			})
 		}
 	}
@@ -309,11 +333,7 @@ func (e *env) checkedOwner() string {
 }
 
 func cmdDone(e *env) error {
-	id, err := e.oneID()
-	if err != nil {
-		return err
-	}
-	return e.withStore(func(s store) error {
+	return e.withID(func(s store, id taskgraph.ID) error {
 		c, err := s.Complete(e.ctx, id, e.checkedOwner())
 		if err != nil {
 			return err
@@ -341,28 +361,14 @@ func cmdDone(e *env) error {
 }
 
 func cmdRelease(e *env) error {
-	id, err := e.oneID()
-	if err != nil {
-		return err
-	}
-	return e.withStore(func(s store) error {
+	return e.withID(func(s store, id taskgraph.ID) error {
 		t, err := s.Release(e.ctx, id, e.checkedOwner())
-		if err != nil {
-			return err
-		}
-		if e.json {
-			return e.printTask(t)
-		}
-		fmt.Fprintf(e.stdout, "Released #%d: %s\n", t.ID, t.Subject)
-		return nil
+		return e.printChanged(t, err, "Released #%d: %s\n", t.ID, t.Subject)
 	})
 }
 
 func cmdRenew(e *env) error {
-	if err := e.wantArgs(2); err != nil {
-		return err
-	}
-	id, err := parseID(e.args[0])
+	ids, err := e.argIDs(2, 0)
 	if err != nil {
 		return err
 	}
@@ -371,30 +377,17 @@ func cmdRenew(e *env) error {
 		return usagef("%q is not a duration such as 30m", e.args[1])
 	}
 	return e.withStore(func(s store) error {
-		t, err := s.Renew(e.ctx, id, e.owner, ttl)
-		if err != nil {
-			return err
-		}
-		if e.json {
-			return e.printTask(t)
-		}
-		fmt.Fprintf(e.stdout, "Renewed #%d until %s\n", t.ID, t.LeaseExpiresAt.Local().Format(time.RFC3339))
-		return nil
+		t, err := s.Renew(e.ctx, ids[0], e.owner, ttl)
+		return e.printChanged(t, err, "Renewed #%d until %s\n", t.ID, t.LeaseExpiresAt.Local().Format(time.RFC3339))
 	})
 }
 
 func cmdDep(e *env) error {
-	if err := e.wantArgs(3); err != nil {
-		return err
-	}
-	id, err := parseID(e.args[1])
+	ids, err := e.argIDs(3, 1, 2)
 	if err != nil {
 		return err
 	}
-	blocker, err := parseID(e.args[2])
-	if err != nil {
-		return err
-	}
+	id, blocker := ids[0], ids[1]
 	var p taskgraph.Patch
 	switch e.args[0] {
 	case "add":
@@ -406,29 +399,18 @@ func cmdDep(e *env) error {
 	}
 	return e.withStore(func(s store) error {
 		t, err := s.Update(e.ctx, id, p)
-		if err != nil {
-			return err
-		}
-		if e.json {
-			return e.printTask(t)
-		}
-		fmt.Fprintf(e.stdout, "#%d is blocked by %v\n", t.ID, t.BlockedBy)
-		return nil
+		return e.printChanged(t, err, "#%d is blocked by %v\n", t.ID, t.BlockedBy)
 	})
 }
 
 func flagsDelete(fs *flag.FlagSet) func(e *env) error {
 	detach := fs.Bool("detach", false, "also remove this task from the blockedBy of the tasks that depend on it")
 	return func(e *env) error {
-		id, err := e.oneID()
-		if err != nil {
-			return err
-		}
 		var opts []taskgraph.DeleteOption
 		if *detach {
 			opts = append(opts, taskgraph.Detach())
 		}
-		return e.withStore(func(s store) error {
+		return e.withID(func(s store, id taskgraph.ID) error {
 			if err := s.Delete(e.ctx, id, opts...); err != nil {
 				return err
 			}
@@ -480,10 +462,7 @@ func cmdCheck(e *env) error {
 }
 
 func cmdWatch(e *env) error {
-	if err := e.wantArgs(0); err != nil {
-		return err
-	}
-	return e.withStore(func(s store) error {
+	return e.withNoArgs(func(s store) error {
 		events, err := s.Watch(e.ctx)
 		if err != nil {
 			return err
@@ -509,10 +488,7 @@ func cmdWatch(e *env) error {
 }
 
 func cmdExport(e *env) error {
-	if err := e.wantArgs(0); err != nil {
-		return err
-	}
-	return e.withStore(func(s store) error {
+	return e.withNoArgs(func(s store) error {
 		all, err := s.List(e.ctx)
 		if err != nil {
 			return err // an export must be whole

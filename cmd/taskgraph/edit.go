@@ -26,15 +26,7 @@ type editable struct {
 // like any update (status rules, missing blockers, cycles); a refused edit
 // changes nothing.
 func cmdEdit(e *env) error {
-	id, err := e.oneID()
-	if err != nil {
-		return err
-	}
-	return e.withStore(func(s store) error {
-		t, err := s.Get(e.ctx, id)
-		if err != nil {
-			return err
-		}
+	return e.withTask(func(s store, t taskgraph.Task) error {
 		before := editable{t.Subject, t.Description, t.Status, t.Owner, t.BlockedBy, t.Metadata}
 		if before.BlockedBy == nil {
 			before.BlockedBy = []taskgraph.ID{}
@@ -45,7 +37,7 @@ func cmdEdit(e *env) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		path := filepath.Join(tmp, fmt.Sprintf("task_%d.json", id))
+		path := filepath.Join(tmp, fmt.Sprintf("task_%d.json", t.ID))
 		if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
 			return err
 		}
@@ -95,14 +87,10 @@ func cmdEdit(e *env) error {
 				p.Metadata[k] = nil
 			}
 		}
-		updated, err := s.Update(e.ctx, id, p)
+		updated, err := s.Update(e.ctx, t.ID, p)
 		if err != nil {
 			return fmt.Errorf("edit refused, nothing changed: %w", err)
 		}
-		if e.json {
-			return e.printTask(updated)
-		}
-		fmt.Fprintf(e.stdout, "Saved #%d (rev %d)\n", updated.ID, updated.Rev)
-		return nil
+		return e.printChanged(updated, nil, "Saved #%d (rev %d)\n", updated.ID, updated.Rev)
 	})
 }

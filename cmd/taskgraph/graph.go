@@ -15,7 +15,7 @@ func flagsGraph(fs *flag.FlagSet) func(e *env) error {
 		if err := e.wantArgs(0); err != nil {
 			return err
 		}
-		if *format != "mermaid" && *format != "dot" {
+		if _, ok := graphSyntaxes[*format]; !ok {
 			return usagef("--format %q: want mermaid or dot", *format)
 		}
 		return e.withStore(func(s store) error {
@@ -27,6 +27,29 @@ func flagsGraph(fs *flag.FlagSet) func(e *env) error {
 			return nil
 		})
 	}
+}
+
+// graphSyntax is how one --format writes a graph: a head, a node per task
+// (id, label, style), an edge per dependency (blocker, blocked) and a tail.
+type graphSyntax struct {
+	head, node, edge, tail string
+	styles                 map[string]string // a node's style by state; nil: the state itself
+}
+
+var graphSyntaxes = map[string]graphSyntax{
+	"dot": {
+		head:   "digraph tasks {\n  rankdir=LR;\n  node [shape=box, style=filled];\n",
+		node:   "  t%d [label=\"%s\", fillcolor=%s];\n",
+		edge:   "  t%d -> t%d;\n",
+		tail:   "}\n",
+		styles: map[string]string{"ready": "palegreen", "blocked": "white", "inprogress": "khaki", "completed": "lightgray"},
+	},
+	"mermaid": {
+		head: "flowchart LR\n",
+		node: "  t%d[\"%s\"]:::%s\n",
+		edge: "  t%d --> t%d\n",
+		tail: "  classDef ready fill:#cfc\n  classDef blocked fill:#fff\n  classDef inprogress fill:#ffc\n  classDef completed fill:#ddd\n",
+	},
 }
 
 // renderGraph draws the board with edges in execution order (blocker ->
@@ -49,37 +72,26 @@ func renderGraph(b taskgraph.Board, format string) string {
 	for _, n := range nodes {
 		exists[n.t.ID] = true
 	}
-	var sb strings.Builder
+	syn := graphSyntaxes[format]
 	label := func(t taskgraph.Task) string {
 		return strings.NewReplacer(`"`, `'`, "\n", " ").Replace(fmt.Sprintf("#%d %s", t.ID, t.Subject))
 	}
-	if format == "dot" {
-		colors := map[string]string{"ready": "palegreen", "blocked": "white", "inprogress": "khaki", "completed": "lightgray"}
-		sb.WriteString("digraph tasks {\n  rankdir=LR;\n  node [shape=box, style=filled];\n")
-		for _, n := range nodes {
-			fmt.Fprintf(&sb, "  t%d [label=\"%s\", fillcolor=%s];\n", n.t.ID, label(n.t), colors[n.state])
-		}
-		for _, n := range nodes {
-			for _, by := range n.t.BlockedBy {
-				if exists[by] {
-					fmt.Fprintf(&sb, "  t%d -> t%d;\n", by, n.t.ID)
-				}
-			}
-		}
-		sb.WriteString("}\n")
-		return sb.String()
-	}
-	sb.WriteString("flowchart LR\n")
+	var sb strings.Builder
+	sb.WriteString(syn.head)
 	for _, n := range nodes {
-		fmt.Fprintf(&sb, "  t%d[\"%s\"]:::%s\n", n.t.ID, label(n.t), n.state)
+		style := n.state
+		if syn.styles != nil {
+			style = syn.styles[n.state]
+		}
+		fmt.Fprintf(&sb, syn.node, n.t.ID, label(n.t), style)
 	}
 	for _, n := range nodes {
 		for _, by := range n.t.BlockedBy {
 			if exists[by] {
-				fmt.Fprintf(&sb, "  t%d --> t%d\n", by, n.t.ID)
+				fmt.Fprintf(&sb, syn.edge, by, n.t.ID)
 			}
 		}
 	}
-	sb.WriteString("  classDef ready fill:#cfc\n  classDef blocked fill:#fff\n  classDef inprogress fill:#ffc\n  classDef completed fill:#ddd\n")
+	sb.WriteString(syn.tail)
 	return sb.String()
 }

@@ -36,10 +36,7 @@ func newMCPServer(store taskgraph.Store, owner string) *mcp.Server {
 }
 
 func cmdMCP(e *env) error {
-	if err := e.wantArgs(0); err != nil {
-		return err
-	}
-	return e.withStore(func(s store) error {
+	return e.withNoArgs(func(s store) error {
 		return newMCPServer(s, e.owner).Run(e.ctx, &mcp.StdioTransport{})
 	})
 }

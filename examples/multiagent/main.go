@@ -10,11 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,12 +46,11 @@ func main() {
 		return
 	}
 	ctx := context.Background()
-	tmp, err := os.MkdirTemp("", "taskgraph-multiagent-")
+	dir, err := os.MkdirTemp("", "taskgraph-multiagent-") // the task directory all share
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(tmp)
-	dir := filepath.Join(tmp, ".tasks")
+	defer os.RemoveAll(dir)
 
 	store, err := taskgraph.Open(dir)
 	if err != nil {
@@ -112,12 +111,7 @@ func main() {
 	for _, who := range doneBy {
 		per[who]++
 	}
-	var names []string
-	for who := range per {
-		names = append(names, who)
-	}
-	sort.Strings(names)
-	for _, who := range names {
+	for _, who := range slices.Sorted(maps.Keys(per)) {
 		fmt.Printf("  %s did %d\n", who, per[who])
 	}
 	if len(doneBy) != len(plan) || len(board.Completed) != len(plan) {
