@@ -345,13 +345,7 @@ func TestBackwardEdgeCount(t *testing.T) {
 	p := pool(t)
 	graph := graphName(t)
 	s := open(t, p, graph)
-	check := func(step string) {
-		t.Helper()
-		var stored, actual int64
-		require.NoError(t, p.QueryRow(ctx, `SELECT backward_edges FROM taskgraph_graphs WHERE name = $1`, graph).Scan(&stored))
-		require.NoError(t, p.QueryRow(ctx, `SELECT count(*) FROM taskgraph_tasks t, unnest(t.blocked_by) AS b(id) WHERE t.graph = $1 AND b.id > t.id`, graph).Scan(&actual))
-		require.Equal(t, actual, stored, step)
-	}
+	check := func(step string) { t.Helper(); checkBackward(t, p, graph, step) }
 	for range 5 {
 		_, err := s.Create(ctx, taskgraph.NewTask{Subject: "t"})
 		require.NoError(t, err)
@@ -374,4 +368,55 @@ func TestBackwardEdgeCount(t *testing.T) {
 	_, err = s.Update(ctx, 10, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{12}})
 	require.NoError(t, err)
 	check("load and a backward edge")
+}
+
+// checkBackward requires the stored count of backward edges of graph to
+// equal a recount.
+func checkBackward(t *testing.T, p *pgxpool.Pool, graph, step string) int64 {
+	t.Helper()
+	var stored, actual int64
+	require.NoError(t, p.QueryRow(ctx, `SELECT backward_edges FROM taskgraph_graphs WHERE name = $1`, graph).Scan(&stored))
+	require.NoError(t, p.QueryRow(ctx, `SELECT count(*) FROM taskgraph_tasks t, unnest(t.blocked_by) AS b(id) WHERE t.graph = $1 AND b.id > t.id`, graph).Scan(&actual))
+	require.Equal(t, actual, stored, step)
+	return stored
+}
+
+// Load counts the backward edges of the tasks as stored, with BlockedBy
+// de-duplicated: a blocker named twice is one edge, and once it is removed
+// the graph is back on the no-cycle fast path.
+func TestLoadCountsDeduplicatedEdges(t *testing.T) {
+	p := pool(t)
+	graph := graphName(t)
+	s := open(t, p, graph)
+	require.NoError(t, s.Load(ctx, []taskgraph.Task{
+		{ID: 1, Subject: "a", Status: taskgraph.Pending, BlockedBy: []taskgraph.ID{2, 2, 2}},
+		{ID: 2, Subject: "b", Status: taskgraph.Pending},
+	}))
+	got, err := s.Get(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, []taskgraph.ID{2}, got.BlockedBy)
+	require.Equal(t, int64(1), checkBackward(t, p, graph, "after the load"))
+	_, err = s.Update(ctx, 1, taskgraph.Patch{RemoveBlockedBy: []taskgraph.ID{2}})
+	require.NoError(t, err)
+	require.Equal(t, int64(0), checkBackward(t, p, graph, "after removing the edge"))
+}
+
+// A blocker 0 in a load is refused with exactly the file store's error.
+func TestLoadBlockerZeroAsFileStore(t *testing.T) {
+	p := pool(t)
+	tasks := func() []taskgraph.Task {
+		return []taskgraph.Task{{ID: 1, Subject: "a", Status: taskgraph.Pending, BlockedBy: []taskgraph.ID{0}}}
+	}
+	fs, err := taskgraph.Open(t.TempDir())
+	require.NoError(t, err)
+	defer fs.Close()
+	want := fs.Load(ctx, tasks())
+	require.ErrorIs(t, want, taskgraph.ErrInvalid)
+	got := open(t, p, graphName(t)).Load(ctx, tasks())
+	require.ErrorIs(t, got, taskgraph.ErrInvalid)
+	var wantInv, gotInv *taskgraph.InvalidError
+	require.ErrorAs(t, want, &wantInv)
+	require.ErrorAs(t, got, &gotInv)
+	require.Equal(t, *wantInv, *gotInv)
+	require.Equal(t, want.Error(), got.Error())
 }

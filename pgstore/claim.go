@@ -1,0 +1,189 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+// Claim implements taskgraph.Store.
+func (s *Store) Claim(ctx context.Context, id taskgraph.ID, owner string, opts ...taskgraph.ClaimOption) (taskgraph.Task, error) {
+	var t taskgraph.Task
+	err := s.begin(ctx, func(tx pgx.Tx) error {
+		var err error
+		t, err = s.claim(ctx, tx, id, owner, taskgraph.LeaseOf(opts), s.at())
+		return err
+	})
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	return t, nil
+}
+
+// claim claims task id in tx, at the time of at (see Store.at).
+func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner string, lease time.Duration, at *time.Time) (taskgraph.Task, error) {
+	if err := taskgraph.Rules.ClaimArgs(owner, lease); err != nil {
+		return taskgraph.Task{}, err
+	}
+	t, now, err := s.lock(ctx, tx, id, at)
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	write, err := taskgraph.Rules.Claim(t, owner, lease, now)
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	if !write { // already ours: nothing to write
+		return s.withBlocks(ctx, tx, t)
+	}
+	st, err := s.statuses(ctx, tx, t.BlockedBy)
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	if err := taskgraph.Rules.Blocked(t, st.status); err != nil {
+		return taskgraph.Task{}, err
+	}
+	return s.save(ctx, tx, t, updateTask)
+}
+
+// readyCondition holds for a task whose every blocker exists and is
+// completed.
+const readyCondition = `(t.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest(t.blocked_by) AS b(id) WHERE NOT EXISTS (
+	SELECT 1 FROM taskgraph_tasks x WHERE x.graph = t.graph AND x.id = b.id AND x.status = 'completed')))`
+
+// ClaimNext implements taskgraph.Store. Claiming the lowest ready task is
+// one statement (claimReady): concurrent callers skip the rows others have
+// locked instead of waiting for them, and none can claim a row another has
+// claimed. When no task is ready, or the lowest ready one needs the
+// Rulebook's full check, it claims by the Rulebook in a transaction.
+func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.ClaimOption) (taskgraph.Task, error) {
+	if err := s.usable(ctx); err != nil {
+		return taskgraph.Task{}, err
+	}
+	lease := taskgraph.LeaseOf(opts)
+	if err := taskgraph.Rules.ClaimArgs(owner, lease); err != nil {
+		return taskgraph.Task{}, err
+	}
+	at := s.at()
+	t, fits, err := s.claimReady(ctx, owner, lease, at)
+	if err == nil && fits {
+		return t, nil
+	}
+	ready := err == nil // but it needs the full check
+	if !ready && !errors.Is(err, pgx.ErrNoRows) {
+		return taskgraph.Task{}, err
+	}
+	err = s.begin(ctx, func(tx pgx.Tx) error {
+		id, err := s.next(ctx, tx, ready, at)
+		if err != nil {
+			return err
+		}
+		t, err = s.claim(ctx, tx, id, owner, lease, at)
+		return err
+	})
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	return t, nil
+}
+
+// claimReady claims the lowest ready task with one statement: the
+// Rulebook's Claim of a ready pending task, written in SQL. It writes only
+// if the claimed version certainly passes Rules.Stored (fitsSQL); if not,
+// it returns the task unclaimed with fits false. It returns pgx.ErrNoRows
+// if no task is ready.
+func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, at *time.Time) (t taskgraph.Task, fits bool, err error) {
+	var blocks []int64
+	t, err = scanTask(s.pool.QueryRow(ctx, `WITH pick AS (
+			SELECT t.id, `+fitsSQL+` AS fits FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND `+readyCondition+`
+			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+		), c AS (SELECT `+nowSQL(4)+` AS now), claimed AS (
+			UPDATE taskgraph_tasks t SET status = 'in_progress', owner = $2, claimed_at = c.now,
+				lease_expires_at = CASE WHEN $3::bigint > 0 THEN c.now + $3::bigint * interval '1 microsecond' END,
+				rev = t.rev + 1, updated_at = c.now
+			FROM pick, c WHERE t.graph = $1 AND t.id = pick.id AND pick.fits
+			RETURNING `+qualified("t")+`, `+blocksOf+` AS blocks, true AS fits
+		)
+		SELECT * FROM claimed
+		UNION ALL
+		SELECT `+qualified("t")+`, '{}'::bigint[], false FROM taskgraph_tasks t JOIN pick ON t.graph = $1 AND t.id = pick.id WHERE NOT pick.fits`,
+		s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize), &blocks, &fits)
+	t.Blocks = ids(blocks)
+	return t, fits, err
+}
+
+// fitsSQL holds when a claim of the row t by owner $2 certainly passes
+// Rules.Stored: its rev ($5 is the highest) can advance, and an upper
+// bound of the size of its file stays within MaxTaskSize ($6). JSON
+// escapes a byte into at most 6; each id of blockedBy takes at most 32
+// bytes; indented metadata takes at most 4 bytes per byte of its text for
+// each level of nesting ([ and { bound the depth), plus 12; the field names
+// and times fit in 1,024.
+const fitsSQL = `(t.rev < $5 AND
+	6 * (octet_length(t.subject) + octet_length(t.description) + octet_length(t.prev_owner) + octet_length($2::text))
+	+ 32 * cardinality(t.blocked_by)
+	+ coalesce(octet_length(t.metadata::text)::bigint * (4 * (octet_length(t.metadata::text) - octet_length(translate(t.metadata::text, '[{', ''))) + 12), 0)
+	+ 1024 <= $6)`
+
+// next returns the task that ClaimNext claims by the Rulebook: with ready,
+// the lowest ready pending task; else, or if none is left, the lowest
+// whose lease has lapsed. Rows others have locked are skipped.
+func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, at *time.Time) (taskgraph.ID, error) {
+	var id int64
+	if ready {
+		err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND `+readyCondition+`
+			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph).Scan(&id)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return taskgraph.ID(id), err
+		}
+	}
+	err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
+		AND lease_expires_at <= `+nowSQL(2)+` AND `+readyCondition+`
+		ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, taskgraph.ErrNoReady
+	}
+	return taskgraph.ID(id), err
+}
+
+// Renew implements taskgraph.Store.
+func (s *Store) Renew(ctx context.Context, id taskgraph.ID, owner string, ttl time.Duration) (taskgraph.Task, error) {
+	return s.holderWrite(ctx, func() error { return taskgraph.Rules.RenewArgs(ttl) }, id, func(t *taskgraph.Task, now time.Time) error {
+		return taskgraph.Rules.Renew(t, owner, ttl, now)
+	})
+}
+
+// Release implements taskgraph.Store.
+func (s *Store) Release(ctx context.Context, id taskgraph.ID, owner string) (taskgraph.Task, error) {
+	return s.holderWrite(ctx, func() error { return nil }, id, func(t *taskgraph.Task, now time.Time) error {
+		return taskgraph.Rules.Release(t, owner, now)
+	})
+}
+
+// holderWrite checks the arguments, then applies rule to task id and saves it.
+func (s *Store) holderWrite(ctx context.Context, args func() error, id taskgraph.ID, rule func(t *taskgraph.Task, now time.Time) error) (taskgraph.Task, error) {
+	var out taskgraph.Task
+	err := s.begin(ctx, func(tx pgx.Tx) error {
+		if err := args(); err != nil {
+			return err
+		}
+		t, now, err := s.lock(ctx, tx, id, s.at())
+		if err != nil {
+			return err
+		}
+		if err := rule(t, now); err != nil {
+			return err
+		}
+		out, err = s.save(ctx, tx, t, updateTask)
+		return err
+	})
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	return out, nil
+}

@@ -1,0 +1,53 @@
+package pgstore
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+// Complete implements taskgraph.Store. The dependents are locked with the
+// task, so that of two blockers of one task completed at once, the second
+// to commit sees the first and reports the task as unblocked.
+func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string) (taskgraph.Completion, error) {
+	var c taskgraph.Completion
+	err := s.begin(ctx, func(tx pgx.Tx) error {
+		locked, order, now, err := s.lockTasks(ctx, tx, s.at(), `(id = $3 OR blocked_by @> ARRAY[$3::bigint])`, id)
+		if err != nil {
+			return err
+		}
+		t := locked[id]
+		if t == nil {
+			return taskgraph.Rules.Missing(id)
+		}
+		if err := taskgraph.Rules.Complete(t, owner, now); err != nil {
+			return err
+		}
+		st, err := s.statuses(ctx, tx, t.BlockedBy)
+		if err != nil {
+			return err
+		}
+		if err := taskgraph.Rules.Blocked(t, st.status); err != nil {
+			return err
+		}
+		if c.Task, err = s.save(ctx, tx, t, updateTask); err != nil {
+			return err
+		}
+		if len(order) == 1 {
+			return nil // no dependents
+		}
+		rows, err := tx.Query(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = ANY($2)
+			AND status = 'pending' AND `+readyCondition+` ORDER BY id`, s.graph, int64s(order))
+		if err != nil {
+			return err
+		}
+		c.Unblocked, err = pgx.AppendRows(c.Unblocked, rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanView(r) })
+		return err
+	})
+	if err != nil {
+		return taskgraph.Completion{}, err
+	}
+	return c, nil
+}

@@ -1,0 +1,242 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+// This file holds the mapping between tasks and rows: scanning, locking,
+// saving. Nothing here decides anything.
+
+const columns = `id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner`
+
+// blocksOf selects the ids of the tasks blocked by the row t, in order.
+const blocksOf = `ARRAY(SELECT d.id FROM taskgraph_tasks d WHERE d.graph = t.graph AND d.blocked_by @> ARRAY[t.id] ORDER BY d.id)`
+
+// scanTask reads the columns of a task, then extra.
+func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
+	var t taskgraph.Task
+	var id int64
+	var by []int64
+	var meta []byte
+	var claimed, lease *time.Time
+	var status string
+	dest := append([]any{&id, &t.Subject, &t.Description, &status, &t.Owner, &by, &meta, &t.CreatedAt, &t.UpdatedAt, &t.Rev, &claimed, &lease, &t.PrevOwner}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return t, err
+	}
+	t.ID, t.Status, t.BlockedBy = taskgraph.ID(id), taskgraph.Status(status), ids(by)
+	if len(meta) > 0 {
+		if err := json.Unmarshal(meta, &t.Metadata); err != nil {
+			return t, err
+		}
+	}
+	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
+	if claimed != nil {
+		t.ClaimedAt = claimed.UTC()
+	}
+	if lease != nil {
+		t.LeaseExpiresAt = lease.UTC()
+	}
+	return t, nil
+}
+
+// scanView reads the columns of a task followed by its blocksOf.
+func scanView(row pgx.Row) (taskgraph.Task, error) {
+	var blocks []int64
+	t, err := scanTask(row, &blocks)
+	t.Blocks = ids(blocks)
+	return t, err
+}
+
+// lock reads task id for update, with the time of the operation (at is
+// its parameter; see Store.at).
+func (s *Store) lock(ctx context.Context, tx pgx.Tx, id taskgraph.ID, at *time.Time) (*taskgraph.Task, time.Time, error) {
+	var now time.Time
+	t, err := scanTask(tx.QueryRow(ctx, `SELECT `+columns+`, `+nowSQL(3)+` FROM taskgraph_tasks
+		WHERE graph = $1 AND id = $2 FOR UPDATE`, s.graph, id, at), &now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, now, taskgraph.Rules.Missing(id)
+	}
+	return &t, now.UTC(), err
+}
+
+// lockTasks reads the tasks that match where for update, in id order,
+// with the time of the operation. In where, $2 is at and the args are $3
+// on.
+func (s *Store) lockTasks(ctx context.Context, tx pgx.Tx, at *time.Time, where string, args ...any) (map[taskgraph.ID]*taskgraph.Task, []taskgraph.ID, time.Time, error) {
+	rows, err := tx.Query(ctx, `SELECT `+columns+`, `+nowSQL(2)+` FROM taskgraph_tasks WHERE graph = $1 AND `+where+` ORDER BY id FOR UPDATE`,
+		append([]any{s.graph, at}, args...)...)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	var now time.Time
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanTask(r, &now) })
+	out := make(map[taskgraph.ID]*taskgraph.Task, len(list))
+	order := make([]taskgraph.ID, len(list))
+	for i := range list {
+		out[list[i].ID], order[i] = &list[i], list[i].ID
+	}
+	return out, order, now.UTC(), err
+}
+
+// statusMap answers the Rulebook's questions about the tasks a write
+// names: whether they exist, and their status.
+type statusMap map[taskgraph.ID]taskgraph.Status
+
+func (m statusMap) exists(id taskgraph.ID) error {
+	if _, ok := m[id]; ok {
+		return nil
+	}
+	return taskgraph.Rules.Missing(id)
+}
+
+func (m statusMap) status(id taskgraph.ID) (taskgraph.Status, bool) {
+	st, ok := m[id]
+	return st, ok
+}
+
+// statuses returns the status of each existing task of the lists, locking
+// the rows shared so that none of them changes or disappears before the
+// transaction ends.
+func (s *Store) statuses(ctx context.Context, tx pgx.Tx, lists ...[]taskgraph.ID) (statusMap, error) {
+	var all []int64
+	for _, l := range lists {
+		all = append(all, int64s(l)...)
+	}
+	out := statusMap{}
+	if len(all) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, status FROM taskgraph_tasks WHERE graph = $1 AND id = ANY($2) ORDER BY id FOR SHARE`, s.graph, all)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var st string
+		if err := rows.Scan(&id, &st); err != nil {
+			return nil, err
+		}
+		out[taskgraph.ID(id)] = taskgraph.Status(st)
+	}
+	return out, rows.Err()
+}
+
+// withBlocks fills in t.Blocks from the table.
+func (s *Store) withBlocks(ctx context.Context, tx pgx.Tx, t *taskgraph.Task) (taskgraph.Task, error) {
+	var blocks []int64
+	err := tx.QueryRow(ctx, `SELECT `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = $2`, s.graph, t.ID).Scan(&blocks)
+	t.Blocks = ids(blocks)
+	return *t, err
+}
+
+const (
+	taskColumns = `(graph, id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner)`
+	insertTask  = `INSERT INTO taskgraph_tasks AS t ` + taskColumns + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+	updateTask  = `UPDATE taskgraph_tasks t SET (subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner)
+		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) WHERE t.graph = $1 AND t.id = $2`
+	deleteTask = `DELETE FROM taskgraph_tasks WHERE graph = $1 AND id = $2`
+	returning  = ` RETURNING ` + columns + `, ` + blocksOf
+)
+
+// writes is a batch of row writes sent in one round trip.
+type writes struct {
+	s *Store
+	b pgx.Batch
+}
+
+// put queues the statement q (insertTask or updateTask) storing t as the
+// Rulebook left it.
+func (w *writes) put(q string, t *taskgraph.Task) *pgx.QueuedQuery {
+	var meta []byte
+	if len(t.Metadata) > 0 {
+		meta, _ = json.Marshal(t.Metadata) // normalised by the Rulebook: it marshals
+	}
+	return w.b.Queue(q, w.s.graph, t.ID, t.Subject, t.Description, string(t.Status), t.Owner, int64s(t.BlockedBy), meta,
+		t.CreatedAt, t.UpdatedAt, t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner)
+}
+
+// view queues the statement q storing t and reads back into out the task
+// as stored, Blocks included.
+func (w *writes) view(q string, t *taskgraph.Task, out *taskgraph.Task) {
+	w.put(q+returning, t).QueryRow(func(row pgx.Row) error {
+		var err error
+		*out, err = scanView(row)
+		return err
+	})
+}
+
+// send runs the batch.
+func (w *writes) send(ctx context.Context, tx pgx.Tx) error {
+	if w.b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, &w.b).Close()
+}
+
+// stored runs the Rulebook's check of what a write stores on each of its
+// tasks, in the order the in-memory stores check them.
+func stored(tasks ...*taskgraph.Task) error {
+	for _, t := range tasks {
+		if err := taskgraph.Rules.Stored(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// save stores the tasks a write changed, others first, and returns main as
+// stored: its Blocks reflect the others.
+func (s *Store) save(ctx context.Context, tx pgx.Tx, main *taskgraph.Task, q string, others ...*taskgraph.Task) (taskgraph.Task, error) {
+	if err := stored(append([]*taskgraph.Task{main}, others...)...); err != nil {
+		return taskgraph.Task{}, err
+	}
+	w := &writes{s: s}
+	for _, o := range others {
+		w.put(updateTask, o)
+	}
+	var out taskgraph.Task
+	w.view(q, main, &out)
+	return out, w.send(ctx, tx)
+}
+
+func ids(ns []int64) []taskgraph.ID {
+	var out []taskgraph.ID
+	for _, n := range ns {
+		out = append(out, taskgraph.ID(n))
+	}
+	return out
+}
+
+func int64s(ids []taskgraph.ID) []int64 {
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		out[i] = int64(id)
+	}
+	return out
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// qualified prefixes every column with a table alias.
+func qualified(alias string) string {
+	cols := strings.Split(columns, ", ")
+	for i, c := range cols {
+		cols[i] = alias + "." + c
+	}
+	return strings.Join(cols, ", ")
+}

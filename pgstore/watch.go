@@ -1,0 +1,143 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+// Watch implements taskgraph.Watcher with LISTEN/NOTIFY: a trigger notifies
+// every change to a task, from any client of the database, at commit.
+// Notifications that arrive together are coalesced. It holds one pool
+// connection until ctx is done.
+func (s *Store) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: watch: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `LISTEN taskgraph`); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("pgstore: watch: %w", err)
+	}
+	b, err := s.Board(ctx)
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	w := &watcher{s: s, conn: conn, out: make(chan taskgraph.Event)}
+	w.known, w.ready = index(b)
+	go w.run(ctx)
+	return w.out, nil
+}
+
+// watcher turns the notifications of one LISTEN connection into events.
+type watcher struct {
+	s     *Store
+	conn  *pgxpool.Conn
+	out   chan taskgraph.Event
+	known map[taskgraph.ID]taskgraph.Task // the graph as last reported
+	ready map[taskgraph.ID]bool
+}
+
+// index returns every task of b by id, and the ready ones.
+func index(b taskgraph.Board) (map[taskgraph.ID]taskgraph.Task, map[taskgraph.ID]bool) {
+	all := map[taskgraph.ID]taskgraph.Task{}
+	for _, list := range [][]taskgraph.Task{b.Ready, b.Blocked, b.InProgress, b.Completed} {
+		for _, t := range list {
+			all[t.ID] = t
+		}
+	}
+	ready := map[taskgraph.ID]bool{}
+	for _, t := range b.Ready {
+		ready[t.ID] = true
+	}
+	return all, ready
+}
+
+func (w *watcher) run(ctx context.Context) {
+	defer close(w.out)
+	defer func() {
+		w.conn.Exec(context.Background(), `UNLISTEN taskgraph`)
+		w.conn.Release()
+	}()
+	for {
+		touched, err := w.gather(ctx)
+		if err != nil {
+			return
+		}
+		if len(touched) == 0 {
+			continue
+		}
+		b, err := w.s.Board(ctx)
+		if err != nil || !w.report(ctx, touched, b) {
+			return
+		}
+	}
+}
+
+// gather waits for a notification, then takes every one already queued,
+// and returns the ids of this graph's tasks they name.
+func (w *watcher) gather(ctx context.Context) (map[taskgraph.ID]bool, error) {
+	n, err := w.conn.Conn().WaitForNotification(ctx)
+	if err != nil {
+		return nil, err
+	}
+	touched := map[taskgraph.ID]bool{}
+	for n != nil {
+		if graph, rest, ok := strings.Cut(n.Payload, "\t"); ok && graph == w.s.graph {
+			var id int64
+			var op string
+			if _, err := fmt.Sscanf(rest, "%d\t%s", &id, &op); err == nil {
+				touched[taskgraph.ID(id)] = true
+			}
+		}
+		short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+		n, _ = w.conn.Conn().WaitForNotification(short)
+		cancel()
+	}
+	return touched, nil
+}
+
+// report sends the events that take the graph from what was last reported
+// to b, and reports whether the receiver is still there.
+func (w *watcher) report(ctx context.Context, touched map[taskgraph.ID]bool, b taskgraph.Board) bool {
+	send := func(kind taskgraph.EventKind, t taskgraph.Task) bool {
+		select {
+		case w.out <- taskgraph.Event{Kind: kind, Task: t}:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	now, ready := index(b)
+	for _, id := range slices.Sorted(maps.Keys(touched)) {
+		t, exists := now[id]
+		old, existed := w.known[id]
+		ok := true
+		switch {
+		case exists && !existed:
+			ok = send(taskgraph.Created, t)
+		case exists:
+			ok = send(taskgraph.Updated, t)
+		case existed:
+			ok = send(taskgraph.Deleted, old)
+		}
+		if !ok {
+			return false
+		}
+	}
+	for _, t := range b.Ready {
+		if !w.ready[t.ID] && !send(taskgraph.Unblocked, t) {
+			return false
+		}
+	}
+	w.known, w.ready = now, ready
+	return true
+}
