@@ -2,10 +2,7 @@ package taskgraph
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -197,72 +194,4 @@ func FuzzResolve(f *testing.F) {
 			}
 		}
 	})
-}
-
-// FuzzStoresAgree runs one random operation sequence on a FileStore and a
-// MemStore: same results, same errors.
-func FuzzStoresAgree(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7})
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 2, 9, 3, 1, 2, 8, 4, 1, 7, 3, 5, 2, 6})
-	f.Add([]byte{0, 1, 0, 2, 8, 1, 9, 2, 8, 3, 10, 1, 11, 2})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		clock := func() time.Time { return time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC) }
-		fs, err := Open(t.TempDir(), WithoutSync(), WithClock(clock))
-		require.NoError(t, err)
-		defer fs.Close()
-		ms := NewMemStore(WithClock(clock))
-		ctx := context.Background()
-		for i := 0; i+1 < len(data) && i < 64; i += 2 {
-			op, arg := data[i]%12, ID(data[i+1]%8)+1
-			run := func(s Store) (any, error) {
-				owner := fmt.Sprint("o", arg%2)
-				switch op {
-				case 0:
-					return s.Create(ctx, NewTask{Subject: fmt.Sprint("t", i)})
-				case 1:
-					return s.Create(ctx, NewTask{Subject: "b", BlockedBy: []ID{arg}})
-				case 2:
-					return s.Claim(ctx, arg, owner)
-				case 3:
-					return s.ClaimNext(ctx, owner)
-				case 4:
-					return s.Complete(ctx, arg, owner)
-				case 5:
-					return s.Release(ctx, arg, "")
-				case 6:
-					return s.Update(ctx, arg, Patch{AddBlockedBy: []ID{arg%3 + 1}})
-				case 7:
-					return s.Update(ctx, arg, Patch{RemoveBlockedBy: []ID{arg%3 + 1}, AddBlocks: []ID{arg%4 + 1}})
-				case 8:
-					return nil, s.Delete(ctx, arg)
-				case 9:
-					return nil, s.Delete(ctx, arg, Detach())
-				case 10:
-					return s.Create(ctx, NewTask{Subject: "c", Blocks: []ID{arg}, BlockedBy: []ID{arg%2 + 1}})
-				default:
-					st := []Status{Pending, InProgress, Completed}[arg%3]
-					return s.Update(ctx, arg, Patch{Status: &st, Owner: &owner})
-				}
-			}
-			fr, ferr := run(fs)
-			mr, merr := run(ms)
-			require.Equal(t, errString(merr), errString(ferr), "op %d(%d) at step %d", op, arg, i/2)
-			require.Equal(t, mr, fr, "op %d(%d) at step %d", op, arg, i/2)
-		}
-		fl, ferr := fs.List(ctx)
-		ml, merr := ms.List(ctx)
-		require.NoError(t, ferr)
-		require.NoError(t, merr)
-		require.Equal(t, ml, fl)
-	})
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	if errors.Is(err, ErrCorrupt) {
-		return "corrupt"
-	}
-	return err.Error()
 }
