@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/taskgraph/taskgraph/internal/atomicfile"
 	"github.com/taskgraph/taskgraph/internal/changelog"
@@ -24,6 +26,11 @@ func (s *FileStore) refresh() error {
 	fi, err := s.root.Lstat(logFileName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		if s.logIno != 0 {
+			// The log was removed (by a writer that could not append
+			// to it): records may have been lost.
+			return s.scan()
+		}
 	case err != nil:
 		return fmt.Errorf("taskgraph: %w", err)
 	case atomicfile.FileID(fi) != s.logIno:
@@ -59,7 +66,9 @@ func (s *FileStore) readLog(size int64) error {
 	s.logOff += int64(len(whole))
 	for line := range strings.Lines(string(whole)) {
 		if r, ok := changelog.Parse(strings.TrimSuffix(line, "\n")); ok {
-			s.applyRecord(r)
+			if err := s.applyRecord(r); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -69,12 +78,12 @@ func (s *FileStore) readLog(size int64) error {
 // content and stamp, so following another process's writes costs no file
 // reads; one whose content is damaged (a writer killed in mid-append) only
 // costs a reload from the file, which is always safe.
-func (s *FileStore) applyRecord(r changelog.Record) {
+func (s *FileStore) applyRecord(r changelog.Record) error {
 	switch r.Kind {
 	case changelog.Mtime:
 		s.dirMtime = r.Mtime
 	case changelog.Delete:
-		s.reload(ID(r.ID))
+		return s.reload(ID(r.ID))
 	case changelog.Put:
 		id := ID(r.ID)
 		if r.Content != nil {
@@ -82,11 +91,12 @@ func (s *FileStore) applyRecord(r changelog.Record) {
 				s.g.maxID = max(s.g.maxID, id)
 				s.g.put(t)
 				s.stamps[id] = r.Stamp
-				return
+				return nil
 			}
 		}
-		s.reload(id)
+		return s.reload(id)
 	}
+	return nil
 }
 
 // openLog opens (creating if needed) the change log the directory has now.
@@ -98,14 +108,22 @@ func (s *FileStore) openLog() error {
 		s.log.Close()
 		s.log = nil
 	}
-	f, err := s.root.OpenFile(logFileName, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	// Non-blocking, and refused unless a regular file: a FIFO or a
+	// directory in its place must give an error, not a hang.
+	f, err := s.fs.OpenFile(logFileName, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
-		return fmt.Errorf("taskgraph: open change log: %w", err)
+		if fi, lerr := s.root.Lstat(logFileName); lerr == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("not a regular file (%s): remove it", fi.Mode().Type())
+		}
+		return fmt.Errorf("taskgraph: open change log %s: %w", filepath.Join(s.dir, logFileName), err)
 	}
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("not a regular file (%s): remove it", fi.Mode().Type())
+	}
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("taskgraph: open change log: %w", err)
+		return fmt.Errorf("taskgraph: open change log %s: %w", filepath.Join(s.dir, logFileName), err)
 	}
 	s.log, s.logIno = f, atomicfile.FileID(fi)
 	return nil
@@ -118,6 +136,7 @@ func (s *FileStore) scan() error {
 	if err != nil {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
+	s.logIno, s.logOff = 0, 0
 	if fi, err := s.root.Lstat(logFileName); err == nil {
 		s.logIno, s.logOff = atomicfile.FileID(fi), fi.Size()
 	}
@@ -178,8 +197,11 @@ func (s *FileStore) scan() error {
 			continue
 		}
 		r := results[i]
-		if r.err != nil && r.fi == nil {
-			return fmt.Errorf("taskgraph: %w", r.err)
+		if r.err != nil && !errors.Is(r.err, ErrCorrupt) {
+			// A failure to read, not a verdict on the file: cache
+			// nothing, so that the next scan reads it again.
+			s.scanned = false
+			return r.err
 		}
 		s.install(id, r.fi, r.t, r.err)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/taskgraph/taskgraph/internal/atomicfile"
 )
 
 // Problem is one thing Check found wrong with a task directory.
@@ -73,6 +75,15 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 		problems = append(problems, Problem{Kind: kind, Path: filepath.Join(dir, name), ID: id, Message: fmt.Sprintf(format, args...)})
 	}
 	g := newGraph()
+	fsys := newDirFS(root, dir)
+	isTemp := func(name string) bool {
+		for _, n := range []string{metaFileName, journalFileName, logFileName} {
+			if strings.HasPrefix(name, atomicfile.TempPrefix(n)) {
+				return true
+			}
+		}
+		return strings.HasPrefix(name, "."+taskFilePrefix)
+	}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -80,7 +91,7 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 		id, ok := parseTaskFileName(name)
 		switch {
 		case ok:
-			_, t, err := loadTaskFile(root, dir, id)
+			_, t, err := loadTaskFile(fsys, root, dir, id)
 			var ce *CorruptError
 			switch {
 			case errors.As(err, &ce):
@@ -91,13 +102,33 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 				g.put(t)
 			}
 		case name == journalFileName:
-			add(ProblemJournal, name, 0, "an interrupted multi-file write; the next write to the directory finishes it")
-		case name == metaFileName:
-			var m meta
-			if data, err := root.ReadFile(name); err != nil || json.Unmarshal(data, &m) != nil {
-				add(ProblemCorrupt, name, 0, "the id high-water mark is unreadable")
+			_, err := loadJournal(fsys, root, dir)
+			var ce *CorruptError
+			switch {
+			case errors.As(err, &ce):
+				add(ProblemCorrupt, name, 0, "%v", ce.Err)
+			case err != nil:
+				return nil, fmt.Errorf("taskgraph: check: %w", err)
+			default:
+				add(ProblemJournal, name, 0, "an interrupted multi-file write; the next operation on the directory finishes it")
 			}
-		case strings.HasPrefix(name, "."+taskFilePrefix) || (strings.HasPrefix(name, ".taskgraph.") && name != lockFileName && name != logFileName):
+		case name == metaFileName:
+			fi, data, err := readFile(fsys, root, dir, name, maxFileSize)
+			var ce *CorruptError
+			var m meta
+			switch {
+			case errors.As(err, &ce):
+				add(ProblemCorrupt, name, 0, "the id high-water mark is unusable: %v; writes are refused until it holds {\"highWater\": N}", ce.Err)
+			case err != nil:
+				return nil, fmt.Errorf("taskgraph: check: %w", err)
+			case fi != nil && (json.Unmarshal(data, &m) != nil || m.HighWater < 0):
+				add(ProblemCorrupt, name, 0, "the id high-water mark is unreadable; writes are refused until it holds {\"highWater\": N}")
+			}
+		case name == lockFileName || name == logFileName:
+			if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+				add(ProblemCorrupt, name, 0, "not a regular file (%s); writes fail until it is removed", fi.Mode().Type())
+			}
+		case isTemp(name):
 			add(ProblemTempFile, name, 0, "a temporary file left by a writer that died; safe to delete")
 		case strings.HasPrefix(name, taskFilePrefix) && strings.HasSuffix(name, taskFileSuffix):
 			add(ProblemIgnored, name, 0, "not named task_<id>.json with a canonical positive id, so taskgraph ignores it")

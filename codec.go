@@ -138,15 +138,14 @@ func decodeFast(id ID, data []byte) *Task {
 		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Rev: f.Rev, Metadata: f.Metadata,
 		ClaimedAt: f.ClaimedAt, LeaseExpiresAt: f.LeaseExpiresAt, PrevOwner: f.PrevOwner}
 	if f.BlockedBy != nil {
-		t.BlockedBy = make([]ID, 0, len(f.BlockedBy))
-	}
-	for _, b := range f.BlockedBy {
-		if b <= 0 {
-			return nil
+		ids := make([]ID, len(f.BlockedBy))
+		for i, b := range f.BlockedBy {
+			if b <= 0 {
+				return nil
+			}
+			ids[i] = ID(b)
 		}
-		if !slices.Contains(t.BlockedBy, ID(b)) {
-			t.BlockedBy = append(t.BlockedBy, ID(b))
-		}
+		t.BlockedBy = addIDs(make([]ID, 0, len(ids)), ids) // linear, however long
 	}
 	return t
 }
@@ -246,14 +245,16 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 		if err := json.Unmarshal(v, &elems); err != nil {
 			return nil, errors.New(`field "blockedBy" is not an array`)
 		}
+		ids := make([]ID, len(elems))
 		for i, e := range elems {
 			n, err := strconv.ParseInt(string(e), 10, 64)
 			if err != nil || n <= 0 {
 				return nil, fmt.Errorf(`field "blockedBy": element %d is %s, not a positive integer id`, i, e)
 			}
-			if !slices.Contains(t.BlockedBy, ID(n)) {
-				t.BlockedBy = append(t.BlockedBy, ID(n))
-			}
+			ids[i] = ID(n)
+		}
+		if len(ids) > 0 {
+			t.BlockedBy = addIDs(nil, ids) // linear, however long
 		}
 	}
 	if t.Rev, err = decodeInt[int64](raw, "rev", false); err != nil {
@@ -295,10 +296,12 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 
 func decodeString(raw map[string]json.RawMessage, k string, required bool) (string, error) {
 	v, ok := raw[k]
-	if !ok || (!required && string(v) == "null") {
-		if required {
-			return "", fmt.Errorf("field %q is missing", k)
-		}
+	switch {
+	case !ok && required:
+		return "", fmt.Errorf("field %q is missing", k)
+	case required && string(v) == "null":
+		return "", fmt.Errorf("field %q is null, not a string", k)
+	case !ok || string(v) == "null":
 		return "", nil
 	}
 	var s string

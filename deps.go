@@ -17,24 +17,25 @@ import (
 // otherwise; blockers that name no task are listed in Board.Missing. Each
 // list is sorted by id, and each task's Blocks is filled in.
 func Resolve(tasks []Task) Board {
+	return graphOf(tasks).board()
+}
+
+// graphOf indexes tasks, each blocker once however often a task lists it.
+func graphOf(tasks []Task) *graph {
 	g := newGraph()
 	for i := range tasks {
 		t := tasks[i]
+		t.BlockedBy = addIDs(nil, t.BlockedBy)
 		g.put(&t)
 	}
-	return g.board()
+	return g
 }
 
 // FindCycle returns one dependency cycle among tasks in execution order with
 // its first id repeated last (e.g. [3 5 3]: 3 blocks 5, 5 blocks 3), or nil
 // if the graph is acyclic. Edges to ids that are not in tasks are ignored.
 func FindCycle(tasks []Task) []ID {
-	g := newGraph()
-	for i := range tasks {
-		t := tasks[i]
-		g.put(&t)
-	}
-	return g.findCycle()
+	return graphOf(tasks).findCycle()
 }
 
 // TopoOrder returns the ids of tasks in an order where every task comes after
@@ -42,11 +43,7 @@ func FindCycle(tasks []Task) []ID {
 // Blockers that name no task are ignored. If the graph has a cycle it returns
 // a *CycleError.
 func TopoOrder(tasks []Task) ([]ID, error) {
-	g := newGraph()
-	for i := range tasks {
-		t := tasks[i]
-		g.put(&t)
-	}
+	g := graphOf(tasks) // a blocker listed twice is one edge
 	indeg := make(map[ID]int, len(g.tasks))
 	var avail idHeap
 	for _, id := range g.ids {
@@ -372,8 +369,9 @@ type overlay struct {
 func newOverlay(g *graph, changed []*Task, deleted []ID) *overlay {
 	o := &overlay{g: g, tasks: make(map[ID]*Task), addDeps: make(map[ID][]ID), rmDeps: make(map[ID]map[ID]bool)}
 	edit := func(id ID, old, new []ID) {
+		inOld, inNew := idSet(old), idSet(new)
 		for _, b := range old {
-			if !slices.Contains(new, b) {
+			if !inNew(b) {
 				if o.rmDeps[b] == nil {
 					o.rmDeps[b] = make(map[ID]bool)
 				}
@@ -381,7 +379,7 @@ func newOverlay(g *graph, changed []*Task, deleted []ID) *overlay {
 			}
 		}
 		for _, b := range new {
-			if !slices.Contains(old, b) {
+			if !inOld(b) {
 				o.addDeps[b] = append(o.addDeps[b], id)
 			}
 		}
@@ -521,6 +519,19 @@ func (o *overlay) pathBetween(from, to ID) []ID {
 		}
 	}
 	return nil
+}
+
+// idSet returns a membership test for ids: a scan for a short list, a map
+// for a long one, so that comparing two long lists stays linear.
+func idSet(ids []ID) func(ID) bool {
+	if len(ids) <= 32 {
+		return func(id ID) bool { return slices.Contains(ids, id) }
+	}
+	m := make(map[ID]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return func(id ID) bool { return m[id] }
 }
 
 func countBackward(t *Task) int {

@@ -3,6 +3,8 @@ package taskgraph
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 )
 
 // Errors. Every error returned by a Store matches at most one of these with
@@ -18,7 +20,30 @@ var (
 	ErrNoReady  = errors.New("no ready task")
 	// ErrClosed is returned by a Store after Close.
 	ErrClosed = errors.New("store is closed")
+	// ErrUnknownOutcome is returned by a write that may or may not have
+	// happened: the store got past the point where the write became
+	// visible (a file renamed into place, a journal written) but could not
+	// finish making it durable. Every other error from a write means the
+	// write did not happen. Like database/sql/driver.ErrBadConn, it tells
+	// the caller not to retry blindly: re-read the tasks concerned and
+	// decide again (a write with Patch.IfRev is safe to retry as it is).
+	// The cause is wrapped.
+	ErrUnknownOutcome = errors.New("the write may or may not have happened")
 )
+
+// unknownOutcomeError wraps the failure of a write past its commit point.
+// It matches ErrUnknownOutcome.
+type unknownOutcomeError struct{ err error }
+
+func (e *unknownOutcomeError) Error() string {
+	return "taskgraph: the write may or may not have happened (re-read before retrying): " + e.err.Error()
+}
+
+// Unwrap returns the failure.
+func (e *unknownOutcomeError) Unwrap() error { return e.err }
+
+// Is reports whether target is ErrUnknownOutcome.
+func (e *unknownOutcomeError) Is(target error) bool { return target == ErrUnknownOutcome }
 
 // NotFoundError names a task that does not exist. It matches ErrNotFound.
 type NotFoundError struct{ ID ID }
@@ -107,15 +132,20 @@ func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
 // Is reports whether target is ErrInvalid.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
-// CorruptError reports a task file that cannot be used. The file is left
-// exactly as it is. It matches ErrCorrupt.
+// CorruptError reports a task file (or the directory's meta or journal file)
+// that cannot be used. The file is left exactly as it is. It matches
+// ErrCorrupt.
 type CorruptError struct {
 	Path string
 	Err  error
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("corrupt task file %s: %v (fix or remove the file; taskgraph never rewrites it)", e.Path, e.Err)
+	what := "task file"
+	if !strings.HasPrefix(filepath.Base(e.Path), taskFilePrefix) {
+		what = "file"
+	}
+	return fmt.Sprintf("corrupt %s %s: %v (fix or remove the file; taskgraph never rewrites it)", what, e.Path, e.Err)
 }
 
 // Unwrap returns the underlying problem.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,9 +32,9 @@ const (
 //
 // Every write takes an exclusive flock on the directory, brings its cache up
 // to date (see below), re-checks the files the decision depends on, and
-// replaces files atomically: renameio writes a temporary file in the
-// directory, fsyncs it and renames it over the old one, then the directory is
-// fsynced so the rename itself survives a power loss. A write that touches
+// replaces files atomically: it writes a temporary file in the directory,
+// fsyncs it and renames it over the old one, then the directory is fsynced
+// so the rename itself survives a power loss. A write that touches
 // several files first writes a journal holding all of them, so after a crash
 // either all or none of it is visible; the next writer replays it.
 //
@@ -65,9 +64,12 @@ type FileStore struct {
 	logIno   uint64
 	logOff   int64
 	dirMtime int64 // directory mtime that the cache accounts for
+	// metaErr and journalErr report a meta or journal file that cannot be
+	// used: reads go on, writes refuse with them.
+	metaErr, journalErr error
 
-	// fault, when set by a test, fails the writes it returns an error for.
-	fault func(name string) error
+	fs   fileSystem    // every step on the directory; tests inject faults here
+	done chan struct{} // closed by Close, to end Watch
 }
 
 // stamp identifies one version of a file.
@@ -105,6 +107,8 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		sem:    make(chan struct{}, 1),
 		g:      newGraph(),
 		stamps: make(map[ID]stamp),
+		fs:     newDirFS(root, dir),
+		done:   make(chan struct{}),
 	}
 	return s, nil
 }
@@ -112,7 +116,8 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 // Dir returns the directory the store was opened on.
 func (s *FileStore) Dir() string { return s.dir }
 
-// Close releases the store's descriptors. Tasks are already on disk.
+// Close releases the store's descriptors and ends its watches, and returns
+// the errors of closing them. Tasks are already on disk.
 func (s *FileStore) Close() error {
 	s.sem <- struct{}{}
 	defer func() { <-s.sem }()
@@ -120,12 +125,13 @@ func (s *FileStore) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.done)
+	var errs []error
 	if s.log != nil {
-		s.log.Close()
+		errs = append(errs, s.log.Close())
 	}
-	s.dirf.Close()
-	s.lock.close()
-	return s.root.Close()
+	errs = append(errs, s.dirf.Close(), s.lock.close(), s.root.Close())
+	return errors.Join(errs...)
 }
 
 // acquire takes the store's semaphore and the directory lock, replays a
@@ -149,6 +155,7 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 		return nil, err
 	}
 	release = func() { unlock(); <-s.sem }
+	s.journalErr = nil
 	if _, err := s.root.Lstat(journalFileName); err == nil {
 		if !exclusive {
 			// Finishing another writer's journal is a write.
@@ -159,12 +166,27 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 			}
 			release = func() { unlock(); <-s.sem }
 		}
-		if err := s.replayJournal(); err != nil {
+		j, err := s.readJournal()
+		var ce *CorruptError
+		switch {
+		case errors.As(err, &ce):
+			// Never replayed: reads go on with the task files as they
+			// are, writes refuse until someone removes the journal.
+			s.journalErr = err
+		case err != nil:
 			release()
 			return nil, err
+		case j != nil:
+			if err := s.replayJournal(j); err != nil {
+				release()
+				return nil, err
+			}
 		}
 	}
 	if err := s.refresh(); err != nil {
+		// Rebuild the cache from scratch next time rather than trust
+		// one that an error left half refreshed.
+		s.scanned = false
 		release()
 		return nil, err
 	}
@@ -189,6 +211,17 @@ func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan
 		return err
 	}
 	defer release()
+	if s.journalErr != nil {
+		return s.journalErr
+	}
+	// The meta file is read under the lock before every write: another
+	// process may have raised it, or someone may have fixed it.
+	if err := s.readMeta(); err != nil {
+		return err
+	}
+	if s.metaErr != nil {
+		return s.metaErr
+	}
 	for attempt := 0; ; attempt++ {
 		p, err := mk(s.g, s.cfg.now().UTC())
 		if err != nil {
@@ -216,9 +249,13 @@ func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan
 }
 
 // withHint adds what to do to the errors a full or read-only disk gives.
+// Only an error before the commit point left nothing half written.
 func withHint(err error) error {
+	full := errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case full && errors.Is(err, ErrUnknownOutcome):
+		return fmt.Errorf("%w (the disk is full: free space, then re-read the tasks before retrying)", err)
+	case full:
 		return fmt.Errorf("%w (the disk is full: free space and retry; nothing was half written)", err)
 	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%w (is the directory writable?)", err)
@@ -264,17 +301,27 @@ func (s *FileStore) verify(ids []ID) (bool, error) {
 			continue
 		}
 		changed = true
-		s.reload(id)
+		if err := s.reload(id); err != nil {
+			return false, err
+		}
 	}
 	return changed, nil
 }
 
-// reload reads one task file into the cache, or drops it if it is gone.
-func (s *FileStore) reload(id ID) {
+// reload reads one task file into the cache, or drops it if it is gone. A
+// failure to read it (not a corrupt file) is returned and nothing is
+// cached, so the next operation reads the file again.
+func (s *FileStore) reload(id ID) error {
 	fi, t, err := s.load(id)
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		delete(s.stamps, id)
+		return err
+	}
 	s.install(id, fi, t, err)
+	return nil
 }
 
+// install caches what load returned: a task, a corrupt file, or no file.
 func (s *FileStore) install(id ID, fi os.FileInfo, t *Task, err error) {
 	// An id that was ever seen was allocated, even if its task is gone by
 	// now: it must never be allocated again.
@@ -293,48 +340,22 @@ func (s *FileStore) install(id ID, fi os.FileInfo, t *Task, err error) {
 }
 
 // load reads and decodes one task file. fi is nil if the file does not
-// exist; a file that exists but cannot be used yields a *CorruptError.
+// exist; a file that exists but cannot be used yields a *CorruptError; a
+// failure to read it, any other error.
 func (s *FileStore) load(id ID) (os.FileInfo, *Task, error) {
-	return loadTaskFile(s.root, s.dir, id)
+	return loadTaskFile(s.fs, s.root, s.dir, id)
 }
 
-func loadTaskFile(root *os.Root, dir string, id ID) (os.FileInfo, *Task, error) {
-	name := taskFileName(id)
-	path := filepath.Join(dir, name)
-	// One open, fstat and read, as os.ReadFile does; the open refuses to
-	// follow a symlink, so a task file is always the file itself.
-	f, err := atomicfile.OpenNoFollow(path)
+func loadTaskFile(fsys fileSystem, root *os.Root, dir string, id ID) (os.FileInfo, *Task, error) {
+	// The open refuses to follow a symlink, so a task file is always the
+	// file itself.
+	fi, data, err := readFile(fsys, root, dir, taskFileName(id), maxFileSize)
+	if fi == nil || err != nil {
+		return fi, nil, err
+	}
+	t, err := decodeTask(id, data)
 	if err != nil {
-		fi, lerr := root.Lstat(name)
-		switch {
-		case errors.Is(lerr, fs.ErrNotExist):
-			return nil, nil, nil
-		case lerr != nil:
-			return nil, nil, lerr
-		case !fi.Mode().IsRegular():
-			return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
-		}
-		return fi, nil, &CorruptError{Path: path, Err: err}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
-	}
-	if fi.Size() > maxFileSize {
-		return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("file is %d bytes, over the %d-byte limit", fi.Size(), maxFileSize)}
-	}
-	data := make([]byte, fi.Size()+1) // +1 sees a file that grew since the stat
-	n, err := io.ReadFull(f, data)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return fi, nil, &CorruptError{Path: path, Err: err}
-	}
-	t, err := decodeTask(id, data[:n])
-	if err != nil {
-		return fi, nil, &CorruptError{Path: path, Err: err}
+		return fi, nil, &CorruptError{Path: filepath.Join(dir, taskFileName(id)), Err: err}
 	}
 	return fi, t, nil
 }

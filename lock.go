@@ -111,5 +111,8 @@ func (l *dirLock) lockReadOnly(ctx context.Context) (func(), error) {
 func (l *dirLock) close() error { return l.fl.Close() }
 
 func lockError(path string, err error) error {
+	if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("taskgraph: lock %s: %w (it is not a regular file (%s): remove it)", path, err, fi.Mode().Type())
+	}
 	return fmt.Errorf("taskgraph: lock %s: %w (is the directory writable?)", path, err)
 }

@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -28,6 +29,38 @@ type Rulebook struct{}
 
 // Rules is the Rulebook; see its methods.
 var Rules Rulebook
+
+// Bounds that every store enforces, so that no counter wraps and every
+// stored task can be read back.
+const (
+	// MaxID is the highest task id a store allocates or loads: 2^53-1,
+	// the largest integer that every JSON reader (JavaScript's included)
+	// holds exactly. Once it is allocated, Create refuses with an
+	// *InvalidError instead of wrapping around.
+	MaxID ID = 1<<53 - 1
+	// MaxTaskSize is the size limit, in bytes, of a task's file as
+	// FileStore writes it. A write that would store a bigger task is
+	// refused, in every store, since FileStore could not read it back.
+	MaxTaskSize = maxFileSize
+)
+
+// Stored validates a version of a task that a write is about to store,
+// after the rule that made it: its Rev must have advanced without
+// overflowing, and its file must fit in MaxTaskSize. Stores run it on
+// every task a write stores, and refuse the whole write if it fails.
+func (Rulebook) Stored(t *Task) error {
+	if t.Rev <= 0 {
+		return &InvalidError{Field: "rev", Reason: fmt.Sprintf("task %d is at the highest rev, %d, and cannot be written again", t.ID, int64(math.MaxInt64))}
+	}
+	data, err := encodeTask(t)
+	if err != nil {
+		return &InvalidError{Field: "metadata", Reason: err.Error()}
+	}
+	if len(data) > MaxTaskSize {
+		return &InvalidError{Field: "task", Reason: fmt.Sprintf("task %d would be %d bytes, over the %d-byte limit (MaxTaskSize): keep large content outside the graph", t.ID, len(data), MaxTaskSize)}
+	}
+	return nil
+}
 
 // Missing returns the error for a task id that names no task: an
 // *InvalidError for an id that cannot exist, a *NotFoundError otherwise.
@@ -58,6 +91,9 @@ func (Rulebook) CheckEdges(self ID, field string, ids []ID, exists func(ID) erro
 // store then adds id to the BlockedBy of every task in nt.Blocks
 // (Reblock) and refuses the write if the new edges close a cycle.
 func (Rulebook) Create(id ID, nt NewTask, now time.Time, exists func(ID) error) (*Task, error) {
+	if id <= 0 || id > MaxID {
+		return nil, &InvalidError{Field: "id", Reason: fmt.Sprintf("no task id is left: every id up to %d (MaxID) has been allocated", MaxID)}
+	}
 	if nt.Subject == "" {
 		return nil, &InvalidError{Field: "subject", Reason: "must not be empty"}
 	}
@@ -295,6 +331,10 @@ func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) 
 		switch {
 		case t.ID <= highWater:
 			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("id %d is not above %d, the highest id this store has allocated", t.ID, highWater)}
+		case t.ID > MaxID:
+			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("id %d is above %d (MaxID)", t.ID, MaxID)}
+		case t.Rev < 0:
+			return nil, &InvalidError{Field: field + ".rev", Reason: fmt.Sprintf("%d is negative", t.Rev)}
 		case batch[t.ID]:
 			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("id %d appears twice", t.ID)}
 		case t.Subject == "":

@@ -10,6 +10,14 @@ import (
 // concurrent use. Implementations: *FileStore (a directory of JSON files),
 // *MemStore (memory only, for tests), and any backend that passes the
 // taskgraphtest conformance suite.
+//
+// The outcome of a write: if a write returns nil, it happened (and, for a
+// durable store, survives a crash). If it returns an error that does not
+// match ErrUnknownOutcome, it did not happen: nothing of it is stored, and
+// it may be retried as it is. An error matching ErrUnknownOutcome means
+// the store could not tell — the write became visible but could not be
+// made durable — and the caller must re-read before deciding to write
+// again. A write is never stored in part.
 type Store interface {
 	// Create adds a pending task and returns it with its new id. Every id in
 	// BlockedBy and Blocks must exist; an edge that would close a cycle is
@@ -121,6 +129,23 @@ var (
 	_ Loader = (*MemStore)(nil)
 )
 
+// checked makes a plan with mk and runs Rules.Stored on every task it
+// stores: every write goes through it.
+func checked(mk func(g *graph, now time.Time) (*plan, error)) func(g *graph, now time.Time) (*plan, error) {
+	return func(g *graph, now time.Time) (*plan, error) {
+		p, err := mk(g, now)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range p.put {
+			if err := Rules.Stored(t); err != nil {
+				return nil, err
+			}
+		}
+		return p, nil
+	}
+}
+
 func (o ops) Create(ctx context.Context, nt NewTask) (Task, error) {
 	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planCreate(nt, now) })
 }
@@ -166,9 +191,9 @@ func (o ops) Renew(ctx context.Context, id ID, owner string, ttl time.Duration) 
 
 func (o ops) Complete(ctx context.Context, id ID, owner string) (Completion, error) {
 	var c Completion
-	err := o.e.write(ctx, func(g *graph, now time.Time) (*plan, error) {
+	err := o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
 		return g.planComplete(id, owner, now)
-	}, func(g *graph, p *plan) {
+	}), func(g *graph, p *plan) {
 		c.Task = g.view(id)
 		for _, d := range g.dependents[id] {
 			if g.isReady(d) {
@@ -185,15 +210,15 @@ func (o ops) Release(ctx context.Context, id ID, owner string) (Task, error) {
 
 func (o ops) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
 	detach := DetachOf(opts)
-	return o.e.write(ctx, func(g *graph, now time.Time) (*plan, error) {
+	return o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
 		return g.planDelete(id, detach, now)
-	}, func(*graph, *plan) {})
+	}), func(*graph, *plan) {})
 }
 
 func (o ops) Load(ctx context.Context, tasks []Task) error {
-	return o.e.write(ctx, func(g *graph, now time.Time) (*plan, error) {
+	return o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
 		return g.planLoad(tasks, now)
-	}, func(*graph, *plan) {})
+	}), func(*graph, *plan) {})
 }
 
 func (o ops) Board(ctx context.Context) (Board, error) {
@@ -207,7 +232,7 @@ func (o ops) Board(ctx context.Context) (Board, error) {
 
 func (o ops) writeTask(ctx context.Context, mk func(g *graph, now time.Time) (*plan, error)) (Task, error) {
 	var t Task
-	err := o.e.write(ctx, mk, func(g *graph, p *plan) { t = g.view(p.result) })
+	err := o.e.write(ctx, checked(mk), func(g *graph, p *plan) { t = g.view(p.result) })
 	return t, err
 }
 

@@ -19,7 +19,7 @@ var watchPollOnly = false
 const watchPoll = 250 * time.Millisecond
 
 // Watch reports every change to the graph, by this or any other process,
-// until ctx is done; then it closes the channel. Event.Task has every field
+// until ctx is done or the store is closed; then it closes the channel. Event.Task has every field
 // but Blocks. It uses inotify (through
 // fsnotify) and falls back to polling where that is unavailable. Changes
 // that happen while the receiver is busy are coalesced: a task written three
@@ -87,6 +87,8 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 				select {
 				case <-ctx.Done():
 					return
+				case <-s.done:
+					return
 				case <-tick.C:
 					poke()
 				}
@@ -103,11 +105,13 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 			select {
 			case <-ctx.Done():
 				return
+			case <-s.done:
+				return
 			case <-wake:
 			}
 			next, err := snapshot()
 			if err != nil {
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 					return
 				}
 				continue
@@ -142,6 +146,8 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 				select {
 				case out <- e:
 				case <-ctx.Done():
+					return
+				case <-s.done:
 					return
 				}
 			}

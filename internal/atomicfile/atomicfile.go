@@ -8,39 +8,97 @@
 // durable until the file itself is fsynced before the rename. Writing a
 // temporary file, fsyncing it, renaming it over the target and then
 // fsyncing the directory (the caller does that once for all the files of
-// one commit, with SyncDir) is the protocol.
+// one commit, with FS.Sync on the directory) is the protocol.
+//
+// Every step goes through an FS, so that tests can make any one of them
+// fail as a full or failing disk would.
 package atomicfile
 
 import (
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
-// WriteNoSync replaces name inside root atomically without any fsync: the
-// replacement is all-or-nothing for readers, but a power loss may lose it.
-func WriteNoSync(root *os.Root, name string, data []byte, perm os.FileMode) error {
-	tmp := TempPrefix(name) + strconv.FormatInt(time.Now().UnixNano(), 36)
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+// FS is the steps of replacing a file inside one directory. Root is the
+// real one; tests wrap it to inject failures.
+type FS interface {
+	// OpenFile opens name inside the directory.
+	OpenFile(name string, flag int, perm os.FileMode) (*os.File, error)
+	// Write writes all of data to f.
+	Write(f *os.File, data []byte) error
+	// Sync fsyncs f: a file's content, or a directory's entries.
+	Sync(f *os.File) error
+	// Rename renames oldname to newname, replacing it.
+	Rename(oldname, newname string) error
+	// Remove removes name.
+	Remove(name string) error
+}
+
+// Root returns the FS of the directory root.
+func Root(root *os.Root) FS { return rootFS{root} }
+
+type rootFS struct{ root *os.Root }
+
+func (r rootFS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+	return r.root.OpenFile(name, flag, perm)
+}
+func (rootFS) Write(f *os.File, data []byte) error { _, err := f.Write(data); return err }
+func (rootFS) Sync(f *os.File) error               { return f.Sync() }
+func (r rootFS) Rename(oldname, newname string) error {
+	return r.root.Rename(oldname, newname)
+}
+func (r rootFS) Remove(name string) error { return r.root.Remove(name) }
+
+// Replace replaces name atomically with a file holding data: it writes a
+// temporary file beside it, fsyncs it if durable, and renames it over name.
+// It does not fsync the directory; the caller does, once for all the files
+// of a commit. An error means name was not replaced: the rename is the last
+// step. perm is reduced by the umask.
+func Replace(fsys FS, name string, data []byte, perm os.FileMode, durable bool) error {
+	tmp := TempName(name)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = fsys.Write(f, data)
+	if err == nil && durable {
+		err = fsys.Sync(f)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = root.Rename(tmp, name)
+		err = fsys.Rename(tmp, name)
 	}
 	if err != nil {
-		root.Remove(tmp)
+		_ = fsys.Remove(tmp) // best effort: Check reports a leftover
 	}
 	return err
 }
 
-// TempPrefix is how the names of WriteNoSync's temporary files for name
-// begin: a dot and the name, so that a glob for the real files never
-// matches one.
+// WriteNoSync replaces name inside root atomically without any fsync: the
+// replacement is all-or-nothing for readers, but a power loss may lose it.
+func WriteNoSync(root *os.Root, name string, data []byte, perm os.FileMode) error {
+	return Replace(Root(root), name, data, perm, false)
+}
+
+// WriteDurable replaces name inside root atomically and durably, but for
+// the directory fsync, which the caller does.
+func WriteDurable(root *os.Root, name string, data []byte, perm os.FileMode) error {
+	return Replace(Root(root), name, data, perm, true)
+}
+
+var tempSeq atomic.Uint64
+
+// TempName returns a fresh temporary name for a replacement of name.
+func TempName(name string) string {
+	return TempPrefix(name) + strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.FormatUint(tempSeq.Add(1), 36)
+}
+
+// TempPrefix is how the names of the temporary files for name begin: a dot
+// and the name, so that a glob for the real files never matches one.
 func TempPrefix(name string) string { return "." + name }
 
 // SyncDir makes the renames and removals done in the directory d durable.

@@ -5,20 +5,10 @@ package atomicfile
 import (
 	"os"
 	"syscall"
-
-	"github.com/google/renameio/v2"
 )
 
 // ErrPlatform is nil where atomic replacement is available.
 var ErrPlatform error
-
-// WriteDurable replaces name inside root atomically and durably: renameio
-// writes a temporary file in the same directory, fsyncs it, and renames it
-// over name. It does not fsync the directory; the caller does (SyncDir),
-// once for all the files of a commit.
-func WriteDurable(root *os.Root, name string, data []byte, perm os.FileMode) error {
-	return renameio.WriteFile(name, data, perm, renameio.WithRoot(root))
-}
 
 // FileID returns the inode number of fi: a file replaced by rename always
 // gets a new one, whatever its size and timestamps.
@@ -29,7 +19,9 @@ func FileID(fi os.FileInfo) uint64 {
 	return 0
 }
 
-// OpenNoFollow opens path for reading, failing if it is a symlink.
+// OpenNoFollow opens path for reading, failing if it is a symlink. It opens
+// without blocking, so that a FIFO or device put in place of a file cannot
+// hang the caller; the caller checks that it got a regular file.
 func OpenNoFollow(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 }

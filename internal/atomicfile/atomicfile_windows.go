@@ -7,14 +7,9 @@ import (
 	"os"
 )
 
-// ErrPlatform: renameio, and with it atomic replacement of a file, is not
-// available on Windows.
+// ErrPlatform: atomic replacement of an open file is not available on
+// Windows.
 var ErrPlatform = errors.ErrUnsupported
-
-// WriteDurable is not available on Windows.
-func WriteDurable(root *os.Root, name string, data []byte, perm os.FileMode) error {
-	return errors.ErrUnsupported
-}
 
 // FileID is not available on Windows.
 func FileID(fi os.FileInfo) uint64 { return 0 }
