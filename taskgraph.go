@@ -2,16 +2,53 @@
 //
 // Every task is a JSON file in a directory (by convention .tasks/), tasks
 // declare the tasks that block them, and any number of agents — goroutines,
-// processes — can share one graph: writes are serialised by a lock on the
-// directory, each one reloads and validates what it depends on, and files
-// are replaced atomically and durably. The on-disk format is the one of the
-// learn-claude-code s07 task system, so directories written by it open
-// unchanged and files written here load in it.
+// processes, and with the pgstore package, machines — share one graph. The
+// on-disk format is the one of the learn-claude-code s07 task system, so
+// directories written by it open unchanged and files written here load in
+// it. Callers program against the [Store] interface: [Open] returns the
+// file store, [NewMemStore] an in-memory store with the same contract for
+// unit tests. [Resolve], [FindCycle] and [TopoOrder] are pure functions
+// over a slice of tasks.
 //
-// Callers program against the [Store] interface. [Open] returns the
-// filesystem store; [NewMemStore] returns an in-memory store with the same
-// contract for unit tests. [Resolve], [FindCycle] and [TopoOrder] are pure
-// functions over a slice of tasks.
+// # The design in one page
+//
+// Files. A task is task_<id>.json (codec.go). Beside the tasks live four
+// dot-files the reference's glob never sees: .taskgraph.lock (the flock),
+// .taskgraph.meta (the id high-water mark, so ids are never reused),
+// .taskgraph.log (which tasks each write changed) and, only during a
+// write that touches several files, .taskgraph.journal.
+//
+// Lock (lock.go). Every write holds an exclusive flock on .taskgraph.lock
+// for its whole read-decide-write cycle; reads take it shared, so they
+// never see a multi-file write half applied. One writer at a time per
+// directory, across processes; a lock dies with its process.
+//
+// Reload, validate, rename (filestore.go, rules.go, plan.go). Under the
+// lock a write first brings its view of the directory up to date, then
+// asks the rulebook ([Rules]) whether the change is allowed — the same
+// functions MemStore and pgstore call, so every store decides alike — and
+// computes the full set of files to write. One file is written to a
+// temporary name, fsynced, and renamed over the task (internal/atomicfile);
+// then the directory is fsynced. The rename is the commit point.
+//
+// Journal (commit.go). A write of several files (a create with Blocks, a
+// delete with Detach, an edge edit) first writes every new file into one
+// durable .taskgraph.journal; once that is durable the write has happened,
+// and the store applies the files and removes the journal. A crash in
+// between leaves the journal, and the next writer or opener replays it
+// after validating every entry. A write is never stored in part.
+//
+// Cache (cache.go). A FileStore keeps every task decoded in memory with a
+// reverse-edge index and a heap of ready ids, so a write costs one durable
+// write whatever the size of the graph. After each commit the writer
+// appends the changed ids to .taskgraph.log; other stores read only the
+// log's new tail and reload those files, and rescan the directory when the
+// log was replaced or the directory changed behind their back.
+//
+// Errors (errors.go). An error from a write means it did not happen, except
+// one matching [ErrUnknownOutcome], which says the store could not tell.
+// Everything else — torn files, hostile files, full disks — is a typed
+// error that names the file and what to do; see [Store].
 package taskgraph
 
 import (
