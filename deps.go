@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/taskgraph/taskgraph/internal/graphpath"
 	"github.com/taskgraph/taskgraph/internal/jsonvalue"
 )
 
@@ -470,21 +471,6 @@ func (o *overlay) pathBetween(from, to ID) []ID {
 	fwd := map[ID]ID{from: from} // node -> predecessor on the path from "from"
 	bwd := map[ID]ID{to: to}     // node -> successor on the path to "to"
 	ff, bf := []ID{from}, []ID{to}
-	join := func(m ID) []ID {
-		var head []ID
-		for n := m; ; n = fwd[n] {
-			head = append(head, n)
-			if n == from {
-				break
-			}
-		}
-		slices.Reverse(head)
-		for n := m; n != to; {
-			n = bwd[n]
-			head = append(head, n)
-		}
-		return head
-	}
 	for len(ff) > 0 && len(bf) > 0 {
 		if len(ff) <= len(bf) {
 			var next []ID
@@ -495,7 +481,7 @@ func (o *overlay) pathBetween(from, to ID) []ID {
 					}
 					fwd[d] = n
 					if _, ok := bwd[d]; ok {
-						return join(d)
+						return graphpath.Join(fwd, bwd, from, to, d)
 					}
 					next = append(next, d)
 				}
@@ -510,7 +496,7 @@ func (o *overlay) pathBetween(from, to ID) []ID {
 					}
 					bwd[b] = n
 					if _, ok := fwd[b]; ok {
-						return join(b)
+						return graphpath.Join(fwd, bwd, from, to, b)
 					}
 					next = append(next, b)
 				}

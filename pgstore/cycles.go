@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/internal/graphpath"
 )
 
 // This file holds the cycle search over the table and the count of
@@ -149,7 +150,7 @@ func (o *overlay) path(from, to taskgraph.ID) ([]taskgraph.ID, error) {
 				}
 				seen[m] = n
 				if _, ok := other[m]; ok {
-					return join(fwd, bwd, from, to, m), nil
+					return graphpath.Join(fwd, bwd, from, to, m), nil
 				}
 				level = append(level, m)
 			}
@@ -161,23 +162,6 @@ func (o *overlay) path(from, to taskgraph.ID) ([]taskgraph.ID, error) {
 		}
 	}
 	return nil, nil
-}
-
-// join returns the path from -> m -> to that the two searches met on.
-func join(fwd, bwd map[taskgraph.ID]taskgraph.ID, from, to, m taskgraph.ID) []taskgraph.ID {
-	var head []taskgraph.ID
-	for n := m; ; n = fwd[n] {
-		head = append(head, n)
-		if n == from {
-			break
-		}
-	}
-	slices.Reverse(head)
-	for n := m; n != to; {
-		n = bwd[n]
-		head = append(head, n)
-	}
-	return head
 }
 
 // dependents returns the dependents of each task of frontier: those in the
