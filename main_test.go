@@ -34,6 +34,7 @@ var roles = map[string]func(s *tg.FileStore, dir, arg string) int{
 	"holdlock":  holdLock,      // multiprocess_test.go
 	"mutate":    mutateForever, // durability_test.go
 	"soak":      soak,          // soak_test.go
+	"work":      workRole,      // work_test.go
 }
 
 // worker starts the test binary as a worker process in role.

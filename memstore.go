@@ -14,12 +14,13 @@ type MemStore struct {
 	mu     sync.Mutex
 	g      *graph
 	closed bool
+	done   chan struct{} // closed by Close, ending every Watch
+	hub    hub
 }
 
 // NewMemStore returns an empty in-memory store. Only WithClock affects it.
 func NewMemStore(opts ...Option) *MemStore {
-	m := &MemStore{cfg: newConfig(opts), g: newGraph()}
-	return m
+	return &MemStore{cfg: newConfig(opts), g: newGraph(), done: make(chan struct{})}
 }
 
 func (m *MemStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) error {
@@ -28,7 +29,13 @@ func (m *MemStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan,
 		if err != nil {
 			return err
 		}
-		g.apply(p)
+		if !m.hub.active() {
+			g.apply(p)
+		} else {
+			events := g.observe(p.changedIDs())
+			g.apply(p)
+			m.hub.publish(events())
+		}
 		done(g, p)
 		return nil
 	})
@@ -50,8 +57,30 @@ func (m *MemStore) read(ctx context.Context, _ []ID, fn func(*graph) error) erro
 func (m *MemStore) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.closed = true
+	if !m.closed {
+		m.closed = true
+		close(m.done)
+	}
 	return nil
+}
+
+// Watch reports every change to the graph, and every lease that lapses,
+// until ctx is done or the store is closed; then it closes the channel. A
+// task written several times while the receiver is busy is reported once,
+// with its latest content. See [Watcher].
+func (m *MemStore) Watch(ctx context.Context) (<-chan Event, error) {
+	var ch <-chan Event
+	err := m.read(ctx, nil, func(g *graph) error {
+		// Subscribed under the lock: no write falls between the
+		// starting view and the first event.
+		var leased []Task
+		for id := range g.leased {
+			leased = append(leased, g.view(id))
+		}
+		ch = m.hub.watch(ctx, leased, m.cfg.now, m.done)
+		return nil
+	})
+	return ch, err
 }
 
 // The Store methods of MemStore. Each runs the shared implementation (ops) under the store's mutex.

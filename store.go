@@ -123,10 +123,12 @@ type engine interface {
 type ops struct{ e engine }
 
 var (
-	_ Store  = (*FileStore)(nil)
-	_ Loader = (*FileStore)(nil)
-	_ Store  = (*MemStore)(nil)
-	_ Loader = (*MemStore)(nil)
+	_ Store   = (*FileStore)(nil)
+	_ Loader  = (*FileStore)(nil)
+	_ Watcher = (*FileStore)(nil)
+	_ Store   = (*MemStore)(nil)
+	_ Loader  = (*MemStore)(nil)
+	_ Watcher = (*MemStore)(nil)
 )
 
 // checked makes a plan with mk and runs Rules.Stored on every task it
@@ -260,6 +262,9 @@ const (
 	Updated   EventKind = "updated"
 	Deleted   EventKind = "deleted"
 	Unblocked EventKind = "unblocked" // became ready: pending with every blocker completed
+	// Lapsed reports that a claim's lease expired: anyone may now claim the
+	// task. Nothing was written; the watcher computes it from the lease.
+	Lapsed EventKind = "lapsed"
 )
 
 // Watcher is implemented by stores that can report changes as they happen,

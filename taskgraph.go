@@ -158,6 +158,13 @@ type Board struct {
 	Missing map[ID][]ID
 }
 
+// Finished reports whether no work is left: no task is pending or in
+// progress. When ClaimNext returns ErrNoReady, it tells a finished graph
+// from one where work is blocked or held by others.
+func (b Board) Finished() bool {
+	return len(b.Ready) == 0 && len(b.Blocked) == 0 && len(b.InProgress) == 0
+}
+
 // clone returns a deep copy of t that shares nothing mutable with it.
 func (t Task) clone() Task {
 	t.BlockedBy = slices.Clone(t.BlockedBy)

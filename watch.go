@@ -1,11 +1,8 @@
 package taskgraph
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -135,12 +132,7 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 				}
 			}
 			prev = next
-			slices.SortStableFunc(events, func(a, b Event) int {
-				if c := cmp.Compare(a.Task.ID, b.Task.ID); c != 0 {
-					return c
-				}
-				return strings.Compare(eventOrder[a.Kind], eventOrder[b.Kind])
-			})
+			sortEvents(events)
 			for _, e := range events {
 				e.Task = e.Task.clone()
 				select {
@@ -155,5 +147,3 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 	}()
 	return out, nil
 }
-
-var eventOrder = map[EventKind]string{Created: "0", Updated: "1", Unblocked: "2", Deleted: "3"}

@@ -1,0 +1,242 @@
+package taskgraph
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file turns a change to the graph into Watch events and delivers them
+// to each watcher. The cost of a change is proportional to the tasks it
+// touched and their dependents, never to the size of the graph.
+
+// observe records what a change to the tasks in changed can affect; call it
+// with the graph as it is before the change, apply the change, then call the
+// returned function for the events. Only a changed task or a dependent of
+// one can change readiness: a task that gains a blocker is itself changed.
+func (g *graph) observe(changed []ID) func() []Event {
+	type was struct {
+		t     *Task
+		ready bool
+	}
+	before := make(map[ID]was, len(changed))
+	note := func(id ID) {
+		if _, ok := before[id]; !ok {
+			before[id] = was{g.tasks[id], g.isReady(id)}
+		}
+	}
+	for _, id := range changed {
+		note(id)
+		for _, d := range g.dependents[id] {
+			note(d)
+		}
+	}
+	return func() []Event {
+		var evs []Event
+		for _, id := range slices.Sorted(maps.Keys(before)) {
+			old, now := before[id], g.tasks[id]
+			switch {
+			case old.t == nil && now != nil:
+				evs = append(evs, Event{Kind: Created, Task: g.view(id)})
+			case old.t != nil && now == nil:
+				evs = append(evs, Event{Kind: Deleted, Task: old.t.clone()})
+			case old.t != now:
+				evs = append(evs, Event{Kind: Updated, Task: g.view(id)})
+			}
+			if now != nil && !old.ready && g.isReady(id) {
+				evs = append(evs, Event{Kind: Unblocked, Task: g.view(id)})
+			}
+		}
+		return evs
+	}
+}
+
+// changedIDs lists the tasks a plan writes or deletes.
+func (p *plan) changedIDs() []ID {
+	ids := slices.Clone(p.del)
+	for _, t := range p.put {
+		ids = append(ids, t.ID)
+	}
+	return ids
+}
+
+// hub delivers the events of one store to its watchers. publish never
+// blocks a writer: each watcher queues what it has not yet received,
+// coalescing repeated updates of a task.
+type hub struct {
+	mu   sync.Mutex
+	subs map[*watcher]struct{}
+}
+
+// active reports whether anyone watches, so that a store skips computing
+// events nobody reads.
+func (h *hub) active() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs) > 0
+}
+
+func (h *hub) publish(evs []Event) {
+	if len(evs) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.subs {
+		w.push(evs)
+	}
+}
+
+// watch starts a watcher that delivers published events on the returned
+// channel until ctx is done or closed is closed. initial is the graph as
+// the watcher starts from: its leased claims are tracked so that a lapse is
+// reported as it happens. now is the store's clock.
+func (h *hub) watch(ctx context.Context, initial []Task, now func() time.Time, closed <-chan struct{}) <-chan Event {
+	w := &watcher{wake: make(chan struct{}, 1), leases: map[ID]Task{}}
+	for _, t := range initial {
+		w.track(Event{Kind: Updated, Task: t})
+	}
+	h.mu.Lock()
+	if h.subs == nil {
+		h.subs = map[*watcher]struct{}{}
+	}
+	h.subs[w] = struct{}{}
+	h.mu.Unlock()
+	out := make(chan Event)
+	go func() {
+		defer close(out)
+		defer func() {
+			h.mu.Lock()
+			delete(h.subs, w)
+			h.mu.Unlock()
+		}()
+		w.run(ctx, out, now, closed)
+	}()
+	return out
+}
+
+type watcher struct {
+	mu      sync.Mutex
+	queue   []Event
+	updated map[ID]int // index in queue of the pending Created/Updated event of a task
+	wake    chan struct{}
+
+	leases map[ID]Task // leased claims, as last seen; owned by run
+}
+
+func (w *watcher) push(evs []Event) {
+	w.mu.Lock()
+	for _, e := range evs {
+		if e.Kind == Created || e.Kind == Updated {
+			if i, ok := w.updated[e.Task.ID]; ok {
+				w.queue[i].Task = e.Task // coalesce: the latest content, reported once
+				continue
+			}
+			if w.updated == nil {
+				w.updated = map[ID]int{}
+			}
+			w.updated[e.Task.ID] = len(w.queue)
+		}
+		w.queue = append(w.queue, e)
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// track keeps the set of leased claims current with e.
+func (w *watcher) track(e Event) {
+	t := e.Task
+	switch {
+	case e.Kind == Unblocked:
+	case e.Kind != Deleted && t.Status == InProgress && !t.LeaseExpiresAt.IsZero():
+		w.leases[t.ID] = t
+	default:
+		delete(w.leases, t.ID)
+	}
+}
+
+// lapsed returns, by id, the Lapsed events of the claims whose lease has
+// expired at now, and stops tracking them.
+func (w *watcher) lapsed(now time.Time) []Event {
+	var evs []Event
+	for id, t := range w.leases {
+		if !t.LeaseExpiresAt.After(now) {
+			evs = append(evs, Event{Kind: Lapsed, Task: t})
+			delete(w.leases, id)
+		}
+	}
+	sortEvents(evs)
+	return evs
+}
+
+// nextLapse returns how long until the first tracked lease lapses.
+func (w *watcher) nextLapse(now time.Time) (time.Duration, bool) {
+	var first time.Time
+	for _, t := range w.leases {
+		if first.IsZero() || t.LeaseExpiresAt.Before(first) {
+			first = t.LeaseExpiresAt
+		}
+	}
+	return first.Sub(now), !first.IsZero()
+}
+
+func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Time, closed <-chan struct{}) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		batch := w.queue
+		w.queue, w.updated = nil, nil
+		w.mu.Unlock()
+		batch = append(batch, w.lapsed(now())...)
+		for _, e := range batch {
+			w.track(e)
+			select {
+			case out <- e:
+			case <-ctx.Done():
+				return
+			case <-closed:
+				return
+			}
+		}
+		if len(batch) > 0 {
+			continue // more may have been queued meanwhile
+		}
+		timer.Stop()
+		var lapse <-chan time.Time
+		if d, ok := w.nextLapse(now()); ok {
+			// A clock that stands still (a test's) re-arms at most
+			// every few milliseconds instead of spinning.
+			timer.Reset(max(d, 5*time.Millisecond))
+			lapse = timer.C
+		}
+		select {
+		case <-w.wake:
+		case <-lapse:
+		case <-ctx.Done():
+			return
+		case <-closed:
+			return
+		}
+	}
+}
+
+// sortEvents orders events by task id, and for one task as they happen:
+// created, updated, unblocked, lapsed, deleted.
+func sortEvents(evs []Event) {
+	slices.SortStableFunc(evs, func(a, b Event) int {
+		if c := cmp.Compare(a.Task.ID, b.Task.ID); c != 0 {
+			return c
+		}
+		return strings.Compare(eventOrder[a.Kind], eventOrder[b.Kind])
+	})
+}
+
+var eventOrder = map[EventKind]string{Created: "0", Updated: "1", Unblocked: "2", Lapsed: "3", Deleted: "4"}

@@ -1,0 +1,230 @@
+package taskgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// WorkFunc does one task. It should stop when ctx is done: ctx is also
+// cancelled when the claim is lost (its lease could not be renewed), and
+// context.Cause(ctx) then says why.
+type WorkFunc func(ctx context.Context, t Task) error
+
+// WorkOption configures Work.
+type WorkOption func(*workConfig)
+
+type workConfig struct {
+	lease time.Duration
+	poll  time.Duration
+}
+
+// WorkLease sets the lease of each claim Work makes (default one minute).
+// Work renews it every third of ttl while the task runs, so a crashed agent
+// holds its task for at most ttl.
+func WorkLease(ttl time.Duration) WorkOption {
+	return func(c *workConfig) { c.lease = ttl }
+}
+
+// WorkPoll sets how often Work looks for work on a store that does not
+// implement Watcher (default one second). On a Watcher it waits for events.
+func WorkPoll(d time.Duration) WorkOption {
+	return func(c *workConfig) { c.poll = d }
+}
+
+// WorkError is the error Work returns when fn fails on a task. The task has
+// been released, so another agent (or this one, running Work again) can
+// take it. errors.Is and errors.As see through it to the error fn returned.
+type WorkError struct {
+	Task Task
+	Err  error
+}
+
+func (e *WorkError) Error() string {
+	return fmt.Sprintf("taskgraph: task %d (%s): %v; the task was released for another try", e.Task.ID, e.Task.Subject, e.Err)
+}
+
+// Unwrap returns the error of the work function.
+func (e *WorkError) Unwrap() error { return e.Err }
+
+// Work is an agent's loop in one call. It claims the next ready task for
+// owner with a lease, renews the lease while fn runs, and completes the
+// task when fn returns nil; then it takes the next. When nothing is ready
+// it waits — for a change on a Watcher store, subscribed before each claim
+// so that no wake-up is lost, and for the first lease that lapses — and it
+// returns nil once the graph is finished (nothing pending or in progress).
+//
+// If fn returns an error, Work releases the task and returns a *WorkError.
+// If the lease is lost while fn runs (another agent took the task after it
+// lapsed), fn's ctx is cancelled and Work goes on with the next task
+// without completing it. Work returns ctx's error when ctx is done, and
+// any error of the store as it is.
+func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkOption) error {
+	cfg := workConfig{lease: time.Minute, poll: time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.lease <= 0 || cfg.poll <= 0 {
+		return fmt.Errorf("taskgraph: Work needs a positive lease and poll interval, got %v and %v: %w", cfg.lease, cfg.poll, ErrInvalid)
+	}
+	if owner == "" {
+		return fmt.Errorf("taskgraph: Work needs an owner: %w", ErrInvalid)
+	}
+	// One subscription for the whole loop, opened before the first claim:
+	// a change after it is delivered even while fn runs.
+	var events <-chan Event
+	if w, ok := s.(Watcher); ok {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		ch, err := w.Watch(wctx)
+		if err != nil {
+			return err
+		}
+		events = ch
+	}
+	for {
+		drain(events)
+		t, err := s.ClaimNext(ctx, owner, WithLease(cfg.lease))
+		switch {
+		case err == nil:
+			if err := workOn(ctx, s, owner, t, fn, cfg.lease); err != nil {
+				return err
+			}
+			continue
+		case !errors.Is(err, ErrNoReady):
+			return err
+		}
+		b, err := s.Board(ctx)
+		if err != nil {
+			return err
+		}
+		if b.Finished() {
+			return nil
+		}
+		if events, err = wait(ctx, events, b, cfg.poll); err != nil {
+			return err
+		}
+	}
+}
+
+// workOn runs fn on the claimed task t and completes or releases it.
+func workOn(ctx context.Context, s Store, owner string, t Task, fn WorkFunc, lease time.Duration) error {
+	tctx, stop := KeepAlive(ctx, s, t.ID, owner, lease)
+	err := fn(tctx, t)
+	lost := stop() // renewal ends before Complete: no renew can follow it
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if lost != nil {
+		return nil // another agent holds the task now; its outcome is theirs
+	}
+	if err != nil {
+		// Released even if ctx is done: a task must not stay claimed by
+		// an agent that has given up on it.
+		if _, rerr := s.Release(context.WithoutCancel(ctx), t.ID, owner); rerr != nil {
+			return errors.Join(&WorkError{Task: t, Err: err}, rerr)
+		}
+		return &WorkError{Task: t, Err: err}
+	}
+	if _, err := s.Complete(ctx, t.ID, owner); err != nil {
+		var claimed *ClaimedError
+		if errors.As(err, &claimed) {
+			return nil // the lease lapsed just now and someone took it over
+		}
+		return err
+	}
+	return nil
+}
+
+// drain discards the events already delivered: the claim that follows sees
+// everything they report.
+func drain(events <-chan Event) {
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// wait returns after the next event, when the first lease on the board
+// lapses, or after poll on a store that cannot be watched. It returns nil
+// events if the watch ended, so that Work polls from then on.
+func wait(ctx context.Context, events <-chan Event, b Board, poll time.Duration) (<-chan Event, error) {
+	d := poll
+	if events != nil {
+		d = time.Hour
+	}
+	for _, t := range b.InProgress {
+		if !t.LeaseExpiresAt.IsZero() {
+			d = min(d, max(time.Until(t.LeaseExpiresAt), time.Millisecond))
+		}
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return events, ctx.Err()
+	case _, ok := <-events:
+		if !ok {
+			return nil, nil
+		}
+	case <-timer.C:
+	}
+	return events, nil
+}
+
+// KeepAlive renews owner's lease on task id to ttl every ttl/3 until stop is
+// called, for harnesses that run their own loop. The returned ctx is
+// cancelled, with the renewal error as its cause, if the lease cannot be
+// renewed (the claim was lost); work on the task should then stop. stop
+// ends the renewals, waits for the last one, and returns the error that
+// lost the claim, or nil. Call stop before Complete or Release.
+func KeepAlive(ctx context.Context, s Store, id ID, owner string, ttl time.Duration) (context.Context, func() error) {
+	tctx, cancel := context.WithCancelCause(ctx)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	var lost error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(max(ttl/3, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tctx.Done():
+				return
+			case <-tick.C:
+			}
+			if _, err := s.Renew(tctx, id, owner, ttl); err != nil {
+				if tctx.Err() != nil {
+					return
+				}
+				if errors.Is(err, ErrClaimed) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
+					lost = err
+					cancel(fmt.Errorf("taskgraph: the claim on task %d was lost: %w", id, err))
+					return
+				}
+				// A passing failure (a busy disk, a dropped connection):
+				// the lease still runs; try again on the next tick.
+			}
+		}
+	}()
+	var once sync.Once
+	return tctx, func() error {
+		once.Do(func() {
+			close(quit)
+			wg.Wait()
+			cancel(nil)
+		})
+		return lost
+	}
+}

@@ -1,0 +1,279 @@
+//go:build !windows
+
+package taskgraph_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	tg "github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/taskgraphtest"
+)
+
+// layered creates layers of width tasks, each blocked by two tasks of the
+// layer before, and returns their ids.
+func layered(t *testing.T, s tg.Store, layers, width int) []tg.ID {
+	t.Helper()
+	var all, prev []tg.ID
+	for l := 0; l < layers; l++ {
+		var cur []tg.ID
+		for i := 0; i < width; i++ {
+			var by []tg.ID
+			if len(prev) > 0 {
+				by = []tg.ID{prev[i], prev[(i+1)%width]}
+			}
+			task, err := s.Create(ctx, tg.NewTask{Subject: fmt.Sprintf("L%d-%d", l, i), BlockedBy: by})
+			require.NoError(t, err)
+			cur = append(cur, task.ID)
+		}
+		all, prev = append(all, cur...), cur
+	}
+	return all
+}
+
+// blockersDone returns an error unless every blocker of task is completed.
+func blockersDone(ctx context.Context, s tg.Store, task tg.Task) error {
+	for _, b := range task.BlockedBy {
+		bt, err := s.Get(ctx, b)
+		if err != nil {
+			return err
+		}
+		if bt.Status != tg.Completed {
+			return fmt.Errorf("task %d started while its blocker %d is %s", task.ID, b, bt.Status)
+		}
+	}
+	return nil
+}
+
+func TestWorkDrainsALayeredGraph(t *testing.T) {
+	stores := map[string]func(t *testing.T) tg.Store{
+		"MemStore":  func(*testing.T) tg.Store { return tg.NewMemStore() },
+		"FileStore": func(t *testing.T) tg.Store { return openStore(t, t.TempDir()) },
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			ids := layered(t, s, 4, 6)
+			var mu sync.Mutex
+			ran := map[tg.ID]int{}
+			var wg sync.WaitGroup
+			errs := make([]error, 4)
+			for w := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					// A poll of an hour: a worker that waits is woken by
+					// events, never by polling.
+					errs[w] = tg.Work(ctx, s, fmt.Sprint("agent-", w), func(ctx context.Context, task tg.Task) error {
+						if err := blockersDone(ctx, s, task); err != nil {
+							return err
+						}
+						mu.Lock()
+						ran[task.ID]++
+						mu.Unlock()
+						time.Sleep(time.Millisecond)
+						return nil
+					}, tg.WorkPoll(time.Hour))
+				}()
+			}
+			wg.Wait()
+			for _, err := range errs {
+				require.NoError(t, err)
+			}
+			for _, id := range ids {
+				assert.Equal(t, 1, ran[id], "task %d ran once", id)
+			}
+			b, err := s.Board(ctx)
+			require.NoError(t, err)
+			require.True(t, b.Finished())
+			require.Len(t, b.Completed, len(ids))
+		})
+	}
+}
+
+func TestWorkReleasesAFailedTask(t *testing.T) {
+	s := tg.NewMemStore()
+	a, err := s.Create(ctx, tg.NewTask{Subject: "a"})
+	require.NoError(t, err)
+	boom := errors.New("boom")
+	err = tg.Work(ctx, s, "agent", func(context.Context, tg.Task) error { return boom })
+	var we *tg.WorkError
+	require.ErrorAs(t, err, &we)
+	require.ErrorIs(t, err, boom)
+	require.Equal(t, a.ID, we.Task.ID)
+	got, err := s.Get(ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, tg.Pending, got.Status)
+	require.Empty(t, got.Owner)
+}
+
+// A waiting worker is woken by the write that makes work ready, and by a
+// lease that lapses — with no write at all and no polling.
+func TestWorkWakesWithoutPolling(t *testing.T) {
+	for _, name := range []string{"MemStore", "FileStore"} {
+		t.Run(name, func(t *testing.T) {
+			var s tg.Store = tg.NewMemStore()
+			if name == "FileStore" {
+				s = openStore(t, t.TempDir())
+			}
+			a, err := s.Create(ctx, tg.NewTask{Subject: "a"})
+			require.NoError(t, err)
+			b, err := s.Create(ctx, tg.NewTask{Subject: "b", BlockedBy: []tg.ID{a.ID}})
+			require.NoError(t, err)
+			// Someone else holds a, with a lease it never renews.
+			_, err = s.Claim(ctx, a.ID, "crashed", tg.WithLease(300*time.Millisecond))
+			require.NoError(t, err)
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			var did []tg.ID
+			err = tg.Work(wctx, s, "waiter", func(_ context.Context, task tg.Task) error {
+				did = append(did, task.ID)
+				return nil
+			}, tg.WorkPoll(time.Hour))
+			require.NoError(t, err)
+			require.Equal(t, []tg.ID{a.ID, b.ID}, did)
+			got, err := s.Get(ctx, a.ID)
+			require.NoError(t, err)
+			require.Equal(t, "waiter", got.Owner)
+			require.Equal(t, "crashed", got.PrevOwner)
+		})
+	}
+}
+
+func TestKeepAlive(t *testing.T) {
+	s := tg.NewMemStore()
+	a, err := s.Create(ctx, tg.NewTask{Subject: "a"})
+	require.NoError(t, err)
+	_, err = s.Claim(ctx, a.ID, "me", tg.WithLease(150*time.Millisecond))
+	require.NoError(t, err)
+	kctx, stop := tg.KeepAlive(ctx, s, a.ID, "me", 150*time.Millisecond)
+	time.Sleep(600 * time.Millisecond) // four leases long
+	_, err = s.ClaimNext(ctx, "other")
+	require.ErrorIs(t, err, tg.ErrNoReady, "the renewed claim must not lapse")
+	require.NoError(t, kctx.Err())
+
+	// Someone releases the task: the next renewal fails, and the work's
+	// context is cancelled with that cause.
+	_, err = s.Release(ctx, a.ID, "")
+	require.NoError(t, err)
+	select {
+	case <-kctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lost claim did not cancel the context")
+	}
+	require.ErrorIs(t, context.Cause(kctx), tg.ErrInvalid)
+	require.ErrorIs(t, stop(), tg.ErrInvalid)
+}
+
+func TestMemStoreWatch(t *testing.T) {
+	s := tg.NewMemStore()
+	taskgraphtest.Watch(t, s, s)
+}
+
+// A lapsed lease is an event, computed from the lease time: nothing is
+// written when a lease lapses.
+func TestLapsedLeaseIsAnEvent(t *testing.T) {
+	s := tg.NewMemStore()
+	a, err := s.Create(ctx, tg.NewTask{Subject: "a"})
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	events, err := s.Watch(wctx)
+	require.NoError(t, err)
+	_, err = s.Claim(ctx, a.ID, "x", tg.WithLease(200*time.Millisecond))
+	require.NoError(t, err)
+	var got []string
+	for e := range events {
+		got = append(got, fmt.Sprint(e.Kind, " ", e.Task.ID))
+		if e.Kind == tg.Lapsed {
+			break
+		}
+	}
+	require.Equal(t, []string{fmt.Sprint("updated ", a.ID), fmt.Sprint("lapsed ", a.ID)}, got)
+}
+
+// workRole is a worker process running Work. Its argument is its owner
+// name; "victim" stops forever in its first task, holding it, until it is
+// killed. It prints "ran ID" for each task it does.
+func workRole(s *tg.FileStore, _, owner string) int {
+	err := tg.Work(ctx, s, owner, func(ctx context.Context, task tg.Task) error {
+		if err := blockersDone(ctx, s, task); err != nil {
+			return err
+		}
+		fmt.Printf("ran %d\n", task.ID)
+		if owner == "victim" {
+			select {}
+		}
+		return nil
+	}, tg.WorkLease(600*time.Millisecond))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// Four processes drain a layered graph with Work; one is killed with
+// SIGKILL while it holds a task, and another takes that task over once its
+// lease lapses.
+func TestWorkProcesses(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	ids := layered(t, s, 4, 6)
+
+	victim := worker(t, "work", dir, "victim")
+	out, err := victim.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, victim.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	var held tg.ID
+	_, err = fmt.Sscanf(line, "ran %d", &held)
+	require.NoError(t, err)
+	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
+	victim.Wait()
+
+	var mu sync.Mutex
+	ran := map[tg.ID]int{}
+	var wg sync.WaitGroup
+	for w := 0; w < 3; w++ {
+		cmd := worker(t, "work", dir, fmt.Sprint("agent-", w))
+		var buf strings.Builder
+		cmd.Stdout = &buf
+		require.NoError(t, cmd.Start())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, cmd.Wait())
+			mu.Lock()
+			defer mu.Unlock()
+			for _, l := range strings.Fields(strings.ReplaceAll(buf.String(), "ran ", "")) {
+				var id tg.ID
+				fmt.Sscan(l, &id)
+				ran[id]++
+			}
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		assert.Equal(t, 1, ran[id], "task %d ran once among the survivors", id)
+	}
+	b, err := s.Board(ctx)
+	require.NoError(t, err)
+	require.True(t, b.Finished())
+	got, err := s.Get(ctx, held)
+	require.NoError(t, err)
+	require.Equal(t, tg.Completed, got.Status)
+	require.Equal(t, "victim", got.PrevOwner)
+}
