@@ -1,13 +1,12 @@
 // Multiagent: a planner writes a 12-task plan with dependencies, then four
-// worker processes share it: each loops ClaimNext → work → Complete, with a
-// lease so that a worker that dies does not hold its task forever. The
+// worker processes share it, each running taskgraph.Work: claim with a
+// lease (a worker that dies does not hold its task forever), work, complete. The
 // output shows every task done exactly once, never before its blockers.
 package main
 
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"maps"
@@ -84,10 +83,10 @@ func main() {
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
 				fmt.Println(sc.Text())
-				if who, task, ok := strings.Cut(sc.Text(), " completed "); ok {
+				if who, task, ok := strings.Cut(sc.Text(), " did "); ok {
 					mu.Lock()
 					if prev, dup := doneBy[task]; dup {
-						log.Fatalf("%s was completed twice, by %s and %s", task, prev, who)
+						log.Fatalf("%s was done twice, by %s and %s", task, prev, who)
 					}
 					doneBy[task] = who
 					order = append(order, task)
@@ -120,8 +119,9 @@ func main() {
 	fmt.Println("every task was done exactly once, each after its blockers")
 }
 
-// worker claims ready tasks until the plan is finished. When nothing is
-// ready but tasks remain, it waits for a change rather than polling.
+// worker does ready tasks until the plan is finished: taskgraph.Work claims
+// each with a lease, renews it while the work runs, completes it, and waits
+// for a change (never polling) when nothing is ready.
 func worker(dir string) {
 	ctx := context.Background()
 	me := os.Getenv("WORKER")
@@ -130,42 +130,18 @@ func worker(dir string) {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	watchCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	changes, err := store.Watch(watchCtx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	for {
-		task, err := store.ClaimNext(ctx, me, taskgraph.WithLease(time.Minute))
-		if errors.Is(err, taskgraph.ErrNoReady) {
-			b, err := store.Board(ctx)
-			if err != nil {
-				log.Fatal(err)
-			}
-			if len(b.Ready)+len(b.Blocked)+len(b.InProgress) == 0 {
-				return // the plan is done
-			}
-			select { // something changed: try again
-			case <-changes:
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		if err != nil {
-			log.Fatal(err)
-		}
+	err = taskgraph.Work(ctx, store, me, func(ctx context.Context, task taskgraph.Task) error {
 		// Each blocker must already be completed: check, as a reviewer would.
 		for _, b := range task.BlockedBy {
-			bt, err := store.Get(ctx, b)
-			if err != nil || bt.Status != taskgraph.Completed {
-				log.Fatalf("%s started #%d before its blocker #%d was done", me, task.ID, b)
+			if bt, err := store.Get(ctx, b); err != nil || bt.Status != taskgraph.Completed {
+				return fmt.Errorf("started #%d before its blocker #%d was done", task.ID, b)
 			}
 		}
 		time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond) // the work
-		if _, err := store.Complete(ctx, task.ID, me); err != nil {
-			log.Fatal(err)
-		}
-		fmt.Printf("%s completed #%d %s\n", me, task.ID, task.Subject)
+		fmt.Printf("%s did #%d %s\n", me, task.ID, task.Subject)
+		return nil
+	}, taskgraph.WorkLease(time.Minute))
+	if err != nil {
+		log.Fatal(err)
 	}
 }
