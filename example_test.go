@@ -92,3 +92,21 @@ func ExampleTopoOrder() {
 	fmt.Println(order)
 	// Output: [2 3 1]
 }
+
+// Work is the agent loop in one call: it returns when the graph is finished.
+func ExampleWork() {
+	ctx := context.Background()
+	store := taskgraph.NewMemStore()
+	schema, _ := store.Create(ctx, taskgraph.NewTask{Subject: "setup database schema"})
+	store.Create(ctx, taskgraph.NewTask{Subject: "create API endpoints", BlockedBy: []taskgraph.ID{schema.ID}})
+
+	err := taskgraph.Work(ctx, store, "agent-1", func(ctx context.Context, t taskgraph.Task) error {
+		fmt.Println("working on", t.Subject)
+		return nil
+	})
+	fmt.Println("finished:", err == nil)
+	// Output:
+	// working on setup database schema
+	// working on create API endpoints
+	// finished: true
+}
