@@ -77,6 +77,131 @@ func TopoOrder(tasks []Task) ([]ID, error) {
 	return order, nil
 }
 
+// Waves groups the unfinished tasks (pending or in progress) by when they
+// could run, with as many agents as there are tasks: wave 0 is what is in
+// progress or ready now, wave k what becomes ready once the waves before
+// it are done. The number of waves is the fewest rounds the remaining work
+// needs; the widest wave, the most agents that can be busy at once. A task
+// that waits on a missing blocker, or on such a task, is in no wave: it
+// cannot start until that task exists (Resolve lists it in Board.Missing).
+// Each wave is sorted by id. A cycle among unfinished tasks is a
+// *CycleError. Linear in the size of the graph.
+func Waves(tasks []Task) ([][]ID, error) {
+	depth, _, err := lookAhead(tasks)
+	if err != nil {
+		return nil, err
+	}
+	var waves [][]ID
+	for _, id := range slices.Sorted(maps.Keys(depth)) {
+		d := depth[id].n - 1
+		for len(waves) <= d {
+			waves = append(waves, nil)
+		}
+		waves[d] = append(waves[d], id)
+	}
+	return waves, nil
+}
+
+// CriticalPath returns the longest chain of unfinished tasks, each blocked
+// by the one before it: however many agents work, the remaining work takes
+// at least this many steps one after another. Among chains of equal length
+// it picks the one that ends at the lowest id and, at each step back, the
+// lowest blocker. Tasks that cannot start (see Waves) are left out; nil if
+// nothing is unfinished. A cycle among unfinished tasks is a *CycleError.
+func CriticalPath(tasks []Task) ([]ID, error) {
+	depth, order, err := lookAhead(tasks)
+	if err != nil {
+		return nil, err
+	}
+	var end ID
+	for _, id := range order {
+		if end == 0 || depth[id].n > depth[end].n || depth[id].n == depth[end].n && id < end {
+			end = id
+		}
+	}
+	var path []ID
+	for id := end; id != 0; id = depth[id].prev {
+		path = append(path, id)
+	}
+	slices.Reverse(path)
+	return path, nil
+}
+
+// step is a task's place in the remaining work: n is the length of the
+// longest chain of unfinished tasks that ends with it, prev its blocker on
+// that chain (0 for none).
+type step struct {
+	n    int
+	prev ID
+}
+
+// lookAhead computes the step of every unfinished task that can start, in
+// topological order (lowest id first among the available).
+func lookAhead(tasks []Task) (map[ID]step, []ID, error) {
+	g := graphOf(tasks)
+	unfinished := func(id ID) bool {
+		t := g.tasks[id]
+		return t != nil && t.Status != Completed
+	}
+	// A task can start once its blockers exist and every unfinished one
+	// can start: count the unfinished blockers, and mark as stuck what
+	// waits on a missing task.
+	indeg := map[ID]int{}
+	stuck := map[ID]bool{}
+	var avail idHeap
+	total := 0
+	for _, id := range g.ids {
+		if !unfinished(id) {
+			continue
+		}
+		total++
+		for _, b := range g.tasks[id].BlockedBy {
+			switch {
+			case g.tasks[b] == nil:
+				stuck[id] = true
+			case unfinished(b):
+				indeg[id]++
+			}
+		}
+		if indeg[id] == 0 {
+			avail = append(avail, id)
+		}
+	}
+	heap.Init(&avail)
+	depth := map[ID]step{}
+	var order []ID
+	visited := 0
+	for avail.Len() > 0 {
+		id := heap.Pop(&avail).(ID)
+		visited++
+		if !stuck[id] {
+			s := step{n: 1}
+			for _, b := range slices.Sorted(slices.Values(g.tasks[id].BlockedBy)) {
+				if bs, ok := depth[b]; ok && bs.n+1 > s.n {
+					s = step{n: bs.n + 1, prev: b}
+				}
+			}
+			depth[id] = s
+			order = append(order, id)
+		}
+		for _, d := range g.dependents[id] {
+			if !unfinished(d) {
+				continue
+			}
+			if stuck[id] {
+				stuck[d] = true
+			}
+			if indeg[d]--; indeg[d] == 0 {
+				heap.Push(&avail, d)
+			}
+		}
+	}
+	if visited < total {
+		return nil, nil, &CycleError{Path: g.findCycle()}
+	}
+	return depth, order, nil
+}
+
 // graph is an indexed, in-memory task graph: the state of a MemStore and the
 // cache of a FileStore. Tasks are stored as written (Blocks is not kept);
 // dependents is the reverse index that Blocks and completions are derived
