@@ -1,13 +1,35 @@
 // Package agenttools turns a taskgraph.Store into tools for a language
 // model: a name, a description, a JSON Schema for the input, and a Call
-// that returns the text to give back to the model. It depends on no LLM SDK;
-// wiring a Tool into one is a few lines (see examples/agentloop).
+// that returns the text to give back to the model with a flag saying
+// whether the call failed. It depends on no LLM SDK; wiring a Tool into one
+// is a few lines (see examples/agentloop).
 //
 // The reference's four tools keep their names, arguments and output text
 // (task_create, task_update, task_list, task_get), so prompts written for it
-// keep working; task_claim, task_claim_next, task_complete and task_release
-// add the multi-agent loop. The owner of claims is the agent identity given
-// to New, never an argument the model chooses.
+// keep working; task_claim, task_claim_next, task_complete, task_release,
+// task_renew and task_delete add the multi-agent loop.
+//
+// Claims are safe whatever the model asks. The agent's identity is the one
+// given to New (WithOwner), never an argument the model chooses, and no
+// tool changes the status or owner of a task that another identity holds
+// or completed:
+//
+//   - task_update with status in_progress claims the task for the agent,
+//     as task_claim does (with the agent's lease); with status completed
+//     it completes a task the agent holds, or claims and completes a
+//     pending one; with status pending it gives back a task the agent
+//     holds, or reopens a task the agent (or no one) completed.
+//   - task_update's owner argument may only be the agent's own identity
+//     (take the task, as status in_progress does) or "" (give back a task
+//     the agent holds, as status pending does). Any other value is
+//     refused: a task's owner is whoever claims it.
+//   - task_complete, task_release and task_renew act only on the agent's
+//     own claims; task_delete refuses a task another identity holds or
+//     completed.
+//
+// Dependencies (addBlockedBy, removeBlockedBy, addBlocks, removeBlocks) may
+// be edited on any task: they order the plan, and a claim does not own
+// them.
 package agenttools
 
 import (
@@ -15,35 +37,64 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/taskgraph/taskgraph"
 )
 
+// Result is what a tool call gives back to the model: the text to show it
+// and whether the call failed, the is_error flag of the Anthropic, OpenAI
+// and MCP tool-result shapes. The text of a failed call starts with
+// "Error: ", so a harness that has no flag to set can pass the text alone.
+type Result struct {
+	Text    string
+	IsError bool
+}
+
+// String returns the text the model sees.
+func (r Result) String() string { return r.Text }
+
+// Hints describe what a tool does to the graph, for clients that decide
+// from them whether to ask a person before running it (MCP's tool
+// annotations).
+type Hints struct {
+	// ReadOnly: the tool changes nothing.
+	ReadOnly bool
+	// Destructive: the tool may delete a task.
+	Destructive bool
+	// Idempotent: calling the tool again with the same input changes
+	// nothing more.
+	Idempotent bool
+}
+
 // Tool is one tool to offer a model.
 type Tool struct {
 	Name        string
+	Title       string // a short human-readable name, for clients that show one
 	Description string
 	InputSchema json.RawMessage // a JSON Schema object
+	Hints       Hints
 	call        func(ctx context.Context, in json.RawMessage) (string, error)
+	owner       string
 }
 
 // Call runs the tool on the model's input. Every problem the model can act
-// on — a missing task, a blocked claim, a cycle, malformed input — comes back
-// as text starting with "Error: " and a nil error. A non-nil error means the
+// on — a missing task, a blocked claim, a task someone else holds, a cycle,
+// malformed input — comes back as a Result with IsError set, its text
+// starting with "Error: ", and a nil error. A non-nil error means the
 // harness, not the model, must act: ctx is done or the store is closed.
-func (t Tool) Call(ctx context.Context, input json.RawMessage) (string, error) {
+func (t Tool) Call(ctx context.Context, input json.RawMessage) (Result, error) {
 	out, err := t.call(ctx, input)
 	if err == nil {
-		return out, nil
+		return Result{Text: out}, nil
 	}
 	if ctx.Err() != nil || errors.Is(err, taskgraph.ErrClosed) {
-		return "", err
+		return Result{}, err
 	}
-	return "Error: " + describe(err), nil
+	return Result{Text: "Error: " + describe(err, t.owner), IsError: true}, nil
 }
 
 // Tools is the set of task tools bound to one store and one agent.
@@ -60,10 +111,11 @@ type config struct {
 }
 
 // WithOwner sets the agent identity recorded as the owner of its claims
-// (default "agent").
+// (default "agent"). Give every agent that shares a store its own.
 func WithOwner(owner string) Option { return func(c *config) { c.owner = owner } }
 
-// WithLease makes the agent's claims leases of ttl (see taskgraph.WithLease).
+// WithLease makes the agent's claims leases of ttl (see taskgraph.WithLease)
+// and is the default extension of task_renew.
 func WithLease(ttl time.Duration) Option { return func(c *config) { c.lease = ttl } }
 
 // New returns the task tools over store.
@@ -73,24 +125,36 @@ func New(store taskgraph.Store, opts ...Option) *Tools {
 		o(&c)
 	}
 	h := handlers{store: store, cfg: c}
-	return &Tools{tools: []Tool{
-		{"task_create", "Create a new task. It starts pending; blockedBy lists tasks that must complete first.", schemaCreate, h.create},
-		{"task_update", "Update a task's status or dependencies.", schemaUpdate, h.update},
-		{"task_list", "List all tasks with status summary.", schemaEmpty, h.list},
-		{"task_get", "Get full details of a task by ID.", schemaTaskID, byID(h.get)},
-		{"task_claim", "Claim a ready task for yourself: it becomes in_progress with you as owner.", schemaTaskID, byID(h.claim)},
-		{"task_claim_next", "Claim the ready task with the lowest ID. Returns it, or says that none is ready.", schemaEmpty, h.claimNext},
-		{"task_complete", "Mark a task you hold as completed. Says which tasks this unblocked.", schemaTaskID, byID(h.complete)},
-		{"task_release", "Give back a task you hold: it returns to pending for someone else.", schemaTaskID, byID(h.release)},
-	}}
+	var (
+		read       = Hints{ReadOnly: true, Idempotent: true}
+		once       = Hints{Idempotent: true}
+		additive   = Hints{}
+		destroying = Hints{Destructive: true, Idempotent: true}
+	)
+	tools := []Tool{
+		{"task_create", "Create task", "Create a new task. It starts pending; blockedBy lists tasks that must complete first.", schemaCreate, additive, h.create, ""},
+		{"task_update", "Update task", "Update a task's status or dependencies. Status in_progress claims the task for you; you can complete or give back only tasks you hold, and no one else's claim can be changed.", schemaUpdate, once, h.update, ""},
+		{"task_list", "List tasks", "List all tasks with status summary.", schemaEmpty, read, h.list, ""},
+		{"task_get", "Get task", "Get full details of a task by ID.", schemaTaskID, read, byID(h.get), ""},
+		{"task_claim", "Claim task", "Claim a ready task for yourself: it becomes in_progress with you as owner.", schemaTaskID, once, byID(h.claim), ""},
+		{"task_claim_next", "Claim next ready task", "Claim the ready task with the lowest ID. Returns it, or says that none is ready.", schemaEmpty, additive, h.claimNext, ""},
+		{"task_complete", "Complete task", "Mark a task you hold as completed. Says which tasks this unblocked.", schemaTaskID, once, byID(h.complete), ""},
+		{"task_release", "Release task", "Give back a task you hold: it returns to pending for someone else.", schemaTaskID, once, byID(h.release), ""},
+		{"task_renew", "Renew lease", "Extend the lease on a task you hold, so that it is not handed to another agent while you work on it. Call it now and then during long work.", schemaRenew, additive, h.renew, ""},
+		{"task_delete", "Delete task", "Delete a task that no one else holds. If other tasks depend on it, say detach: true to remove those dependencies too.", schemaDelete, destroying, h.delete, ""},
+	}
+	for i := range tools {
+		tools[i].owner = c.owner
+	}
+	return &Tools{tools: tools}
 }
 
 // List returns every tool, in a stable order.
 func (ts *Tools) List() []Tool { return ts.tools }
 
 // Call dispatches a call by tool name. An unknown name is reported to the
-// model as text, like any other bad call.
-func (ts *Tools) Call(ctx context.Context, name string, input json.RawMessage) (string, error) {
+// model like any other bad call: a Result with IsError set.
+func (ts *Tools) Call(ctx context.Context, name string, input json.RawMessage) (Result, error) {
 	for _, t := range ts.tools {
 		if t.Name == name {
 			return t.Call(ctx, input)
@@ -100,7 +164,7 @@ func (ts *Tools) Call(ctx context.Context, name string, input json.RawMessage) (
 	for i, t := range ts.tools {
 		names[i] = t.Name
 	}
-	return fmt.Sprintf("Error: unknown tool %q; the task tools are %s", name, strings.Join(names, ", ")), nil
+	return Result{Text: fmt.Sprintf("Error: unknown tool %q; the task tools are %s", name, strings.Join(names, ", ")), IsError: true}, nil
 }
 
 var (
@@ -114,7 +178,16 @@ var (
 		`"removeBlockedBy":{"type":"array","items":{"type":"integer"}},` +
 		`"addBlocks":{"type":"array","items":{"type":"integer"}},` +
 		`"removeBlocks":{"type":"array","items":{"type":"integer"}},` +
-		`"owner":{"type":"string"}},"required":["task_id"]}`)
+		`"owner":{"type":"string","description":"Only \"\" (give back a task you hold) or your own name (take the task): a task's owner is whoever claims it."}},` +
+		`"required":["task_id"]}`)
+	schemaRenew = json.RawMessage(`{"type":"object","properties":{` +
+		`"task_id":{"type":"integer"},` +
+		`"seconds":{"type":"integer","description":"How long from now the lease lasts; by default, as long as a new claim's."}},` +
+		`"required":["task_id"]}`)
+	schemaDelete = json.RawMessage(`{"type":"object","properties":{` +
+		`"task_id":{"type":"integer"},` +
+		`"detach":{"type":"boolean","description":"Also remove the task from the blockedBy of the tasks that depend on it."}},` +
+		`"required":["task_id"]}`)
 )
 
 type handlers struct {
@@ -122,88 +195,232 @@ type handlers struct {
 	cfg   config
 }
 
-type taskIDInput struct {
-	TaskID *int64 `json:"task_id"`
-}
-
-func (in taskIDInput) id() (taskgraph.ID, error) {
-	if in.TaskID == nil {
-		return 0, errors.New("task_id is required")
-	}
-	return taskgraph.ID(*in.TaskID), nil
-}
-
 // byID makes a tool whose only input is a task_id out of f, which is given
 // the decoded id.
 func byID(f func(ctx context.Context, id taskgraph.ID) (string, error)) func(context.Context, json.RawMessage) (string, error) {
 	return func(ctx context.Context, raw json.RawMessage) (string, error) {
-		var in taskIDInput
-		if err := decode(raw, &in); err != nil {
+		var id *int64
+		if err := decode(raw, field{"task_id", &id}); err != nil {
 			return "", err
 		}
-		id, err := in.id()
+		tid, err := taskID(id)
 		if err != nil {
 			return "", err
 		}
-		return f(ctx, id)
+		return f(ctx, tid)
 	}
 }
 
 func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Subject     *string        `json:"subject"`
-		Description string         `json:"description"`
-		BlockedBy   []taskgraph.ID `json:"blockedBy"`
-	}
-	if err := decode(raw, &in); err != nil {
+	var (
+		subject     *string
+		description *string
+		blockedBy   []int64
+	)
+	if err := decode(raw, field{"subject", &subject}, field{"description", &description}, field{"blockedBy", &blockedBy}); err != nil {
 		return "", err
 	}
-	if in.Subject == nil {
+	if subject == nil {
 		return "", errors.New("subject is required")
 	}
-	t, err := h.store.Create(ctx, taskgraph.NewTask{Subject: *in.Subject, Description: in.Description, BlockedBy: in.BlockedBy})
+	by, err := taskIDs("blockedBy", blockedBy)
+	if err != nil {
+		return "", err
+	}
+	nt := taskgraph.NewTask{Subject: *subject, BlockedBy: by}
+	if description != nil {
+		nt.Description = *description
+	}
+	t, err := h.store.Create(ctx, nt)
 	if err != nil {
 		return "", err
 	}
 	return render(t), nil
 }
 
+// updateInput is task_update's input, decoded.
+type updateInput struct {
+	id     taskgraph.ID
+	status *taskgraph.Status
+	owner  *string
+	edges  taskgraph.Patch // only the dependency lists
+}
+
+func (in updateInput) hasEdges() bool {
+	p := in.edges
+	return len(p.AddBlockedBy)+len(p.RemoveBlockedBy)+len(p.AddBlocks)+len(p.RemoveBlocks) > 0
+}
+
+// maxUpdateTries bounds how often update re-reads a task that changed
+// between its decision and its write.
+const maxUpdateTries = 8
+
 func (h handlers) update(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		taskIDInput
-		Status          *taskgraph.Status `json:"status"`
-		AddBlockedBy    []taskgraph.ID    `json:"addBlockedBy"`
-		RemoveBlockedBy []taskgraph.ID    `json:"removeBlockedBy"`
-		AddBlocks       []taskgraph.ID    `json:"addBlocks"`
-		RemoveBlocks    []taskgraph.ID    `json:"removeBlocks"`
-		Owner           *string           `json:"owner"`
-	}
-	if err := decode(raw, &in); err != nil {
-		return "", err
-	}
-	id, err := in.id()
+	in, err := decodeUpdate(raw)
 	if err != nil {
 		return "", err
 	}
-	p := taskgraph.Patch{
-		Status: in.Status, Owner: in.Owner,
-		AddBlockedBy: in.AddBlockedBy, RemoveBlockedBy: in.RemoveBlockedBy,
-		AddBlocks: in.AddBlocks, RemoveBlocks: in.RemoveBlocks,
+	if in.owner != nil && *in.owner != "" && *in.owner != h.cfg.owner {
+		return "", fmt.Errorf("owner can only be %q (yours) or \"\" (to give back a task you hold): a task's owner is whoever claims it, so another agent takes a task with task_claim", h.cfg.owner)
 	}
-	if in.Status != nil && *in.Status == taskgraph.InProgress && in.Owner == nil {
-		// The reference lets a model start a task by status alone; the
-		// agent is then its owner.
-		p.Owner = &h.cfg.owner
+	if in.status != nil && !in.status.Valid() {
+		return "", fmt.Errorf("status: %q is not pending, in_progress or completed", *in.status)
 	}
-	t, err := h.store.Update(ctx, id, p)
+	for try := 1; ; try++ {
+		t, err := h.store.Get(ctx, in.id)
+		if err != nil {
+			return "", err
+		}
+		out, err := h.updateOnce(ctx, t, in)
+		if errors.Is(err, taskgraph.ErrConflict) && try < maxUpdateTries {
+			continue // the task changed since it was read: decide again
+		}
+		return out, err
+	}
+}
+
+// updateOnce applies in to t, the task as just read. A write it makes on a
+// decision taken from t is conditional on t's rev, so a task that changed
+// meanwhile gives ErrConflict and nothing is written.
+func (h handlers) updateOnce(ctx context.Context, t taskgraph.Task, in updateInput) (string, error) {
+	me := h.cfg.owner
+	want, err := h.target(t, in)
 	if err != nil {
 		return "", err
 	}
-	return render(t), nil
+	if want != nil {
+		if other := othersOwner(t, me); other != "" {
+			// Only a claim can take a task someone else holds, and only
+			// once their lease has lapsed; the store decides that.
+			if !(*want == taskgraph.InProgress && t.Status == taskgraph.InProgress && !in.hasEdges()) {
+				return "", refusal(t, me, changeStatus)
+			}
+		}
+	}
+	var out taskgraph.Task
+	switch {
+	case want == nil && !in.hasEdges():
+		return render(t), nil // nothing to change
+	case want == nil:
+		out, err = h.store.Update(ctx, t.ID, in.edges)
+	case *want == taskgraph.InProgress && !in.hasEdges() && t.Status != taskgraph.Completed:
+		out, err = h.store.Claim(ctx, t.ID, me, h.claimOpts()...)
+	case *want == taskgraph.Completed && !in.hasEdges() && t.Status == taskgraph.InProgress:
+		var c taskgraph.Completion
+		c, err = h.store.Complete(ctx, t.ID, me)
+		out = c.Task
+	case *want == taskgraph.Pending && !in.hasEdges() && t.Status == taskgraph.InProgress:
+		out, err = h.store.Release(ctx, t.ID, me)
+	default:
+		p := in.edges
+		p.Status, p.IfRev = want, t.Rev
+		if *want != taskgraph.Pending {
+			p.Owner = &me // starting or finishing a task makes it the agent's
+		}
+		out, err = h.store.Update(ctx, t.ID, p)
+		if err == nil && *want == taskgraph.InProgress && h.cfg.lease > 0 {
+			out, err = h.store.Renew(ctx, t.ID, me, h.cfg.lease)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return render(out), nil
+}
+
+// target returns the status that in asks t to take, or nil for none: the
+// status argument, or what the owner argument means for t. A status t
+// already has is no change, except in_progress, which may be a claim.
+func (h handlers) target(t taskgraph.Task, in updateInput) (*taskgraph.Status, error) {
+	want := in.status
+	if in.owner != nil {
+		take := *in.owner != "" // the agent's own identity: checked by update
+		switch {
+		case take && want != nil && *want == taskgraph.Pending:
+			return nil, errors.New("owner names you but status is pending: to give a task back, set owner to \"\" or status to pending")
+		case take && want != nil:
+		case take && t.Status == taskgraph.Completed:
+			if o := othersOwner(t, h.cfg.owner); o != "" {
+				return nil, refusal(t, h.cfg.owner, changeStatus)
+			}
+		case take:
+			s := taskgraph.InProgress
+			want = &s
+		case want != nil && *want != taskgraph.Pending:
+			return nil, fmt.Errorf("owner \"\" gives a task back, which contradicts status %s", *want)
+		case t.Status == taskgraph.Completed:
+			return nil, fmt.Errorf("task %d is completed: there is no claim to give back", t.ID)
+		case t.Status == taskgraph.InProgress:
+			s := taskgraph.Pending
+			want = &s
+		}
+	}
+	if want != nil && *want == t.Status && t.Status != taskgraph.InProgress {
+		return nil, nil
+	}
+	return want, nil
+}
+
+// othersOwner returns the identity other than me that holds t (a claim in
+// progress) or completed it, or "" if there is none.
+func othersOwner(t taskgraph.Task, me string) string {
+	if t.Status != taskgraph.Pending && t.Owner != "" && t.Owner != me {
+		return t.Owner
+	}
+	return ""
+}
+
+// refusal is the error for a change to a task that another identity holds
+// or completed; what names the change.
+func refusal(t taskgraph.Task, me, what string) error {
+	if t.Status == taskgraph.Completed {
+		return fmt.Errorf("task %d was completed by %q, not by you (%q): only they can %s", t.ID, t.Owner, me, what)
+	}
+	return fmt.Errorf("task %d is claimed by %q, not by you (%q): only its holder can %s", t.ID, t.Owner, me, what)
+}
+
+// What a refusal says only the owner may do.
+const (
+	changeStatus = "change its status or owner"
+	deleteIt     = "delete it"
+)
+
+func decodeUpdate(raw json.RawMessage) (updateInput, error) {
+	var (
+		id                   *int64
+		status, owner        *string
+		addBy, rmBy, add, rm []int64
+		in                   updateInput
+	)
+	err := decode(raw, field{"task_id", &id}, field{"status", &status},
+		field{"addBlockedBy", &addBy}, field{"removeBlockedBy", &rmBy},
+		field{"addBlocks", &add}, field{"removeBlocks", &rm}, field{"owner", &owner})
+	if err != nil {
+		return in, err
+	}
+	if in.id, err = taskID(id); err != nil {
+		return in, err
+	}
+	if status != nil {
+		s := taskgraph.Status(*status)
+		in.status = &s
+	}
+	in.owner = owner
+	for _, l := range []struct {
+		name string
+		ids  []int64
+		dst  *[]taskgraph.ID
+	}{{"addBlockedBy", addBy, &in.edges.AddBlockedBy}, {"removeBlockedBy", rmBy, &in.edges.RemoveBlockedBy},
+		{"addBlocks", add, &in.edges.AddBlocks}, {"removeBlocks", rm, &in.edges.RemoveBlocks}} {
+		if *l.dst, err = taskIDs(l.name, l.ids); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
 }
 
 func (h handlers) list(ctx context.Context, raw json.RawMessage) (string, error) {
-	if err := decode(raw, &struct{}{}); err != nil {
+	if err := decode(raw); err != nil {
 		return "", err
 	}
 	tasks, err := h.store.List(ctx)
@@ -237,7 +454,7 @@ func (h handlers) claim(ctx context.Context, id taskgraph.ID) (string, error) {
 }
 
 func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, error) {
-	if err := decode(raw, &struct{}{}); err != nil {
+	if err := decode(raw); err != nil {
 		return "", err
 	}
 	t, err := h.store.ClaimNext(ctx, h.cfg.owner, h.claimOpts()...)
@@ -274,45 +491,206 @@ func (h handlers) release(ctx context.Context, id taskgraph.ID) (string, error) 
 	return fmt.Sprintf("Released #%d: %s", t.ID, t.Subject), nil
 }
 
-// decode parses the model's input strictly, with messages a model can fix.
-func decode(raw json.RawMessage, v any) error {
+func (h handlers) renew(ctx context.Context, raw json.RawMessage) (string, error) {
+	var id, seconds *int64
+	if err := decode(raw, field{"task_id", &id}, field{"seconds", &seconds}); err != nil {
+		return "", err
+	}
+	tid, err := taskID(id)
+	if err != nil {
+		return "", err
+	}
+	ttl := h.cfg.lease
+	switch {
+	case seconds != nil && (*seconds <= 0 || *seconds > int64(100*365*24*time.Hour/time.Second)):
+		return "", fmt.Errorf("seconds must be a positive number of seconds, not %d", *seconds)
+	case seconds != nil:
+		ttl = time.Duration(*seconds) * time.Second
+	case ttl <= 0:
+		return "", errors.New("seconds is required: claims made here have no lease to renew by default")
+	}
+	t, err := h.store.Renew(ctx, tid, h.cfg.owner, ttl)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Renewed #%d: %s; the lease now ends at %s", t.ID, t.Subject, t.LeaseExpiresAt.UTC().Format(time.RFC3339)), nil
+}
+
+func (h handlers) delete(ctx context.Context, raw json.RawMessage) (string, error) {
+	var id *int64
+	var detach *bool
+	if err := decode(raw, field{"task_id", &id}, field{"detach", &detach}); err != nil {
+		return "", err
+	}
+	tid, err := taskID(id)
+	if err != nil {
+		return "", err
+	}
+	t, err := h.store.Get(ctx, tid)
+	if err != nil {
+		return "", err
+	}
+	if othersOwner(t, h.cfg.owner) != "" {
+		return "", refusal(t, h.cfg.owner, deleteIt)
+	}
+	var opts []taskgraph.DeleteOption
+	if detach != nil && *detach {
+		opts = append(opts, taskgraph.Detach())
+	}
+	err = h.store.Delete(ctx, tid, opts...)
+	if errors.Is(err, taskgraph.ErrInvalid) && len(opts) == 0 {
+		if t, gerr := h.store.Get(ctx, tid); gerr == nil && len(t.Blocks) > 0 {
+			return "", fmt.Errorf("tasks %s depend on task %d: remove those dependencies first (task_update with removeBlockedBy), or call task_delete with detach: true", FormatIDs(t.Blocks), tid)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	out := fmt.Sprintf("Deleted #%d: %s", t.ID, t.Subject)
+	if len(opts) > 0 && len(t.Blocks) > 0 {
+		out += fmt.Sprintf("\nNo longer blocked by it: %s", FormatIDs(t.Blocks))
+	}
+	return out, nil
+}
+
+// field is one property of a tool's input and where to decode it.
+type field struct {
+	name string
+	dst  any // a pointer to *int64, *string, *bool or []int64
+}
+
+// decode parses the model's input, an object with at most the given
+// fields, with messages a model can act on; a field that is null counts as
+// absent.
+func decode(raw json.RawMessage, fields ...field) error {
 	if len(strings.TrimSpace(string(raw))) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &te):
-		return fmt.Errorf("%s must be %s, not a JSON %s", te.Field, jsonType(te.Type.Kind().String()), te.Value)
-	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("the input is not valid JSON (%v)", err)
-	case strings.HasPrefix(err.Error(), "json: unknown field"):
-		return fmt.Errorf("%s; see the tool's input schema", strings.TrimPrefix(err.Error(), "json: "))
-	default:
-		return fmt.Errorf("the input must be a JSON object (%v)", err)
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("the input must be a JSON object, not a JSON %s", te.Value)
+		}
+		return fmt.Errorf("the input is not valid JSON (%s)", strings.TrimPrefix(err.Error(), "json: "))
 	}
+	if obj == nil {
+		return errors.New("the input must be a JSON object, not null")
+	}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		known := false
+		for _, n := range names {
+			known = known || n == k
+		}
+		if !known {
+			if len(names) == 0 {
+				return fmt.Errorf("unknown field %q: this tool takes no input; see its input schema", k)
+			}
+			return fmt.Errorf("unknown field %q; this tool takes %s (see its input schema)", k, strings.Join(names, ", "))
+		}
+	}
+	for _, f := range fields {
+		v, ok := obj[f.name]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(v, f.dst); err != nil {
+			return fmt.Errorf("%s must be %s, not %s", f.name, want(f.dst), jsonKind(v))
+		}
+	}
+	return nil
 }
 
-func jsonType(kind string) string {
-	switch kind {
-	case "int64", "int":
+// want names the JSON a field's destination takes.
+func want(dst any) string {
+	switch dst.(type) {
+	case **int64:
 		return "an integer"
-	case "string":
+	case **string:
 		return "a string"
-	case "slice":
-		return "an array of integers"
+	case **bool:
+		return "true or false"
 	default:
-		return "a JSON " + kind
+		return "an array of integers (task ids)"
 	}
 }
 
-// describe words an error for the model.
-func describe(err error) string {
+// jsonKind describes a JSON value for an error message, quoting it when it
+// is short.
+func jsonKind(v json.RawMessage) string {
+	s := strings.TrimSpace(string(v))
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	switch s[0] {
+	case '"':
+		return "the string " + s
+	case '[':
+		return "the array " + s
+	case '{':
+		return "an object"
+	default:
+		return s
+	}
+}
+
+// taskID validates a task_id argument.
+func taskID(id *int64) (taskgraph.ID, error) {
+	if id == nil {
+		return 0, errors.New("task_id is required")
+	}
+	if *id <= 0 {
+		return 0, fmt.Errorf("task_id must be a task id, a positive integer, not %d", *id)
+	}
+	return taskgraph.ID(*id), nil
+}
+
+// taskIDs validates a list of task ids given as the argument name.
+func taskIDs(name string, ids []int64) ([]taskgraph.ID, error) {
+	out := make([]taskgraph.ID, len(ids))
+	for i, id := range ids {
+		if id <= 0 {
+			return nil, fmt.Errorf("%s: %d is not a task id (task ids are positive integers)", name, id)
+		}
+		out[i] = taskgraph.ID(id)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// FormatIDs writes a list of task ids the one way the tools and the
+// taskgraph command write every list: "[1, 2, 3]", as the reference's
+// list does.
+func FormatIDs(ids []taskgraph.ID) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(int64(id), 10)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// scrub rewrites the parts of the store's messages that are meant for a
+// programmer (Go names) into what a model can do instead.
+var scrub = strings.NewReplacer(
+	"or delete with taskgraph.Detach()", "or call task_delete with detach: true",
+	"use Claim, or set Owner in the same patch", "use task_claim",
+	" (MaxTaskSize)", "",
+	" (MaxID)", "",
+)
+
+// describe words an error for the model acting as me.
+func describe(err error, me string) string {
 	var ce *taskgraph.CycleError
 	if errors.As(err, &ce) && len(ce.Path) >= 2 {
 		n := len(ce.Path)
@@ -320,13 +698,17 @@ func describe(err error) string {
 	}
 	var be *taskgraph.BlockedError
 	if errors.As(err, &be) {
-		s := fmt.Sprintf("blocked by %v", be.By)
+		s := fmt.Sprintf("task %d is blocked by %s", be.ID, FormatIDs(be.By))
 		if len(be.Missing) > 0 {
-			s += fmt.Sprintf(" (tasks %v do not exist)", be.Missing)
+			s += fmt.Sprintf(" (tasks %s do not exist)", FormatIDs(be.Missing))
 		}
 		return s
 	}
-	return err.Error()
+	var cl *taskgraph.ClaimedError
+	if errors.As(err, &cl) && cl.Owner != me {
+		return fmt.Sprintf("task %d is claimed by %q, not by you (%q)", cl.ID, cl.Owner, me)
+	}
+	return scrub.Replace(err.Error())
 }
 
 // TaskJSON is the head of a task as JSON: the reference's fields, in its
@@ -369,7 +751,7 @@ type taskJSON struct {
 func render(t taskgraph.Task) string {
 	j := taskJSON{TaskJSON: NewTaskJSON(t), Metadata: t.Metadata}
 	if !t.LeaseExpiresAt.IsZero() {
-		j.LeaseExpiresAt = t.LeaseExpiresAt.Format(time.RFC3339)
+		j.LeaseExpiresAt = t.LeaseExpiresAt.UTC().Format(time.RFC3339)
 	}
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
@@ -397,14 +779,8 @@ func renderList(tasks []taskgraph.Task, corrupt error) string {
 		if t.Owner != "" && t.Status != taskgraph.Pending {
 			line += " @" + t.Owner
 		}
-		var open []string
-		for _, b := range t.BlockedBy {
-			if status[b] != taskgraph.Completed {
-				open = append(open, fmt.Sprint(b))
-			}
-		}
-		if len(open) > 0 && t.Status != taskgraph.Completed {
-			line += " (blocked by: [" + strings.Join(open, ", ") + "])"
+		if open := OpenBlockers(t, status); len(open) > 0 && t.Status != taskgraph.Completed {
+			line += " (blocked by: " + FormatIDs(open) + ")"
 		}
 		lines = append(lines, line)
 	}
@@ -412,4 +788,18 @@ func renderList(tasks []taskgraph.Task, corrupt error) string {
 		lines = append(lines, "Warning: some task files are unreadable and were skipped: "+corrupt.Error())
 	}
 	return strings.Join(lines, "\n")
+}
+
+// OpenBlockers returns the blockers of t that are not completed, by the
+// statuses in status; a blocker missing from status counts as open. It is
+// what "blocked by" means in every listing of the tools and the taskgraph
+// command.
+func OpenBlockers(t taskgraph.Task, status map[taskgraph.ID]taskgraph.Status) []taskgraph.ID {
+	var open []taskgraph.ID
+	for _, b := range t.BlockedBy {
+		if status[b] != taskgraph.Completed {
+			open = append(open, b)
+		}
+	}
+	return open
 }

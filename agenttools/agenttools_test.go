@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,13 +86,29 @@ func TestScriptedSession(t *testing.T) {
 		{tools, "task_get", `{}`},
 		{tools, "task_update", `{"task_id": 3, "addBlockedBy": [1], "colour": "red"}`},
 		{tools, "task_complete", `{"task_id": 1}`},
+		{tools, "task_get", `{"task_id": -3}`},
+		{tools, "task_get", `{"task_id": 1.5}`},
+		{tools, "task_update", `{"task_id": 3, "addBlockedBy": [-3]}`},
+		{tools, "task_update", `{"task_id": 3, "addBlockedBy": ["2"]}`},
+		{tools, "task_list", `[]`},
+		{tools, "task_list", `{"verbose": true}`},
+		{other, "task_claim", `{"task_id": 4}`},
+		{other, "task_renew", `{"task_id": 4}`},
+		{other, "task_renew", `{"task_id": 4, "seconds": 600}`},
+		{tools, "task_renew", `{"task_id": 4, "seconds": 600}`},
+		{tools, "task_delete", `{"task_id": 4}`},
 		{tools, "task_delete", `{"task_id": 1}`},
+		{tools, "task_create", `{"subject": "Scratch"}`},
+		{tools, "task_delete", `{"task_id": 5}`},
+		{tools, "task_delete", `{"task_id": 5}`},
+		{tools, "task_frobnicate", `{"task_id": 1}`},
 	}
 	var transcript bytes.Buffer
 	for _, c := range calls {
-		out, err := c.who.Call(context.Background(), c.name, json.RawMessage(c.input))
+		res, err := c.who.Call(context.Background(), c.name, json.RawMessage(c.input))
 		require.NoError(t, err, "%s %s", c.name, c.input)
-		fmt.Fprintf(&transcript, "> %s %s\n%s\n\n", c.name, c.input, out)
+		assert.Equal(t, strings.HasPrefix(res.Text, "Error: "), res.IsError, "%s %s: the flag and the text agree", c.name, c.input)
+		fmt.Fprintf(&transcript, "> %s %s\n%s\n\n", c.name, c.input, res.Text)
 	}
 	golden(t, "session.golden", transcript.Bytes())
 }

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -41,6 +44,14 @@ func toJSON(t taskgraph.Task) taskJSON {
 		ClaimedAt: timePtr(t.ClaimedAt), LeaseExpiresAt: timePtr(t.LeaseExpiresAt), PrevOwner: t.PrevOwner}
 }
 
+func toJSONs(ts []taskgraph.Task) []taskJSON {
+	out := make([]taskJSON, len(ts))
+	for i, t := range ts {
+		out[i] = toJSON(t)
+	}
+	return out
+}
+
 func fromJSON(j taskJSON) taskgraph.Task {
 	t := taskgraph.Task{ID: j.ID, Subject: j.Subject, Description: j.Description, Status: j.Status,
 		BlockedBy: j.BlockedBy, Owner: j.Owner, Metadata: j.Metadata, Rev: j.Rev, PrevOwner: j.PrevOwner}
@@ -62,17 +73,27 @@ func (e *env) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-func (e *env) printTasks(ts []taskgraph.Task, all []taskgraph.Task) error {
-	if e.json {
-		out := make([]taskJSON, len(ts))
-		for i, t := range ts {
-			out[i] = toJSON(t)
+// statuses maps every task of ts to its status, for "blocked by".
+func statuses(ts ...[]taskgraph.Task) map[taskgraph.ID]taskgraph.Status {
+	m := map[taskgraph.ID]taskgraph.Status{}
+	for _, l := range ts {
+		for _, t := range l {
+			m[t.ID] = t.Status
 		}
-		return e.printJSON(out)
 	}
-	status := map[taskgraph.ID]taskgraph.Status{}
-	for _, t := range all {
-		status[t.ID] = t.Status
+	return m
+}
+
+// boardStatuses maps every task on b to its status.
+func boardStatuses(b taskgraph.Board) map[taskgraph.ID]taskgraph.Status {
+	return statuses(b.Ready, b.Blocked, b.InProgress, b.Completed)
+}
+
+// printTasks prints ts, one a line, or as a JSON array; status holds the
+// status of every task of the graph.
+func (e *env) printTasks(ts []taskgraph.Task, status map[taskgraph.ID]taskgraph.Status) error {
+	if e.json {
+		return e.printJSON(toJSONs(ts))
 	}
 	for _, t := range ts {
 		fmt.Fprintln(e.stdout, e.line(t, status))
@@ -111,34 +132,73 @@ func (e *env) line(t taskgraph.Task, status map[taskgraph.ID]taskgraph.Status) s
 	if t.Owner != "" && t.Status != taskgraph.Pending {
 		s += e.paint(dim, " @"+t.Owner)
 	}
-	if t.Status != taskgraph.Completed {
-		var open []string
-		for _, b := range t.BlockedBy {
-			if status[b] != taskgraph.Completed {
-				open = append(open, fmt.Sprint(b))
-			}
-		}
-		if len(open) > 0 {
-			s += e.paint(red, " (blocked by: ["+strings.Join(open, ", ")+"])")
-		}
+	if open := agenttools.OpenBlockers(t, status); len(open) > 0 && t.Status != taskgraph.Completed {
+		s += e.paint(red, " (blocked by: "+agenttools.FormatIDs(open)+")")
 	}
 	return s
 }
 
-func (e *env) printTask(t taskgraph.Task) error {
+// blockerStatuses returns the status of each blocker of t that exists.
+func (e *env) blockerStatuses(s store, t taskgraph.Task) map[taskgraph.ID]taskgraph.Status {
+	m := map[taskgraph.ID]taskgraph.Status{}
+	for _, b := range t.BlockedBy {
+		if bt, err := s.Get(e.ctx, b); err == nil {
+			m[b] = bt.Status
+		}
+	}
+	return m
+}
+
+// printTask prints one task in full, or as a JSON object.
+func (e *env) printTask(s store, t taskgraph.Task) error {
 	if e.json {
 		return e.printJSON(toJSON(t))
 	}
-	fmt.Fprintf(e.stdout, "#%d: %s\nstatus:      %s\n", t.ID, t.Subject, t.Status)
-	if t.Owner != "" {
-		fmt.Fprintf(e.stdout, "owner:       %s\n", t.Owner)
+	w := e.stdout
+	state := string(t.Status)
+	if t.Status == taskgraph.Pending {
+		if open := agenttools.OpenBlockers(t, e.blockerStatuses(s, t)); len(open) > 0 {
+			state += ", blocked by " + agenttools.FormatIDs(open)
+		} else {
+			state += ", ready"
+		}
 	}
-	if !t.LeaseExpiresAt.IsZero() {
-		fmt.Fprintf(e.stdout, "lease until: %s\n", t.LeaseExpiresAt.Local().Format(time.RFC3339))
+	fmt.Fprintf(w, "#%d: %s\n", t.ID, t.Subject)
+	row := func(name, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "%-12s %s\n", name+":", value)
+		}
 	}
-	fmt.Fprintf(e.stdout, "blocked by:  %v\nblocks:      %v\nrev:         %d\n", t.BlockedBy, t.Blocks, t.Rev)
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.Local().Format(time.RFC3339)
+	}
+	row("status", state)
+	row("owner", t.Owner)
+	row("claimed", stamp(t.ClaimedAt))
+	row("lease until", stamp(t.LeaseExpiresAt))
+	row("prev owner", t.PrevOwner)
+	row("depends on", agenttools.FormatIDs(t.BlockedBy))
+	row("blocks", agenttools.FormatIDs(t.Blocks))
+	row("created", stamp(t.CreatedAt))
+	row("updated", stamp(t.UpdatedAt))
+	row("rev", fmt.Sprint(t.Rev))
+	if len(t.Metadata) > 0 {
+		fmt.Fprintln(w, "metadata:")
+		keys := make([]string, 0, len(t.Metadata))
+		for k := range t.Metadata {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v, _ := json.Marshal(t.Metadata[k])
+			fmt.Fprintf(w, "  %s: %s\n", k, v)
+		}
+	}
 	if t.Description != "" {
-		fmt.Fprintf(e.stdout, "\n%s\n", t.Description)
+		fmt.Fprintf(w, "\n%s\n", t.Description)
 	}
 	return nil
 }
@@ -151,22 +211,67 @@ func (e *env) printChanged(t taskgraph.Task, err error, format string, args ...a
 		return err
 	}
 	if e.json {
-		return e.printTask(t)
+		return e.printJSON(toJSON(t))
 	}
 	fmt.Fprintf(e.stdout, format, args...)
 	return nil
 }
 
 func cmdInit(e *env) error {
-	return e.withNoArgs(func(s store) error {
-		if _, err := s.List(e.ctx); err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
-			return err
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	type initJSON struct {
+		Dir     string `json:"dir,omitempty"`
+		Graph   string `json:"graph,omitempty"`
+		Created bool   `json:"created"`
+	}
+	if e.storeURL != "" {
+		return e.withPostgres(true, func(s store, created bool) error {
+			if e.json {
+				return e.printJSON(initJSON{Graph: e.graph, Created: created})
+			}
+			if created {
+				fmt.Fprintf(e.stdout, "Initialized empty task graph %q\n", e.graph)
+			} else {
+				fmt.Fprintf(e.stdout, "Task graph %q already exists\n", e.graph)
+			}
+			return nil
+		})
+	}
+	dir := e.initDir()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	_, statErr := os.Stat(dir)
+	created := errors.Is(statErr, os.ErrNotExist)
+	var shadowed string
+	if created && e.dirFrom == "" {
+		if wd, err := os.Getwd(); err == nil {
+			shadowed, _ = findTasks(wd)
 		}
-		if !e.json {
-			fmt.Fprintf(e.stdout, "Task graph in %s\n", e.where())
-		}
-		return nil
-	})
+	}
+	s, err := openDir(dir, true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := s.List(e.ctx); err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+		return err
+	}
+	if shadowed != "" {
+		fmt.Fprintf(e.stderr, "note: commands run under %s now use this graph, not %s\n", filepath.Dir(abs), shadowed)
+	}
+	if e.json {
+		return e.printJSON(initJSON{Dir: abs, Created: created})
+	}
+	if created {
+		fmt.Fprintf(e.stdout, "Initialized empty task graph in %s\n", abs)
+	} else {
+		fmt.Fprintf(e.stdout, "Task graph already in %s\n", abs)
+	}
+	return nil
 }
 
 func flagsAdd(fs *flag.FlagSet) func(e *env) error {
@@ -184,11 +289,11 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 				return err
 			}
 			if e.json {
-				return e.printTask(t)
+				return e.printJSON(toJSON(t))
 			}
 			fmt.Fprintf(e.stdout, "Created #%d: %s", t.ID, t.Subject)
-			if len(t.BlockedBy) > 0 {
-				fmt.Fprintf(e.stdout, " (blocked by: %v)", t.BlockedBy)
+			if open := agenttools.OpenBlockers(t, e.blockerStatuses(s, t)); len(open) > 0 {
+				fmt.Fprintf(e.stdout, " (blocked by: %s)", agenttools.FormatIDs(open))
 			}
 			fmt.Fprintln(e.stdout)
 			return nil
@@ -204,7 +309,7 @@ func cmdList(e *env) error {
 		}
 		if len(all) == 0 && !e.json {
 			fmt.Fprintln(e.stdout, "No tasks.")
-		} else if perr := e.printTasks(all, all); perr != nil {
+		} else if perr := e.printTasks(all, statuses(all)); perr != nil {
 			return perr
 		}
 		return err // corrupt files: listed the rest, then say so
@@ -217,7 +322,7 @@ func cmdReady(e *env) error {
 		if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
 			return err
 		}
-		if perr := e.printTasks(b.Ready, b.Ready); perr != nil {
+		if perr := e.printTasks(b.Ready, boardStatuses(b)); perr != nil {
 			return perr
 		}
 		if err == nil && len(b.Ready) == 0 {
@@ -236,7 +341,7 @@ type errQuiet struct{ code int }
 func (e errQuiet) Error() string { return "" }
 
 func cmdShow(e *env) error {
-	return e.withTask(func(_ store, t taskgraph.Task) error { return e.printTask(t) })
+	return e.withTask(func(s store, t taskgraph.Task) error { return e.printTask(s, t) })
 }
 
 func (e *env) oneID() (taskgraph.ID, error) {
@@ -294,59 +399,77 @@ func (e *env) withTask(f func(s store, t taskgraph.Task) error) error {
 	})
 }
 
+// leaseFlag is a duration flag that must not be negative.
+func leaseFlag(d time.Duration) error {
+	if d < 0 {
+		return usagef("--lease %s: a lease cannot be negative (0 means none)", d)
+	}
+	return nil
+}
+
 func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 	return func(fs *flag.FlagSet) func(e *env) error {
 		lease := fs.Duration("lease", 0, "lease the claim for this long (e.g. 30m); renew it with taskgraph renew")
 		return func(e *env) error {
+			if err := leaseFlag(*lease); err != nil {
+				return err
+			}
 			var opts []taskgraph.ClaimOption
 			if *lease > 0 {
 				opts = append(opts, taskgraph.WithLease(*lease))
 			}
+			var id taskgraph.ID
+			var err error
+			if next {
+				err = e.wantArgs(0)
+			} else {
+				id, err = e.oneID()
+			}
+			if err != nil {
+				return err
+			}
 			return e.withStore(func(s store) error {
 				var t taskgraph.Task
-				var err error
 				if next {
-					if err = e.wantArgs(0); err != nil {
-						return err
-					}
 					t, err = s.ClaimNext(e.ctx, e.owner, opts...)
 				} else {
-					var id taskgraph.ID
-					if id, err = e.oneID(); err != nil {
-						return err
-					}
 					t, err = s.Claim(e.ctx, id, e.owner, opts...)
 				}
-				return e.printChanged(t, err, "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner)
+				return e.printChanged(t, e.held(err, ""), "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner)
 			})
 		}
 	}
 }
 
-// checkedOwner is the owner done and release insist on: only one given
-// explicitly, since the default changes from shell to shell.
-func (e *env) checkedOwner() string {
-	if e.ownerSet {
-		return e.owner
+// flagsForce gives a command --force, for acting on a task that someone
+// else holds.
+func flagsForce(f func(e *env, force bool) error) func(fs *flag.FlagSet) func(e *env) error {
+	return func(fs *flag.FlagSet) func(e *env) error {
+		force := fs.Bool("force", false, "act on the task even if someone else holds it")
+		return func(e *env) error { return f(e, *force) }
 	}
-	return ""
 }
 
-func cmdDone(e *env) error {
+// holder is the owner a command insists on: the user, or no one with
+// --force.
+func (e *env) holder(force bool) string {
+	if force {
+		return ""
+	}
+	return e.owner
+}
+
+func cmdDone(e *env, force bool) error {
 	return e.withID(func(s store, id taskgraph.ID) error {
-		c, err := s.Complete(e.ctx, id, e.checkedOwner())
+		c, err := s.Complete(e.ctx, id, e.holder(force))
 		if err != nil {
-			return err
+			return e.held(err, "completes it")
 		}
 		if e.json {
-			un := make([]taskJSON, len(c.Unblocked))
-			for i, u := range c.Unblocked {
-				un[i] = toJSON(u)
-			}
 			return e.printJSON(struct {
 				Task      taskJSON   `json:"task"`
 				Unblocked []taskJSON `json:"unblocked"`
-			}{toJSON(c.Task), un})
+			}{toJSON(c.Task), toJSONs(c.Unblocked)})
 		}
 		fmt.Fprintf(e.stdout, "Completed #%d: %s\n", c.Task.ID, c.Task.Subject)
 		if len(c.Unblocked) > 0 {
@@ -360,10 +483,10 @@ func cmdDone(e *env) error {
 	})
 }
 
-func cmdRelease(e *env) error {
+func cmdRelease(e *env, force bool) error {
 	return e.withID(func(s store, id taskgraph.ID) error {
-		t, err := s.Release(e.ctx, id, e.checkedOwner())
-		return e.printChanged(t, err, "Released #%d: %s\n", t.ID, t.Subject)
+		t, err := s.Release(e.ctx, id, e.holder(force))
+		return e.printChanged(t, e.held(err, "releases it"), "Released #%d: %s\n", t.ID, t.Subject)
 	})
 }
 
@@ -376,9 +499,12 @@ func cmdRenew(e *env) error {
 	if err != nil {
 		return usagef("%q is not a duration such as 30m", e.args[1])
 	}
+	if ttl <= 0 {
+		return usagef("%s: a lease must be renewed for a positive duration", e.args[1])
+	}
 	return e.withStore(func(s store) error {
 		t, err := s.Renew(e.ctx, ids[0], e.owner, ttl)
-		return e.printChanged(t, err, "Renewed #%d until %s\n", t.ID, t.LeaseExpiresAt.Local().Format(time.RFC3339))
+		return e.printChanged(t, e.held(err, ""), "Renewed #%d until %s\n", t.ID, t.LeaseExpiresAt.Local().Format(time.RFC3339))
 	})
 }
 
@@ -388,35 +514,78 @@ func cmdDep(e *env) error {
 		return err
 	}
 	id, blocker := ids[0], ids[1]
-	var p taskgraph.Patch
+	add := false
 	switch e.args[0] {
 	case "add":
-		p.AddBlockedBy = []taskgraph.ID{blocker}
+		add = true
 	case "rm", "remove":
-		p.RemoveBlockedBy = []taskgraph.ID{blocker}
 	default:
 		return usagef("%q: want add or rm", e.args[0])
 	}
 	return e.withStore(func(s store) error {
-		t, err := s.Update(e.ctx, id, p)
-		return e.printChanged(t, err, "#%d is blocked by %v\n", t.ID, t.BlockedBy)
+		for try := 1; ; try++ {
+			t, err := s.Get(e.ctx, id)
+			if err != nil {
+				return err
+			}
+			has := slices.Contains(t.BlockedBy, blocker)
+			var p taskgraph.Patch
+			switch {
+			case add && has:
+				return e.printChanged(t, nil, "#%d already depends on #%d; nothing changed\n", id, blocker)
+			case !add && !has:
+				return fmt.Errorf("#%d is not blocked by #%d (it depends on %s); nothing changed", id, blocker, agenttools.FormatIDs(t.BlockedBy))
+			case add:
+				p.AddBlockedBy = []taskgraph.ID{blocker}
+			default:
+				p.RemoveBlockedBy = []taskgraph.ID{blocker}
+			}
+			p.IfRev = t.Rev
+			t, err = s.Update(e.ctx, id, p)
+			if errors.Is(err, taskgraph.ErrConflict) && try < 5 {
+				continue
+			}
+			if add {
+				return e.printChanged(t, err, "#%d is now blocked by #%d\n", id, blocker)
+			}
+			return e.printChanged(t, err, "#%d is no longer blocked by #%d\n", id, blocker)
+		}
 	})
 }
 
 func flagsDelete(fs *flag.FlagSet) func(e *env) error {
 	detach := fs.Bool("detach", false, "also remove this task from the blockedBy of the tasks that depend on it")
+	force := fs.Bool("force", false, "delete the task even if someone else holds it")
 	return func(e *env) error {
 		var opts []taskgraph.DeleteOption
 		if *detach {
 			opts = append(opts, taskgraph.Detach())
 		}
-		return e.withID(func(s store, id taskgraph.ID) error {
-			if err := s.Delete(e.ctx, id, opts...); err != nil {
+		return e.withTask(func(s store, t taskgraph.Task) error {
+			if t.Status == taskgraph.InProgress && t.Owner != e.owner && !*force {
+				return e.held(&taskgraph.ClaimedError{ID: t.ID, Owner: t.Owner}, "deletes it")
+			}
+			if len(t.Blocks) > 0 && !*detach {
+				return fmt.Errorf("tasks %s depend on #%d: remove those edges first (taskgraph dep rm), or delete with --detach", agenttools.FormatIDs(t.Blocks), t.ID)
+			}
+			if err := s.Delete(e.ctx, t.ID, opts...); err != nil {
 				return err
 			}
-			if !e.json {
-				fmt.Fprintf(e.stdout, "Deleted #%d\n", id)
+			detached := t.Blocks
+			if detached == nil {
+				detached = []taskgraph.ID{}
 			}
+			if e.json {
+				return e.printJSON(struct {
+					Deleted  taskgraph.ID   `json:"deleted"`
+					Detached []taskgraph.ID `json:"detached"`
+				}{t.ID, detached})
+			}
+			fmt.Fprintf(e.stdout, "Deleted #%d: %s", t.ID, t.Subject)
+			if len(detached) > 0 {
+				fmt.Fprintf(e.stdout, " (no longer blocks %s)", agenttools.FormatIDs(detached))
+			}
+			fmt.Fprintln(e.stdout)
 			return nil
 		})
 	}
@@ -429,7 +598,11 @@ func cmdCheck(e *env) error {
 	if e.storeURL != "" {
 		return usagef("check reads a task directory; a --store database enforces the same rules with constraints")
 	}
-	problems, err := taskgraph.Check(e.ctx, e.dir)
+	dir, err := e.taskDir()
+	if err != nil {
+		return err
+	}
+	problems, err := taskgraph.Check(e.ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -442,17 +615,17 @@ func cmdCheck(e *env) error {
 		}
 		out := []pj{}
 		for _, p := range problems {
-			out = append(out, pj{p.Kind, p.Path, p.ID, p.Message})
+			out = append(out, pj{p.Kind, p.Path, p.ID, describe(errors.New(p.Message))})
 		}
 		if err := e.printJSON(out); err != nil {
 			return err
 		}
 	} else {
 		for _, p := range problems {
-			fmt.Fprintln(e.stdout, p)
+			fmt.Fprintln(e.stdout, describe(errors.New(p.String())))
 		}
 		if len(problems) == 0 {
-			fmt.Fprintf(e.stdout, "%s: no problems\n", e.dir)
+			fmt.Fprintf(e.stdout, "%s: no problems\n", dir)
 		}
 	}
 	if len(problems) > 0 {
@@ -493,40 +666,73 @@ func cmdExport(e *env) error {
 		if err != nil {
 			return err // an export must be whole
 		}
-		out := make([]taskJSON, len(all))
-		for i, t := range all {
-			out[i] = toJSON(t)
-		}
-		return e.printJSON(out)
+		return e.printJSON(toJSONs(all))
 	})
 }
 
 func flagsImport(fs *flag.FlagSet) func(e *env) error {
 	claude := fs.String("claude-code", "", "a Claude Code task list `DIR`, e.g. ~/.claude/tasks/<list>")
+	renumber := fs.Bool("renumber", false, "give the tasks fresh ids after the graph's own, their edges following, instead of keeping theirs")
 	return func(e *env) error {
+		var read func() ([]taskgraph.Task, error)
+		switch {
+		case *claude != "" && len(e.args) == 0:
+			read = func() ([]taskgraph.Task, error) { return claudecode.Read(*claude) }
+		case *claude == "" && len(e.args) == 1:
+			read = func() ([]taskgraph.Task, error) { return e.readExport(e.args[0]) }
+		default:
+			return usagef("want an export FILE or --claude-code DIR")
+		}
 		return e.withStore(func(s store) error {
-			var tasks []taskgraph.Task
-			var err error
-			switch {
-			case *claude != "" && len(e.args) == 0:
-				tasks, err = claudecode.Import(e.ctx, s, *claude)
-			case *claude == "" && len(e.args) == 1:
-				tasks, err = e.importExport(s, e.args[0])
-			default:
-				return usagef("want an export FILE or --claude-code DIR")
+			tasks, err := read()
+			if err != nil {
+				return err
+			}
+			ids := make(map[taskgraph.ID]taskgraph.ID, len(tasks))
+			if *renumber {
+				ids, err = loadRenumbered(e, s, tasks)
+			} else {
+				for _, t := range tasks {
+					ids[t.ID] = t.ID
+				}
+				err = s.Load(e.ctx, tasks)
+				if errors.Is(err, taskgraph.ErrInvalid) && strings.Contains(err.Error(), "is not above") {
+					err = fmt.Errorf("%w\nhint: --renumber gives the tasks fresh ids after the graph's own", err)
+				}
 			}
 			if err != nil {
 				return err
 			}
-			if !e.json {
-				fmt.Fprintf(e.stdout, "Imported %d tasks into %s\n", len(tasks), e.where())
+			type pair struct {
+				Old taskgraph.ID `json:"old"`
+				New taskgraph.ID `json:"new"`
+			}
+			pairs := make([]pair, 0, len(ids))
+			for o, n := range ids {
+				pairs = append(pairs, pair{o, n})
+			}
+			sort.Slice(pairs, func(i, j int) bool { return pairs[i].Old < pairs[j].Old })
+			if e.json {
+				return e.printJSON(struct {
+					Imported int    `json:"imported"`
+					IDs      []pair `json:"ids"`
+				}{len(pairs), pairs})
+			}
+			fmt.Fprintf(e.stdout, "Imported %d tasks into %s\n", len(pairs), e.where())
+			if *renumber && len(pairs) > 0 {
+				parts := make([]string, len(pairs))
+				for i, p := range pairs {
+					parts[i] = fmt.Sprintf("%d -> %d", p.Old, p.New)
+				}
+				fmt.Fprintf(e.stdout, "Renumbered: %s\n", strings.Join(parts, ", "))
 			}
 			return nil
 		})
 	}
 }
 
-func (e *env) importExport(s store, name string) ([]taskgraph.Task, error) {
+// readExport reads the tasks of an export file, or of stdin for "-".
+func (e *env) readExport(name string) ([]taskgraph.Task, error) {
 	var r io.Reader = e.stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -543,6 +749,78 @@ func (e *env) importExport(s store, name string) ([]taskgraph.Task, error) {
 	tasks := make([]taskgraph.Task, len(in))
 	for i, j := range in {
 		tasks[i] = fromJSON(j)
+		if tasks[i].Status == "" {
+			tasks[i].Status = taskgraph.Pending // a plan written by hand
+		}
 	}
-	return tasks, s.Load(e.ctx, tasks)
+	return tasks, nil
+}
+
+// loadRenumbered loads tasks under fresh ids, consecutive in the order of
+// their old ids, after every id the store has used, with their edges
+// remapped; it returns the mapping. Every blocker must be among tasks.
+func loadRenumbered(e *env, s store, tasks []taskgraph.Task) (map[taskgraph.ID]taskgraph.ID, error) {
+	in := make(map[taskgraph.ID]bool, len(tasks))
+	for _, t := range tasks {
+		if in[t.ID] {
+			return nil, fmt.Errorf("task id %d appears twice", t.ID)
+		}
+		in[t.ID] = true
+	}
+	for _, t := range tasks {
+		for _, b := range t.BlockedBy {
+			if !in[b] {
+				return nil, fmt.Errorf("task %d is blocked by %d, which is not among the imported tasks; with --renumber every blocker must be", t.ID, b)
+			}
+		}
+	}
+	sorted := slices.Clone(tasks)
+	slices.SortFunc(sorted, func(a, b taskgraph.Task) int { return int(a.ID - b.ID) })
+	existing, err := s.List(e.ctx)
+	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+		return nil, err
+	}
+	var next taskgraph.ID = 1
+	for _, t := range existing {
+		next = max(next, t.ID+1)
+	}
+	for try := 1; ; try++ {
+		ids := make(map[taskgraph.ID]taskgraph.ID, len(sorted))
+		for i, t := range sorted {
+			ids[t.ID] = next + taskgraph.ID(i)
+		}
+		renamed := make([]taskgraph.Task, len(sorted))
+		for i, t := range sorted {
+			t.ID = ids[t.ID]
+			by := make([]taskgraph.ID, len(t.BlockedBy))
+			for j, b := range t.BlockedBy {
+				by[j] = ids[b]
+			}
+			t.BlockedBy, t.Blocks = by, nil
+			renamed[i] = t
+		}
+		err := s.Load(e.ctx, renamed)
+		// Ids above every task may still have been used by deleted tasks:
+		// the store says which is the highest, and the load is retried
+		// above it (nothing was written).
+		if hw, ok := highWater(err); ok && hw >= next && try < 10 {
+			next = hw + 1
+			continue
+		}
+		return ids, err
+	}
+}
+
+// highWater reads the highest allocated id from the error of a load whose
+// ids were not above it.
+func highWater(err error) (taskgraph.ID, bool) {
+	var ie *taskgraph.InvalidError
+	if !errors.As(err, &ie) || !strings.HasPrefix(ie.Field, "tasks[") {
+		return 0, false
+	}
+	var id, hw int64
+	if _, err := fmt.Sscanf(ie.Reason, "id %d is not above %d", &id, &hw); err != nil {
+		return 0, false
+	}
+	return taskgraph.ID(hw), true
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"reflect"
 	"slices"
 
 	"github.com/taskgraph/taskgraph"
@@ -21,76 +23,129 @@ type editable struct {
 	Metadata    map[string]any   `json:"metadata"`
 }
 
-// cmdEdit opens the task in $EDITOR and applies the edit as one Update,
+func editableOf(t taskgraph.Task) editable {
+	return normal(editable{t.Subject, t.Description, t.Status, t.Owner, t.BlockedBy, t.Metadata})
+}
+
+// normal makes the empty lists and maps of ed compare equal however they
+// were written.
+func normal(ed editable) editable {
+	if ed.BlockedBy == nil {
+		ed.BlockedBy = []taskgraph.ID{}
+	}
+	if len(ed.Metadata) == 0 {
+		ed.Metadata = map[string]any{}
+	}
+	return ed
+}
+
+// flagsEdit opens the task in $EDITOR and applies the edit as one Update,
 // conditional on the task not having changed meanwhile. The store checks it
-// like any update (status rules, missing blockers, cycles); a refused edit
-// changes nothing.
-func cmdEdit(e *env) error {
-	return e.withTask(func(s store, t taskgraph.Task) error {
-		before := editable{t.Subject, t.Description, t.Status, t.Owner, t.BlockedBy, t.Metadata}
-		if before.BlockedBy == nil {
-			before.BlockedBy = []taskgraph.ID{}
-		}
-		data, _ := json.MarshalIndent(before, "", "  ")
-		tmp, err := os.MkdirTemp("", "taskgraph-edit-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		path := filepath.Join(tmp, fmt.Sprintf("task_%d.json", t.ID))
-		if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
-			return err
-		}
-		editor := envOr("VISUAL", envOr("EDITOR", "vi"))
-		cmd := exec.CommandContext(e.ctx, "sh", "-c", editor+` "$1"`, "sh", path)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, e.stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w; nothing changed", editor, err)
-		}
-		data, err = os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		var after editable
-		if err := json.Unmarshal(data, &after); err != nil {
-			return fmt.Errorf("the edited task is not valid JSON (%v); nothing changed", err)
-		}
-		p := taskgraph.Patch{IfRev: t.Rev}
-		if after.Subject != before.Subject {
-			p.Subject = &after.Subject
-		}
-		if after.Description != before.Description {
-			p.Description = &after.Description
-		}
-		if after.Status != before.Status {
-			p.Status = &after.Status
-		}
-		if after.Owner != before.Owner {
-			p.Owner = &after.Owner
-		}
-		for _, b := range after.BlockedBy {
-			if !slices.Contains(before.BlockedBy, b) {
-				p.AddBlockedBy = append(p.AddBlockedBy, b)
+// like any update (status rules, missing blockers, cycles). A refused edit
+// changes nothing, and the text written is kept in a file the message
+// names; an edit that changes nothing writes nothing.
+func flagsEdit(fs *flag.FlagSet) func(e *env) error {
+	from := fs.String("from", "", "start from the text in `FILE` (such as a refused edit that was kept) instead of the task as it is")
+	force := fs.Bool("force", false, "save a change to the status or owner of a task someone else holds")
+	return func(e *env) error {
+		return e.withTask(func(s store, t taskgraph.Task) error {
+			before := editableOf(t)
+			text, _ := json.MarshalIndent(before, "", "  ")
+			text = append(text, '\n')
+			if *from != "" {
+				var err error
+				if text, err = os.ReadFile(*from); err != nil {
+					return err
+				}
 			}
-		}
-		for _, b := range before.BlockedBy {
-			if !slices.Contains(after.BlockedBy, b) {
-				p.RemoveBlockedBy = append(p.RemoveBlockedBy, b)
+			f, err := os.CreateTemp("", fmt.Sprintf("taskgraph-edit-%d-*.json", t.ID))
+			if err != nil {
+				return err
 			}
-		}
-		p.Metadata = map[string]any{}
-		for k, v := range after.Metadata {
-			p.Metadata[k] = v
-		}
-		for k := range before.Metadata {
-			if _, ok := after.Metadata[k]; !ok {
-				p.Metadata[k] = nil
+			path := f.Name()
+			keep := false
+			defer func() {
+				if !keep {
+					os.Remove(path)
+				}
+			}()
+			_, err = f.Write(text)
+			if cerr := f.Close(); err == nil {
+				err = cerr
 			}
-		}
-		updated, err := s.Update(e.ctx, t.ID, p)
-		if err != nil {
-			return fmt.Errorf("edit refused, nothing changed: %w", err)
-		}
-		return e.printChanged(updated, nil, "Saved #%d (rev %d)\n", updated.ID, updated.Rev)
-	})
+			if err != nil {
+				return err
+			}
+			editor := envOr("VISUAL", envOr("EDITOR", "vi"))
+			cmd := exec.CommandContext(e.ctx, "sh", "-c", editor+` "$1"`, "sh", path)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, e.stderr
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("%s: %w; nothing changed", editor, err)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			refused := func(err error) error {
+				keep = true
+				return fmt.Errorf("edit refused, nothing changed: %w\nYour edit is kept in %s; to try again from it: taskgraph edit %d --from %s", err, path, t.ID, path)
+			}
+			var after editable
+			dec := json.NewDecoder(bytes.NewReader(data))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&after); err != nil {
+				return refused(fmt.Errorf("the edited task is not valid JSON with the fields subject, description, status, owner, blockedBy and metadata (%v)", err))
+			}
+			after = normal(after)
+			if reflect.DeepEqual(before, after) {
+				if e.json {
+					return e.printJSON(toJSON(t))
+				}
+				fmt.Fprintf(e.stdout, "No changes to #%d\n", t.ID)
+				return nil
+			}
+			p := taskgraph.Patch{IfRev: t.Rev}
+			if after.Subject != before.Subject {
+				p.Subject = &after.Subject
+			}
+			if after.Description != before.Description {
+				p.Description = &after.Description
+			}
+			if after.Status != before.Status {
+				p.Status = &after.Status
+			}
+			if after.Owner != before.Owner {
+				p.Owner = &after.Owner
+			}
+			if (p.Status != nil || p.Owner != nil) && t.Status == taskgraph.InProgress && t.Owner != e.owner && !*force {
+				return refused(e.held(&taskgraph.ClaimedError{ID: t.ID, Owner: t.Owner}, "saves the edit"))
+			}
+			for _, b := range after.BlockedBy {
+				if !slices.Contains(before.BlockedBy, b) {
+					p.AddBlockedBy = append(p.AddBlockedBy, b)
+				}
+			}
+			for _, b := range before.BlockedBy {
+				if !slices.Contains(after.BlockedBy, b) {
+					p.RemoveBlockedBy = append(p.RemoveBlockedBy, b)
+				}
+			}
+			if !reflect.DeepEqual(before.Metadata, after.Metadata) {
+				p.Metadata = map[string]any{}
+				for k, v := range after.Metadata {
+					p.Metadata[k] = v
+				}
+				for k := range before.Metadata {
+					if _, ok := after.Metadata[k]; !ok {
+						p.Metadata[k] = nil
+					}
+				}
+			}
+			updated, err := s.Update(e.ctx, t.ID, p)
+			if err != nil {
+				return refused(err)
+			}
+			return e.printChanged(updated, nil, "Saved #%d (rev %d)\n", updated.ID, updated.Rev)
+		})
+	}
 }

@@ -4,24 +4,28 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/taskgraph/taskgraph"
 )
 
 func flagsGraph(fs *flag.FlagSet) func(e *env) error {
-	format := fs.String("format", "mermaid", "mermaid or dot")
+	format := fs.String("format", "mermaid", "mermaid or dot; --json prints nodes and edges instead")
 	return func(e *env) error {
 		if err := e.wantArgs(0); err != nil {
 			return err
 		}
 		if _, ok := graphSyntaxes[*format]; !ok {
-			return usagef("--format %q: want mermaid or dot", *format)
+			return usagef("--format %q: want mermaid or dot (or --json)", *format)
 		}
 		return e.withStore(func(s store) error {
 			b, err := s.Board(e.ctx)
 			if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
 				return err
+			}
+			if e.json {
+				return e.printJSON(graphJSON(b))
 			}
 			fmt.Fprint(e.stdout, renderGraph(b, *format))
 			return nil
@@ -50,6 +54,53 @@ var graphSyntaxes = map[string]graphSyntax{
 		edge: "  t%d --> t%d\n",
 		tail: "  classDef ready fill:#cfc\n  classDef blocked fill:#fff\n  classDef inprogress fill:#ffc\n  classDef completed fill:#ddd\n",
 	},
+}
+
+// graphNode and graphEdge are the graph as --json prints it: a node per
+// task with its state (ready, blocked, in_progress, completed), and an edge
+// per dependency, from the blocker to the task it blocks (execution order).
+type (
+	graphNode struct {
+		ID      taskgraph.ID     `json:"id"`
+		Subject string           `json:"subject"`
+		Status  taskgraph.Status `json:"status"`
+		State   string           `json:"state"`
+		Owner   string           `json:"owner"`
+	}
+	graphEdge struct {
+		From taskgraph.ID `json:"from"`
+		To   taskgraph.ID `json:"to"`
+	}
+)
+
+// graphJSON returns the board as nodes (by id) and edges (by blocked task,
+// then blocker), edges to missing tasks left out as in the drawings.
+func graphJSON(b taskgraph.Board) any {
+	out := struct {
+		Nodes []graphNode `json:"nodes"`
+		Edges []graphEdge `json:"edges"`
+	}{Nodes: []graphNode{}, Edges: []graphEdge{}}
+	var all []taskgraph.Task
+	for _, g := range []struct {
+		ts    []taskgraph.Task
+		state string
+	}{{b.Ready, "ready"}, {b.Blocked, "blocked"}, {b.InProgress, "in_progress"}, {b.Completed, "completed"}} {
+		for _, t := range g.ts {
+			out.Nodes = append(out.Nodes, graphNode{t.ID, t.Subject, t.Status, g.state, t.Owner})
+			all = append(all, t)
+		}
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].ID < out.Nodes[j].ID })
+	sort.Slice(all, func(i, j int) bool { return all[i].ID < all[j].ID })
+	exists := statuses(all)
+	for _, t := range all {
+		for _, by := range t.BlockedBy {
+			if _, ok := exists[by]; ok {
+				out.Edges = append(out.Edges, graphEdge{by, t.ID})
+			}
+		}
+	}
+	return out
 }
 
 // renderGraph draws the board with edges in execution order (blocker ->

@@ -1,42 +1,208 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
-	"strings"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/taskgraph/taskgraph"
 	"github.com/taskgraph/taskgraph/agenttools"
 )
 
-// version is reported to MCP clients.
-const version = "0.1.0"
-
-// newMCPServer serves the agenttools task tools — the same names, schemas
-// and texts — as MCP tools. A bad call is a tool result with IsError set and
-// the same "Error: ..." text a model gets from agenttools.
-func newMCPServer(store taskgraph.Store, owner string) *mcp.Server {
-	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Version: version}, nil)
-	for _, tool := range agenttools.New(store, agenttools.WithOwner(owner)).List() {
-		server.AddTool(&mcp.Tool{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema},
-			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				text, err := tool.Call(ctx, json.RawMessage(req.Params.Arguments))
-				if err != nil {
-					return nil, err
-				}
-				return &mcp.CallToolResult{
-					Content: []mcp.Content{&mcp.TextContent{Text: text}},
-					IsError: strings.HasPrefix(text, "Error: "),
-				}, nil
-			})
+// newMCPServer serves the agenttools task tools — the same names, schemas,
+// texts and error flags — as MCP tools, with their titles and annotations.
+func newMCPServer(store taskgraph.Store, opts ...agenttools.Option) *mcp.Server {
+	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Title: "taskgraph task graph", Version: version()}, nil)
+	closed := false
+	for _, tool := range agenttools.New(store, opts...).List() {
+		server.AddTool(&mcp.Tool{
+			Name: tool.Name, Title: tool.Title, Description: tool.Description, InputSchema: tool.InputSchema,
+			Annotations: &mcp.ToolAnnotations{
+				Title:           tool.Title,
+				ReadOnlyHint:    tool.Hints.ReadOnly,
+				DestructiveHint: &tool.Hints.Destructive,
+				IdempotentHint:  tool.Hints.Idempotent,
+				OpenWorldHint:   &closed,
+			},
+		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := tool.Call(ctx, json.RawMessage(req.Params.Arguments))
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}, nil
+		})
 	}
 	return server
 }
 
-func cmdMCP(e *env) error {
-	return e.withNoArgs(func(s store) error {
-		return newMCPServer(s, e.owner).Run(e.ctx, &mcp.StdioTransport{})
-	})
+// sessionOwner is the identity of an MCP server that was given no --owner:
+// distinct for every server process, so that two sessions of an MCP client
+// never share claims.
+func sessionOwner() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:]) // never fails
+	return fmt.Sprintf("mcp-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+func flagsMCP(fs *flag.FlagSet) func(e *env) error {
+	lease := fs.Duration("lease", 0, "lease every claim for this `DURATION` (e.g. 30m): a session that dies lets go of its tasks when it lapses, and task_renew extends it (default: claims never lapse)")
+	return func(e *env) error {
+		if err := leaseFlag(*lease); err != nil {
+			return err
+		}
+		owner := e.owner
+		if !e.ownerFlag {
+			owner = sessionOwner()
+		}
+		opts := []agenttools.Option{agenttools.WithOwner(owner)}
+		if *lease > 0 {
+			opts = append(opts, agenttools.WithLease(*lease))
+		}
+		return e.withNoArgs(func(s store) error {
+			fmt.Fprintf(e.stderr, "taskgraph mcp: serving %s as %q\n", e.where(), owner)
+			return serveMCP(e.ctx, newMCPServer(s, opts...), e.stdin, e.stdout)
+		})
+	}
+}
+
+// maxFrame is the longest line serveMCP accepts, as the SDK's stdio
+// transport does.
+const maxFrame = mcp.DefaultMaxLineLength
+
+// serveMCP runs server on newline-delimited JSON-RPC over in and out, as
+// the SDK's stdio transport does, except that a line that is not a
+// JSON-RPC message — not JSON, too long, a batch, not a request or
+// response — is answered with a JSON-RPC error and the server keeps
+// serving; the SDK's transport ends the session instead.
+func serveMCP(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer) error {
+	w := &lockedWriter{w: out}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(filterFrames(in, pw, w)) }()
+	err := server.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: w})
+	pr.Close()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// lockedWriter serialises the server's messages and the filter's error
+// replies, one whole line each.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Close does nothing: stdout stays open for the process.
+func (l *lockedWriter) Close() error { return nil }
+
+// filterFrames copies the lines of in that are JSON-RPC messages to pass,
+// and answers each other line on reply. It returns at the end of in, or
+// when pass is closed.
+func filterFrames(in io.Reader, pass io.Writer, reply io.Writer) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, tooLong, rerr := readFrame(r)
+		if tooLong || len(bytes.TrimSpace(line)) > 0 {
+			if answer := checkFrame(line, tooLong); answer != nil {
+				if _, err := reply.Write(answer); err != nil {
+					return err
+				}
+			} else if _, err := pass.Write(append(line, '\n')); err != nil {
+				return err
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// readFrame reads one line without its newline. A line longer than
+// maxFrame is read to its end and dropped: tooLong reports it.
+func readFrame(r *bufio.Reader) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > maxFrame+1 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimRight(line, "\r\n"), tooLong, err
+	}
+}
+
+// checkFrame returns the JSON-RPC error reply to a line that is not a
+// message the server can take, or nil if it is one.
+func checkFrame(line []byte, tooLong bool) []byte {
+	switch {
+	case tooLong:
+		return rpcError(nil, jsonrpc.CodeParseError, fmt.Sprintf("parse error: the message is longer than %d bytes", maxFrame))
+	case !json.Valid(line):
+		return rpcError(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON; send one JSON-RPC message a line")
+	case bytes.HasPrefix(bytes.TrimSpace(line), []byte("[")):
+		return rpcError(nil, jsonrpc.CodeInvalidRequest, "invalid request: batches are not supported; send one JSON-RPC message a line")
+	}
+	if _, err := jsonrpc.DecodeMessage(line); err != nil {
+		var probe struct {
+			ID any `json:"id"`
+		}
+		_ = json.Unmarshal(line, &probe)
+		id, ok := probe.ID.(string)
+		var rid any
+		if ok {
+			rid = id
+		} else if n, ok := probe.ID.(float64); ok {
+			rid = n
+		}
+		return rpcError(rid, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+	}
+	return nil
+}
+
+// rpcError encodes a JSON-RPC error response to the request id (nil when
+// it could not be read), with its newline.
+func rpcError(id any, code int64, message string) []byte {
+	data, _ := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      any    `json:"id"`
+		Error   struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}{code, message}})
+	return append(data, '\n')
 }

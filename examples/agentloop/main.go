@@ -59,8 +59,8 @@ func runTurn(ctx context.Context, m Model, tools *agenttools.Tools, history []Me
 			if err != nil {
 				return history, err // the harness's problem, not the model's
 			}
-			fmt.Fprintf(out, "  > %s %s\n%s\n", call.Name, call.Input, indent(result))
-			history = append(history, Message{Role: "tool", Text: result})
+			fmt.Fprintf(out, "  > %s %s\n%s\n", call.Name, call.Input, indent(result.Text))
+			history = append(history, Message{Role: "tool", Text: result.Text})
 		}
 	}
 	return history, fmt.Errorf("the model kept calling tools")

@@ -69,12 +69,12 @@ func run(ctx context.Context, client anthropic.Client, tools *agenttools.Tools, 
 			case anthropic.TextBlock:
 				fmt.Println(b.Text)
 			case anthropic.ToolUseBlock:
-				out, err := tools.Call(ctx, b.Name, b.Input)
+				res, err := tools.Call(ctx, b.Name, b.Input)
 				if err != nil {
 					return err // the harness's problem: ctx done or store closed
 				}
-				fmt.Printf("  > %s %s\n%s\n", b.Name, b.Input, out)
-				results = append(results, anthropic.NewToolResultBlock(b.ID, out, strings.HasPrefix(out, "Error: ")))
+				fmt.Printf("  > %s %s\n%s\n", b.Name, b.Input, res.Text)
+				results = append(results, anthropic.NewToolResultBlock(b.ID, res.Text, res.IsError))
 			}
 		}
 		if len(results) == 0 {

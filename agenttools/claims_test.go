@@ -1,0 +1,276 @@
+package agenttools_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/agenttools"
+)
+
+// clock is a settable time for leases.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// stores runs f on a MemStore and on a FileStore, both on clk.
+func stores(t *testing.T, f func(t *testing.T, store taskgraph.Store, clk *clock)) {
+	for _, kind := range []string{"mem", "file"} {
+		t.Run(kind, func(t *testing.T) {
+			clk := &clock{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+			var store taskgraph.Store = taskgraph.NewMemStore(taskgraph.WithClock(clk.Now))
+			if kind == "file" {
+				fs, err := taskgraph.Open(t.TempDir(), taskgraph.WithClock(clk.Now), taskgraph.WithoutSync())
+				require.NoError(t, err)
+				store = fs
+			}
+			t.Cleanup(func() { store.Close() })
+			f(t, store, clk)
+		})
+	}
+}
+
+func call(t *testing.T, tools *agenttools.Tools, name, input string) agenttools.Result {
+	t.Helper()
+	res, err := tools.Call(context.Background(), name, json.RawMessage(input))
+	require.NoError(t, err, "%s %s", name, input)
+	return res
+}
+
+func mustCall(t *testing.T, tools *agenttools.Tools, name, input string) string {
+	t.Helper()
+	res := call(t, tools, name, input)
+	require.False(t, res.IsError, "%s %s: %s", name, input, res.Text)
+	return res.Text
+}
+
+func snapshot(t *testing.T, store taskgraph.Store) []taskgraph.Task {
+	t.Helper()
+	tasks, err := store.List(context.Background())
+	require.NoError(t, err)
+	return tasks
+}
+
+func get(t *testing.T, store taskgraph.Store, id taskgraph.ID) taskgraph.Task {
+	t.Helper()
+	task, err := store.Get(context.Background(), id)
+	require.NoError(t, err)
+	return task
+}
+
+// Two tool sets on one store: every change model-B tries to make to the
+// status or owner of a task model-A holds or completed, through every
+// tool, is refused, and nothing is written.
+func TestCrossIdentityChangesAreRefused(t *testing.T) {
+	stores(t, func(t *testing.T, store taskgraph.Store, clk *clock) {
+		a := agenttools.New(store, agenttools.WithOwner("model-A"))
+		aLeased := agenttools.New(store, agenttools.WithOwner("model-A"), agenttools.WithLease(time.Minute))
+		b := agenttools.New(store, agenttools.WithOwner("model-B"), agenttools.WithLease(time.Minute))
+		for _, s := range []string{"held by A", "leased by A", "completed by A"} {
+			mustCall(t, a, "task_create", fmt.Sprintf(`{"subject": %q}`, s))
+		}
+		mustCall(t, a, "task_create", `{"subject": "waits for 1", "blockedBy": [1]}`)
+		mustCall(t, a, "task_claim", `{"task_id": 1}`)
+		mustCall(t, aLeased, "task_update", `{"task_id": 2, "status": "in_progress"}`)
+		mustCall(t, a, "task_update", `{"task_id": 3, "status": "completed"}`)
+		require.Equal(t, "model-A", get(t, store, 3).Owner, "completing through task_update records who did it")
+		require.False(t, get(t, store, 2).LeaseExpiresAt.IsZero(), "starting through task_update claims with the agent's lease")
+
+		attempts := []struct{ tool, input string }{}
+		for _, id := range []int{1, 2, 3} {
+			changes := []string{
+				`"status": "pending"`, `"status": "in_progress"`,
+				`"owner": "model-B"`, `"owner": ""`, `"owner": "model-A"`, `"owner": "model-C"`,
+				`"owner": "model-B", "status": "in_progress"`, `"owner": "", "status": "pending"`,
+				`"status": "pending", "removeBlockedBy": [1]`, `"status": "in_progress", "addBlockedBy": [4]`,
+			}
+			if id != 3 { // 3 is completed already: asking for that is no change
+				changes = append(changes, `"status": "completed"`, `"status": "completed", "addBlocks": [4]`)
+			}
+			for _, in := range changes {
+				attempts = append(attempts, struct{ tool, input string }{"task_update", fmt.Sprintf(`{"task_id": %d, %s}`, id, in)})
+			}
+			for _, tool := range []string{"task_claim", "task_complete", "task_release", "task_renew", "task_delete"} {
+				attempts = append(attempts, struct{ tool, input string }{tool, fmt.Sprintf(`{"task_id": %d}`, id)})
+			}
+			attempts = append(attempts,
+				struct{ tool, input string }{"task_renew", fmt.Sprintf(`{"task_id": %d, "seconds": 3600}`, id)},
+				struct{ tool, input string }{"task_delete", fmt.Sprintf(`{"task_id": %d, "detach": true}`, id)})
+		}
+
+		before := snapshot(t, store)
+		for _, at := range attempts {
+			res := call(t, b, at.tool, at.input)
+			assert.True(t, res.IsError, "model-B %s %s was accepted: %s", at.tool, at.input, res.Text)
+			assert.Regexp(t, `^Error: `, res.Text)
+		}
+		// The tools that cannot be refused change nothing either.
+		assert.Equal(t, "No ready task: every pending task is blocked, or there is none.", mustCall(t, b, "task_claim_next", `{}`))
+		mustCall(t, b, "task_list", `{}`)
+		mustCall(t, b, "task_get", `{"task_id": 1}`)
+		assert.Equal(t, before, snapshot(t, store), "nothing was written")
+
+		// Messages say who holds the task and who the caller is.
+		res := call(t, b, "task_update", `{"task_id": 1, "status": "completed"}`)
+		assert.Equal(t, `Error: task 1 is claimed by "model-A", not by you ("model-B"): only its holder can change its status or owner`, res.Text)
+		res = call(t, b, "task_update", `{"task_id": 1, "owner": "model-A"}`)
+		assert.Contains(t, res.Text, `owner can only be "model-B" (yours) or "" (to give back a task you hold)`)
+		res = call(t, b, "task_update", `{"task_id": 3, "status": "pending"}`)
+		assert.Equal(t, `Error: task 3 was completed by "model-A", not by you ("model-B"): only they can change its status or owner`, res.Text)
+		res = call(t, b, "task_complete", `{"task_id": 1}`)
+		assert.Equal(t, `Error: task 1 is claimed by "model-A", not by you ("model-B")`, res.Text)
+
+		// Once A's lease lapses, B may take the task over — by claiming
+		// it, which is what starting it through task_update does.
+		clk.Advance(2 * time.Minute)
+		out := mustCall(t, b, "task_update", `{"task_id": 2, "status": "in_progress"}`)
+		assert.Contains(t, out, `"owner": "model-B"`)
+		assert.Equal(t, "model-A", get(t, store, 2).PrevOwner)
+		// A's unleased claim never lapses.
+		assert.True(t, call(t, b, "task_update", `{"task_id": 1, "status": "in_progress"}`).IsError)
+		assert.Equal(t, "model-A", get(t, store, 1).Owner)
+	})
+}
+
+// Reference-style prompts start, finish and give back the agent's own
+// tasks through task_update.
+func TestUpdateWorksOnOwnTasks(t *testing.T) {
+	stores(t, func(t *testing.T, store taskgraph.Store, clk *clock) {
+		a := agenttools.New(store, agenttools.WithOwner("model-A"), agenttools.WithLease(10*time.Minute))
+		for _, s := range []string{"one", "two", "three"} {
+			mustCall(t, a, "task_create", fmt.Sprintf(`{"subject": %q}`, s))
+		}
+		mustCall(t, a, "task_update", `{"task_id": 1, "status": "in_progress"}`)
+		one := get(t, store, 1)
+		assert.Equal(t, taskgraph.InProgress, one.Status)
+		assert.Equal(t, "model-A", one.Owner)
+		assert.Equal(t, clk.Now().Add(10*time.Minute), one.LeaseExpiresAt.UTC())
+
+		out := mustCall(t, a, "task_update", `{"task_id": 1, "status": "completed"}`)
+		assert.Contains(t, out, `"status": "completed"`)
+		assert.Equal(t, "model-A", get(t, store, 1).Owner)
+
+		// owner: itself takes a task; owner: "" gives it back.
+		mustCall(t, a, "task_update", `{"task_id": 2, "owner": "model-A"}`)
+		assert.Equal(t, taskgraph.InProgress, get(t, store, 2).Status)
+		mustCall(t, a, "task_update", `{"task_id": 2, "owner": ""}`)
+		two := get(t, store, 2)
+		assert.Equal(t, taskgraph.Pending, two.Status)
+		assert.Equal(t, "", two.Owner)
+
+		// Starting with a dependency change in the same call is one write
+		// decided on the task as read; the lease follows.
+		mustCall(t, a, "task_update", `{"task_id": 3, "status": "in_progress", "addBlockedBy": [1]}`)
+		three := get(t, store, 3)
+		assert.Equal(t, []taskgraph.ID{1}, three.BlockedBy)
+		assert.Equal(t, "model-A", three.Owner)
+		assert.False(t, three.LeaseExpiresAt.IsZero())
+
+		// Renewing: by default for the agent's lease, or for seconds.
+		clk.Advance(5 * time.Minute)
+		out = mustCall(t, a, "task_renew", `{"task_id": 3}`)
+		assert.Equal(t, "Renewed #3: three; the lease now ends at 2026-12-02T12:15:00Z", out)
+		mustCall(t, a, "task_renew", `{"task_id": 3, "seconds": 60}`)
+		assert.Equal(t, clk.Now().Add(time.Minute), get(t, store, 3).LeaseExpiresAt.UTC())
+
+		// Reopening one's own completed task.
+		mustCall(t, a, "task_update", `{"task_id": 1, "status": "pending", "removeBlocks": [3]}`)
+		one = get(t, store, 1)
+		assert.Equal(t, taskgraph.Pending, one.Status)
+		assert.Empty(t, get(t, store, 3).BlockedBy)
+
+		// A call that changes nothing writes nothing.
+		rev := get(t, store, 2).Rev
+		mustCall(t, a, "task_update", `{"task_id": 2, "status": "pending"}`)
+		mustCall(t, a, "task_update", `{"task_id": 2}`)
+		assert.Equal(t, rev, get(t, store, 2).Rev)
+	})
+}
+
+// Many agents start the same task through task_update at once: exactly
+// one gets it.
+func TestConcurrentStartsThroughUpdate(t *testing.T) {
+	stores(t, func(t *testing.T, store taskgraph.Store, _ *clock) {
+		mustCall(t, agenttools.New(store), "task_create", `{"subject": "contested"}`)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tools := agenttools.New(store, agenttools.WithOwner(fmt.Sprintf("agent-%d", i)))
+				for _, in := range []string{`{"task_id": 1, "status": "in_progress"}`, `{"task_id": 1, "status": "completed"}`} {
+					res, err := tools.Call(context.Background(), "task_update", json.RawMessage(in))
+					if err != nil || res.IsError {
+						return
+					}
+				}
+				wins.Add(1)
+			}()
+		}
+		wg.Wait()
+		assert.Equal(t, int32(1), wins.Load())
+		task := get(t, store, 1)
+		assert.Equal(t, taskgraph.Completed, task.Status)
+		assert.Regexp(t, `^agent-\d$`, task.Owner)
+	})
+}
+
+// goNames matches what a Go programmer would write and a model cannot use:
+// qualified identifiers, calls, exported constants, sentinel errors.
+var goNames = regexp.MustCompile(`\b[a-z]\w*\.[A-Z]\w*|\w+\(\)|\bMax[A-Z]\w*|\bErr[A-Z]\w*|\b\w+Input\b|\bPatch\b|\bOwner\b|\bClaim\b`)
+
+func TestErrorsNameNoGoIdentifiers(t *testing.T) {
+	store := taskgraph.NewMemStore()
+	tools := agenttools.New(store, agenttools.WithOwner("a"))
+	other := agenttools.New(store, agenttools.WithOwner("b"))
+	mustCall(t, tools, "task_create", `{"subject": "one"}`)
+	mustCall(t, tools, "task_create", `{"subject": "two", "blockedBy": [1]}`)
+	mustCall(t, other, "task_claim", `{"task_id": 1}`)
+	big := fmt.Sprintf(`{"subject": "big", "description": %q}`, string(make([]byte, 5<<20)))
+	bad := []struct{ tool, input string }{
+		{"task_get", `{"task_id": "3"}`}, {"task_get", `{"task_id": -3}`}, {"task_get", `{"task_id": 0}`},
+		{"task_get", `{"task_id": 1e30}`}, {"task_get", `{"task_id": true}`}, {"task_get", `{"task_id": {}}`},
+		{"task_get", `{"task_id": 3`}, {"task_get", `[1]`}, {"task_get", `null`}, {"task_get", `"x"`},
+		{"task_update", `{"task_id": "3"}`}, {"task_update", `{"task_id": 1.5}`}, {"task_update", `{"task_id": 2, "addBlockedBy": [-3]}`},
+		{"task_update", `{"task_id": 2, "addBlockedBy": [0]}`}, {"task_update", `{"task_id": 2, "addBlocks": [99]}`},
+		{"task_update", `{"task_id": 2, "addBlockedBy": "1"}`}, {"task_update", `{"task_id": 2, "status": 3}`},
+		{"task_update", `{"task_id": 2, "status": "done"}`}, {"task_update", `{"task_id": 2, "owner": 7}`},
+		{"task_update", `{"task_id": 2, "status": "completed"}`}, {"task_update", `{"task_id": 1, "addBlockedBy": [2]}`},
+		{"task_update", `{"task_id": 2, "owner": "a", "status": "pending"}`}, {"task_update", `{"task_id": 2, "owner": "", "status": "completed"}`},
+		{"task_create", `{}`}, {"task_create", `{"subject": ""}`}, {"task_create", `{"subject": 1}`}, {"task_create", `{"subject": "x", "blockedBy": [-1]}`},
+		{"task_create", big},
+		{"task_claim", `{"task_id": 2}`}, {"task_claim", `{"task_id": 1}`}, {"task_complete", `{"task_id": 2}`},
+		{"task_release", `{"task_id": 2}`}, {"task_renew", `{"task_id": 2}`}, {"task_renew", `{"task_id": 1, "seconds": -5}`},
+		{"task_delete", `{"task_id": 1}`}, {"task_delete", `{"task_id": 2, "detach": "yes"}`}, {"task_list", `{"x": 1}`},
+		{"task_nope", `{}`},
+	}
+	for _, c := range bad {
+		res := call(t, tools, c.tool, c.input)
+		in := c.input
+		if len(in) > 60 {
+			in = in[:60]
+		}
+		assert.True(t, res.IsError, "%s %s: %s", c.tool, in, res.Text)
+		assert.NotRegexp(t, goNames, res.Text, "%s %s", c.tool, in)
+	}
+	// And a delete refused because of dependents, after the holder lets go.
+	mustCall(t, other, "task_release", `{"task_id": 1}`)
+	res := call(t, tools, "task_delete", `{"task_id": 1}`)
+	assert.NotRegexp(t, goNames, res.Text)
+	assert.Contains(t, res.Text, "detach: true")
+}

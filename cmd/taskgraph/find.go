@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/pgstore"
+)
+
+// dirName is the task directory the command looks for.
+const dirName = ".tasks"
+
+// findTasks looks for a .tasks directory in start and then in each parent,
+// as git looks for .git. It stops after a directory that holds .git (the
+// root of a repository: a graph outside it belongs to something else) and
+// at the filesystem root. It returns "" if there is none.
+func findTasks(start string) (string, error) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", err
+	}
+	for {
+		candidate := filepath.Join(dir, dirName)
+		if fi, err := os.Stat(candidate); err == nil && fi.IsDir() {
+			return candidate, nil
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return "", nil // a repository's root: go no higher
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", nil
+		}
+		dir = parent
+	}
+}
+
+// taskDir returns the task directory to use: --dir or $TASKGRAPH_DIR as
+// given, else the nearest .tasks found from the working directory. It
+// returns a noGraphError when there is none.
+func (e *env) taskDir() (string, error) {
+	if e.dirFrom != "" {
+		if fi, err := os.Stat(e.dir); err != nil || !fi.IsDir() {
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return "", err
+			}
+			if e.dirFrom == "--dir" {
+				return "", noGraphError{fmt.Sprintf("no task directory %s (--dir); run `taskgraph init --dir %s`", e.dir, e.dir)}
+			}
+			return "", noGraphError{fmt.Sprintf("no task directory %s ($TASKGRAPH_DIR); run `taskgraph init`", e.dir)}
+		}
+		return e.dir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	dir, err := findTasks(wd)
+	if err != nil {
+		return "", err
+	}
+	if dir == "" {
+		return "", noGraphError{fmt.Sprintf("no %s found in %s or any parent; run `taskgraph init`", dirName, wd)}
+	}
+	return dir, nil
+}
+
+// initDir returns the directory init creates: --dir or $TASKGRAPH_DIR, else
+// .tasks in the working directory.
+func (e *env) initDir() string {
+	if e.dirFrom != "" {
+		return e.dir
+	}
+	return dirName
+}
+
+// openDir opens a task directory; unless create is set, one that does not
+// exist is a noGraphError and nothing is created.
+func openDir(dir string, create bool) (*taskgraph.FileStore, error) {
+	if create {
+		return taskgraph.Open(dir)
+	}
+	s, err := taskgraph.Open(dir, taskgraph.WithoutCreate())
+	if errors.Is(err, taskgraph.ErrNotFound) {
+		return nil, noGraphError{fmt.Sprintf("no task directory %s; run `taskgraph init`", dir)}
+	}
+	return s, err
+}
+
+// openGraph opens a graph of a PostgreSQL database; unless create is set,
+// one that does not exist is an error matching taskgraph.ErrNotFound and
+// nothing is created, not even the schema.
+func openGraph(ctx context.Context, pool *pgxpool.Pool, graph string, create bool) (*pgstore.Store, error) {
+	if create {
+		return pgstore.Open(ctx, pool, graph)
+	}
+	return pgstore.Open(ctx, pool, graph, pgstore.WithoutCreate())
+}
