@@ -114,6 +114,9 @@ func (s *scripted) Next(ctx context.Context, history []Message, tools []agenttoo
 			break
 		}
 	}
+	if task, ok := strings.CutPrefix(prompt, "Do task "); ok {
+		return Message{Role: "assistant", Text: "Done: " + task}, nil // a real model would work here
+	}
 	rounds, ok := s.rounds[prompt]
 	if !ok {
 		return Message{Role: "assistant", Text: "I have no script for that."}, nil
@@ -132,7 +135,10 @@ func firstLine(s string) string {
 	return line
 }
 
-// run plays every prompt against a store in dir and returns the final board.
+// run plays every prompt against a store in dir, then lets the model do
+// the plan it made — taskgraph.Work claims each ready task with a lease,
+// hands it to the model, and completes it when the model is done — and
+// returns the final board.
 func run(ctx context.Context, dir string, model Model, out io.Writer) (taskgraph.Board, error) {
 	store, err := taskgraph.Open(dir)
 	if err != nil {
@@ -145,6 +151,13 @@ func run(ctx context.Context, dir string, model Model, out io.Writer) (taskgraph
 		if history, err = runTurn(ctx, model, tools, history, p, out); err != nil {
 			return taskgraph.Board{}, err
 		}
+	}
+	err = taskgraph.Work(ctx, store, "agent-1", func(ctx context.Context, t taskgraph.Task) error {
+		_, err := runTurn(ctx, model, tools, nil, fmt.Sprintf("Do task #%d: %s", t.ID, t.Subject), out)
+		return err
+	})
+	if err != nil {
+		return taskgraph.Board{}, err
 	}
 	return store.Board(ctx)
 }

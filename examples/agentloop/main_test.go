@@ -20,12 +20,15 @@ func TestAgentLoop(t *testing.T) {
 		}
 		return s
 	}
-	assert.Equal(t, []int64{2, 4}, ids(len(board.Ready), func(i int) int64 { return int64(board.Ready[i].ID) }))
-	assert.Equal(t, []int64{3, 5, 6, 7}, ids(len(board.Blocked), func(i int) int64 { return int64(board.Blocked[i].ID) }))
-	assert.Len(t, board.Completed, 1)
+	// The model made a plan of 7 tasks and did 1 by hand; Work did the rest,
+	// each after its blockers.
+	assert.True(t, board.Finished())
+	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7}, ids(len(board.Completed), func(i int) int64 { return int64(board.Completed[i].ID) }))
 	transcript := out.String()
 	assert.Contains(t, transcript, "[ ] #2: Write code (blocked by: [1])")
 	assert.Contains(t, transcript, "Completed #1: Setup project\n    Unblocked: #2 Write code")
 	assert.Contains(t, transcript, "[ ] #7: test (blocked by: [5, 6])")
 	assert.Contains(t, transcript, "assistant> Done.")
+	assert.Regexp(t, `(?s)Do task #2: Write code.*Do task #3: Write tests`, transcript)
+	assert.Regexp(t, `(?s)Do task #4: parse.*Do task #5: transform.*Do task #6: emit.*Do task #7: test`, transcript)
 }
