@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/taskgraph/taskgraph/internal/atomicfile"
 	"github.com/taskgraph/taskgraph/internal/changelog"
@@ -25,10 +24,11 @@ func (s *FileStore) refresh() error {
 	}
 	fi, err := s.root.Lstat(logFileName)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()):
 		if s.logIno != 0 {
 			// The log was removed (by a writer that could not append
-			// to it): records may have been lost.
+			// to it) or replaced by something unusable: records may
+			// have been lost.
 			return s.scan()
 		}
 	case err != nil:
@@ -37,9 +37,16 @@ func (s *FileStore) refresh() error {
 		// A new log (created or compacted): records may have been lost
 		// in between.
 		return s.scan()
+	case fi.Size() < s.logOff:
+		// Cut short in place, by something other than taskgraph.
+		return s.scan()
 	case fi.Size() > s.logOff:
-		if err := s.readLog(fi.Size()); err != nil {
+		rescan, err := s.readLog(fi.Size())
+		if err != nil {
 			return err
+		}
+		if rescan {
+			return s.scan()
 		}
 	}
 	dfi, err := s.dirf.Stat()
@@ -53,25 +60,53 @@ func (s *FileStore) refresh() error {
 }
 
 // readLog applies the log records between the last offset read and size.
-func (s *FileStore) readLog(size int64) error {
+// It reports whether the directory must be rescanned: a write was
+// announced while the directory's mtime was not the one this store last
+// accounted for, so something changed the directory in between without a
+// record.
+func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 	if err := s.openLog(); err != nil {
-		return err
+		return false, err
 	}
 	buf := make([]byte, size-s.logOff)
 	n, err := s.log.ReadAt(buf, s.logOff)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("taskgraph: read change log: %w", err)
+		return false, fmt.Errorf("taskgraph: read change log: %w", err)
 	}
 	whole := changelog.Whole(buf[:n])
 	s.logOff += int64(len(whole))
+	// The tasks of announced writes whose record has not followed: their
+	// writer died after the announcement, or its record was lost.
+	var pending map[ID]bool
 	for line := range strings.Lines(string(whole)) {
-		if r, ok := changelog.Parse(strings.TrimSuffix(line, "\n")); ok {
-			if err := s.applyRecord(r); err != nil {
-				return err
+		r, ok := changelog.Parse(strings.TrimSuffix(line, "\n"))
+		if !ok {
+			continue
+		}
+		switch r.Kind {
+		case changelog.Intent:
+			rescan = rescan || r.Mtime != s.dirMtime
+			if pending == nil {
+				pending = make(map[ID]bool, len(r.IDs))
 			}
+			for _, id := range r.IDs {
+				pending[ID(id)] = true
+			}
+		case changelog.Put, changelog.Delete:
+			delete(pending, ID(r.ID))
+			if err := s.applyRecord(r); err != nil {
+				return false, err
+			}
+		case changelog.Mtime:
+			s.dirMtime = r.Mtime
 		}
 	}
-	return nil
+	for _, id := range slices.Sorted(maps.Keys(pending)) {
+		if err := s.reload(id); err != nil {
+			return false, err
+		}
+	}
+	return rescan, nil
 }
 
 // applyRecord applies one change-log record. A Put carries the file's new
@@ -80,8 +115,6 @@ func (s *FileStore) readLog(size int64) error {
 // costs a reload from the file, which is always safe.
 func (s *FileStore) applyRecord(r changelog.Record) error {
 	switch r.Kind {
-	case changelog.Mtime:
-		s.dirMtime = r.Mtime
 	case changelog.Delete:
 		return s.reload(ID(r.ID))
 	case changelog.Put:
@@ -100,6 +133,8 @@ func (s *FileStore) applyRecord(r changelog.Record) error {
 }
 
 // openLog opens (creating if needed) the change log the directory has now.
+// A log that is not a regular file is a *CorruptError: writes refuse until
+// it is removed (reads go on, by the directory's mtime alone).
 func (s *FileStore) openLog() error {
 	if s.log != nil {
 		if fi, err := s.root.Lstat(logFileName); err == nil && atomicfile.FileID(fi) == s.logIno {
@@ -108,22 +143,28 @@ func (s *FileStore) openLog() error {
 		s.log.Close()
 		s.log = nil
 	}
-	// Non-blocking, and refused unless a regular file: a FIFO or a
-	// directory in its place must give an error, not a hang.
-	f, err := s.fs.OpenFile(logFileName, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	path := filepath.Join(s.dir, logFileName)
+	unusable := func(m fs.FileMode) error {
+		return &CorruptError{Path: path, Err: fmt.Errorf("the change log is %w: remove it; until then every write is refused (reads go on)", notRegular(m))}
+	}
+	// Through the handle, without following a symlink or blocking on a
+	// FIFO: something put in its place gives an error, not a hang, and
+	// never receives a record.
+	f, err := s.fs.OpenFile(logFileName, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		if fi, lerr := s.root.Lstat(logFileName); lerr == nil && !fi.Mode().IsRegular() {
-			err = fmt.Errorf("not a regular file (%s): remove it", fi.Mode().Type())
+			return unusable(fi.Mode())
 		}
-		return fmt.Errorf("taskgraph: open change log %s: %w", filepath.Join(s.dir, logFileName), err)
+		return fmt.Errorf("taskgraph: open change log %s: %w", path, err)
 	}
 	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("not a regular file (%s): remove it", fi.Mode().Type())
-	}
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("taskgraph: open change log %s: %w", filepath.Join(s.dir, logFileName), err)
+		return fmt.Errorf("taskgraph: open change log %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return unusable(fi.Mode())
 	}
 	s.log, s.logIno = f, atomicfile.FileID(fi)
 	return nil
@@ -137,7 +178,7 @@ func (s *FileStore) scan() error {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
 	s.logIno, s.logOff = 0, 0
-	if fi, err := s.root.Lstat(logFileName); err == nil {
+	if fi, err := s.root.Lstat(logFileName); err == nil && fi.Mode().IsRegular() {
 		s.logIno, s.logOff = atomicfile.FileID(fi), fi.Size()
 	}
 	d, err := s.root.Open(".")
@@ -151,10 +192,13 @@ func (s *FileStore) scan() error {
 	}
 	present := make(map[ID]bool, len(names))
 	var ids []ID
+	s.temps = nil
 	for _, name := range names {
 		if id, ok := parseTaskFileName(name); ok {
 			present[id] = true
 			ids = append(ids, id)
+		} else if isTempName(name) {
+			s.temps = append(s.temps, name)
 		}
 	}
 	slices.Sort(ids)
@@ -211,4 +255,26 @@ func (s *FileStore) scan() error {
 	s.dirMtime = dfi.ModTime().UnixNano()
 	s.scanned = true
 	return nil
+}
+
+// isTempName reports whether name is a temporary file of a replacement of
+// a task file, the meta file, the journal or the change log (see
+// atomicfile.TempName), and nothing else.
+func isTempName(name string) bool {
+	for _, n := range []string{metaFileName, journalFileName, logFileName} {
+		if atomicfile.IsTempOf(name, n) {
+			return true
+		}
+	}
+	rest, ok := strings.CutPrefix(name, atomicfile.TempPrefix(taskFilePrefix))
+	if !ok {
+		return false
+	}
+	i := strings.Index(rest, taskFileSuffix)
+	if i < 0 {
+		return false
+	}
+	target := taskFilePrefix + rest[:i+len(taskFileSuffix)]
+	_, ok = parseTaskFileName(target)
+	return ok && atomicfile.IsTempOf(name, target)
 }

@@ -2,7 +2,6 @@ package taskgraph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,10 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/gofrs/flock"
-
-	"github.com/taskgraph/taskgraph/internal/atomicfile"
 )
 
 // Problem is one thing Check found wrong with a task directory.
@@ -42,9 +37,13 @@ const (
 )
 
 // Check reads the task directory dir without changing anything in it and
-// returns every problem it finds, by path. It takes the directory's lock
-// shared, if the directory has one, so it sees no write half done. Only
-// WithClock affects it (to judge leases).
+// returns every problem it finds, by path, each with what it means and
+// what to do. It takes the directory's lock shared, if the directory has a
+// usable one, so it sees no write half done. Only WithClock affects it (to
+// judge leases).
+//
+// Temporary files left by writers that died are removed by the next write
+// to the directory (they are reported here until then).
 func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 	cfg := newConfig(opts)
 	root, err := os.OpenRoot(dir)
@@ -52,20 +51,19 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 		return nil, fmt.Errorf("taskgraph: check: %w", err)
 	}
 	defer root.Close()
-	if _, err := root.Lstat(lockFileName); err == nil {
-		l := &dirLock{path: filepath.Join(dir, lockFileName), fl: flock.New(filepath.Join(dir, lockFileName), flock.SetFlag(os.O_RDONLY))}
-		unlock, err := l.lock(ctx, false)
-		if err != nil {
-			return nil, err
-		}
-		defer unlock()
-	}
 	d, err := root.Open(".")
 	if err != nil {
 		return nil, fmt.Errorf("taskgraph: check: %w", err)
 	}
+	defer d.Close()
+	l := newDirLock(root, d, dir, false)
+	defer l.close()
+	unlock, err := l.lock(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	names, err := d.Readdirnames(-1)
-	d.Close()
 	if err != nil {
 		return nil, fmt.Errorf("taskgraph: check: %w", err)
 	}
@@ -75,15 +73,7 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 		problems = append(problems, Problem{Kind: kind, Path: filepath.Join(dir, name), ID: id, Message: fmt.Sprintf(format, args...)})
 	}
 	g := newGraph()
-	fsys := newDirFS(root, dir)
-	isTemp := func(name string) bool {
-		for _, n := range []string{metaFileName, journalFileName, logFileName} {
-			if strings.HasPrefix(name, atomicfile.TempPrefix(n)) {
-				return true
-			}
-		}
-		return strings.HasPrefix(name, "."+taskFilePrefix)
-	}
+	fsys := newDirFS(root, d)
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -95,7 +85,7 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 			var ce *CorruptError
 			switch {
 			case errors.As(err, &ce):
-				add(ProblemCorrupt, name, id, "%v", ce.Err)
+				add(ProblemCorrupt, name, id, "%v; taskgraph never rewrites or deletes it, and refuses to write this task and to delete any task while it is unreadable (it may depend on that task): fix the file or remove it", ce.Err)
 			case err != nil:
 				return nil, fmt.Errorf("taskgraph: check: %w", err)
 			case t != nil:
@@ -110,26 +100,32 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 			case err != nil:
 				return nil, fmt.Errorf("taskgraph: check: %w", err)
 			default:
-				add(ProblemJournal, name, 0, "an interrupted multi-file write; the next operation on the directory finishes it")
+				add(ProblemJournal, name, 0, "an interrupted multi-file write, valid and ready to replay: the next operation by a process that can write the directory finishes it")
 			}
 		case name == metaFileName:
 			fi, data, err := readFile(fsys, root, dir, name, maxFileSize)
 			var ce *CorruptError
-			var m meta
+			if err == nil && fi != nil {
+				if _, perr := parseMeta(data); perr != nil {
+					err = &CorruptError{Path: filepath.Join(dir, name), Err: perr}
+				}
+			}
 			switch {
 			case errors.As(err, &ce):
-				add(ProblemCorrupt, name, 0, "the id high-water mark is unusable: %v; writes are refused until it holds {\"highWater\": N}", ce.Err)
+				add(ProblemCorrupt, name, 0, "the id high-water mark is unusable (%v): %s", ce.Err, metaProblem)
 			case err != nil:
 				return nil, fmt.Errorf("taskgraph: check: %w", err)
-			case fi != nil && (json.Unmarshal(data, &m) != nil || m.HighWater < 0):
-				add(ProblemCorrupt, name, 0, "the id high-water mark is unreadable; writes are refused until it holds {\"highWater\": N}")
 			}
-		case name == lockFileName || name == logFileName:
+		case name == lockFileName:
 			if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-				add(ProblemCorrupt, name, 0, "not a regular file (%s); writes fail until it is removed", fi.Mode().Type())
+				add(ProblemCorrupt, name, 0, "the lock file is %v: remove it; until then every write is refused, and reads go on without the lock", notRegular(fi.Mode()))
 			}
-		case isTemp(name):
-			add(ProblemTempFile, name, 0, "a temporary file left by a writer that died; safe to delete")
+		case name == logFileName:
+			if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+				add(ProblemCorrupt, name, 0, "the change log is %v: remove it; until then every write is refused (reads go on)", notRegular(fi.Mode()))
+			}
+		case isTempName(name):
+			add(ProblemTempFile, name, 0, "a temporary file left by a writer that died: the next write removes it (it is safe to delete)")
 		case strings.HasPrefix(name, taskFilePrefix) && strings.HasSuffix(name, taskFileSuffix):
 			add(ProblemIgnored, name, 0, "not named task_<id>.json with a canonical positive id, so taskgraph ignores it")
 		}

@@ -31,17 +31,26 @@ type fileSystem interface {
 	OpenRead(name string) (*os.File, error)
 }
 
-// dirFS is the fileSystem of a real directory.
+// dirFS is the fileSystem of a real directory: every step goes through
+// the directory's handle, never through its path.
 type dirFS struct {
-	atomicfile.FS
-	dir string
+	atomicfile.FS // temporary files (O_EXCL), renames and removals, in root
+	root          *os.Root
+	dirf          *os.File
 }
 
-func newDirFS(root *os.Root, dir string) dirFS { return dirFS{atomicfile.Root(root), dir} }
+func newDirFS(root *os.Root, dirf *os.File) dirFS {
+	return dirFS{atomicfile.Root(root), root, dirf}
+}
+
+// OpenFile opens name without following a symlink or blocking on a FIFO.
+func (d dirFS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+	return atomicfile.OpenIn(d.dirf, d.root, name, flag, perm)
+}
 
 func (dirFS) Append(f *os.File, data []byte) error { _, err := f.Write(data); return err }
 func (d dirFS) OpenRead(name string) (*os.File, error) {
-	return atomicfile.OpenNoFollow(filepath.Join(d.dir, name))
+	return atomicfile.OpenIn(d.dirf, d.root, name, os.O_RDONLY, 0)
 }
 
 // readFile reads name with one open, fstat and read. A file that is not a
@@ -59,7 +68,7 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 		case lerr != nil:
 			return nil, nil, fmt.Errorf("taskgraph: %w", lerr)
 		case !fi.Mode().IsRegular():
-			return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
+			return fi, nil, &CorruptError{Path: path, Err: notRegular(fi.Mode())}
 		}
 		return nil, nil, fmt.Errorf("taskgraph: read %s: %w", path, err)
 	}
@@ -69,7 +78,7 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 		return nil, nil, fmt.Errorf("taskgraph: read %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("not a regular file (%s)", fi.Mode().Type())}
+		return fi, nil, &CorruptError{Path: path, Err: notRegular(fi.Mode())}
 	}
 	if fi.Size() > limit {
 		return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("file is %d bytes, over the %d-byte limit", fi.Size(), limit)}
@@ -82,9 +91,27 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 	return fi, data[:n], nil
 }
 
+// notRegular is the problem of a file that is not a regular file.
+func notRegular(m fs.FileMode) error { return fmt.Errorf("not a regular file (%s)", fileType(m)) }
+
 type meta struct {
 	HighWater ID `json:"highWater"`
 }
+
+// parseMeta decodes the content of the meta file.
+func parseMeta(data []byte) (ID, error) {
+	var m meta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return 0, err
+	}
+	if m.HighWater < 0 {
+		return 0, fmt.Errorf("highWater is %d, not a task id", m.HighWater)
+	}
+	return m.HighWater, nil
+}
+
+// metaProblem says what to do about a meta file that cannot be used.
+const metaProblem = `it records the highest task id ever allocated, so every write is refused (reads go on) until it is a regular file holding {"highWater": N}, N at least the highest id ever allocated`
 
 // readMeta reads the id high-water mark. A meta file that cannot be used
 // does not stop reads; s.metaErr makes every write refuse until it is fixed,
@@ -95,21 +122,18 @@ func (s *FileStore) readMeta() error {
 		s.metaErr = nil
 		return nil
 	}
-	var ce *CorruptError
 	if err == nil {
-		var m meta
-		if err = json.Unmarshal(data, &m); err == nil && m.HighWater < 0 {
-			err = fmt.Errorf("highWater is %d, not a task id", m.HighWater)
-		}
-		if err != nil {
+		var hw ID
+		if hw, err = parseMeta(data); err != nil {
 			err = &CorruptError{Path: filepath.Join(s.dir, metaFileName), Err: err}
 		} else {
-			s.hwm = m.HighWater
-			s.g.maxID = max(s.g.maxID, m.HighWater)
+			s.hwm = hw
+			s.g.maxID = max(s.g.maxID, hw)
 		}
 	}
+	var ce *CorruptError
 	if errors.As(err, &ce) {
-		s.metaErr = fmt.Errorf("%w: it records the highest task id ever used, so taskgraph refuses to write until it holds {\"highWater\": N} with N at least the highest id ever allocated", ce)
+		s.metaErr = fmt.Errorf("%w: %s", ce, metaProblem)
 		return nil
 	}
 	s.metaErr = nil
@@ -162,7 +186,9 @@ func (s *FileStore) syncDir() error {
 // it on, other processes see the write (they replay a journal), so commit
 // finishes the remaining steps, retrying them once, and returns nil if it
 // got through or an error matching ErrUnknownOutcome if not. Recording the
-// write in the change log comes after and never fails the write.
+// write in the change log comes after and never fails the write; the
+// announcement before the commit point (see announce) is what makes every
+// other store see the write even if that record is lost.
 func (s *FileStore) commit(p *plan) error {
 	if len(p.put)+len(p.del) == 0 {
 		return nil
@@ -181,6 +207,9 @@ func (s *FileStore) commit(p *plan) error {
 	for _, id := range p.del {
 		j.Del = append(j.Del, int64(id))
 		j.HighWater = max(j.HighWater, int64(id))
+	}
+	if err := s.announce(j); err != nil {
+		return err
 	}
 	var finish func() error
 	if len(p.put)+len(p.del) == 1 {
@@ -204,6 +233,7 @@ func (s *FileStore) commit(p *plan) error {
 	if err := s.finish(j, finish); err != nil {
 		return err
 	}
+	s.removeTemps()
 	s.recordLog(j)
 	return nil
 }
@@ -261,25 +291,43 @@ func (s *FileStore) finishJournal(j *journal.Journal) error {
 }
 
 // readJournal reads and validates the journal, or returns nil if there is
-// none. A journal is validated entirely before any of it is replayed:
-// every entry must be a task file for its id. One that is not is a
-// *CorruptError and is never replayed.
+// none. See loadJournal.
 func (s *FileStore) readJournal() (*journal.Journal, error) {
 	return loadJournal(s.fs, s.root, s.dir)
 }
 
+// journalProblem says what a journal that cannot be replayed means and what
+// to do about it.
+const journalProblem = "it is never replayed, and every write is refused (reads go on) until it is removed: check the tasks it names, then remove it"
+
+// loadJournal reads and validates the journal of dir, or returns nil if
+// there is none. A journal is validated entirely before any of it is
+// replayed (see validateJournal); one that fails, or that is not a regular
+// file, is a *CorruptError and is never replayed. Any other error is a
+// failure to read, which says nothing about the journal.
 func loadJournal(fsys fileSystem, root *os.Root, dir string) (*journal.Journal, error) {
 	path := filepath.Join(dir, journalFileName)
+	corrupt := func(why error) error {
+		return &CorruptError{Path: path, Err: fmt.Errorf("an interrupted multi-file write that cannot be replayed: %w; %s", why, journalProblem)}
+	}
 	fi, data, err := readFile(fsys, root, dir, journalFileName, maxJournalSize)
-	if fi == nil || err != nil {
+	var ce *CorruptError
+	switch {
+	case errors.As(err, &ce):
+		return nil, corrupt(ce.Err)
+	case fi == nil || err != nil:
 		return nil, err
 	}
 	j, err := journal.Decode(data)
-	if err == nil {
-		err = validateJournal(j)
-	}
 	if err != nil {
-		return nil, &CorruptError{Path: path, Err: fmt.Errorf("an interrupted multi-file write that cannot be replayed: %w; taskgraph refuses to write until it is removed (check the tasks it names first)", err)}
+		return nil, corrupt(err)
+	}
+	bad, err := validateJournal(fsys, root, dir, j)
+	switch {
+	case err != nil:
+		return nil, err
+	case bad != nil:
+		return nil, corrupt(bad)
 	}
 	return j, nil
 }
@@ -288,27 +336,85 @@ func loadJournal(fsys fileSystem, root *os.Root, dir string) (*journal.Journal, 
 // the task file limit, is far below it in practice.
 const maxJournalSize = 256 << 20
 
-func validateJournal(j *journal.Journal) error {
+// validateJournal checks that replaying j can only finish a write that a
+// taskgraph writer began on the directory as it is: every entry decodes as
+// the task file of its id, ids are within MaxID, and every file an entry
+// replaces is either already what the entry holds or a healthy task file
+// one rev before it (and a file it deletes is a healthy task file). bad
+// says why a journal fails: it is garbage, belongs to another directory,
+// or was overtaken by later edits, and replaying it could overwrite a
+// healthy task with unrelated content. err is a failure to read a task
+// file.
+func validateJournal(fsys fileSystem, root *os.Root, dir string, j *journal.Journal) (bad, err error) {
+	// current returns the task in the file of id, nil if there is none,
+	// or why it cannot be replaced.
+	current := func(id int64) (cur *Task, data []byte, bad, err error) {
+		name := taskFileName(ID(id))
+		fi, data, err := readFile(fsys, root, dir, name, maxFileSize)
+		var ce *CorruptError
+		switch {
+		case errors.As(err, &ce):
+			return nil, nil, fmt.Errorf("%s is corrupt (%v)", name, ce.Err), nil
+		case err != nil || fi == nil:
+			return nil, nil, nil, err
+		}
+		if cur, err = decodeTask(ID(id), data); err != nil {
+			return nil, nil, fmt.Errorf("%s is corrupt (%v)", name, err), nil
+		}
+		return cur, data, nil, nil
+	}
+	if j.HighWater < 0 || ID(j.HighWater) > MaxID {
+		return fmt.Errorf("highWater is %d, not between 0 and %d (MaxID)", j.HighWater, MaxID), nil
+	}
 	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
-		if _, err := decodeTask(ID(id), []byte(j.Put[id])); err != nil {
-			return fmt.Errorf("entry for task %d: %w", id, err)
+		if ID(id) > MaxID {
+			return fmt.Errorf("entry for task %d: the id is above %d (MaxID)", id, MaxID), nil
+		}
+		entry, derr := decodeTask(ID(id), []byte(j.Put[id]))
+		if derr != nil {
+			return fmt.Errorf("entry for task %d: %v", id, derr), nil
+		}
+		cur, data, why, err := current(id)
+		switch {
+		case err != nil:
+			return nil, err
+		case why != nil:
+			return fmt.Errorf("entry for task %d would replace a file that taskgraph never rewrites: %v", id, why), nil
+		case cur == nil || string(data) == j.Put[id]:
+			continue // not written yet (a new task), or already replayed
+		case entry.Rev != cur.Rev+1:
+			return fmt.Errorf("entry for task %d is rev %d, but %s is at rev %d: the journal does not continue that file, and replaying it would overwrite what is there", id, entry.Rev, taskFileName(ID(id)), cur.Rev), nil
 		}
 	}
-	if j.HighWater < 0 {
-		return fmt.Errorf("highWater is %d", j.HighWater)
+	for _, id := range j.Del {
+		if ID(id) > MaxID {
+			return fmt.Errorf("deletion of task %d: the id is above %d (MaxID)", id, MaxID), nil
+		}
+		if _, ok := j.Put[id]; ok {
+			return fmt.Errorf("task %d is both written and deleted", id), nil
+		}
+		if _, _, why, err := current(id); err != nil || why != nil {
+			if err != nil {
+				return nil, err
+			}
+			return fmt.Errorf("deletion of task %d would remove a file that taskgraph never deletes: %v", id, why), nil
+		}
 	}
-	return nil
+	return nil, nil
 }
 
-// replayJournal finishes the multi-file write of a writer that died.
+// replayJournal finishes the multi-file write of a writer that died. It is
+// a write like any other: announced, then recorded in the change log.
 func (s *FileStore) replayJournal(j *journal.Journal) error {
 	if err := s.prepareLog(); err != nil {
+		return err
+	}
+	if err := s.announce(j); err != nil {
 		return err
 	}
 	if err := s.finish(j, func() error { return s.finishJournal(j) }); err != nil {
 		return err
 	}
-	s.recordLog(j)
 	// The cache predates the replay.
 	for id := range j.Put {
 		if err := s.reload(ID(id)); err != nil {
@@ -320,6 +426,7 @@ func (s *FileStore) replayJournal(j *journal.Journal) error {
 			return err
 		}
 	}
+	s.recordLog(j)
 	return nil
 }
 
@@ -333,21 +440,39 @@ func (s *FileStore) prepareLog() error {
 	if s.logOff < maxLogSize {
 		return nil
 	}
-	// Replace the log with an empty one. Other stores see its new inode
-	// and rescan; this store is current, so it only starts over at 0.
-	if err := s.replaceLog(); err != nil {
-		return err
-	}
-	s.logOff = 0
-	return nil
+	return s.replaceLog()
 }
 
 // replaceLog replaces the change log with an empty file and opens it.
+// Every other store sees its new inode and rescans the directory, so no
+// record of the old log needs to reach them; this store is current and
+// starts over at offset 0.
 func (s *FileStore) replaceLog() error {
 	if err := atomicfile.Replace(s.fs, logFileName, nil, 0o644, false); err != nil {
 		return fmt.Errorf("taskgraph: replace change log: %w", err)
 	}
+	s.logOff = 0
 	return s.openLog()
+}
+
+// announce appends to the change log, before the commit point, the ids the
+// write is about to change and the directory's mtime before it (see
+// package changelog). A store that reads the announcement without the
+// record of the write after it — the writer died in between, or that
+// append failed — reloads those tasks from their files. If the append
+// fails, a new log takes its place, which makes every other store rescan;
+// only if that fails too is the write refused, before anything of it is
+// written.
+func (s *FileStore) announce(j *journal.Journal) error {
+	ids := append(slices.Sorted(maps.Keys(j.Put)), j.Del...)
+	err := s.appendRecord(changelog.AppendIntent(nil, s.dirMtime, ids))
+	if err == nil {
+		return nil
+	}
+	if rerr := s.replaceLog(); rerr != nil {
+		return fmt.Errorf("taskgraph: the change log takes no record (%w), and cannot be replaced: %w", err, rerr)
+	}
+	return nil
 }
 
 // recordLog appends the record of a committed write to the change log. The
@@ -358,7 +483,6 @@ func (s *FileStore) recordLog(j *journal.Journal) {
 	if s.appendLog(j) == nil {
 		return
 	}
-	s.logOff = 0
 	if s.replaceLog() == nil {
 		return
 	}
@@ -367,21 +491,14 @@ func (s *FileStore) recordLog(j *journal.Journal) {
 		s.log = nil
 	}
 	_ = s.fs.Remove(logFileName)
-	s.logIno = 0
+	s.logIno, s.logOff = 0, 0
 }
 
-// appendLog records which tasks j changed and the directory mtime after it.
-// The log is a cache hint, not a source of truth, so it is not fsynced.
+// appendLog records which tasks j changed, with their new content and
+// stamps, and the directory mtime after it. The log is a cache hint, not a
+// source of truth, so it is not fsynced.
 func (s *FileStore) appendLog(j *journal.Journal) error {
 	var rec []byte
-	lfi, err := s.log.Stat()
-	if err != nil {
-		return fmt.Errorf("taskgraph: change log: %w", err)
-	}
-	if lfi.Size() > s.logOff {
-		// A writer died in mid-append: end its line so ours stays whole.
-		rec = append(rec, '\n')
-	}
 	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
 		fi, err := s.root.Lstat(taskFileName(ID(id)))
 		if err != nil {
@@ -404,10 +521,40 @@ func (s *FileStore) appendLog(j *journal.Journal) error {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
 	s.dirMtime = dfi.ModTime().UnixNano()
-	rec = changelog.AppendMtime(rec, s.dirMtime)
+	return s.appendRecord(changelog.AppendMtime(rec, s.dirMtime))
+}
+
+// appendRecord appends rec, whole lines, to the change log.
+func (s *FileStore) appendRecord(rec []byte) error {
+	if s.log == nil {
+		return errors.New("taskgraph: no change log is open")
+	}
+	lfi, err := s.log.Stat()
+	if err != nil {
+		return fmt.Errorf("taskgraph: change log: %w", err)
+	}
+	if lfi.Size() > s.logOff {
+		// Every whole line has been read (refresh comes first): the rest
+		// is the start of a line whose writer died in mid-append. End it,
+		// so that ours stays whole.
+		rec = append([]byte{'\n'}, rec...)
+	}
 	if err := s.fs.Append(s.log, rec); err != nil {
 		return fmt.Errorf("taskgraph: append change log: %w", err)
 	}
 	s.logOff = lfi.Size() + int64(len(rec))
 	return nil
+}
+
+// removeTemps removes the temporary files that the last scan found. Each
+// was left by a writer that died or failed: every writer makes and removes
+// its own under the exclusive lock, which this store holds now, so none of
+// them belongs to a live writer. It runs after a commit, so that the
+// commit's record accounts for the change to the directory. A failure is
+// ignored: the next scan finds the file again.
+func (s *FileStore) removeTemps() {
+	for _, name := range s.temps {
+		_ = s.fs.Remove(name)
+	}
+	s.temps = nil
 }

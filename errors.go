@@ -153,3 +153,20 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrCorrupt.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// dirNotFoundError reports that the task directory given to Open with
+// WithoutCreate does not exist. It matches ErrNotFound.
+type dirNotFoundError struct {
+	dir string
+	err error
+}
+
+func (e *dirNotFoundError) Error() string {
+	return fmt.Sprintf("taskgraph: open %s: the task directory does not exist (nothing was ever written there; it is not created when opening WithoutCreate)", e.dir)
+}
+
+// Unwrap returns the failure of the stat, which matches fs.ErrNotExist.
+func (e *dirNotFoundError) Unwrap() error { return e.err }
+
+// Is reports whether target is ErrNotFound.
+func (e *dirNotFoundError) Is(target error) bool { return target == ErrNotFound }

@@ -92,7 +92,8 @@ func (h *hub) publish(evs []Event) {
 }
 
 // watch starts a watcher that delivers published events on the returned
-// channel until ctx is done or closed is closed. initial is the graph as
+// channel until ctx is done or closed is closed (then the last event is
+// Ended, with ErrClosed). initial is the graph as
 // the watcher starts from: its leased claims are tracked so that a lapse is
 // reported as it happens. now is the store's clock.
 func (h *hub) watch(ctx context.Context, initial []Task, now func() time.Time, closed <-chan struct{}) <-chan Event {
@@ -203,6 +204,7 @@ func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Tim
 			case <-ctx.Done():
 				return
 			case <-closed:
+				ended(ctx, out)
 				return
 			}
 		}
@@ -223,8 +225,18 @@ func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Tim
 		case <-ctx.Done():
 			return
 		case <-closed:
+			ended(ctx, out)
 			return
 		}
+	}
+}
+
+// ended sends the last event of a watch whose store was closed, unless ctx
+// ends first (see Watcher).
+func ended(ctx context.Context, out chan<- Event) {
+	select {
+	case out <- Event{Kind: Ended, Err: ErrClosed}:
+	case <-ctx.Done():
 	}
 }
 

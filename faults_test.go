@@ -29,6 +29,10 @@ var faultKinds = []struct {
 	{"rename", syscall.ENOSPC},
 	{"unlink", syscall.EIO},
 	{"append", syscall.EIO},
+	// An append lost without an error, as a writer killed right after
+	// its commit point loses it: the write stands, and every store sees
+	// it (the error is never returned).
+	{"drop", syscall.ECANCELED},
 }
 
 // faultFS is a fileSystem that fails the at-th step of one kind, and with
@@ -109,6 +113,9 @@ func (f *faultFS) Remove(name string) error {
 func (f *faultFS) Append(file *os.File, data []byte) error {
 	if err := f.fail("append"); err != nil {
 		return &os.PathError{Op: "write", Path: file.Name(), Err: err}
+	}
+	if f.fail("drop") != nil {
+		return nil
 	}
 	return f.fileSystem.Append(file, data)
 }

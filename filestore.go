@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/taskgraph/taskgraph/internal/atomicfile"
 	"github.com/taskgraph/taskgraph/internal/changelog"
+	"github.com/taskgraph/taskgraph/internal/journal"
 )
 
 // Names of the files a FileStore keeps beside the task files. They start
@@ -38,14 +41,21 @@ const (
 // several files first writes a journal holding all of them, so after a crash
 // either all or none of it is visible; the next writer replays it.
 //
-// The cache: each write appends the ids it changed to a small change log
-// (.taskgraph.log) and records the directory's mtime there. Before any
-// operation a store reads only the log records it has not seen and reloads
-// just those tasks; a directory mtime the log does not explain (a file
-// created, renamed or removed by something that does not take the lock)
-// makes it rescan the directory. The files an operation reads to decide are
-// also compared with their last-seen inode, size and mtime, so an edit made
-// by hand in place is never overwritten blindly.
+// The cache: each write announces the ids it is about to change in a small
+// change log (.taskgraph.log) before its commit point, and records their
+// new content and the directory's mtime after it. Before any operation a
+// store reads only the log records it has not seen and applies them; an
+// announcement without its record (the writer died, or the append was
+// lost) makes it reload those tasks from their files, and a directory
+// mtime the log does not explain (a file created, renamed or removed by
+// something that does not take the lock) makes it rescan the directory.
+// The files an operation reads to decide are also compared with their
+// last-seen inode, size and mtime, so an edit made by hand in place is
+// never overwritten blindly. See Store for the staleness this bounds.
+//
+// Leftover temporary files of writers that died are removed by the next
+// write (which holds the exclusive lock, so none can belong to a live
+// writer); Check reports them until then.
 type FileStore struct {
 	dir  string
 	cfg  config
@@ -67,6 +77,7 @@ type FileStore struct {
 	// metaErr and journalErr report a meta or journal file that cannot be
 	// used: reads go on, writes refuse with them.
 	metaErr, journalErr error
+	temps               []string // temporary files of dead writers, found by the last scan
 
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch
@@ -79,15 +90,23 @@ func stampOf(fi os.FileInfo) stamp {
 	return stamp{Ino: atomicfile.FileID(fi), Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
 }
 
-// Open opens the task directory dir, creating it if it does not exist. It
-// returns errors.ErrUnsupported on Windows. The directory is read lazily, by
-// the first operation, under the lock.
+// Open opens the task directory dir, creating it (durably: its entry is
+// fsynced in its parent) if it does not exist, unless WithoutCreate is
+// given. It returns errors.ErrUnsupported on Windows. The directory is
+// read lazily, by the first operation, under the lock.
+//
+// The path is resolved once, here: every later file operation, the lock
+// included, goes through the directory handle opened now. A store keeps
+// working on the same directory if the process changes its working
+// directory after opening a relative path, or if the directory is renamed
+// while it is open.
 func Open(dir string, opts ...Option) (*FileStore, error) {
 	if atomicfile.ErrPlatform != nil {
 		return nil, fmt.Errorf("taskgraph: open %s: %w (atomic file replacement is available on Linux and macOS)", dir, atomicfile.ErrPlatform)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("taskgraph: open: %w", err)
+	cfg := newConfig(opts)
+	if err := makeDir(dir, cfg); err != nil {
+		return nil, err
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -100,17 +119,68 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 	}
 	s := &FileStore{
 		dir:    dir,
-		cfg:    newConfig(opts),
+		cfg:    cfg,
 		root:   root,
 		dirf:   dirf,
-		lock:   newDirLock(filepath.Join(dir, lockFileName)),
+		lock:   newDirLock(root, dirf, dir, true),
 		sem:    make(chan struct{}, 1),
 		g:      newGraph(),
 		stamps: make(map[ID]stamp),
-		fs:     newDirFS(root, dir),
+		fs:     newDirFS(root, dirf),
 		done:   make(chan struct{}),
 	}
 	return s, nil
+}
+
+// makeDir makes sure dir is a directory. It creates it and any missing
+// parent unless cfg says WithoutCreate, and fsyncs the parent of each
+// directory it created, so that a power loss cannot lose the new entry
+// (and with it every task written there).
+func makeDir(dir string, cfg config) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("taskgraph: open %s: not a directory: %w", dir, ErrInvalid)
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("taskgraph: open: %w", err)
+	case cfg.noCreate:
+		return &dirNotFoundError{dir: dir, err: err}
+	}
+	var created []string // the missing directories, deepest first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		created = append(created, d)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("taskgraph: open: %w", err)
+	}
+	if cfg.noSync {
+		return nil
+	}
+	for _, d := range created {
+		if err := syncDirAt(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("taskgraph: open: make the new directory %s durable: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// syncDirAt is syncPath; tests replace it to see which directories Open
+// syncs.
+var syncDirAt = syncPath
+
+// syncPath fsyncs the directory at path.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // Dir returns the directory the store was opened on.
@@ -130,7 +200,7 @@ func (s *FileStore) Close() error {
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
 	}
-	errs = append(errs, s.dirf.Close(), s.lock.close(), s.root.Close())
+	errs = append(errs, s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
 }
 
@@ -156,34 +226,51 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 	}
 	release = func() { unlock(); <-s.sem }
 	s.journalErr = nil
+	var j *journal.Journal
 	if _, err := s.root.Lstat(journalFileName); err == nil {
-		if !exclusive {
-			// Finishing another writer's journal is a write.
+		// Validated before anything else: a journal that cannot be
+		// replayed is never touched, and reads go on without it.
+		var ce *CorruptError
+		j, err = s.readJournal()
+		switch {
+		case errors.As(err, &ce):
+			s.journalErr, j = err, nil
+		case err != nil:
+			release()
+			return nil, err
+		}
+		if j != nil && !exclusive {
+			// Finishing another writer's journal is a write: take the
+			// lock exclusive and read the journal again, since another
+			// process may have replayed it in between.
 			unlock()
 			if unlock, err = s.lock.lock(ctx, true); err != nil {
 				<-s.sem
 				return nil, err
 			}
 			release = func() { unlock(); <-s.sem }
-		}
-		j, err := s.readJournal()
-		var ce *CorruptError
-		switch {
-		case errors.As(err, &ce):
-			// Never replayed: reads go on with the task files as they
-			// are, writes refuse until someone removes the journal.
-			s.journalErr = err
-		case err != nil:
-			release()
-			return nil, err
-		case j != nil:
-			if err := s.replayJournal(j); err != nil {
+			if j, err = s.readJournal(); errors.As(err, &ce) {
+				s.journalErr, j = err, nil
+			} else if err != nil {
 				release()
 				return nil, err
 			}
 		}
 	}
-	if err := s.refresh(); err != nil {
+	// The cache is brought up to date first, so that the records a replay
+	// appends to the change log come after every record this store has
+	// read.
+	err = s.refresh()
+	if err == nil && len(s.g.broken) > 0 {
+		// Files that cannot be used are few, and someone may have fixed
+		// one in place: each is checked again, since while any is broken
+		// some writes refuse (see planDelete).
+		_, err = s.verify(slices.Collect(maps.Keys(s.g.broken)))
+	}
+	if err == nil && j != nil {
+		err = s.replayJournal(j)
+	}
+	if err != nil {
 		// Rebuild the cache from scratch next time rather than trust
 		// one that an error left half refreshed.
 		s.scanned = false

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 
-	"github.com/gofrs/flock"
+	"github.com/taskgraph/taskgraph/internal/atomicfile"
 )
 
 // lockFileName is the lock file inside the task directory. It is created on
@@ -16,103 +17,176 @@ import (
 // waits on it would let two processes hold "the" lock at once.
 const lockFileName = ".taskgraph.lock"
 
-// dirLock excludes other processes from a task directory with flock(2).
+// dirLock excludes other processes from a task directory with flock(2) on
+// its lock file, opened through the directory handle (never by path, so a
+// chdir or a rename of the directory cannot make two stores lock different
+// files).
 //
 // flock is held per open file description, so it excludes other processes
-// and other FileStores, but not goroutines sharing one *flock.Flock (a second
-// Lock on it returns at once); the FileStore therefore serialises its own
-// goroutines with a semaphore before it takes this lock. The kernel releases
-// the lock when the holder dies, however it dies, so a crashed agent never
-// leaves the directory locked.
+// and other stores of this process alike, but not the goroutines of one
+// store, which share its descriptor: a FileStore serialises its own
+// goroutines with a semaphore before it takes this lock. The kernel
+// releases the lock when the holder dies, however it dies, so a crashed
+// agent never leaves the directory locked.
 type dirLock struct {
-	path string
-	fl   *flock.Flock
+	root *os.Root
+	dirf *os.File // the directory handle, for openat
+	path string   // for messages
+	// create lets a shared lock create a missing lock file: a store does,
+	// so that its reads exclude a writer that starts meanwhile; Check,
+	// which changes nothing, does not.
+	create bool
+	f      *os.File // the lock file, opened by the first lock; nil until then
 }
 
-func newDirLock(path string) *dirLock {
-	return &dirLock{path: path, fl: flock.New(path, flock.SetPermissions(0o644))}
+func newDirLock(root *os.Root, dirf *os.File, dir string, create bool) *dirLock {
+	return &dirLock{root: root, dirf: dirf, path: filepath.Join(dir, lockFileName), create: create}
 }
 
 // lock takes the lock, shared or exclusive, waiting until it is free or ctx
-// is done. The returned function releases it.
+// is done. The returned function releases it. Calls must not overlap.
+//
+// A lock file that is not a regular file (a directory, FIFO or symlink put
+// in its place) cannot exclude anyone: an exclusive lock is refused with a
+// *CorruptError, and a shared one goes on without locking, since no
+// taskgraph writer can write the directory until it is removed. So does a
+// shared lock where the lock file does not exist and cannot be created (a
+// read-only directory no one ever wrote).
 func (l *dirLock) lock(ctx context.Context, exclusive bool) (unlock func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	try, wait := l.fl.TryRLock, (*flock.Flock).RLock
+	if atomicfile.ErrPlatform != nil {
+		return func() {}, nil // no FileStore writes here: nothing to exclude
+	}
+	if l.f == nil {
+		f, err := l.open()
+		if err != nil || f == nil {
+			if err == nil && exclusive {
+				err = lockError(l.path, fs.ErrNotExist)
+			}
+			return l.unusable(exclusive, err)
+		}
+		l.f = f
+	}
+	how := lockShared
 	if exclusive {
-		try, wait = l.fl.TryLock, (*flock.Flock).Lock
+		how = lockExclusive
 	}
-	ok, err := try()
-	if err != nil && !exclusive && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)) {
-		return l.lockReadOnly(ctx)
+	err = flock(l.f, how|lockNonBlock)
+	if err == nil {
+		return func() { _ = flock(l.f, lockUnlock) }, nil
 	}
-	if err != nil {
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
 		return nil, lockError(l.path, err)
-	}
-	if ok {
-		return func() { _ = l.fl.Unlock() }, nil
 	}
 	// Contended: block in the kernel rather than poll, so that the lock is
 	// handed over as soon as it is released. A blocking flock cannot be
-	// interrupted, so it waits on its own descriptor in a goroutine; if ctx
-	// ends first, that goroutine releases the lock as soon as it gets it.
-	waiter := flock.New(l.path, flock.SetPermissions(0o644))
+	// interrupted, so it waits in a goroutine on a descriptor of its own;
+	// if ctx ends first, that goroutine releases the lock (closes the
+	// descriptor) once it has it.
+	w, err := l.open()
+	if err != nil || w == nil {
+		return l.unusable(exclusive, err)
+	}
 	done := make(chan error, 1)
-	go func() { done <- wait(waiter) }()
+	go func() { done <- flock(w, how) }()
 	select {
 	case err := <-done:
 		if err != nil {
-			_ = waiter.Close()
+			w.Close()
 			return nil, lockError(l.path, err)
 		}
-		return func() { _ = waiter.Close() }, nil
+		return func() { w.Close() }, nil
 	case <-ctx.Done():
 		go func() {
 			<-done
-			_ = waiter.Close()
-		}()
-		return nil, ctx.Err()
-	}
-}
-
-// lockReadOnly takes a shared lock in a directory this process cannot
-// write: through a read-only descriptor, or not at all if the lock file does
-// not exist and cannot be created — then no one can write the directory.
-func (l *dirLock) lockReadOnly(ctx context.Context) (func(), error) {
-	ro := flock.New(l.path, flock.SetFlag(os.O_RDONLY))
-	ok, err := ro.TryRLock()
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return func() {}, nil
-	case err != nil:
-		return nil, lockError(l.path, err)
-	case ok:
-		return func() { _ = ro.Close() }, nil
-	}
-	done := make(chan error, 1)
-	go func() { done <- ro.RLock() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return nil, lockError(l.path, err)
-		}
-		return func() { _ = ro.Close() }, nil
-	case <-ctx.Done():
-		go func() {
-			<-done
-			_ = ro.Close()
+			w.Close()
 		}()
 		return nil, ctx.Err()
 	}
 }
 
 // close releases the descriptor of the lock file.
-func (l *dirLock) close() error { return l.fl.Close() }
+func (l *dirLock) close() error {
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// open opens the lock file, creating it if allowed. flock needs no write
+// access, so the descriptor is read-only: it serves for both kinds of lock,
+// also in a directory this process may only read. It returns an
+// *unusableLock error for an entry that is not a regular file, and a nil
+// file, and no error, when there is no lock file and none can be made.
+func (l *dirLock) open() (*os.File, error) {
+	flag := os.O_RDONLY
+	if l.create {
+		flag |= os.O_CREATE
+	}
+	f, err := atomicfile.OpenIn(l.dirf, l.root, lockFileName, flag, 0o644)
+	if err != nil && l.create && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)) {
+		f, err = atomicfile.OpenIn(l.dirf, l.root, lockFileName, os.O_RDONLY, 0)
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		if fi, lerr := l.root.Lstat(lockFileName); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, &unusableLock{fi.Mode()}
+		}
+		return nil, lockError(l.path, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, lockError(l.path, err)
+		}
+		return nil, &unusableLock{fi.Mode()}
+	}
+	return f, nil
+}
+
+// unusableLock is a lock file that is not a regular file.
+type unusableLock struct{ mode fs.FileMode }
+
+func (e *unusableLock) Error() string { return "the lock file is " + notRegular(e.mode).Error() }
+
+// unusable decides what to do when the lock cannot be taken for err (nil:
+// there is no lock file and none can be made): a shared lock goes on
+// without it, unless err is a plain failure; an exclusive one fails, with
+// a *CorruptError for a lock file that is not a regular file.
+func (l *dirLock) unusable(exclusive bool, err error) (func(), error) {
+	var u *unusableLock
+	switch {
+	case err == nil || (!exclusive && errors.As(err, &u)):
+		return func() {}, nil
+	case errors.As(err, &u):
+		return nil, &CorruptError{Path: l.path, Err: fmt.Errorf("%w: remove it; until then every write is refused, and reads go on without the lock", u)}
+	}
+	return nil, err
+}
 
 func lockError(path string, err error) error {
-	if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("taskgraph: lock %s: %w (it is not a regular file (%s): remove it)", path, err, fi.Mode().Type())
-	}
 	return fmt.Errorf("taskgraph: lock %s: %w (is the directory writable?)", path, err)
+}
+
+// fileType names the type of a file that is not a regular file.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDir != 0:
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file: " + m.Type().String()
 }

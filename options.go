@@ -11,6 +11,7 @@ type Option func(*config)
 type config struct {
 	now      func() time.Time
 	noSync   bool
+	noCreate bool
 	filePerm fs.FileMode
 }
 
@@ -38,4 +39,12 @@ func WithoutSync() Option {
 // reduced by the umask).
 func WithFilePerm(perm fs.FileMode) Option {
 	return func(c *config) { c.filePerm = perm.Perm() }
+}
+
+// WithoutCreate makes Open fail, with an error matching ErrNotFound that
+// names the directory, when the task directory does not exist, instead of
+// creating it: for commands that only read. Writes through the store still
+// create the files they need in an existing directory.
+func WithoutCreate() Option {
+	return func(c *config) { c.noCreate = true }
 }

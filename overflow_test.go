@@ -107,46 +107,69 @@ func TestTaskSizeLimit(t *testing.T) {
 	}
 }
 
-// TestLongBlockedByIsLinear: a 3 MB task file with 470,000 blockers loads,
-// and an update of it is decided, in well under a second each (de-duplication and
-// edge diffs were quadratic).
-func TestLongBlockedByIsLinear(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
+// wideTask is a task file blocked by n tasks.
+func wideTask(n int) []byte {
 	var b strings.Builder
 	b.WriteString(`{"id": 1, "subject": "wide", "status": "pending", "blockedBy": [`)
-	for i := range 470_000 {
+	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString(strconv.Itoa(i + 2))
 	}
 	b.WriteString("]}")
-	require.Less(t, b.Len(), MaxTaskSize)
-	writeFiles(t, dir, map[string]string{"task_1.json": b.String()})
-	for _, slow := range []bool{false, true} {
+	return []byte(b.String())
+}
+
+// fastest returns the shortest of three runs of fn: the least disturbed by
+// the rest of the machine.
+func fastest(fn func()) time.Duration {
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
 		start := time.Now()
-		var got *Task
-		var err error
-		if slow {
-			got, err = decodeSlow(1, []byte(b.String()))
-		} else {
-			got, err = decodeTask(1, []byte(b.String()))
-		}
-		require.NoError(t, err)
-		assert.Len(t, got.BlockedBy, 470_000)
-		assert.Less(t, time.Since(start), raceSlowdown*time.Second, "decode (slow path %v)", slow)
+		fn()
+		best = min(best, time.Since(start))
 	}
+	return best
+}
+
+// TestLongBlockedByIsLinear: a 3 MB task file with 470,000 blockers loads
+// (it took 34.9 s: de-duplication and edge diffs were quadratic). Time is
+// judged by growth, not by the clock: ten times the blockers must cost
+// about ten times as much (under 25; quadratic code costs 100), on any
+// machine; the absolute bound only catches a hang.
+func TestLongBlockedByIsLinear(t *testing.T) {
+	ctx := context.Background()
+	small, big := wideTask(47_000), wideTask(470_000)
+	require.Less(t, len(big), MaxTaskSize)
+	for _, slow := range []bool{false, true} {
+		decode := decodeTask
+		if slow {
+			decode = decodeSlow
+		}
+		var got *Task
+		tSmall := fastest(func() { got = must(decode(1, small)) })
+		assert.Len(t, got.BlockedBy, 47_000)
+		tBig := fastest(func() { got = must(decode(1, big)) })
+		assert.Len(t, got.BlockedBy, 470_000)
+		ratio := float64(tBig) / float64(tSmall)
+		t.Logf("decode (slow path %v): 47,000 ids in %v, 470,000 in %v: x%.1f", slow, tSmall, tBig, ratio)
+		assert.Less(t, ratio, 25.0, "decode (slow path %v) grows faster than linearly", slow)
+		assert.Less(t, tBig, raceSlowdown*5*time.Second, "decode (slow path %v)", slow)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"task_1.json": string(big)})
 	start := time.Now()
 	s := openDir(t, dir)
 	got, err := s.Get(ctx, 1)
 	require.NoError(t, err)
 	assert.Len(t, got.BlockedBy, 470_000)
-	assert.Less(t, time.Since(start), raceSlowdown*time.Second, "open and get")
+	t.Logf("open and get: %v", time.Since(start))
+	assert.Less(t, time.Since(start), raceSlowdown*5*time.Second, "open and get")
 	// Written back in the pretty-printed format, one id a line, it would be
 	// over the limit: the update is refused, quickly.
 	start = time.Now()
 	_, err = s.Update(ctx, 1, Patch{RemoveBlockedBy: []ID{2}})
 	require.ErrorIs(t, err, ErrInvalid)
-	assert.Less(t, time.Since(start), raceSlowdown*2*time.Second, "update")
+	assert.Less(t, time.Since(start), raceSlowdown*10*time.Second, "update")
 }

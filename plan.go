@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -72,7 +73,10 @@ func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{put: []*Task{t}, read: slices.Clone(nt.BlockedBy), result: t.ID}
+	// The new id is read too: a file of that id that the cache does not
+	// know (made behind the lock) is loaded and the id decided again,
+	// rather than overwritten.
+	p := &plan{put: []*Task{t}, read: append([]ID{t.ID}, nt.BlockedBy...), result: t.ID}
 	for _, d := range addIDs(nil, nt.Blocks) {
 		dt, _ := g.current(d)
 		Rules.Reblock(dt, now, []ID{t.ID}, nil)
@@ -83,6 +87,9 @@ func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
 }
 
 func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {
+	if err := Rules.PatchArgs(pa); err != nil { // before the task is read, as in every store
+		return nil, err
+	}
 	t, err := g.current(id)
 	if err != nil {
 		return nil, err
@@ -221,6 +228,13 @@ func (g *graph) planDelete(id ID, detach bool, now time.Time) (*plan, error) {
 	if _, err := g.get(id); err != nil {
 		return nil, err
 	}
+	if len(g.broken) > 0 {
+		// The dependents index lacks the edges of files that cannot be
+		// read: one of them may depend on id, and would be left blocked
+		// by a task that no longer exists (or, without Detach, deleted
+		// from under it).
+		return nil, fmt.Errorf("taskgraph: delete task %d: the task files that cannot be read may depend on it; fix or remove them first: %w", id, g.brokenErr())
+	}
 	deps := g.dependents[id] // tasks that exist: remove drops the edges of a task it removes
 	if err := Rules.Delete(id, deps, detach); err != nil {
 		return nil, err
@@ -243,7 +257,11 @@ func (g *graph) planLoad(tasks []Task, now time.Time) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &plan{put: put}, newOverlay(g, put, nil).checkNewEdges()
+	p := &plan{put: put}
+	for _, t := range put {
+		p.read = append(p.read, t.ID) // as for Create: never overwrite an unknown file
+	}
+	return p, newOverlay(g, put, nil).checkNewEdges()
 }
 
 // apply makes a persisted plan part of the graph.

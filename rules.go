@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/taskgraph/taskgraph/internal/jsonvalue"
 )
@@ -62,6 +64,80 @@ func (Rulebook) Stored(t *Task) error {
 	return nil
 }
 
+// Text validates a string that a write would store in field: it must be
+// valid UTF-8 without NUL bytes. JSON cannot carry invalid UTF-8 (it would
+// come back altered) and PostgreSQL refuses NUL in text, so every store
+// refuses both alike, with an *InvalidError, before anything is read or
+// written. Text already stored (a file written by hand) is not judged.
+func (Rulebook) Text(field, s string) error {
+	if !utf8.ValidString(s) {
+		return &InvalidError{Field: field, Reason: "is not valid UTF-8: send text as UTF-8"}
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return &InvalidError{Field: field, Reason: fmt.Sprintf("holds a NUL byte (at byte %d): remove it", i)}
+	}
+	return nil
+}
+
+// metadataText is Text for every key and string value of metadata.
+func metadataText(field string, m map[string]any) error {
+	if err := jsonvalue.CheckText(m); err != nil {
+		return &InvalidError{Field: field, Reason: err.Error() + ": send text as UTF-8 without NUL"}
+	}
+	return nil
+}
+
+// texts runs Text on pairs of field names and values.
+func texts(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if err := Rules.Text(pairs[i], pairs[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreateArgs validates the text of nt (see Text). Create runs it first; a
+// store that must do anything before it can call Create (allocate the id
+// in a database) runs it before that.
+func (Rulebook) CreateArgs(nt NewTask) error {
+	if err := texts("subject", nt.Subject, "description", nt.Description, "owner", nt.Owner); err != nil {
+		return err
+	}
+	return metadataText("metadata", nt.Metadata)
+}
+
+// PatchArgs validates the text p would store (see Text). Stores run it
+// before reading the task; Patch runs it first too.
+func (Rulebook) PatchArgs(p Patch) error {
+	for _, f := range []struct {
+		k string
+		v *string
+	}{{"subject", p.Subject}, {"description", p.Description}, {"owner", p.Owner}} {
+		if f.v != nil {
+			if err := Rules.Text(f.k, *f.v); err != nil {
+				return err
+			}
+		}
+	}
+	return metadataText("metadata", p.Metadata)
+}
+
+// LoadArgs validates the text of tasks (see Text), before anything is
+// read. Load runs it first.
+func (Rulebook) LoadArgs(tasks []Task) error {
+	for i, t := range tasks {
+		f := fmt.Sprintf("tasks[%d].", i)
+		if err := texts(f+"subject", t.Subject, f+"description", t.Description, f+"owner", t.Owner, f+"prevOwner", t.PrevOwner); err != nil {
+			return err
+		}
+		if err := metadataText(f+"metadata", t.Metadata); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Missing returns the error for a task id that names no task: an
 // *InvalidError for an id that cannot exist, a *NotFoundError otherwise.
 func (Rulebook) Missing(id ID) error {
@@ -91,6 +167,9 @@ func (Rulebook) CheckEdges(self ID, field string, ids []ID, exists func(ID) erro
 // store then adds id to the BlockedBy of every task in nt.Blocks
 // (Reblock) and refuses the write if the new edges close a cycle.
 func (Rulebook) Create(id ID, nt NewTask, now time.Time, exists func(ID) error) (*Task, error) {
+	if err := Rules.CreateArgs(nt); err != nil {
+		return nil, err
+	}
 	if id <= 0 || id > MaxID {
 		return nil, &InvalidError{Field: "id", Reason: fmt.Sprintf("no task id is left: every id up to %d (MaxID) has been allocated", MaxID)}
 	}
@@ -120,6 +199,9 @@ func (Rulebook) Create(id ID, nt NewTask, now time.Time, exists func(ID) error) 
 // applies p.AddBlocks and p.RemoveBlocks to the other tasks (AddBlocker,
 // RemoveBlocker) and refuses the write if a new edge closes a cycle.
 func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (entering bool, err error) {
+	if err := Rules.PatchArgs(p); err != nil {
+		return false, err
+	}
 	if p.IfRev != 0 && p.IfRev != t.Rev {
 		return false, &ConflictError{ID: t.ID, Want: p.IfRev, Got: t.Rev}
 	}
@@ -192,6 +274,9 @@ func (Rulebook) Reblock(t *Task, now time.Time, add, remove []ID) {
 func (Rulebook) ClaimArgs(owner string, lease time.Duration) error {
 	if owner == "" {
 		return &InvalidError{Field: "owner", Reason: "must not be empty"}
+	}
+	if err := Rules.Text("owner", owner); err != nil {
+		return err
 	}
 	if lease < 0 {
 		return &InvalidError{Field: "lease", Reason: "must not be negative"}
@@ -323,6 +408,9 @@ func (Rulebook) Delete(id ID, dependents []ID, detach bool) error {
 // missing timestamps set to now. exists is asked about every blocker
 // outside the batch. The store then refuses the load if it closes a cycle.
 func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) error) ([]*Task, error) {
+	if err := Rules.LoadArgs(tasks); err != nil {
+		return nil, err
+	}
 	out := make([]*Task, 0, len(tasks))
 	batch := make(map[ID]bool, len(tasks))
 	for i := range tasks {

@@ -18,6 +18,20 @@ import (
 // the store could not tell — the write became visible but could not be
 // made durable — and the caller must re-read before deciding to write
 // again. A write is never stored in part.
+//
+// Staleness is bounded: a read reflects every write that had returned,
+// in any store of any process on the same graph, by the time the read
+// began — and every write that got past its commit point in a process
+// that died before returning. A long-lived store is as current as a fresh
+// one. The one exception is a FileStore directory edited by a program that
+// does not take its lock (a text editor, the reference's Python code): an
+// edit in place of a task file reaches a long-lived store's List and Board
+// only once an operation decides on that task (Get, Claim, Update and the
+// other writes re-check the files they decide on) or the store rescans the
+// directory for another reason; a file created, renamed or removed that
+// way is seen by the next operation, unless it happened within the same
+// tick of the filesystem's clock (a few milliseconds) as a write that
+// takes the lock.
 type Store interface {
 	// Create adds a pending task and returns it with its new id. Every id in
 	// BlockedBy and Blocks must exist; an edge that would close a cycle is
@@ -247,10 +261,14 @@ func applyOptions[C any, O ~func(*C)](opts []O) C {
 	return c
 }
 
-// Event is a change to a task graph seen by Watch.
+// Event is a change to a task graph seen by Watch, or the end of a watch.
 type Event struct {
 	Kind EventKind
 	Task Task // the task as it is now; for Deleted, as it was last seen
+	// Err says why a watch ended, on its last event, of kind Ended: it
+	// matches ErrClosed if the store was closed, and is the failure that
+	// stopped the watch otherwise. It is nil on every other event.
+	Err error
 }
 
 // EventKind says what happened to a task.
@@ -265,10 +283,19 @@ const (
 	// Lapsed reports that a claim's lease expired: anyone may now claim the
 	// task. Nothing was written; the watcher computes it from the lease.
 	Lapsed EventKind = "lapsed"
+	// Ended is the last event of a watch that ended for a reason other
+	// than its context: Event.Err says why, and Task is empty. A watch
+	// whose context is done sends no Ended event (ctx.Err() says why).
+	Ended EventKind = "ended"
 )
 
 // Watcher is implemented by stores that can report changes as they happen,
 // including changes made by other processes.
 type Watcher interface {
+	// Watch reports every change to the graph until ctx is done, the
+	// store is closed, or the watch fails; then it closes the channel.
+	// Unless ctx is done, the last event before the close is of kind
+	// Ended, with the reason in Event.Err (ErrClosed when the store was
+	// closed). Watch on a closed store returns ErrClosed.
 	Watch(ctx context.Context) (<-chan Event, error)
 }

@@ -2,7 +2,8 @@ package taskgraph
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -16,12 +17,19 @@ var watchPollOnly = false
 const watchPoll = 250 * time.Millisecond
 
 // Watch reports every change to the graph, by this or any other process,
-// until ctx is done or the store is closed; then it closes the channel. Event.Task has every field
-// but Blocks. It uses inotify (through
-// fsnotify) and falls back to polling where that is unavailable. Changes
-// that happen while the receiver is busy are coalesced: a task written three
-// times may be reported once, with its latest content. An agent that waits
-// for work can block on Unblocked events instead of polling.
+// until ctx is done, the store is closed or a read of the directory fails;
+// then it closes the channel. Unless ctx is done, its last event is of kind
+// Ended, with the reason in Event.Err (ErrClosed once the store is closed);
+// the receiver should keep receiving until the channel closes. Event.Task
+// has every field but Blocks.
+//
+// It uses inotify (through fsnotify) on the directory the store opened,
+// through its handle where the system allows (so a directory renamed
+// after Open is still watched), and falls back to polling where that is
+// unavailable or fails. Changes that happen while the receiver is busy
+// are coalesced: a task written three times may be reported once, with
+// its latest content. An agent that waits for work can block on Unblocked
+// events instead of polling.
 func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 	type seen struct {
 		stamp stamp
@@ -49,69 +57,36 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 		default:
 		}
 	}
-	w, werr := fsnotify.NewWatcher()
-	if werr == nil && watchPollOnly {
-		w.Close()
-		werr = errors.New("polling forced")
-	}
-	if werr == nil {
-		if werr = w.Add(s.dir); werr != nil {
-			w.Close()
-		}
-	}
-	if werr == nil {
-		go func() {
-			for {
-				select {
-				case _, ok := <-w.Events:
-					if !ok {
-						return
-					}
-					poke()
-				case _, ok := <-w.Errors:
-					if !ok {
-						return
-					}
-					poke() // an overflow lost events: look at everything
-				}
-			}
-		}()
-	} else {
-		go func() {
-			tick := time.NewTicker(watchPoll)
-			defer tick.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-s.done:
-					return
-				case <-tick.C:
-					poke()
-				}
-			}
-		}()
-	}
+	stop := make(chan struct{}) // closed when the watch ends, to stop waking it
+	w, path := s.notifier()
+	go s.wakeUp(w, path, poke, stop)
 	out := make(chan Event)
 	go func() {
 		defer close(out)
-		if werr == nil {
-			defer w.Close()
+		defer close(stop)
+		// end reports why the watch ended, unless ctx is done: then
+		// ctx.Err() says it, and the receiver may be gone.
+		end := func(err error) {
+			select {
+			case out <- Event{Kind: Ended, Err: err}:
+			case <-ctx.Done():
+			}
 		}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-s.done:
+				end(ErrClosed)
 				return
 			case <-wake:
 			}
 			next, err := snapshot()
 			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, ErrClosed) {
-					return
+				if ctx.Err() == nil {
+					end(err)
 				}
-				continue
+				return
 			}
 			var events []Event
 			for id, n := range next {
@@ -140,10 +115,106 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 				case <-ctx.Done():
 					return
 				case <-s.done:
+					end(ErrClosed)
 					return
 				}
 			}
 		}
 	}()
 	return out, nil
+}
+
+// notifier returns an fsnotify watcher of the store's directory and the
+// path it watches, or nil if the watch must poll.
+func (s *FileStore) notifier() (*fsnotify.Watcher, string) {
+	if watchPollOnly {
+		return nil, ""
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, ""
+	}
+	path, ok := s.addWatch(w)
+	if !ok {
+		w.Close()
+		return nil, ""
+	}
+	return w, path
+}
+
+// addWatch adds the store's directory to w, by a path that names it (see
+// handlePath), and reports the path.
+func (s *FileStore) addWatch(w *fsnotify.Watcher) (string, bool) {
+	path, ok := s.handlePath()
+	if !ok || w.Add(path) != nil {
+		return "", false
+	}
+	// The path is checked again: it must have named this directory when
+	// the watch was added.
+	if p, ok := s.handlePath(); !ok || p != path {
+		w.Remove(path)
+		return "", false
+	}
+	return path, true
+}
+
+// handlePath returns a path that names the store's directory now: its
+// handle in /proc/self/fd where the system has one (Linux), else the path
+// Open was given if that is still the same directory.
+func (s *FileStore) handlePath() (string, bool) {
+	dfi, err := s.dirf.Stat()
+	if err != nil {
+		return "", false
+	}
+	for _, p := range []string{fmt.Sprintf("/proc/self/fd/%d", s.dirf.Fd()), s.dir} {
+		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, dfi) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// wakeUp pokes a watch whenever the directory may have changed — on every
+// event of w (watching path), or every watchPoll if w is nil or fails —
+// until stop is closed.
+func (s *FileStore) wakeUp(w *fsnotify.Watcher, path string, poke func(), stop <-chan struct{}) {
+	if w != nil {
+		defer w.Close()
+	events:
+		for {
+			select {
+			case <-stop:
+				return
+			case e, ok := <-w.Events:
+				if !ok {
+					break events
+				}
+				if e.Name == path && e.Has(fsnotify.Rename) {
+					// The directory itself was renamed, and fsnotify
+					// drops the watch of a moved path: watch it again
+					// through the handle, where the system allows.
+					if path, ok = s.addWatch(w); !ok {
+						break events
+					}
+				}
+				poke()
+			case _, ok := <-w.Errors:
+				if !ok {
+					break events
+				}
+				poke() // an overflow lost events: look at everything
+			}
+		}
+		poke() // the notifier stopped: look at everything, then poll
+	}
+	tick := time.NewTicker(watchPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			poke()
+		}
+	}
 }

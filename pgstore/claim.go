@@ -13,6 +13,12 @@ import (
 
 // Claim implements taskgraph.Store.
 func (s *Store) Claim(ctx context.Context, id taskgraph.ID, owner string, opts ...taskgraph.ClaimOption) (taskgraph.Task, error) {
+	if err := s.usable(ctx); err != nil {
+		return taskgraph.Task{}, err
+	}
+	if err := taskgraph.Rules.ClaimArgs(owner, taskgraph.LeaseOf(opts)); err != nil { // before any SQL
+		return taskgraph.Task{}, err
+	}
 	var t taskgraph.Task
 	err := s.begin(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -57,10 +63,11 @@ const readyCondition = `(t.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest
 	SELECT 1 FROM taskgraph_tasks x WHERE x.graph = t.graph AND x.id = b.id AND x.status = 'completed')))`
 
 // ClaimNext implements taskgraph.Store. Claiming the lowest ready task is
-// one statement (claimReady): concurrent callers skip the rows others have
-// locked instead of waiting for them, and none can claim a row another has
-// claimed. When no task is ready, or the lowest ready one needs the
-// Rulebook's full check, it claims by the Rulebook in a transaction.
+// one statement (claimReady, retried like a transaction): concurrent
+// callers skip the rows others have locked instead of waiting for them,
+// and none can claim a row another has claimed. When no task is ready, or
+// the lowest ready one needs the Rulebook's full check, it claims by the
+// Rulebook in a transaction.
 func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.ClaimOption) (taskgraph.Task, error) {
 	if err := s.usable(ctx); err != nil {
 		return taskgraph.Task{}, err
@@ -99,7 +106,8 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 // if no task is ready.
 func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, at *time.Time) (t taskgraph.Task, fits bool, err error) {
 	var blocks []int64
-	t, err = scanTask(s.pool.QueryRow(ctx, `WITH pick AS (
+	err = retry(ctx, func() (err error) {
+		t, err = scanTask(s.pool.QueryRow(ctx, `WITH pick AS (
 			SELECT t.id, `+fitsSQL+` AS fits FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND `+readyCondition+`
 			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
 		), c AS (SELECT `+nowSQL(4)+` AS now), claimed AS (
@@ -112,7 +120,9 @@ func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duratio
 		SELECT * FROM claimed
 		UNION ALL
 		SELECT `+qualified("t")+`, '{}'::bigint[], false FROM taskgraph_tasks t JOIN pick ON t.graph = $1 AND t.id = pick.id WHERE NOT pick.fits`,
-		s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize), &blocks, &fits)
+			s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize), &blocks, &fits)
+		return err
+	})
 	t.Blocks = ids(blocks)
 	return t, fits, err
 }
@@ -167,11 +177,14 @@ func (s *Store) Release(ctx context.Context, id taskgraph.ID, owner string) (tas
 
 // holderWrite checks the arguments, then applies rule to task id and saves it.
 func (s *Store) holderWrite(ctx context.Context, args func() error, id taskgraph.ID, rule func(t *taskgraph.Task, now time.Time) error) (taskgraph.Task, error) {
+	if err := s.usable(ctx); err != nil {
+		return taskgraph.Task{}, err
+	}
+	if err := args(); err != nil { // before any SQL
+		return taskgraph.Task{}, err
+	}
 	var out taskgraph.Task
 	err := s.begin(ctx, func(tx pgx.Tx) error {
-		if err := args(); err != nil {
-			return err
-		}
 		t, now, err := s.lock(ctx, tx, id, s.at())
 		if err != nil {
 			return err

@@ -12,6 +12,12 @@ import (
 
 // Create implements taskgraph.Store.
 func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Task, error) {
+	if err := s.usable(ctx); err != nil {
+		return taskgraph.Task{}, err
+	}
+	if err := taskgraph.Rules.CreateArgs(nt); err != nil { // before any SQL
+		return taskgraph.Task{}, err
+	}
 	var out taskgraph.Task
 	err := s.begin(ctx, func(tx pgx.Tx) error {
 		if len(nt.Blocks) > 0 { // edges into existing tasks: they may close a cycle

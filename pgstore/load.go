@@ -13,11 +13,18 @@ import (
 // Load implements taskgraph.Loader. After a large load it refreshes the
 // table's statistics, so that the planner keeps using the indexes.
 func (s *Store) Load(ctx context.Context, tasks []taskgraph.Task) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	if err := taskgraph.Rules.LoadArgs(tasks); err != nil { // before any SQL
+		return err
+	}
 	if err := s.load(ctx, tasks); err != nil {
 		return err
 	}
 	if len(tasks) >= 1000 {
-		if _, err := s.pool.Exec(ctx, `ANALYZE taskgraph_tasks`); err != nil {
+		err := retry(ctx, func() error { _, err := s.pool.Exec(ctx, `ANALYZE taskgraph_tasks`); return err })
+		if err != nil {
 			return fmt.Errorf("pgstore: analyze after load: %w", err)
 		}
 	}

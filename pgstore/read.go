@@ -14,7 +14,11 @@ func (s *Store) Get(ctx context.Context, id taskgraph.ID) (taskgraph.Task, error
 	if err := s.usable(ctx); err != nil {
 		return taskgraph.Task{}, err
 	}
-	t, err := scanView(s.pool.QueryRow(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = $2`, s.graph, id))
+	var t taskgraph.Task
+	err := retry(ctx, func() (err error) {
+		t, err = scanView(s.pool.QueryRow(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = $2`, s.graph, id))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return taskgraph.Task{}, taskgraph.Rules.Missing(id)
 	}

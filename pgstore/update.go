@@ -14,6 +14,12 @@ import (
 // Rulebook, edit the other side of the edges it adds or removes, check its
 // blockers if it starts or finishes, refuse a cycle, save.
 func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) (taskgraph.Task, error) {
+	if err := s.usable(ctx); err != nil {
+		return taskgraph.Task{}, err
+	}
+	if err := taskgraph.Rules.PatchArgs(p); err != nil { // before any SQL
+		return taskgraph.Task{}, err
+	}
 	var out taskgraph.Task
 	err := s.begin(ctx, func(tx pgx.Tx) error {
 		if len(p.AddBlockedBy)+len(p.AddBlocks)+len(p.RemoveBlockedBy)+len(p.RemoveBlocks) > 0 {

@@ -16,25 +16,43 @@ import (
 // Watch implements taskgraph.Watcher with LISTEN/NOTIFY: a trigger notifies
 // every change to a task, from any client of the database, at commit.
 // Notifications that arrive together are coalesced. It holds one pool
-// connection until ctx is done.
+// connection until the watch ends: when ctx is done, when the store is
+// closed (the last event is then of kind taskgraph.Ended, with Err
+// matching taskgraph.ErrClosed), or when the connection or a query fails
+// (Ended, with the failure).
 func (s *Store) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: watch: %w", err)
 	}
 	if _, err := conn.Exec(ctx, `LISTEN taskgraph`); err != nil {
-		conn.Release()
+		unlisten(ctx, conn)
 		return nil, fmt.Errorf("pgstore: watch: %w", err)
 	}
 	b, err := s.Board(ctx)
 	if err != nil {
-		conn.Release()
+		unlisten(ctx, conn)
 		return nil, err
 	}
 	w := &watcher{s: s, conn: conn, out: make(chan taskgraph.Event)}
 	w.known, w.ready = index(b)
 	go w.run(ctx)
 	return w.out, nil
+}
+
+// unlisten stops conn listening, within cleanupTimeout, and returns it to
+// the pool; a connection that cannot be made to stop is closed instead,
+// so that no other user of the pool inherits the LISTEN.
+func unlisten(ctx context.Context, conn *pgxpool.Conn) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if _, err := conn.Exec(cctx, `UNLISTEN taskgraph`); err != nil {
+		conn.Conn().Close(cctx) // the pool drops a closed connection
+	}
+	conn.Release()
 }
 
 // watcher turns the notifications of one LISTEN connection into events.
@@ -63,21 +81,47 @@ func index(b taskgraph.Board) (map[taskgraph.ID]taskgraph.Task, map[taskgraph.ID
 
 func (w *watcher) run(ctx context.Context) {
 	defer close(w.out)
-	defer func() {
-		w.conn.Exec(context.Background(), `UNLISTEN taskgraph`)
-		w.conn.Release()
+	defer unlisten(ctx, w.conn)
+	// wctx ends the wait for notifications when the store closes too.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-w.s.done:
+			cancel()
+		case <-wctx.Done():
+		}
 	}()
+	err := w.loop(wctx)
+	switch {
+	case ctx.Err() != nil:
+		return // the receiver's context: ctx.Err() says why
+	case w.s.closed.Load():
+		err = taskgraph.ErrClosed
+	}
+	select {
+	case w.out <- taskgraph.Event{Kind: taskgraph.Ended, Err: err}:
+	case <-ctx.Done():
+	}
+}
+
+// loop reports changes until ctx is done or something fails, and returns
+// why it stopped.
+func (w *watcher) loop(ctx context.Context) error {
 	for {
 		touched, err := w.gather(ctx)
 		if err != nil {
-			return
+			return fmt.Errorf("pgstore: watch: %w", err)
 		}
 		if len(touched) == 0 {
 			continue
 		}
 		b, err := w.s.Board(ctx)
-		if err != nil || !w.report(ctx, touched, b) {
-			return
+		if err != nil {
+			return fmt.Errorf("pgstore: watch: %w", err)
+		}
+		if !w.report(ctx, touched, b) {
+			return ctx.Err()
 		}
 	}
 }

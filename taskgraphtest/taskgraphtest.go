@@ -17,6 +17,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,6 +68,10 @@ var cases = []struct {
 	{"ReturnedTasksAreCopies", testCopies},
 	{"LoadAndCopy", testLoad},
 	{"Close", testClose},
+	{"SizeLimit", testSizeLimit},
+	{"IDAndRevOverflow", testOverflow},
+	{"TextIsUTF8WithoutNUL", testText},
+	{"WatchAfterClose", testWatchAfterClose},
 }
 
 var ctx = context.Background()
@@ -669,6 +675,158 @@ func testClose(t *testing.T, s tg.Store) {
 	_, err = s.Create(ctx, tg.NewTask{Subject: "b"})
 	assert.ErrorIs(t, err, tg.ErrClosed)
 	assert.NoError(t, s.Close(), "closing twice is harmless")
+}
+
+// testSizeLimit: a write that would store a task over MaxTaskSize is
+// refused with ErrInvalid, in every store, since the file store could not
+// read it back; nothing of it is stored.
+func testSizeLimit(t *testing.T, s tg.Store) {
+	big := strings.Repeat("x", tg.MaxTaskSize)
+	_, err := s.Create(ctx, tg.NewTask{Subject: "big", Description: big})
+	require.ErrorIs(t, err, tg.ErrInvalid)
+	assert.Contains(t, err.Error(), "MaxTaskSize")
+	small := create(t, s, "small")
+	_, err = s.Update(ctx, small.ID, tg.Patch{Metadata: map[string]any{"blob": big}})
+	require.ErrorIs(t, err, tg.ErrInvalid)
+	_, err = s.Update(ctx, small.ID, tg.Patch{Description: ptr(big[:tg.MaxTaskSize/2]), Subject: ptr(big[:tg.MaxTaskSize/2])})
+	require.ErrorIs(t, err, tg.ErrInvalid, "the limit is on the whole task")
+	if l, ok := s.(tg.Loader); ok {
+		err = l.Load(ctx, []tg.Task{{ID: 100, Subject: "big", Description: big, Status: tg.Pending}})
+		require.ErrorIs(t, err, tg.ErrInvalid)
+	}
+	all, err := s.List(ctx)
+	require.NoError(t, err, "every stored task reads back")
+	require.Len(t, all, 1)
+	assert.Equal(t, small.Rev, all[0].Rev, "refused writes change nothing")
+	ok, err := s.Update(ctx, small.ID, tg.Patch{Description: ptr(big[:tg.MaxTaskSize/2])})
+	require.NoError(t, err, "a task under the limit is stored")
+	assert.Len(t, get(t, s, ok.ID).Description, tg.MaxTaskSize/2)
+}
+
+// testOverflow: ids stop at MaxID and revs at the highest int64 with
+// ErrInvalid, never wrapping into an id or rev that no reader accepts. A
+// store reaches those values only through Load.
+func testOverflow(t *testing.T, s tg.Store) {
+	l, ok := s.(tg.Loader)
+	if !ok {
+		t.Skip("the store does not implement taskgraph.Loader, the only way to reach MaxID in a test")
+	}
+	err := l.Load(ctx, []tg.Task{{ID: tg.MaxID + 1, Subject: "above", Status: tg.Pending}})
+	require.ErrorIs(t, err, tg.ErrInvalid, "an id above MaxID")
+	err = l.Load(ctx, []tg.Task{{ID: 1, Subject: "wraps", Status: tg.Pending, Rev: math.MaxInt64}})
+	require.ErrorIs(t, err, tg.ErrInvalid, "a rev that cannot advance")
+	require.NoError(t, l.Load(ctx, []tg.Task{
+		{ID: 1, Subject: "last rev", Status: tg.Pending, Rev: math.MaxInt64 - 1},
+		{ID: tg.MaxID, Subject: "last id", Status: tg.Pending},
+	}))
+	assert.Equal(t, int64(math.MaxInt64), get(t, s, 1).Rev)
+	_, err = s.Create(ctx, tg.NewTask{Subject: "no id left"})
+	require.ErrorIs(t, err, tg.ErrInvalid)
+	assert.Contains(t, err.Error(), "MaxID")
+	for name, write := range map[string]func() error{
+		"claim":      func() error { _, err := s.Claim(ctx, 1, "a"); return err },
+		"claim next": func() error { _, err := s.ClaimNext(ctx, "a"); return err },
+		"update":     func() error { _, err := s.Update(ctx, 1, tg.Patch{Description: ptr("x")}); return err },
+	} {
+		err := write()
+		require.ErrorIs(t, err, tg.ErrInvalid, name)
+		assert.Contains(t, err.Error(), "highest rev", name)
+	}
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{1, tg.MaxID}, ids(all), "nothing was added")
+	assert.Equal(t, "last rev", all[0].Subject)
+	assert.Equal(t, int64(math.MaxInt64), all[0].Rev)
+}
+
+// testText: text that is not valid UTF-8 or holds a NUL byte is refused
+// with an *InvalidError naming the field, in every store and every write
+// that stores text, and nothing is written.
+func testText(t *testing.T, s tg.Store) {
+	a := create(t, s, "a")
+	for _, bad := range []string{"nul\x00inside", "bad \xff utf-8", "\xc3"} {
+		writes := []struct {
+			field string
+			do    func() error
+		}{
+			{"subject", func() error { _, err := s.Create(ctx, tg.NewTask{Subject: bad}); return err }},
+			{"description", func() error { _, err := s.Create(ctx, tg.NewTask{Subject: "x", Description: bad}); return err }},
+			{"owner", func() error { _, err := s.Create(ctx, tg.NewTask{Subject: "x", Owner: bad}); return err }},
+			{"metadata", func() error {
+				_, err := s.Create(ctx, tg.NewTask{Subject: "x", Metadata: map[string]any{"k": []any{bad}}})
+				return err
+			}},
+			{"metadata", func() error {
+				_, err := s.Create(ctx, tg.NewTask{Subject: "x", Metadata: map[string]any{bad: 1}})
+				return err
+			}},
+			{"subject", func() error { _, err := s.Update(ctx, a.ID, tg.Patch{Subject: &bad}); return err }},
+			{"description", func() error { _, err := s.Update(ctx, a.ID, tg.Patch{Description: &bad}); return err }},
+			{"owner", func() error { _, err := s.Update(ctx, a.ID, tg.Patch{Owner: &bad}); return err }},
+			{"metadata", func() error {
+				_, err := s.Update(ctx, a.ID, tg.Patch{Metadata: map[string]any{"k": bad}})
+				return err
+			}},
+			{"subject", func() error { _, err := s.Update(ctx, 999, tg.Patch{Subject: &bad}); return err }},
+			{"owner", func() error { _, err := s.Claim(ctx, a.ID, bad); return err }},
+			{"owner", func() error { _, err := s.ClaimNext(ctx, bad); return err }},
+		}
+		if l, ok := s.(tg.Loader); ok {
+			writes = append(writes, struct {
+				field string
+				do    func() error
+			}{"tasks[0].subject", func() error { return l.Load(ctx, []tg.Task{{ID: 50, Subject: bad, Status: tg.Pending}}) }})
+		}
+		for i, w := range writes {
+			err := w.do()
+			require.ErrorIs(t, err, tg.ErrInvalid, "%q, write %d", bad, i)
+			var inv *tg.InvalidError
+			require.ErrorAs(t, err, &inv, "%q, write %d", bad, i)
+			assert.Equal(t, w.field, inv.Field, "%q, write %d", bad, i)
+		}
+	}
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 1, "no refused write stored anything")
+	assert.Equal(t, a.Rev, all[0].Rev)
+	assert.Equal(t, tg.Pending, all[0].Status)
+	got, err := s.Create(ctx, tg.NewTask{Subject: "\ufffd is a valid rune", Metadata: map[string]any{"k": "tab\tand \u00e9"}})
+	require.NoError(t, err, "valid UTF-8 of any kind is kept")
+	assert.Equal(t, "\ufffd is a valid rune", get(t, s, got.ID).Subject)
+}
+
+// testWatchAfterClose: closing a store ends its watches: the last event
+// is of kind Ended with an error matching ErrClosed, then the channel
+// closes; and Watch on a closed store fails with ErrClosed. A store that
+// does not implement taskgraph.Watcher has nothing to check.
+func testWatchAfterClose(t *testing.T, s tg.Store) {
+	w, ok := s.(tg.Watcher)
+	if !ok {
+		t.Skip("the store does not implement taskgraph.Watcher, which is optional")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	events, err := w.Watch(wctx)
+	require.NoError(t, err)
+	create(t, s, "a")
+	require.NoError(t, s.Close())
+	var last tg.Event
+	for closed := false; !closed; {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				closed = true
+				break
+			}
+			last = e
+		case <-wctx.Done():
+			t.Fatal("the channel of a watch stayed open after Close")
+		}
+	}
+	assert.Equal(t, tg.Ended, last.Kind, "the last event says the watch ended")
+	assert.ErrorIs(t, last.Err, tg.ErrClosed)
+	_, err = w.Watch(ctx)
+	assert.ErrorIs(t, err, tg.ErrClosed)
 }
 
 // Watch checks a taskgraph.Watcher: changes made through writer — another

@@ -17,6 +17,7 @@ package atomicfile
 import (
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -100,6 +101,22 @@ func TempName(name string) string {
 // TempPrefix is how the names of the temporary files for name begin: a dot
 // and the name, so that a glob for the real files never matches one.
 func TempPrefix(name string) string { return "." + name }
+
+// IsTempOf reports whether name is a temporary file that TempName made for
+// target: TempPrefix(target) and a non-empty base-36 suffix. Other names
+// that merely start alike (an editor's ".task_1.json.swp") are not.
+func IsTempOf(name, target string) bool {
+	sfx, ok := strings.CutPrefix(name, TempPrefix(target))
+	if !ok || sfx == "" {
+		return false
+	}
+	for _, c := range sfx {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
+}
 
 // SyncDir makes the renames and removals done in the directory d durable.
 func SyncDir(d *os.File) error { return d.Sync() }

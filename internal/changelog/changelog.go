@@ -7,9 +7,17 @@
 //
 // The lines:
 //
+//	I <mtime> <id>...                         a write of these tasks is about to commit; the directory's mtime before it
 //	P <id> <ino> <size> <mtime> <task JSON>   task id was written, as this
 //	D <id>                                    task id was deleted
 //	M <mtime>                                 the directory's mtime after a write
+//
+// A writer appends I before its commit point and P, D and M after it. A
+// reader that finds an I not followed by the P or D of each id it names
+// (the writer died, or its append failed) reloads those tasks from their
+// files; one whose own view of the directory's mtime differs from the I's
+// rescans the directory. So a record lost after the commit point never
+// leaves a reader stale. Readers of older versions skip I lines.
 package changelog
 
 import (
@@ -27,6 +35,7 @@ const (
 	Put    Kind = 'P' // a task file was written
 	Delete Kind = 'D' // a task file was removed
 	Mtime  Kind = 'M' // the directory's modification time after a write
+	Intent Kind = 'I' // a write about to commit, and the mtime before it
 )
 
 // Stamp identifies one version of a file: a replaced file has a new inode.
@@ -42,7 +51,8 @@ type Record struct {
 	ID      int64 // Put, Delete
 	Stamp   Stamp // Put, when Content is set
 	Content []byte
-	Mtime   int64 // Mtime
+	Mtime   int64   // Mtime, Intent
+	IDs     []int64 // Intent
 }
 
 // AppendPut appends the record of a task file written with content (JSON
@@ -57,6 +67,16 @@ func AppendDelete(buf []byte, id int64) []byte { return fmt.Appendf(buf, "D %d\n
 
 // AppendMtime appends the record of the directory's mtime after a write.
 func AppendMtime(buf []byte, mtime int64) []byte { return fmt.Appendf(buf, "M %d\n", mtime) }
+
+// AppendIntent appends the announcement of a write of ids, made while the
+// directory's mtime is mtime.
+func AppendIntent(buf []byte, mtime int64, ids []int64) []byte {
+	buf = fmt.Appendf(buf, "I %d", mtime)
+	for _, id := range ids {
+		buf = fmt.Appendf(buf, " %d", id)
+	}
+	return append(buf, '\n')
+}
 
 // Whole returns the complete lines at the start of buf: everything up to
 // and including its last newline. A line still being appended (or torn by
@@ -75,6 +95,24 @@ func Parse(line string) (r Record, ok bool) {
 	case "M":
 		m, err := strconv.ParseInt(rest, 10, 64)
 		return Record{Kind: Mtime, Mtime: m}, err == nil
+	case "I":
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			return Record{}, false
+		}
+		m, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return Record{}, false
+		}
+		r := Record{Kind: Intent, Mtime: m}
+		for _, s := range f[1:] {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n <= 0 {
+				return Record{}, false
+			}
+			r.IDs = append(r.IDs, n)
+		}
+		return r, true
 	case "D":
 		n, err := strconv.ParseInt(rest, 10, 64)
 		return Record{Kind: Delete, ID: n}, err == nil && n > 0

@@ -13,6 +13,7 @@ func TestRoundTrip(t *testing.T) {
 	buf = AppendPut(buf, 7, Stamp{Ino: 9, Size: 12, Mtime: 13}, []byte(`{"id":7}`))
 	buf = AppendDelete(buf, 8)
 	buf = AppendMtime(buf, 99)
+	buf = AppendIntent(buf, 98, []int64{4, 5})
 	var got []Record
 	for line := range strings.Lines(string(Whole(buf))) {
 		r, ok := Parse(strings.TrimSuffix(line, "\n"))
@@ -23,6 +24,7 @@ func TestRoundTrip(t *testing.T) {
 		{Kind: Put, ID: 7, Stamp: Stamp{Ino: 9, Size: 12, Mtime: 13}, Content: []byte(`{"id":7}`)},
 		{Kind: Delete, ID: 8},
 		{Kind: Mtime, Mtime: 99},
+		{Kind: Intent, Mtime: 98, IDs: []int64{4, 5}},
 	}, got)
 }
 
@@ -33,7 +35,7 @@ func TestTornLines(t *testing.T) {
 	r, ok := Parse("P 3 1 2")
 	require.True(t, ok)
 	require.Equal(t, Record{Kind: Put, ID: 3}, r)
-	for _, bad := range []string{"", "P", "P x", "P -1 1 2 3 {}", "D", "D 0", "M x", "Q 1", "garbage"} {
+	for _, bad := range []string{"", "P", "P x", "P -1 1 2 3 {}", "D", "D 0", "M x", "Q 1", "garbage", "I", "I 5", "I x 1", "I 5 0", "I 5 1 y"} {
 		_, ok := Parse(bad)
 		require.False(t, ok, bad)
 	}
@@ -46,6 +48,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(string(AppendPut(nil, 1, Stamp{2, 3, 4}, []byte(`{"id":1}`))), 10)
 	f.Add("D 5\nM 77\n", 3)
 	f.Add("P 1 2 3 4 {}\nP 9", 14)
+	f.Add("I 77 1 2\nP 1 2 3 4 {}\n", 9)
 	f.Fuzz(func(t *testing.T, log string, cut int) {
 		if cut < 0 || cut > len(log) {
 			cut = len(log)
@@ -69,6 +72,11 @@ func FuzzParse(f *testing.F) {
 				}
 			case Delete:
 				require.Positive(t, r.ID)
+			case Intent:
+				require.NotEmpty(t, r.IDs)
+				for _, id := range r.IDs {
+					require.Positive(t, id)
+				}
 			}
 		}
 	})

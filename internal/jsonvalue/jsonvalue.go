@@ -5,6 +5,7 @@ package jsonvalue
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 )
@@ -26,6 +27,40 @@ func Normalize(m map[string]any) (map[string]any, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// CheckText reports the first string of m, key or value at any depth, that
+// is not valid UTF-8 or holds a NUL byte: JSON would replace the first with
+// U+FFFD, changing the text silently, and PostgreSQL's jsonb refuses the
+// second. It returns nil if m cannot be marshalled at all (Normalize says
+// why).
+func CheckText(m map[string]any) error {
+	if len(m) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	// encoding/json writes a NUL as \u0000 and each byte of invalid UTF-8
+	// as \ufffd, and never escapes a valid U+FFFD: the escapes are the
+	// evidence.
+	for i := 0; i+1 < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		i++
+		if data[i] != 'u' || i+5 > len(data) {
+			continue
+		}
+		switch string(data[i+1 : i+5]) {
+		case "0000":
+			return errors.New("a string holds a NUL byte")
+		case "fffd":
+			return errors.New("a string is not valid UTF-8")
+		}
+	}
+	return nil
 }
 
 // Merge applies a metadata patch to m: every key of set replaces the key of

@@ -32,3 +32,12 @@ func TestCloneIsDeep(t *testing.T) {
 	require.Equal(t, 1.0, m["l"].([]any)[0].(map[string]any)["a"])
 	require.Nil(t, Clone(nil))
 }
+
+func TestCheckText(t *testing.T) {
+	for _, m := range []map[string]any{nil, {"k": "v"}, {"k": "\ufffd <&>", "\\ufffd": `\u0000`}, {"n": []any{1.0, map[string]any{"x": true}}}} {
+		require.NoError(t, CheckText(m), "%q", m)
+	}
+	for _, m := range []map[string]any{{"k": "a\x00b"}, {"a\x00": 1}, {"k": "\xff"}, {"\xc3": "x"}, {"n": []any{"ok", map[string]any{"deep": "\x00"}}}} {
+		require.Error(t, CheckText(m), "%q", m)
+	}
+}

@@ -1,0 +1,34 @@
+package atomicfile
+
+import (
+	"os"
+	"syscall"
+)
+
+// OpenIn opens name, a single path element, inside the directory dir with
+// openat(2): through the handle, so that a directory renamed or a working
+// directory changed since it was opened makes no difference. It never
+// follows a symlink (ELOOP) and never blocks on a FIFO; the caller checks
+// that it got a regular file.
+func OpenIn(dir *os.File, _ *os.Root, name string, flag int, perm os.FileMode) (*os.File, error) {
+	rc, err := dir.SyscallConn()
+	if err != nil {
+		return nil, &os.PathError{Op: "openat", Path: name, Err: err}
+	}
+	var fd int
+	var oerr error
+	if err := rc.Control(func(dfd uintptr) {
+		for {
+			fd, oerr = syscall.Openat(int(dfd), name, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, uint32(perm.Perm()))
+			if oerr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return nil, &os.PathError{Op: "openat", Path: name, Err: err}
+	}
+	if oerr != nil {
+		return nil, &os.PathError{Op: "openat", Path: name, Err: oerr}
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}

@@ -1,0 +1,40 @@
+//go:build !linux && !windows
+
+package atomicfile
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// OpenIn opens name, a single path element, inside root (whose handle is
+// dir) without blocking on a FIFO. os.Root follows a symlink that stays
+// inside the directory and the standard library offers no openat(2) here,
+// so the entry is checked after the open instead: a symlink, or an entry
+// that is no longer the file opened, is refused with ELOOP. The caller
+// checks that it got a regular file.
+func OpenIn(_ *os.File, root *os.Root, name string, flag int, perm os.FileMode) (*os.File, error) {
+	if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE {
+		// Refuse first where it costs nothing: O_CREATE through a dangling
+		// symlink would create its target.
+		if fi, err := root.Lstat(name); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return nil, &os.PathError{Op: "openat", Path: name, Err: syscall.ELOOP}
+		}
+	}
+	f, err := root.OpenFile(name, flag|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		return nil, err
+	}
+	fi, ferr := f.Stat()
+	li, lerr := root.Lstat(name)
+	if err := errors.Join(ferr, lerr); err != nil {
+		f.Close()
+		return nil, &os.PathError{Op: "openat", Path: name, Err: err}
+	}
+	if li.Mode()&os.ModeSymlink != 0 || !os.SameFile(fi, li) {
+		f.Close()
+		return nil, &os.PathError{Op: "openat", Path: name, Err: syscall.ELOOP}
+	}
+	return f, nil
+}
