@@ -2,8 +2,15 @@
 // people looking at and fixing a plan, and for agents that drive tools from
 // a shell. `taskgraph mcp` serves the same tools to MCP clients.
 //
+// Like git, it finds the task directory by looking for .tasks in the
+// working directory and then in each parent, stopping at the filesystem
+// root or at a directory that holds .git (a repository's root); --dir or
+// $TASKGRAPH_DIR names one instead. Only `taskgraph init` creates a task
+// directory (or a --store graph): every other command says so when there is
+// none, and creates nothing.
+//
 // Exit status: 0 success; 1 error; 2 usage; 3 the task is blocked or held
-// by someone else, or no task is ready.
+// by someone else, or no task is ready; 4 no task graph was found.
 package main
 
 import (
@@ -14,6 +21,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"os/user"
+	"regexp"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +33,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/pgstore"
+	"github.com/taskgraph/taskgraph/agenttools"
 )
 
 const usage = `taskgraph is a durable task graph shared by agents and people.
@@ -33,39 +44,45 @@ Usage:
 
 The commands are:
 
-	init                     create the task directory
+	init                     create the task directory (.tasks here, or --dir)
 	add SUBJECT              add a task (--desc TEXT, --after ID..., --blocks ID...)
 	list                     list every task
 	ready                    list the tasks that can start now
-	show ID                  show one task
+	show ID                  show one task, with its metadata and times
 	claim ID                 claim a ready task (--lease DURATION)
 	next                     claim the ready task with the lowest id (--lease DURATION)
-	done ID                  complete a task and say what it unblocked
-	release ID               give a claimed task back
+	done ID                  complete a task you hold and say what it unblocked
+	release ID               give a task you hold back
 	renew ID DURATION        extend the lease of a task you hold
 	dep add|rm ID BLOCKER    add or remove "ID is blocked by BLOCKER"
 	edit ID                  edit a task in $EDITOR; the edit is checked before it is saved
 	delete ID                delete a task (--detach to remove the edges to it)
 	check                    report problems in the directory, changing nothing
 	watch                    print changes as they happen, by anyone
-	graph                    print the graph (--format mermaid|dot)
+	graph                    print the graph (--format mermaid|dot, or --json)
 	export                   print every task as JSON, for import elsewhere
 	import FILE|--claude-code DIR
 	                         load tasks from an export, or from a Claude Code task list
-	mcp                      serve the task tools over MCP on stdin/stdout
+	                         (--renumber to give them new ids after the graph's own)
+	mcp                      serve the task tools over MCP on stdin/stdout (--lease DURATION)
+	serve                    serve a live board of the graph to a web browser
+	version                  print the version
 
 Flags for every command:
 
-	--dir DIR      task directory (default $TASKGRAPH_DIR, else .tasks)
+	--dir DIR      task directory (default $TASKGRAPH_DIR, else the nearest .tasks
+	               in this directory or a parent, up to the repository root)
 	--store URL    a PostgreSQL database instead of a directory (default $TASKGRAPH_STORE),
 	               e.g. postgres://user@host/db; --graph NAME picks the graph in it (default "default")
-	--owner NAME   who you are (default $TASKGRAPH_OWNER, else user@host:ppid)
+	--owner NAME   who you are (default $TASKGRAPH_OWNER, else user@host)
 	--json         machine-readable output
 
-Use "taskgraph help <command>" for more about a command.
+done, release and delete refuse a task someone else holds unless --force is
+given. Use "taskgraph help <command>" for more about a command.
 
-Exit status is 0 on success, 1 on error, 2 on a usage error, and 3 when a
-task is blocked or held by someone else, or no task is ready.
+Exit status is 0 on success, 1 on error, 2 on a usage error, 3 when a task
+is blocked or held by someone else, or no task is ready, and 4 when there is
+no task graph (run taskgraph init).
 `
 
 // Exit codes.
@@ -74,6 +91,7 @@ const (
 	exitError       = 1
 	exitUsage       = 2
 	exitUnavailable = 3
+	exitNoGraph     = 4
 )
 
 func main() {
@@ -85,19 +103,21 @@ func main() {
 
 // env is what a command runs with.
 type env struct {
-	ctx      context.Context
-	stdin    io.Reader
-	stdout   io.Writer
-	stderr   io.Writer
-	dir      string
-	storeURL string
-	graph    string
-	owner    string
-	ownerSet bool // --owner or $TASKGRAPH_OWNER given: done/release check it
-	json     bool
-	color    bool
-	args     []string
-	fs       *flag.FlagSet
+	ctx       context.Context
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	dir       string // --dir, else $TASKGRAPH_DIR; "" to search upward
+	dirFrom   string // "--dir", "$TASKGRAPH_DIR", or "" when searched
+	storeURL  string
+	graph     string
+	owner     string
+	ownerSet  bool // --owner or $TASKGRAPH_OWNER given
+	ownerFlag bool // --owner given on the command line
+	json      bool
+	color     bool
+	args      []string
+	fs        *flag.FlagSet
 }
 
 type command struct {
@@ -110,25 +130,27 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"init":    {"", "Create the task directory if it does not exist.", simple(cmdInit)},
+		"init":    {"", "Create the task directory: .tasks in the working directory, or --dir (with --store, the graph). The one command that creates a task graph; it is harmless on one that exists.", simple(cmdInit)},
 		"add":     {"SUBJECT", "Add a pending task.", flagsAdd},
-		"list":    {"", "List every task, one a line: [ ] pending, [>] in progress, [x] completed.", simple(cmdList)},
+		"list":    {"", "List every task, one a line: [ ] pending, [>] in progress, [x] completed; \"blocked by\" lists the blockers not completed yet.", simple(cmdList)},
 		"ready":   {"", "List the tasks that can start now. Exit status 3 if there is none.", simple(cmdReady)},
-		"show":    {"ID", "Show one task in full.", simple(cmdShow)},
+		"show":    {"ID", "Show one task in full: status, owner, lease, edges, times, metadata and description.", simple(cmdShow)},
 		"claim":   {"ID", "Claim a ready task for --owner.", flagsClaim(false)},
 		"next":    {"", "Claim the ready task with the lowest id for --owner. Exit status 3 if none is ready.", flagsClaim(true)},
-		"done":    {"ID", "Complete a task and print the tasks this made ready.", simple(cmdDone)},
-		"release": {"ID", "Give a claimed task back: it becomes pending again.", simple(cmdRelease)},
-		"renew":   {"ID DURATION", "Extend the lease of a task --owner holds.", simple(cmdRenew)},
-		"dep":     {"add|rm ID BLOCKER", "Add or remove the edge \"ID is blocked by BLOCKER\". Edges that would close a cycle are refused.", simple(cmdDep)},
-		"edit":    {"ID", "Open the task in $EDITOR (default vi). The edit is validated before it is saved; nothing changes if it is refused.", simple(cmdEdit)},
-		"delete":  {"ID", "Delete a task.", flagsDelete},
+		"done":    {"ID", "Complete a task you hold and print the tasks this made ready. A task someone else holds needs --force.", flagsForce(cmdDone)},
+		"release": {"ID", "Give a task you hold back: it becomes pending again. A task someone else holds needs --force.", flagsForce(cmdRelease)},
+		"renew":   {"ID DURATION", "Extend the lease of a task --owner holds to DURATION (e.g. 30m) from now.", simple(cmdRenew)},
+		"dep":     {"add|rm ID BLOCKER", "Add or remove the edge \"ID is blocked by BLOCKER\". Edges that would close a cycle are refused; removing an edge that does not exist is an error.", simple(cmdDep)},
+		"edit":    {"ID", "Open the task in $EDITOR (default vi). The edit is validated before it is saved; if it is refused, nothing changes and the text you wrote is kept in a file named in the message (edit it again with --from FILE). Changing the status or owner of a task someone else holds needs --force.", flagsEdit},
+		"delete":  {"ID", "Delete a task. A task someone else holds needs --force; one that others depend on needs --detach.", flagsDelete},
 		"check":   {"", "Report corrupt files, dangling edges, cycles, expired leases and leftovers, changing nothing. Exit status 1 if there are problems.", simple(cmdCheck)},
-		"watch":   {"", "Print every change as it happens, by this or any other process, until interrupted.", simple(cmdWatch)},
-		"graph":   {"", "Print the dependency graph.", flagsGraph},
+		"watch":   {"", "Print every change as it happens, by this or any other process, until interrupted. With --json, one JSON object a line.", simple(cmdWatch)},
+		"graph":   {"", "Print the dependency graph: Mermaid or Graphviz dot, or with --json an object of nodes and edges (from blocks to).", flagsGraph},
 		"export":  {"", "Print every task as a JSON array, ids and edges included.", simple(cmdExport)},
-		"import":  {"FILE | --claude-code DIR", "Load tasks from an export (or - for stdin), or from a Claude Code task list (~/.claude/tasks/<list>). Ids are kept; they must be new to this directory.", flagsImport},
-		"mcp":     {"", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout.", simple(cmdMCP)},
+		"import":  {"FILE | --claude-code DIR", "Load tasks from an export (or - for stdin), or from a Claude Code task list (~/.claude/tasks/<list>), all or nothing. Ids are kept and must be new to this graph; with --renumber the tasks get fresh ids after the graph's own and their edges follow, to merge a plan into an existing graph.", flagsImport},
+		"mcp":     {"", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout. Unless --owner is given, each server is its own agent, mcp-HOST-PID-RANDOM ($TASKGRAPH_OWNER, a person's identity, is not used).", flagsMCP},
+		"serve":   {"", serveHelp, flagsServe},
+		"version": {"", "Print the version of taskgraph (the module version it was built from).", simple(cmdVersion)},
 	}
 }
 
@@ -143,13 +165,31 @@ func (u usageError) Error() string { return u.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// noGraphError says that there is no task graph to use.
+type noGraphError struct{ msg string }
+
+func (n noGraphError) Error() string { return n.msg }
+
+// heldError is a task someone else holds, with what the user can do.
+type heldError struct {
+	err  error
+	hint string
+}
+
+func (h heldError) Error() string { return h.err.Error() + "\nhint: " + h.hint }
+
+func (h heldError) Unwrap() error { return h.err }
+
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1 {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" && len(args) == 1 {
 		fmt.Fprint(stdout, usage)
 		if len(args) == 0 {
 			return exitUsage
 		}
 		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	args = commandFirst(args)
 	name := args[0]
@@ -162,26 +202,40 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 	fs := flag.NewFlagSet("taskgraph "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stderr) // parse errors; help goes to stdout below
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fs: fs}
-	fs.StringVar(&e.dir, "dir", envOr("TASKGRAPH_DIR", ".tasks"), "task directory")
+	fs.StringVar(&e.dir, "dir", "", "task `DIR`ectory (default $TASKGRAPH_DIR, else the nearest .tasks here or in a parent)")
 	fs.StringVar(&e.storeURL, "store", os.Getenv("TASKGRAPH_STORE"), "PostgreSQL `URL` to use instead of a directory")
 	fs.StringVar(&e.graph, "graph", envOr("TASKGRAPH_GRAPH", "default"), "graph `NAME` in the --store database")
-	fs.StringVar(&e.owner, "owner", os.Getenv("TASKGRAPH_OWNER"), "who you are (default $TASKGRAPH_OWNER, else user@host:ppid)")
+	fs.StringVar(&e.owner, "owner", os.Getenv("TASKGRAPH_OWNER"), "who you are (default $TASKGRAPH_OWNER, else user@host)")
 	fs.BoolVar(&e.json, "json", false, "machine-readable output")
 	do := cmd.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: taskgraph %s %s\n\n%s\n\nFlags:\n", name, cmd.args, cmd.help)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() {}
 	pos, err := parseInterspersed(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "usage: taskgraph %s %s\n\n%s\n\nFlags:\n", name, cmd.args, cmd.help)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
 		return exitOK
 	}
 	if err != nil {
+		fmt.Fprintf(stderr, "usage: taskgraph %s %s\nRun 'taskgraph help %s' for details.\n", name, cmd.args, name)
 		return exitUsage
 	}
 	e.args = pos
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "dir":
+			e.dirFrom = "--dir"
+		case "owner":
+			e.ownerFlag = true
+		}
+	})
+	if e.dirFrom == "" {
+		if e.dir = os.Getenv("TASKGRAPH_DIR"); e.dir != "" {
+			e.dirFrom = "$TASKGRAPH_DIR"
+		}
+	}
 	e.ownerSet = e.owner != ""
 	if !e.ownerSet {
 		e.owner = defaultOwner()
@@ -190,6 +244,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	err = do(e)
 	var ue usageError
 	var quiet errQuiet
+	var ng noGraphError
 	switch {
 	case err == nil:
 		return exitOK
@@ -198,14 +253,43 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "taskgraph %s: %v\nusage: taskgraph %s %s\n", name, err, name, cmd.args)
 		return exitUsage
-	case errors.Is(err, taskgraph.ErrBlocked), errors.Is(err, taskgraph.ErrClaimed), errors.Is(err, taskgraph.ErrNoReady):
+	case errors.As(err, &ng):
 		fmt.Fprintf(stderr, "taskgraph %s: %v\n", name, err)
+		return exitNoGraph
+	case errors.Is(err, taskgraph.ErrBlocked), errors.Is(err, taskgraph.ErrClaimed), errors.Is(err, taskgraph.ErrNoReady):
+		fmt.Fprintf(stderr, "taskgraph %s: %s\n", name, describe(err))
 		return exitUnavailable
 	default:
-		fmt.Fprintf(stderr, "taskgraph %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "taskgraph %s: %s\n", name, describe(err))
 		return exitError
 	}
 }
+
+// idListText matches an id list as fmt prints a slice, "[1 2 3]".
+var idListText = regexp.MustCompile(`\[(\d+(?: \d+)+)\]`)
+
+// describe words an error for a person: id lists as everywhere else
+// ("[1, 2]"), and the options of this command instead of the library's.
+func describe(err error) string {
+	var be *taskgraph.BlockedError
+	if errors.As(err, &be) && err.Error() == be.Error() {
+		s := fmt.Sprintf("task %d is blocked by %s", be.ID, agenttools.FormatIDs(be.By))
+		if len(be.Missing) > 0 {
+			s += fmt.Sprintf(" (missing: %s)", agenttools.FormatIDs(be.Missing))
+		}
+		return s
+	}
+	s := idListText.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		return strings.ReplaceAll(m, " ", ", ")
+	})
+	return strings.NewReplacer("or delete with taskgraph.Detach()", "or delete with --detach",
+		"use Claim, or set Owner in the same patch", "use taskgraph claim",
+		"open it once without WithoutCreate (or call Migrate) to migrate it", "run `taskgraph init` with the same --store to migrate it").Replace(s)
+}
+
+// valueFlags are the flags that take a value, for commandFirst.
+var valueFlags = map[string]bool{"dir": true, "store": true, "graph": true, "owner": true, "lease": true,
+	"desc": true, "after": true, "blocks": true, "format": true, "claude-code": true, "from": true}
 
 // commandFirst moves flags given before the command after it, so that
 // `taskgraph --owner x claim 1` works like `taskgraph claim 1 --owner x`.
@@ -213,10 +297,10 @@ func commandFirst(args []string) []string {
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
 		name := strings.TrimLeft(args[i], "-")
-		if strings.Contains(name, "=") || name == "json" || name == "h" || name == "help" {
-			i++
-		} else {
+		if !strings.Contains(name, "=") && valueFlags[name] {
 			i += 2 // --dir DIR, --owner NAME
+		} else {
+			i++
 		}
 	}
 	if i == 0 || i >= len(args) {
@@ -251,12 +335,90 @@ func envOr(key, def string) string {
 	return def
 }
 
-// defaultOwner names the shell session the command runs in, so that
-// `taskgraph next` and a later `taskgraph renew` from the same shell agree.
+// defaultOwner names the person at the keyboard, user@host: the same in
+// every shell, Makefile step and agent tool call of theirs on this
+// machine, so that a claim made in one shell can be renewed or completed
+// from another.
 func defaultOwner() string {
-	user := envOr("USER", "user")
+	name := os.Getenv("USER")
+	if name == "" {
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
+	}
+	if name == "" {
+		name = "user"
+	}
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s@%s:%d", user, host, os.Getppid())
+	if host == "" {
+		host = "localhost"
+	}
+	return name + "@" + host
+}
+
+// whoHint says who the user is and how to be someone else; force names
+// what --force would do, if the command has it.
+func (e *env) whoHint(force string) string {
+	var s string
+	if e.ownerSet {
+		s = fmt.Sprintf("you are %q (from --owner or $TASKGRAPH_OWNER)", e.owner)
+	} else {
+		s = fmt.Sprintf("you are %q (the default: --owner NAME or $TASKGRAPH_OWNER sets who you are)", e.owner)
+	}
+	if force != "" {
+		s += "; --force " + force + " anyway"
+	}
+	return s
+}
+
+// held adds whoHint to an error that says a task is someone else's.
+func (e *env) held(err error, force string) error {
+	if errors.Is(err, taskgraph.ErrClaimed) {
+		return heldError{err, e.whoHint(force)}
+	}
+	return err
+}
+
+// version returns the module version taskgraph was built from, with the
+// VCS revision when the build recorded one.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	if v == "(devel)" && rev != "" {
+		v = "(devel) " + rev[:min(12, len(rev))] + modified
+	}
+	return v
+}
+
+func cmdVersion(e *env) error {
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(struct {
+			Version string `json:"version"`
+			Go      string `json:"go"`
+		}{version(), runtime.Version()})
+	}
+	fmt.Fprintf(e.stdout, "taskgraph %s (%s)\n", version(), runtime.Version())
+	return nil
 }
 
 func isTerminal(w io.Writer) bool {
@@ -275,34 +437,56 @@ type store interface {
 	taskgraph.Watcher
 }
 
-// withStore opens the directory (or the --store database), runs f, and
-// closes it.
+// withStore opens the task graph — the directory found or named, or the
+// --store graph — runs f, and closes it. It never creates a graph: without
+// one it returns a noGraphError.
 func (e *env) withStore(f func(s store) error) error {
 	if e.storeURL == "" {
-		s, err := taskgraph.Open(e.dir)
+		dir, err := e.taskDir()
+		if err != nil {
+			return err
+		}
+		s, err := openDir(dir, false)
 		if err != nil {
 			return err
 		}
 		defer s.Close()
 		return f(s)
 	}
+	return e.withPostgres(false, func(s store, _ bool) error { return f(s) })
+}
+
+// withPostgres opens the --store graph, creating it if create is set, and
+// runs f with it and whether it was created.
+func (e *env) withPostgres(create bool, f func(s store, created bool) error) error {
 	pool, err := pgxpool.New(e.ctx, e.storeURL)
 	if err != nil {
 		return fmt.Errorf("--store: %w", err)
 	}
 	defer pool.Close()
-	s, err := pgstore.Open(e.ctx, pool, e.graph)
+	s, err := openGraph(e.ctx, pool, e.graph, false)
+	created := false
+	if errors.Is(err, taskgraph.ErrNotFound) {
+		if !create {
+			return noGraphError{fmt.Sprintf("no graph %q in the --store database; run `taskgraph init` with the same --store and --graph", e.graph)}
+		}
+		s, err = openGraph(e.ctx, pool, e.graph, true)
+		created = true
+	}
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	return f(s)
+	return f(s, created)
 }
 
 // where names the store for messages.
 func (e *env) where() string {
 	if e.storeURL != "" {
 		return fmt.Sprintf("graph %q", e.graph)
+	}
+	if dir, err := e.taskDir(); err == nil {
+		return dir
 	}
 	return e.dir
 }
@@ -325,7 +509,7 @@ func parseID(s string) (taskgraph.ID, error) {
 // idList is a flag that takes ids, repeated or comma-separated.
 type idList []taskgraph.ID
 
-func (l *idList) String() string { return fmt.Sprint([]taskgraph.ID(*l)) }
+func (l *idList) String() string { return agenttools.FormatIDs(*l) }
 
 func (l *idList) Set(v string) error {
 	for _, f := range strings.Split(v, ",") {

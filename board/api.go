@@ -1,0 +1,235 @@
+package board
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+// maxBody bounds a write request: a task bigger than MaxTaskSize would be
+// refused by the store anyway.
+const maxBody = taskgraph.MaxTaskSize + 64<<10
+
+// The bodies of the write requests. Unknown fields are refused.
+type (
+	// CreateRequest is the body of POST /api/tasks.
+	CreateRequest struct {
+		Subject     string         `json:"subject"`
+		Description string         `json:"description"`
+		BlockedBy   []taskgraph.ID `json:"blockedBy"`
+		Blocks      []taskgraph.ID `json:"blocks"`
+	}
+	// ReleaseRequest is the body of POST /api/tasks/{id}/release. If
+	// Owner is given, the task is released only if that owner still
+	// holds it: a claim that changed hands since the page showed it is
+	// refused with 409.
+	ReleaseRequest struct {
+		Owner string `json:"owner"`
+	}
+	// ReopenRequest is the body of POST /api/tasks/{id}/reopen, which
+	// moves a completed task back to pending. If Rev is given, the task
+	// must still be at that rev (409 otherwise).
+	ReopenRequest struct {
+		Rev int64 `json:"rev"`
+	}
+	// BlockerRequest is the body of POST /api/tasks/{id}/blockers, which
+	// adds the edge "{id} is blocked by Blocker".
+	BlockerRequest struct {
+		Blocker taskgraph.ID `json:"blocker"`
+	}
+)
+
+// write wraps a write handler in the checks every write must pass, and
+// tells the pages about a write that succeeded.
+func (s *Server) write(h func(r *http.Request) (int, any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if code, msg := s.writeAllowed(r); code != 0 {
+			httpError(w, code, msg)
+			return
+		}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			httpError(w, http.StatusUnsupportedMediaType, "a write takes a JSON body (Content-Type: application/json)")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		code, v, err := h(r)
+		if err != nil {
+			storeError(w, err)
+			return
+		}
+		s.hub.changed()
+		writeJSON(w, code, v)
+	}
+}
+
+func (s *Server) handleCreate(r *http.Request) (int, any, error) {
+	var req CreateRequest
+	if err := decode(r, &req); err != nil {
+		return 0, nil, err
+	}
+	t, err := s.store.Create(r.Context(), taskgraph.NewTask{
+		Subject: req.Subject, Description: req.Description, BlockedBy: req.BlockedBy, Blocks: req.Blocks,
+	})
+	return http.StatusCreated, taskJSON(t), err
+}
+
+func (s *Server) handleRelease(r *http.Request) (int, any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var req ReleaseRequest
+	if err := decode(r, &req); err != nil {
+		return 0, nil, err
+	}
+	t, err := s.store.Release(r.Context(), id, req.Owner)
+	return http.StatusOK, taskJSON(t), err
+}
+
+func (s *Server) handleReopen(r *http.Request) (int, any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var req ReopenRequest
+	if err := decode(r, &req); err != nil {
+		return 0, nil, err
+	}
+	cur, err := s.store.Get(r.Context(), id)
+	if err != nil {
+		return 0, nil, err
+	}
+	if cur.Status != taskgraph.Completed {
+		return 0, nil, notCompleted{id, cur.Status}
+	}
+	rev := req.Rev
+	if rev == 0 {
+		rev = cur.Rev // still what was just read, or the write is refused
+	}
+	pending := taskgraph.Pending
+	t, err := s.store.Update(r.Context(), id, taskgraph.Patch{Status: &pending, IfRev: rev})
+	return http.StatusOK, taskJSON(t), err
+}
+
+func (s *Server) handleAddBlocker(r *http.Request) (int, any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var req BlockerRequest
+	if err := decode(r, &req); err != nil {
+		return 0, nil, err
+	}
+	t, err := s.store.Update(r.Context(), id, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{req.Blocker}})
+	return http.StatusOK, taskJSON(t), err
+}
+
+// notCompleted refuses to reopen a task that is not completed.
+type notCompleted struct {
+	id     taskgraph.ID
+	status taskgraph.Status
+}
+
+func (e notCompleted) Error() string {
+	return fmt.Sprintf("task %d is %s, not completed: only a completed task can be reopened", e.id, e.status)
+}
+
+// badRequest is a request the board cannot read; the store never saw it.
+type badRequest struct {
+	code int
+	msg  string
+}
+
+func (e badRequest) Error() string { return e.msg }
+
+func pathID(r *http.Request) (taskgraph.ID, error) {
+	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return 0, badRequest{http.StatusBadRequest, fmt.Sprintf("%q is not a task id", r.PathValue("id"))}
+	}
+	return taskgraph.ID(n), nil // the store judges whether it can exist
+}
+
+// decode reads one JSON object, refusing unknown fields and trailing data.
+func decode(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return badRequest{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large: the limit is %d bytes", tooBig.Limit)}
+		}
+		return badRequest{http.StatusBadRequest, "reading the request: " + err.Error()}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest{http.StatusBadRequest, "invalid request body: " + err.Error()}
+	}
+	if dec.More() {
+		return badRequest{http.StatusBadRequest, "invalid request body: more than one JSON value"}
+	}
+	return nil
+}
+
+// storeError answers with the store's own error text and a status that
+// says what kind of refusal it is.
+func storeError(w http.ResponseWriter, err error) {
+	var (
+		bad     badRequest
+		notDone notCompleted
+	)
+	code := http.StatusInternalServerError
+	switch {
+	case errors.As(err, &bad):
+		code = bad.code
+	case errors.Is(err, taskgraph.ErrInvalid):
+		code = http.StatusBadRequest
+	case errors.Is(err, taskgraph.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.As(err, &notDone), errors.Is(err, taskgraph.ErrCycle), errors.Is(err, taskgraph.ErrConflict),
+		errors.Is(err, taskgraph.ErrClaimed), errors.Is(err, taskgraph.ErrBlocked):
+		code = http.StatusConflict
+	case errors.Is(err, taskgraph.ErrClosed):
+		code = http.StatusServiceUnavailable
+	}
+	httpError(w, code, err.Error())
+}
+
+// ErrorResponse is the body of every refusal.
+type ErrorResponse struct {
+	Error string `json:"error"`
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, ErrorResponse{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // error texts read "3 -> 5", not "3 -\u003e 5"
+	if err := enc.Encode(v); err != nil {
+		code = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":"encoding the response failed"}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+// taskJSON is a task as a write returns it.
+func taskJSON(t taskgraph.Task) TaskView {
+	return view(t, "", nil, t.UpdatedAt)
+}

@@ -1,0 +1,271 @@
+// Package board serves a live web page of a task graph, for the people who
+// watch the agents work on it: a board of columns (ready, blocked, in
+// progress, completed), the dependency graph laid out left to right, and
+// each task in full on a click — who holds it, for how long, and which
+// blockers keep it from being ready.
+//
+// The page follows the store as it changes, by this process or any other:
+// the server watches the store ([taskgraph.Watcher]) and pushes a snapshot
+// of the graph over Server-Sent Events, at most one every 100 ms however
+// fast the store changes. The page never polls and never reloads.
+//
+// The page, its script, its stylesheet and the graph-layout library (dagre,
+// MIT, under static/vendor/dagre) are embedded in the package: it works
+// offline and loads nothing from the network, which its
+// Content-Security-Policy enforces.
+//
+// A board is read-only unless [AllowWrites] is given. Then the page offers a
+// few actions, each behind an explicit click: release a claim, reopen a
+// completed task, add an edge, create a task. Every write must carry the
+// server's token ([Server.Token]) in the X-Taskgraph-Token header and come
+// from the board's own origin; it is made with the store's own methods, so
+// it is validated exactly as the store validates it, and a refusal comes
+// back with the store's error text.
+//
+// The command `taskgraph serve` runs a board on a task directory or a
+// PostgreSQL graph.
+//
+// # HTTP API
+//
+// The page uses only relative URLs, so a board may be mounted under a
+// prefix with http.StripPrefix.
+//
+//	GET  /                          the page
+//	GET  /static/...                its script, stylesheet, layout worker and dagre
+//	GET  /api/board                 a Snapshot, as JSON
+//	GET  /api/events                Server-Sent Events: "snapshot" events carrying a Snapshot, at once and after each change
+//	POST /api/tasks                 create a task (CreateRequest); 201 and the task
+//	POST /api/tasks/{id}/release    release a claim (ReleaseRequest)
+//	POST /api/tasks/{id}/reopen     move a completed task back to pending (ReopenRequest)
+//	POST /api/tasks/{id}/blockers   add an edge (BlockerRequest)
+//
+// A refused write answers with an ErrorResponse: 403 when writes are off or
+// the token or origin is wrong, 400 for an invalid input (ErrInvalid), 404
+// for a task that does not exist, 409 for a cycle, a claim held by someone
+// else, a stale rev or a task in the wrong state, 413 for a body over
+// MaxTaskSize.
+package board
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+//go:embed static
+var staticFiles embed.FS
+
+// TokenHeader is the request header that carries the write token.
+const TokenHeader = "X-Taskgraph-Token"
+
+// DefaultInterval is the least time between two snapshots the board sends
+// to a page: changes that come faster are coalesced into one snapshot.
+const DefaultInterval = 100 * time.Millisecond
+
+// contentSecurityPolicy lets the page load only what the board serves.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; worker-src 'self'; style-src 'self'; " +
+	"img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	writes   bool
+	token    string
+	hosts    []string
+	title    string
+	interval time.Duration
+}
+
+// AllowWrites turns on the page's actions: release a claim, reopen a task,
+// add an edge, create a task. Each request must carry the server's token
+// (see Server.Token). Without this option the board is read-only and every
+// write is refused with 403.
+func AllowWrites() Option { return func(c *config) { c.writes = true } }
+
+// WithToken sets the write token instead of a random one. It must be at
+// least 16 characters; a shorter one is replaced by a random token.
+func WithToken(token string) Option { return func(c *config) { c.token = token } }
+
+// AllowHosts adds host names (without port) under which the board may be
+// reached. IP addresses and "localhost" are always accepted; any other name
+// in a request's Host header is refused, which defeats DNS rebinding: a
+// page on another site whose name resolves to this machine cannot read the
+// board.
+func AllowHosts(hosts ...string) Option {
+	return func(c *config) { c.hosts = append(c.hosts, hosts...) }
+}
+
+// WithTitle names the graph on the page, e.g. its directory.
+func WithTitle(title string) Option { return func(c *config) { c.title = title } }
+
+// WithInterval sets the least time between two snapshots sent to a page
+// (default DefaultInterval).
+func WithInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
+
+// Server is the board of one store: an http.Handler serving the page, its
+// assets, the snapshot API and the event stream. Create it with New and
+// Close it when done.
+type Server struct {
+	store taskgraph.Store
+	cfg   config
+	mux   *http.ServeMux
+	hub   *hub
+
+	version      atomic.Int64           // of the last snapshot
+	watchProblem atomic.Pointer[string] // why the store cannot be watched, if it cannot
+}
+
+// New returns the board of store. If store is a [taskgraph.Watcher] (every
+// store of this module is), changes made by other processes reach the page
+// as they happen; otherwise only the board's own writes do.
+func New(store taskgraph.Store, opts ...Option) *Server {
+	c := config{interval: DefaultInterval}
+	for _, o := range opts {
+		o(&c)
+	}
+	if len(c.token) < 16 {
+		c.token = rand.Text()
+	}
+	if c.interval <= 0 {
+		c.interval = DefaultInterval
+	}
+	s := &Server{store: store, cfg: c, mux: http.NewServeMux()}
+	s.hub = newHub(s)
+	s.routes()
+	return s
+}
+
+// Token returns the token that writes must carry in the X-Taskgraph-Token
+// header, or "" when writes are off. The page reads it from the URL
+// fragment: open /#token=TOKEN.
+func (s *Server) Token() string {
+	if !s.cfg.writes {
+		return ""
+	}
+	return s.cfg.token
+}
+
+// Close ends every open event stream and stops watching the store. The
+// store itself stays open. Requests after Close are still served, but the
+// event stream refuses them.
+func (s *Server) Close() error {
+	s.hub.close()
+	return nil
+}
+
+// ServeHTTP serves the board. Requests naming a host that is not allowed
+// (see AllowHosts) are refused with 403.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r.Host) {
+		httpError(w, http.StatusForbidden, "host "+r.Host+" is not allowed: reach the board by IP address or localhost, or start it with that host allowed")
+		return
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) routes() {
+	static, err := fs.Sub(staticFiles, "static")
+	if err != nil {
+		panic(err) // the embedded tree always has it
+	}
+	files := http.FileServerFS(static)
+	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", contentSecurityPolicy)
+		w.Header().Set("Cache-Control", "no-cache")
+		http.ServeFileFS(w, r, static, "index.html")
+	})
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})))
+	s.mux.HandleFunc("GET /api/board", s.handleBoard)
+	s.mux.HandleFunc("GET /api/events", s.handleEvents)
+	s.mux.HandleFunc("POST /api/tasks", s.write(s.handleCreate))
+	s.mux.HandleFunc("POST /api/tasks/{id}/release", s.write(s.handleRelease))
+	s.mux.HandleFunc("POST /api/tasks/{id}/reopen", s.write(s.handleReopen))
+	s.mux.HandleFunc("POST /api/tasks/{id}/blockers", s.write(s.handleAddBlocker))
+}
+
+// hostAllowed reports whether a request's Host names this board: an IP
+// address, localhost, or a name given to AllowHosts.
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if host == "" {
+		return false
+	}
+	if net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	for _, h := range s.cfg.hosts {
+		if strings.EqualFold(host, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeAllowed checks what every write must have: writes turned on, the
+// board's own origin, and the token. It returns the status and reason of
+// a refusal, or 0.
+func (s *Server) writeAllowed(r *http.Request) (int, string) {
+	if !s.cfg.writes {
+		return http.StatusForbidden, "this board is read-only: start it with --allow-writes (board.AllowWrites) to change tasks from the page"
+	}
+	origin := r.Header.Get("Origin")
+	u, err := url.Parse(origin)
+	if origin == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host) {
+		return http.StatusForbidden, "cross-origin write refused: a write must come from the board's own page (Origin " + quoteOrNone(origin) + ", Host " + r.Host + ")"
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+		return http.StatusForbidden, "cross-site write refused (Sec-Fetch-Site: " + site + ")"
+	}
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(s.cfg.token)) != 1 {
+		return http.StatusForbidden, "missing or wrong token: open the URL that taskgraph serve printed (it ends in #token=...)"
+	}
+	return 0, ""
+}
+
+func quoteOrNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return `"` + s + `"`
+}
+
+// hub runs one watch of the store while any page is connected, and sends
+// every connected page one snapshot per change, coalesced to at most one
+// per interval.
+type hub struct {
+	s      *Server
+	poke   chan struct{} // a write through this board: send a snapshot
+	done   chan struct{} // closed by close
+	mu     sync.Mutex
+	subs   map[*subscriber]struct{}
+	stop   func() // ends the running loop; nil when none runs
+	closed bool
+}
+
+type subscriber struct {
+	ch chan []byte // the latest snapshot not yet sent; older ones are dropped
+}
+
+func newHub(s *Server) *hub {
+	return &hub{s: s, poke: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*subscriber]struct{}{}}
+}

@@ -1,0 +1,562 @@
+package board_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/board"
+)
+
+const token = "test-token-0123456789"
+
+// plan makes a store with a task in every state: 1 completed, 2 in
+// progress (blocked by 1), 3 blocked by 2, 4 ready.
+func plan(t *testing.T, s taskgraph.Store) {
+	t.Helper()
+	ctx := context.Background()
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "schema"}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "api", BlockedBy: []taskgraph.ID{1}}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "frontend", BlockedBy: []taskgraph.ID{2}}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "docs"}))
+	must(s.Claim(ctx, 1, "agent-1"))
+	must(s.Complete(ctx, 1, "agent-1"))
+	must(s.Claim(ctx, 2, "agent-2", taskgraph.WithLease(time.Hour)))
+}
+
+// server starts a board of a new MemStore holding plan.
+func server(t *testing.T, opts ...board.Option) (*httptest.Server, *taskgraph.MemStore) {
+	t.Helper()
+	s := taskgraph.NewMemStore()
+	plan(t, s)
+	return serve(t, s, opts...), s
+}
+
+func serve(t *testing.T, s taskgraph.Store, opts ...board.Option) *httptest.Server {
+	t.Helper()
+	b := board.New(s, opts...)
+	srv := httptest.NewServer(b)
+	t.Cleanup(func() {
+		b.Close()
+		srv.Close()
+	})
+	return srv
+}
+
+type reply struct {
+	code int
+	body map[string]any
+}
+
+// post sends a write as the board's page does: its own Origin and the token.
+func post(t *testing.T, srv *httptest.Server, path, body string, edit ...func(*http.Request)) reply {
+	t.Helper()
+	req, err := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", srv.URL)
+	req.Header.Set(board.TokenHeader, token)
+	for _, e := range edit {
+		e(req)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := reply{code: resp.StatusCode}
+	data, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(data, &r.body); err != nil {
+		t.Fatalf("POST %s: %d %q is not JSON", path, resp.StatusCode, data)
+	}
+	return r
+}
+
+func header(k, v string) func(*http.Request) { return func(r *http.Request) { r.Header.Set(k, v) } }
+
+func TestReadOnlyByDefault(t *testing.T) {
+	srv, s := server(t, board.WithToken(token))
+	for _, path := range []string{"/api/tasks", "/api/tasks/2/release", "/api/tasks/1/reopen", "/api/tasks/3/blockers"} {
+		r := post(t, srv, path, `{}`)
+		if r.code != http.StatusForbidden || !strings.Contains(r.body["error"].(string), "read-only") {
+			t.Errorf("POST %s on a read-only board: %d %v", path, r.code, r.body)
+		}
+	}
+	if ts, _ := s.List(context.Background()); len(ts) != 4 {
+		t.Fatalf("a read-only board wrote: %d tasks", len(ts))
+	}
+	if tok := board.New(s).Token(); tok != "" {
+		t.Fatalf("a read-only board has a token %q", tok)
+	}
+}
+
+func TestWritesNeedTokenAndOrigin(t *testing.T) {
+	srv, s := server(t, board.AllowWrites(), board.WithToken(token))
+	refused := map[string]func(*http.Request){
+		"no token":         func(r *http.Request) { r.Header.Del(board.TokenHeader) },
+		"wrong token":      header(board.TokenHeader, "test-token-0123456780"),
+		"short token":      header(board.TokenHeader, "test"),
+		"no Origin":        func(r *http.Request) { r.Header.Del("Origin") },
+		"other Origin":     header("Origin", "http://evil.example"),
+		"other port":       header("Origin", "http://127.0.0.1:1"),
+		"null Origin":      header("Origin", "null"),
+		"cross-site fetch": header("Sec-Fetch-Site", "cross-site"),
+	}
+	for name, edit := range refused {
+		if r := post(t, srv, "/api/tasks", `{"subject":"x"}`, edit); r.code != http.StatusForbidden {
+			t.Errorf("%s: %d %v, want 403", name, r.code, r.body)
+		}
+	}
+	if ts, _ := s.List(context.Background()); len(ts) != 4 {
+		t.Fatalf("a refused write wrote: %d tasks", len(ts))
+	}
+	if r := post(t, srv, "/api/tasks", `{"subject":"x"}`, header("Content-Type", "text/plain")); r.code != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain body: %d %v, want 415", r.code, r.body)
+	}
+	if r := post(t, srv, "/api/tasks", `{"subject":"x"}`, header("Sec-Fetch-Site", "same-origin")); r.code != http.StatusCreated {
+		t.Fatalf("a write with the token from the board's origin: %d %v", r.code, r.body)
+	}
+	// Without WithToken the token is random, and different per server.
+	a, b := board.New(s, board.AllowWrites()), board.New(s, board.AllowWrites())
+	if len(a.Token()) < 16 || a.Token() == b.Token() {
+		t.Fatalf("random tokens %q and %q", a.Token(), b.Token())
+	}
+}
+
+func TestHostCheck(t *testing.T) {
+	srv, _ := server(t, board.AllowHosts("board.internal"))
+	for host, want := range map[string]int{
+		"":                 http.StatusForbidden,
+		"evil.example":     http.StatusForbidden,
+		"evil.example:80":  http.StatusForbidden,
+		"localhost:7777":   http.StatusOK,
+		"127.0.0.1:7777":   http.StatusOK,
+		"[::1]:7777":       http.StatusOK,
+		"board.internal":   http.StatusOK,
+		"BOARD.internal.":  http.StatusOK,
+		"10.1.2.3:7777":    http.StatusOK,
+		"localhost.evil.x": http.StatusForbidden,
+	} {
+		req, _ := http.NewRequest("GET", srv.URL+"/api/board", nil)
+		req.Host = host
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if host == "" {
+			want = http.StatusOK // Go's client fills in the URL's host
+		}
+		if resp.StatusCode != want {
+			t.Errorf("Host %q: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}
+
+// Every input is judged by the store: the board answers with the store's
+// own error text, as 400 (invalid), 404 (not found) or 409 (conflict).
+func TestValidation(t *testing.T) {
+	srv, s := server(t, board.AllowWrites(), board.WithToken(token))
+	ctx := context.Background()
+	// twin holds the same plan; the same operation on it gives the text
+	// the board must return.
+	twin := taskgraph.NewMemStore()
+	plan(t, twin)
+	storeErr := func(_ any, err error) string {
+		if err == nil {
+			t.Fatal("the twin store accepted what the board must refuse")
+		}
+		return err.Error()
+	}
+	pending := taskgraph.Pending
+	cases := []struct {
+		name, path, body string
+		code             int
+		want             string
+	}{
+		{"empty subject", "/api/tasks", `{"subject":""}`, 400, storeErr(twin.Create(ctx, taskgraph.NewTask{}))},
+		{"missing blocker", "/api/tasks", `{"subject":"x","blockedBy":[99]}`, 404, storeErr(twin.Create(ctx, taskgraph.NewTask{Subject: "x", BlockedBy: []taskgraph.ID{99}}))},
+		{"negative blocker", "/api/tasks", `{"subject":"x","blockedBy":[-1]}`, 400, storeErr(twin.Create(ctx, taskgraph.NewTask{Subject: "x", BlockedBy: []taskgraph.ID{-1}}))},
+		{"cycle", "/api/tasks/1/blockers", `{"blocker":3}`, 409, storeErr(twin.Update(ctx, 1, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{3}}))},
+		{"self edge", "/api/tasks/3/blockers", `{"blocker":3}`, 400, storeErr(twin.Update(ctx, 3, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{3}}))},
+		{"edge to nothing", "/api/tasks/3/blockers", `{"blocker":42}`, 404, storeErr(twin.Update(ctx, 3, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{42}}))},
+		{"edge of nothing", "/api/tasks/42/blockers", `{"blocker":1}`, 404, storeErr(twin.Update(ctx, 42, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{1}}))},
+		{"id zero", "/api/tasks/0/release", `{}`, 400, storeErr(twin.Release(ctx, 0, ""))},
+		{"release a pending task", "/api/tasks/4/release", `{}`, 400, storeErr(twin.Release(ctx, 4, ""))},
+		{"release a completed task", "/api/tasks/1/release", `{}`, 400, storeErr(twin.Release(ctx, 1, ""))},
+		{"release a claim that changed hands", "/api/tasks/2/release", `{"owner":"agent-9"}`, 409, storeErr(twin.Release(ctx, 2, "agent-9"))},
+		{"reopen a stale rev", "/api/tasks/1/reopen", `{"rev":1}`, 409, storeErr(twin.Update(ctx, 1, taskgraph.Patch{Status: &pending, IfRev: 1}))},
+		{"reopen an unfinished task", "/api/tasks/2/reopen", `{}`, 409, "task 2 is in_progress, not completed: only a completed task can be reopened"},
+		{"not an id", "/api/tasks/abc/release", `{}`, 400, `"abc" is not a task id`},
+		{"id out of range", "/api/tasks/99999999999999999999/release", `{}`, 400, `"99999999999999999999" is not a task id`},
+		{"fractional id", "/api/tasks", `{"subject":"x","blockedBy":[1.5]}`, 400, "invalid request body: json: cannot unmarshal number 1.5"},
+		{"unknown field", "/api/tasks", `{"subject":"x","status":"completed"}`, 400, `invalid request body: json: unknown field "status"`},
+		{"wrong type", "/api/tasks", `{"subject":7}`, 400, "invalid request body: json: cannot unmarshal number"},
+		{"two values", "/api/tasks", `{"subject":"x"} {}`, 400, "invalid request body: more than one JSON value"},
+		{"not JSON", "/api/tasks", `subject=x`, 400, "invalid request body"},
+		{"too big", "/api/tasks", `{"subject":"` + strings.Repeat("x", taskgraph.MaxTaskSize+100<<10) + `"}`, 413, "request body too large"},
+		{"too big for the store", "/api/tasks", `{"subject":"x","description":"` + strings.Repeat("x", taskgraph.MaxTaskSize) + `"}`, 400,
+			// The size differs with the timestamps by a byte or two.
+			strings.SplitAfter(storeErr(twin.Create(ctx, taskgraph.NewTask{Subject: "x", Description: strings.Repeat("x", taskgraph.MaxTaskSize)})), "would be")[0]},
+	}
+	before, _ := s.List(ctx)
+	for _, c := range cases {
+		r := post(t, srv, c.path, c.body)
+		got, _ := r.body["error"].(string)
+		if r.code != c.code || !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: %d %q, want %d %q", c.name, r.code, got, c.code, c.want)
+		}
+	}
+	after, _ := s.List(ctx)
+	if len(after) != len(before) {
+		t.Fatalf("refused writes changed the store: %d tasks, then %d", len(before), len(after))
+	}
+	for i := range after {
+		if after[i].Rev != before[i].Rev {
+			t.Fatalf("refused writes changed task %d", after[i].ID)
+		}
+	}
+}
+
+func TestActions(t *testing.T) {
+	srv, s := server(t, board.AllowWrites(), board.WithToken(token))
+	ctx := context.Background()
+	get := func(id taskgraph.ID) taskgraph.Task {
+		t.Helper()
+		task, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	if r := post(t, srv, "/api/tasks/2/release", `{"owner":"agent-2"}`); r.code != 200 || get(2).Status != taskgraph.Pending || get(2).Owner != "" {
+		t.Fatalf("release: %d %v; task %+v", r.code, r.body, get(2))
+	}
+	if r := post(t, srv, "/api/tasks/1/reopen", `{}`); r.code != 200 || get(1).Status != taskgraph.Pending {
+		t.Fatalf("reopen: %d %v; task %+v", r.code, r.body, get(1))
+	}
+	if r := post(t, srv, "/api/tasks/4/blockers", `{"blocker":3}`); r.code != 200 || len(get(4).BlockedBy) != 1 {
+		t.Fatalf("add edge: %d %v; task %+v", r.code, r.body, get(4))
+	}
+	r := post(t, srv, "/api/tasks", `{"subject":"deploy","description":"to prod","blockedBy":[3,4]}`)
+	if r.code != http.StatusCreated || r.body["id"].(float64) != 5 {
+		t.Fatalf("create: %d %v", r.code, r.body)
+	}
+	if nt := get(5); nt.Subject != "deploy" || nt.Description != "to prod" || len(nt.BlockedBy) != 2 {
+		t.Fatalf("created %+v", nt)
+	}
+}
+
+// events reads the snapshots of one event stream.
+type events struct {
+	t    *testing.T
+	resp *http.Response
+	sc   *bufio.Scanner
+}
+
+func openEvents(t *testing.T, srv *httptest.Server) *events {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/events", nil)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("event stream of type %q", ct)
+	}
+	t.Cleanup(func() {
+		cancel()
+		resp.Body.Close()
+	})
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 64<<20)
+	return &events{t: t, resp: resp, sc: sc}
+}
+
+// next returns the next snapshot, or fails the test after a minute.
+func (e *events) next() board.Snapshot {
+	e.t.Helper()
+	type result struct {
+		snap board.Snapshot
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		event := ""
+		for e.sc.Scan() {
+			line := e.sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && event == "snapshot":
+				var s board.Snapshot
+				err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &s)
+				ch <- result{s, err}
+				return
+			}
+		}
+		ch <- result{err: errors.Join(io.ErrUnexpectedEOF, e.sc.Err())}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			e.t.Fatal(r.err)
+		}
+		return r.snap
+	case <-time.After(time.Minute):
+		e.t.Fatal("no snapshot within a minute")
+	}
+	panic("unreachable")
+}
+
+// until reads snapshots until one satisfies ok.
+func (e *events) until(ok func(board.Snapshot) bool) board.Snapshot {
+	e.t.Helper()
+	for {
+		if s := e.next(); ok(s) {
+			return s
+		}
+	}
+}
+
+func column(s board.Snapshot, key string) []taskgraph.ID {
+	for _, c := range s.Columns {
+		if c.Key == key {
+			return c.IDs
+		}
+	}
+	return nil
+}
+
+func TestSnapshot(t *testing.T) {
+	s := taskgraph.NewMemStore()
+	plan(t, s)
+	ctx := context.Background()
+	if _, err := s.Create(ctx, taskgraph.NewTask{Subject: "lapsed", Metadata: map[string]any{"k": "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, 5, "gone", taskgraph.WithLease(time.Nanosecond)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	snap, err := board.New(s, board.WithTitle("plan")).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, c := range snap.Columns {
+		keys = append(keys, c.Key)
+	}
+	if strings.Join(keys, " ") != "ready blocked in_progress completed" || snap.Title != "plan" || snap.Writes {
+		t.Fatalf("columns %v, title %q, writes %v", keys, snap.Title, snap.Writes)
+	}
+	if got := column(snap, "in_progress"); len(got) != 2 || len(column(snap, "ready")) != 1 || len(column(snap, "blocked")) != 1 || len(column(snap, "completed")) != 1 {
+		t.Fatalf("columns %+v", snap.Columns)
+	}
+	byID := map[taskgraph.ID]board.TaskView{}
+	for _, v := range snap.Tasks {
+		byID[v.ID] = v
+	}
+	if v := byID[3]; v.State != "blocked" || len(v.WaitingOn) != 1 || v.WaitingOn[0] != 2 {
+		t.Fatalf("task 3 %+v: want blocked, waiting on 2", v)
+	}
+	if v := byID[2]; v.LeaseLapsed || v.Owner != "agent-2" || v.LeaseExpiresAt.IsZero() || v.ClaimedAt.IsZero() {
+		t.Fatalf("task 2 %+v: want held by agent-2 with a running lease", v)
+	}
+	if v := byID[5]; !v.LeaseLapsed || v.Metadata["k"] != "v" {
+		t.Fatalf("task 5 %+v: want a lapsed lease and metadata", v)
+	}
+}
+
+// A write, through the board or by anyone else, reaches every open page
+// as a new snapshot.
+func TestEventsAfterWrite(t *testing.T) {
+	srv, s := server(t, board.AllowWrites(), board.WithToken(token))
+	ev := openEvents(t, srv)
+	first := ev.next()
+	if len(first.Tasks) != 4 {
+		t.Fatalf("first snapshot has %d tasks", len(first.Tasks))
+	}
+	if r := post(t, srv, "/api/tasks", `{"subject":"via the board"}`); r.code != http.StatusCreated {
+		t.Fatalf("create: %d %v", r.code, r.body)
+	}
+	snap := ev.until(func(s board.Snapshot) bool { return len(s.Tasks) == 5 })
+	if snap.Version <= first.Version || snap.Tasks[4].Subject != "via the board" {
+		t.Fatalf("after a write: version %d (first %d), %+v", snap.Version, first.Version, snap.Tasks[4])
+	}
+	if _, err := s.Release(context.Background(), 2, ""); err != nil {
+		t.Fatal(err)
+	}
+	ev.until(func(s board.Snapshot) bool { return len(column(s, "in_progress")) == 0 })
+}
+
+// A board on a directory sees the writes of another store on the same
+// directory, as it would another process's.
+func TestEventsFromAnotherStore(t *testing.T) {
+	dir := t.TempDir()
+	mine, err := taskgraph.Open(dir, taskgraph.WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Close()
+	theirs, err := taskgraph.Open(dir, taskgraph.WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer theirs.Close()
+	srv := serve(t, mine)
+	ev := openEvents(t, srv)
+	if n := len(ev.next().Tasks); n != 0 {
+		t.Fatalf("%d tasks in a new directory", n)
+	}
+	if _, err := theirs.Create(context.Background(), taskgraph.NewTask{Subject: "from elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	snap := ev.until(func(s board.Snapshot) bool { return len(s.Tasks) == 1 })
+	if snap.Tasks[0].Subject != "from elsewhere" || snap.Tasks[0].State != "ready" {
+		t.Fatalf("%+v", snap.Tasks[0])
+	}
+}
+
+// A burst of writes becomes a few snapshots, never two within the
+// interval, and the last one shows every write.
+func TestCoalescing(t *testing.T) {
+	s := taskgraph.NewMemStore()
+	const interval = 100 * time.Millisecond
+	srv := serve(t, s, board.WithInterval(interval))
+	ev := openEvents(t, srv)
+	ev.next()
+	const writes = 500
+	start := time.Now()
+	go func() {
+		for i := range writes {
+			if _, err := s.Create(context.Background(), taskgraph.NewTask{Subject: "burst"}); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%50 == 0 {
+				time.Sleep(20 * time.Millisecond) // a burst that lasts a few intervals
+			}
+		}
+	}()
+	var times []time.Time // when the server made each snapshot
+	ev.until(func(s board.Snapshot) bool {
+		times = append(times, s.Now)
+		return len(s.Tasks) == writes
+	})
+	elapsed := time.Since(start)
+	for i := 1; i < len(times); i++ {
+		// The interval runs from one send to the making of the next.
+		if gap := times[i].Sub(times[i-1]); gap < interval {
+			t.Errorf("snapshots %d and %d were made %v apart, under the %v interval", i-1, i, gap, interval)
+		}
+	}
+	if max := int(elapsed/interval) + 2; len(times) > max {
+		t.Errorf("%d snapshots in %v: want at most %d", len(times), elapsed, max)
+	}
+	t.Logf("%d writes in %v reached the page as %d snapshots (%.0f writes/s, %.1f snapshots/s)",
+		writes, elapsed.Round(time.Millisecond), len(times), writes/elapsed.Seconds(), float64(len(times))/elapsed.Seconds())
+}
+
+func TestCloseEndsEventStreams(t *testing.T) {
+	s := taskgraph.NewMemStore()
+	b := board.New(s)
+	srv := httptest.NewServer(b)
+	defer srv.Close()
+	ev := openEvents(t, srv)
+	ev.next()
+	done := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, ev.resp.Body)
+		close(done)
+	}()
+	b.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event stream is still open 10s after Close")
+	}
+	resp, err := srv.Client().Get(srv.URL + "/api/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("event stream after Close: %d", resp.StatusCode)
+	}
+}
+
+// The page loads only what the board serves: every file it names is
+// embedded, and no file names another site.
+func TestPageIsSelfContained(t *testing.T) {
+	srv, _ := server(t)
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		return resp, string(data)
+	}
+	resp, page := get("/")
+	csp := resp.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") {
+		t.Fatalf("Content-Security-Policy %q", csp)
+	}
+	refs := regexp.MustCompile(`(?:src|href)="(static/[^"]+)"`).FindAllStringSubmatch(page, -1)
+	if len(refs) < 2 {
+		t.Fatalf("the page names %d static files", len(refs))
+	}
+	for _, m := range refs {
+		get("/" + m[1])
+	}
+	_, worker := get("/static/layout-worker.js")
+	if !strings.Contains(worker, `importScripts("vendor/dagre/dagre.min.js")`) {
+		t.Fatal("the layout worker does not load the vendored dagre")
+	}
+	get("/static/vendor/dagre/dagre.min.js")
+	get("/static/vendor/dagre/LICENSE")
+	url := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}`)
+	err := fs.WalkDir(board.StaticFiles(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(path, "LICENSE") || strings.HasSuffix(path, ".md") || strings.HasSuffix(path, ".txt") {
+			return err
+		}
+		data, err := fs.ReadFile(board.StaticFiles(), path)
+		if err != nil {
+			return err
+		}
+		for _, m := range url.FindAllString(string(data), -1) {
+			if m != "http://www.w3.org" { // the SVG namespace, a name and not a load
+				t.Errorf("%s names %s", path, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,186 @@
+package board
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+// Snapshot is the whole graph as the page shows it: what GET /api/board
+// returns and what each event of GET /api/events carries.
+type Snapshot struct {
+	// Version increases with every snapshot the server makes; a page
+	// ignores one older than what it shows.
+	Version int64 `json:"version"`
+	// Now is the server's clock when the snapshot was made, so the page
+	// can tell lease times in the server's time.
+	Now    time.Time `json:"now"`
+	Title  string    `json:"title,omitempty"`
+	Writes bool      `json:"writes"` // the actions are allowed (with the token)
+	// Columns are the board's columns in order. A page draws whatever
+	// columns it is given, so a new state is one more entry on the server.
+	Columns []Column `json:"columns"`
+	// Tasks are every task, by id.
+	Tasks []TaskView `json:"tasks"`
+	// Problem reports what the store could not read (corrupt task files);
+	// the tasks it could read are still listed.
+	Problem string `json:"problem,omitempty"`
+}
+
+// Column is one column of the board.
+type Column struct {
+	Key   string         `json:"key"` // the state of the tasks in it, e.g. "blocked"
+	Title string         `json:"title"`
+	IDs   []taskgraph.ID `json:"ids"`
+}
+
+// TaskView is a task with what the page needs to explain it.
+type TaskView struct {
+	ID          taskgraph.ID     `json:"id"`
+	Subject     string           `json:"subject"`
+	Description string           `json:"description,omitempty"`
+	Status      taskgraph.Status `json:"status"`
+	// State is the key of the task's column (empty in the answer to a
+	// write, which does not place the task on the board).
+	State     string         `json:"state,omitempty"`
+	Owner     string         `json:"owner,omitempty"`
+	BlockedBy []taskgraph.ID `json:"blockedBy"`
+	Blocks    []taskgraph.ID `json:"blocks"`
+	// WaitingOn lists the blockers that are not completed, missing ones
+	// included: why a pending task is not ready.
+	WaitingOn []taskgraph.ID `json:"waitingOn,omitempty"`
+	// Missing lists the blockers that name no task.
+	Missing        []taskgraph.ID `json:"missing,omitempty"`
+	Metadata       map[string]any `json:"metadata,omitempty"`
+	CreatedAt      time.Time      `json:"createdAt,omitzero"`
+	UpdatedAt      time.Time      `json:"updatedAt,omitzero"`
+	ClaimedAt      time.Time      `json:"claimedAt,omitzero"`
+	LeaseExpiresAt time.Time      `json:"leaseExpiresAt,omitzero"`
+	// LeaseLapsed is set when the claim's lease has expired: anyone may
+	// claim the task, and its owner may be gone.
+	LeaseLapsed bool   `json:"leaseLapsed,omitempty"`
+	PrevOwner   string `json:"prevOwner,omitempty"`
+	Rev         int64  `json:"rev"`
+}
+
+// The states of the board, each a column. When the store grows more
+// states (failed, cancelled, stranded), each is one more entry here and a
+// colour in app.css; the page needs no other change.
+var columns = []struct {
+	key, title string
+	tasks      func(b *taskgraph.Board) []taskgraph.Task
+}{
+	{"ready", "Ready", func(b *taskgraph.Board) []taskgraph.Task { return b.Ready }},
+	{"blocked", "Blocked", func(b *taskgraph.Board) []taskgraph.Task { return b.Blocked }},
+	{"in_progress", "In progress", func(b *taskgraph.Board) []taskgraph.Task { return b.InProgress }},
+	{"completed", "Completed", func(b *taskgraph.Board) []taskgraph.Task { return b.Completed }},
+}
+
+// Snapshot reads the store and returns the board as the page shows it.
+func (s *Server) Snapshot(ctx context.Context) (Snapshot, error) {
+	b, err := s.store.Board(ctx)
+	var problem string
+	if err != nil {
+		if !errors.Is(err, taskgraph.ErrCorrupt) {
+			return Snapshot{}, err
+		}
+		problem = err.Error() // the readable tasks are still on the board
+	}
+	if p := s.watchProblem.Load(); p != nil {
+		problem = strings.TrimPrefix(problem+"; "+*p, "; ")
+	}
+	now := time.Now().UTC()
+	snap := Snapshot{
+		Version: s.version.Add(1), Now: now, Title: s.cfg.title, Writes: s.cfg.writes,
+		Columns: make([]Column, 0, len(columns)), Problem: problem,
+	}
+	status := map[taskgraph.ID]taskgraph.Status{}
+	n := 0
+	for _, c := range columns {
+		for _, t := range c.tasks(&b) {
+			status[t.ID] = t.Status
+			n++
+		}
+	}
+	snap.Tasks = make([]TaskView, 0, n)
+	for _, c := range columns {
+		col := Column{Key: c.key, Title: c.title, IDs: []taskgraph.ID{}}
+		for _, t := range c.tasks(&b) {
+			col.IDs = append(col.IDs, t.ID)
+			snap.Tasks = append(snap.Tasks, view(t, c.key, status, now))
+		}
+		snap.Columns = append(snap.Columns, col)
+	}
+	slices.SortFunc(snap.Tasks, func(a, b TaskView) int { return cmp.Compare(a.ID, b.ID) })
+	return snap, nil
+}
+
+func view(t taskgraph.Task, state string, status map[taskgraph.ID]taskgraph.Status, now time.Time) TaskView {
+	v := TaskView{
+		ID: t.ID, Subject: t.Subject, Description: t.Description, Status: t.Status, State: state,
+		Owner: t.Owner, BlockedBy: nonNil(t.BlockedBy), Blocks: nonNil(t.Blocks), Metadata: t.Metadata,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ClaimedAt: t.ClaimedAt, LeaseExpiresAt: t.LeaseExpiresAt,
+		PrevOwner: t.PrevOwner, Rev: t.Rev,
+	}
+	if t.Status == taskgraph.InProgress && !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt) {
+		v.LeaseLapsed = true
+	}
+	if t.Status == taskgraph.Pending && status != nil {
+		for _, b := range t.BlockedBy {
+			st, ok := status[b]
+			if st != taskgraph.Completed {
+				v.WaitingOn = append(v.WaitingOn, b)
+				if !ok {
+					v.Missing = append(v.Missing, b)
+				}
+			}
+		}
+	}
+	return v
+}
+
+func nonNil(ids []taskgraph.ID) []taskgraph.ID {
+	if ids == nil {
+		return []taskgraph.ID{}
+	}
+	return ids
+}
+
+// snapshotJSON is one snapshot as a Server-Sent Event.
+func (s *Server) snapshotJSON(ctx context.Context) ([]byte, error) {
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(snap)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(data)+32)
+	out = append(out, "event: snapshot\ndata: "...)
+	out = append(out, data...)
+	return append(out, "\n\n"...), nil
+}
+
+// errorEvent tells the page the store could not be read.
+func errorEvent(err error) []byte {
+	data, _ := json.Marshal(map[string]string{"error": err.Error()})
+	return append(append([]byte("event: failure\ndata: "), data...), "\n\n"...)
+}
+
+// handleBoard answers GET /api/board with a Snapshot.
+func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
+	snap, err := s.Snapshot(r.Context())
+	if err != nil {
+		storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, snap)
+}

@@ -1,0 +1,658 @@
+// The taskgraph board: renders the snapshots the server pushes over
+// Server-Sent Events (api/events). It never polls and never reloads; the
+// one timer below only re-words "5m ago" and "lease 3m left" each second.
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const SVGNS = "http://www.w3.org/2000/svg";
+  const NODE_W = 210, NODE_H = 46;
+
+  const stats = {
+    // Read by the browser test and the screenshot script.
+    snapshots: 0, renders: 0, version: 0, tasks: 0,
+    lastRenderMs: 0, lastRenderWall: 0, firstRenderAt: 0, lastSnapshotAt: 0,
+    layouts: 0, lastLayoutMs: 0, layoutAt: 0, layoutVersion: 0, connected: false, lastSnapshotBytes: 0,
+  };
+  window.taskgraphBoard = stats;
+
+  const S = {
+    snap: null,
+    byId: new Map(),
+    selected: null,
+    offset: 0, // server clock minus ours, in ms
+    token: null,
+    view: "board",
+    zoom: null, // null: fit
+    layout: null, // {key, nodes, edges, width, height, ms}
+    layoutBusy: false,
+    worker: null,
+    seq: 0,
+    detailError: "",
+  };
+
+  // ---- helpers
+
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") e.className = v;
+      else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? "" : v);
+    }
+    for (const k of kids.flat()) {
+      if (k === undefined || k === null || k === false) continue;
+      e.append(k instanceof Node ? k : String(k));
+    }
+    return e;
+  }
+
+  function svg(tag, attrs) {
+    const e = document.createElementNS(SVGNS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    return e;
+  }
+
+  function serverNow() { return Date.now() + S.offset; }
+
+  function ago(ms) {
+    const s = Math.max(0, Math.round(ms / 1000));
+    if (s < 60) return s + "s";
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + "m";
+    const h = Math.floor(m / 60);
+    if (h < 48) return h + "h " + (m % 60) + "m";
+    return Math.floor(h / 24) + "d";
+  }
+
+  function stateLabel(key) {
+    const col = S.snap && S.snap.columns.find((c) => c.key === key);
+    return col ? col.title : key.replace(/_/g, " ");
+  }
+
+  function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
+
+  function toast(msg, bad) {
+    const t = $("toast");
+    t.textContent = msg;
+    t.className = bad ? "show bad" : "show";
+    clearTimeout(toast.timer);
+    toast.timer = setTimeout(() => { t.className = ""; }, bad ? 6000 : 2500);
+  }
+
+  // ---- the token: given once in the URL fragment (#token=...), kept for the tab
+
+  function readToken() {
+    const m = location.hash.match(/token=([A-Za-z0-9_-]+)/);
+    if (m) {
+      sessionStorage.setItem("taskgraph-token", m[1]);
+      history.replaceState(null, "", location.pathname + location.search + "#board");
+    }
+    S.token = sessionStorage.getItem("taskgraph-token");
+  }
+
+  async function post(path, body) {
+    const r = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Taskgraph-Token": S.token || "" },
+      body: JSON.stringify(body || {}),
+    });
+    let j = null;
+    try { j = await r.json(); } catch (_) { /* no body */ }
+    if (!r.ok) throw new Error((j && j.error) || r.status + " " + r.statusText);
+    return j;
+  }
+
+  function canWrite() { return !!(S.snap && S.snap.writes && S.token); }
+
+  // ---- live updates
+
+  function connect() {
+    const es = new EventSource("api/events");
+    es.addEventListener("open", () => {
+      stats.connected = true;
+      S.lastVersion = 0; // a restarted server counts from 1 again
+      const l = $("live");
+      l.textContent = "live";
+      l.className = "live on";
+    });
+    es.addEventListener("error", () => {
+      stats.connected = false;
+      const l = $("live");
+      l.textContent = "reconnecting…";
+      l.className = "live off";
+    });
+    es.addEventListener("snapshot", (e) => {
+      stats.lastSnapshotBytes = e.data.length;
+      apply(JSON.parse(e.data));
+    });
+    es.addEventListener("failure", (e) => {
+      const p = $("problem");
+      p.textContent = "The store could not be read: " + JSON.parse(e.data).error;
+      p.hidden = false;
+    });
+  }
+
+  let frame = 0, pending = null;
+  function apply(snap) {
+    if (S.lastVersion && snap.version <= S.lastVersion) return;
+    S.lastVersion = snap.version;
+    stats.snapshots++;
+    stats.lastSnapshotAt = performance.now();
+    pending = snap;
+    // Render at most once a frame, whatever arrives in between.
+    if (!frame) frame = requestAnimationFrame(() => { frame = 0; const s = pending; pending = null; render(s); });
+  }
+
+  function render(snap) {
+    const t0 = performance.now();
+    S.snap = snap;
+    S.offset = Date.parse(snap.now) - Date.now();
+    S.byId = new Map(snap.tasks.map((t) => [t.id, t]));
+    renderHeader();
+    if (S.view === "board") renderBoard();
+    else renderGraph();
+    renderDetail();
+    stats.renders++;
+    stats.version = snap.version;
+    stats.tasks = snap.tasks.length;
+    stats.lastRenderMs = performance.now() - t0;
+    stats.lastRenderWall = Date.now();
+    if (!stats.firstRenderAt) stats.firstRenderAt = performance.now();
+  }
+
+  function renderHeader() {
+    const snap = S.snap;
+    $("title").textContent = snap.title || "";
+    document.title = "taskgraph board" + (snap.title ? " — " + snap.title : "");
+    const counts = $("counts");
+    counts.replaceChildren(el("span", { class: "total" }, snap.tasks.length + " tasks"),
+      ...snap.columns.map((c) => el("span", { class: "pill state-" + c.key, "data-state": c.key },
+        el("span", { class: "dot" }), c.title + " ", el("b", {}, c.ids.length))));
+    const p = $("problem");
+    p.hidden = !snap.problem;
+    p.textContent = snap.problem || "";
+    $("new-task").hidden = !canWrite();
+    $("mode").textContent = snap.writes ? (S.token ? "writes allowed" : "writes allowed, but this page has no token") : "read-only";
+    $("mode").className = snap.writes ? "mode writes" : "mode";
+  }
+
+  // ---- the board
+
+  function cardMeta(t) {
+    const now = serverNow();
+    switch (t.state) {
+      case "in_progress": {
+        const bits = [el("span", { class: "owner" }, t.owner || "no owner")];
+        if (t.claimedAt) bits.push(" · claimed ", el("time", { "data-since": t.claimedAt }, ago(now - Date.parse(t.claimedAt))), " ago");
+        if (t.leaseExpiresAt) {
+          const left = Date.parse(t.leaseExpiresAt) - now;
+          if (left <= 0) bits.push(el("span", { class: "lapsed", title: "The lease has lapsed: anyone may claim this task" }, " · ⚠ lease lapsed ", el("time", { "data-since": t.leaseExpiresAt }, ago(-left)), " ago"));
+          else bits.push(" · lease ", el("time", { "data-until": t.leaseExpiresAt }, ago(left)), " left");
+        }
+        return bits;
+      }
+      case "blocked": {
+        const bits = ["waiting on " + (t.waitingOn || []).map((id) => "#" + id).join(", ")];
+        if (t.missing && t.missing.length) bits.push(el("span", { class: "lapsed" }, " (missing: " + t.missing.map((id) => "#" + id).join(", ") + ")"));
+        return bits;
+      }
+      case "completed":
+        return t.owner ? ["done by ", el("span", { class: "owner" }, t.owner)] : ["done"];
+      default:
+        if (t.blocks.length) return ["unblocks " + t.blocks.map((id) => "#" + id).join(", ")];
+        return [];
+    }
+  }
+
+  // The board's elements are kept across snapshots, each card rebuilt only
+  // when what it shows changed: a click (mouse down, mouse up) on a card
+  // is never lost to a snapshot that arrives in between.
+  const boardDOM = { keys: "", cols: new Map(), cards: new Map() };
+
+  function sameChildren(parent, items) {
+    if (parent.children.length !== items.length) return false;
+    for (let i = 0; i < items.length; i++) if (parent.children[i] !== items[i]) return false;
+    return true;
+  }
+
+  function card(t) {
+    const sig = JSON.stringify([t.subject, t.state, t.owner, t.claimedAt, t.leaseExpiresAt, t.leaseLapsed, t.waitingOn, t.missing, t.blocks]);
+    let c = boardDOM.cards.get(t.id);
+    if (!c) {
+      c = { li: el("li", { "data-id": t.id, tabindex: 0 }), sig: "" };
+      boardDOM.cards.set(t.id, c);
+    }
+    if (c.sig !== sig) {
+      c.sig = sig;
+      c.li.replaceChildren(el("div", { class: "card-title" }, el("span", { class: "id" }, "#" + t.id), " ", t.subject),
+        el("div", { class: "card-meta" }, cardMeta(t)));
+    }
+    c.li.className = "card state-" + t.state + (t.leaseLapsed ? " is-lapsed" : "") + (S.selected === t.id ? " selected" : "");
+    return c.li;
+  }
+
+  function renderBoard() {
+    const snap = S.snap;
+    const keys = snap.columns.map((c) => c.key).join(",");
+    if (boardDOM.keys !== keys) {
+      boardDOM.keys = keys;
+      boardDOM.cols.clear();
+      $("columns").replaceChildren(...snap.columns.map((c) => {
+        const col = {
+          title: el("span", {}), count: el("span", { class: "count" }),
+          list: el("ol", { class: "cards" }), empty: el("li", { class: "empty" }, "none"),
+        };
+        boardDOM.cols.set(c.key, col);
+        return el("section", { class: "column state-" + c.key, "data-state": c.key },
+          el("h2", {}, el("span", { class: "dot" }), col.title, col.count), col.list);
+      }));
+    }
+    const seen = new Set();
+    for (const c of snap.columns) {
+      const col = boardDOM.cols.get(c.key);
+      col.title.textContent = c.title;
+      col.count.textContent = c.ids.length;
+      const items = [];
+      for (const id of c.ids) {
+        const t = S.byId.get(id);
+        if (!t) continue;
+        seen.add(id);
+        items.push(card(t));
+      }
+      if (!items.length) items.push(col.empty);
+      if (!sameChildren(col.list, items)) col.list.replaceChildren(...items);
+    }
+    for (const id of boardDOM.cards.keys()) if (!seen.has(id)) boardDOM.cards.delete(id);
+  }
+
+  // ---- the graph
+
+  function graphShape() {
+    const nodes = [], edges = [], ghosts = new Set();
+    for (const t of S.snap.tasks) {
+      nodes.push({ id: String(t.id), w: NODE_W, h: NODE_H });
+      for (const b of t.blockedBy) {
+        if (!S.byId.has(b) && !ghosts.has(b)) {
+          ghosts.add(b);
+          nodes.push({ id: "missing-" + b, w: 110, h: 34 });
+        }
+        edges.push([S.byId.has(b) ? String(b) : "missing-" + b, String(t.id)]);
+      }
+    }
+    const key = nodes.map((n) => n.id).join(",") + "|" + edges.map((e) => e.join(">")).join(",");
+    return { nodes, edges, key };
+  }
+
+  let requested = { seq: 0, key: "" }; // the layout the worker is doing or did last
+  function ensureWorker() {
+    if (S.worker) return;
+    S.worker = new Worker("static/layout-worker.js");
+    S.worker.onmessage = (e) => {
+      S.layoutBusy = false;
+      const r = e.data;
+      if (r.error) {
+        $("graph-status").textContent = "layout failed: " + r.error;
+      } else {
+        S.layout = { key: requested.key, nodes: r.nodes, edges: r.edges, width: r.width, height: r.height, ms: r.ms };
+        stats.layouts++;
+        stats.lastLayoutMs = r.ms;
+      }
+      if (S.view === "graph") renderGraph();
+    };
+    S.worker.onerror = (e) => {
+      S.layoutBusy = false;
+      $("graph-status").textContent = "layout failed: " + (e.message || "worker error");
+    };
+  }
+
+  function renderGraph() {
+    if (!S.snap) return;
+    const shape = graphShape();
+    if (!S.layout || S.layout.key !== shape.key) {
+      // Lay out the newest shape; a shape that changes while the worker
+      // is busy is laid out once it is free.
+      if (!S.layoutBusy && requested.key !== shape.key) {
+        ensureWorker();
+        S.layoutBusy = true;
+        requested = { seq: ++S.seq, key: shape.key };
+        S.worker.postMessage({ seq: requested.seq, nodes: shape.nodes, edges: shape.edges });
+      }
+      $("graph-status").textContent = "laying out " + shape.nodes.length + " nodes…";
+      if (!S.layout) return;
+    }
+    drawGraph();
+  }
+
+  function fitZoom() {
+    const box = $("graph-scroll");
+    if (!S.layout || !S.layout.width) return 1;
+    return Math.min(1.25, (box.clientWidth - 8) / S.layout.width, (box.clientHeight - 8) / S.layout.height);
+  }
+
+  const graphDOM = new Map(); // node id -> {g, sig}
+
+  function graphNode(id, t, p) {
+    const sig = JSON.stringify(t ? [t.subject, t.state, t.owner, t.leaseLapsed, p.w, p.h] : [p.w, p.h]);
+    let n = graphDOM.get(id);
+    if (!n) {
+      n = { g: svg("g", t ? { "data-id": t.id, tabindex: 0, role: "button" } : {}), sig: "" };
+      graphDOM.set(id, n);
+    }
+    n.g.setAttribute("transform", `translate(${p.x - p.w / 2},${p.y - p.h / 2})`);
+    n.g.setAttribute("class", t ? "node state-" + t.state + (t.leaseLapsed ? " is-lapsed" : "") + (S.selected === t.id ? " selected" : "") : "node state-missing");
+    if (n.sig === sig) return n.g;
+    n.sig = sig;
+    if (!t) {
+      const tx = svg("text", { x: 10, y: 21 });
+      tx.textContent = "#" + id.slice(8) + " missing";
+      n.g.replaceChildren(svg("rect", { width: p.w, height: p.h, rx: 6 }), tx);
+      return n.g;
+    }
+    const title = svg("title", {});
+    title.textContent = "#" + t.id + " " + t.subject + " (" + stateLabel(t.state) + ")";
+    const l1 = svg("text", { x: 14, y: 19, class: "subject" });
+    l1.textContent = clip("#" + t.id + " " + t.subject, 30);
+    const l2 = svg("text", { x: 14, y: 36, class: "sub" });
+    let sub = stateLabel(t.state);
+    if (t.owner && t.state !== "ready" && t.state !== "blocked") sub += " · " + t.owner;
+    if (t.leaseLapsed) sub = "⚠ " + sub + " · lease lapsed";
+    l2.textContent = clip(sub, 34);
+    n.g.replaceChildren(title, svg("rect", { width: p.w, height: p.h, rx: 6 }), svg("rect", { class: "band", width: 6, height: p.h, rx: 3 }), l1, l2);
+    return n.g;
+  }
+
+  function drawGraph() {
+    const L = S.layout;
+    const g = $("graph");
+    const zoom = S.zoom || Math.max(0.05, fitZoom());
+    g.setAttribute("viewBox", "0 0 " + L.width + " " + L.height);
+    g.setAttribute("width", Math.ceil(L.width * zoom));
+    g.setAttribute("height", Math.ceil(L.height * zoom));
+    const edges = svg("g", { id: "edges" });
+    for (const e of L.edges) {
+      const to = S.byId.get(Number(e.to));
+      const from = S.byId.get(Number(e.from));
+      let cls = "edge";
+      if (!from) cls += " missing";
+      else if (from.status === "completed") cls += " done";
+      else if (to && to.status === "pending") cls += " waiting";
+      const d = "M" + e.points.map((p) => p.x.toFixed(1) + "," + p.y.toFixed(1)).join(" L");
+      edges.append(svg("path", { d, class: cls, "marker-end": "url(#arrow)", "data-from": e.from, "data-to": e.to }));
+    }
+    g.replaceChild(edges, $("edges"));
+    // Nodes are kept across snapshots, like the board's cards, so that a
+    // click on one is never lost to a snapshot.
+    const items = [];
+    const seen = new Set();
+    let drawn = 0;
+    for (const [id, p] of Object.entries(L.nodes)) {
+      const t = id.startsWith("missing-") ? null : S.byId.get(Number(id));
+      if (!t && !id.startsWith("missing-")) continue; // deleted since the layout; the next layout drops it
+      if (t) drawn++;
+      seen.add(id);
+      items.push(graphNode(id, t, p));
+    }
+    for (const id of graphDOM.keys()) if (!seen.has(id)) graphDOM.delete(id);
+    const layer = $("nodes");
+    if (!sameChildren(layer, items)) layer.replaceChildren(...items);
+    const stale = S.layout.key !== graphShape().key;
+    $("graph-status").textContent = drawn + " tasks · laid out in " + Math.round(L.ms) + " ms" + (stale ? " · updating…" : "");
+    stats.layoutAt = performance.now();
+    stats.layoutVersion = S.snap.version;
+  }
+
+  function setZoom(z) {
+    S.zoom = z;
+    if (S.layout) drawGraph();
+  }
+
+  function legend() {
+    const keys = ["ready", "blocked", "in_progress", "completed"];
+    $("legend").replaceChildren(...keys.map((k) => el("span", { class: "pill state-" + k }, el("span", { class: "dot" }), k.replace("_", " "))),
+      el("span", { class: "pill lapsed-key" }, "⚠ lease lapsed"));
+  }
+
+  // ---- the task in full
+
+  function link(id) {
+    const t = S.byId.get(id);
+    const label = t ? [el("span", { class: "id" }, "#" + id), " " + t.subject + " ", el("span", { class: "badge state-" + t.state }, stateLabel(t.state))]
+      : [el("span", { class: "id" }, "#" + id), " ", el("span", { class: "badge state-missing" }, "does not exist")];
+    return el("li", {}, el("a", { href: "#", "data-goto": id }, label), t && t.owner && t.state === "in_progress" ? " held by " + t.owner : "");
+  }
+
+  function why(t) {
+    const now = serverNow();
+    switch (t.state) {
+      case "ready":
+        return el("p", {}, t.blockedBy.length ? "Ready: every blocker is completed. Any agent may claim it." : "Ready: nothing blocks it. Any agent may claim it.");
+      case "blocked":
+        return [el("p", {}, "Not ready: " + t.waitingOn.length + " blocker" + (t.waitingOn.length === 1 ? " is" : "s are") + " unfinished."),
+          el("ul", { class: "links waiting" }, t.waitingOn.map(link))];
+      case "in_progress": {
+        const bits = ["Held by ", el("b", {}, t.owner || "no owner")];
+        if (t.claimedAt) bits.push(" for ", el("time", { "data-since": t.claimedAt }, ago(now - Date.parse(t.claimedAt))));
+        if (t.leaseExpiresAt) {
+          const left = Date.parse(t.leaseExpiresAt) - now;
+          bits.push(left > 0 ? ["; the lease runs ", el("time", { "data-until": t.leaseExpiresAt }, ago(left)), " more."]
+            : el("span", { class: "lapsed" }, "; ⚠ the lease lapsed ", el("time", { "data-since": t.leaseExpiresAt }, ago(-left)), " ago: the owner may be gone, and anyone may claim it."));
+        } else bits.push("; the claim has no lease.");
+        return el("p", {}, bits);
+      }
+      case "completed":
+        return el("p", {}, "Completed" + (t.owner ? " by " + t.owner : "") + ".");
+      default:
+        return el("p", {}, stateLabel(t.state));
+    }
+  }
+
+  function fmtTime(s) { return s ? new Date(s).toLocaleString() : ""; }
+
+  let detailSig = "";
+  function renderDetail() {
+    const box = $("detail");
+    if (S.selected === null) { box.hidden = true; detailSig = ""; return; }
+    const t = S.byId.get(S.selected);
+    if (!t) {
+      detailSig = "";
+      box.hidden = false;
+      box.replaceChildren(el("button", { class: "close", type: "button", title: "Close", onclick: () => select(null) }, "×"),
+        el("p", {}, "Task #" + S.selected + " no longer exists."));
+      return;
+    }
+    // Rebuilt only when what it shows changed, so that its buttons keep
+    // their clicks while snapshots arrive; its times tick on their own.
+    const related = [...t.blockedBy, ...t.blocks].map((id) => {
+      const o = S.byId.get(id);
+      return o ? [id, o.subject, o.state, o.owner] : [id];
+    });
+    const sig = JSON.stringify([t, related, S.snap.writes, !!S.token, S.detailError]);
+    if (sig === detailSig && !box.hidden) return;
+    detailSig = sig;
+    const rows = [];
+    const row = (k, v) => { if (v) rows.push(el("dt", {}, k), el("dd", {}, v)); };
+    row("Status", t.status);
+    row("Owner", t.owner);
+    row("Previous owner", t.prevOwner);
+    row("Claimed", fmtTime(t.claimedAt));
+    row("Lease until", fmtTime(t.leaseExpiresAt));
+    row("Created", fmtTime(t.createdAt));
+    row("Updated", fmtTime(t.updatedAt));
+    row("Rev", String(t.rev));
+    const parts = [
+      el("button", { class: "close", type: "button", title: "Close", onclick: () => select(null) }, "×"),
+      el("h2", {}, el("span", { class: "id" }, "#" + t.id), " " + t.subject),
+      el("span", { class: "badge state-" + t.state }, stateLabel(t.state)),
+      t.description ? el("p", { class: "description" }, t.description) : el("p", { class: "muted" }, "No description."),
+      el("h3", {}, t.state === "blocked" ? "Why it is not ready" : "State"),
+      ...[].concat(why(t)),
+      el("dl", {}, rows),
+    ];
+    if (t.blockedBy.length) parts.push(el("h3", {}, "Blocked by"), el("ul", { class: "links" }, t.blockedBy.map(link)));
+    if (t.blocks.length) parts.push(el("h3", {}, "Blocks"), el("ul", { class: "links" }, t.blocks.map(link)));
+    if (t.metadata && Object.keys(t.metadata).length) parts.push(el("h3", {}, "Metadata"), el("pre", { class: "metadata" }, JSON.stringify(t.metadata, null, 2)));
+    parts.push(actions(t));
+    // A snapshot may arrive while someone types: keep what they typed.
+    const input = $("blocker-input");
+    const typed = input && { value: input.value, focused: document.activeElement === input, id: box.dataset.id };
+    box.replaceChildren(...parts);
+    box.dataset.id = t.id;
+    const again = $("blocker-input");
+    if (typed && again && typed.id === String(t.id)) {
+      again.value = typed.value;
+      if (typed.focused) again.focus();
+    }
+    box.hidden = false;
+  }
+
+  function actions(t) {
+    if (!S.snap.writes) return el("p", { class: "muted small" }, "Read-only: start taskgraph serve with --allow-writes to change tasks here.");
+    if (!S.token) return el("p", { class: "muted small" }, "Writes are allowed, but this page has no token: open the URL that taskgraph serve printed.");
+    const out = el("div", { class: "actions" }, el("h3", {}, "Actions"));
+    if (t.status === "in_progress") {
+      out.append(el("button", {
+        type: "button", id: "action-release", class: "danger",
+        title: "Give the task back: it becomes pending, and any agent may claim it",
+        onclick: (e) => act(e.target, "api/tasks/" + t.id + "/release", { owner: t.owner }, "Released #" + t.id),
+      }, "Release claim" + (t.owner ? " of " + t.owner : "")));
+    }
+    if (t.status === "completed") {
+      out.append(el("button", {
+        type: "button", id: "action-reopen",
+        title: "Move the task back to pending",
+        onclick: (e) => act(e.target, "api/tasks/" + t.id + "/reopen", { rev: t.rev }, "Reopened #" + t.id),
+      }, "Reopen"));
+    }
+    const input = el("input", { id: "blocker-input", placeholder: "task id", inputmode: "numeric", size: 8 });
+    out.append(el("form", {
+      class: "inline", onsubmit: (e) => {
+        e.preventDefault();
+        const ids = parseIDs(input.value);
+        if (ids.error || ids.length !== 1) { showDetailError(ids.error || "Give one task id."); return; }
+        act(e.submitter || e.target.querySelector("button"), "api/tasks/" + t.id + "/blockers", { blocker: ids[0] }, "#" + t.id + " is now blocked by #" + ids[0]);
+      },
+    }, el("label", {}, "Blocked by ", input), el("button", { type: "submit", id: "action-add-blocker" }, "Add edge")));
+    out.append(el("p", { class: "error", id: "detail-error" }, S.detailError));
+    return out;
+  }
+
+  function showDetailError(msg) {
+    S.detailError = msg;
+    const e = $("detail-error");
+    if (e) e.textContent = msg;
+  }
+
+  async function act(button, path, body, ok) {
+    button.disabled = true;
+    showDetailError("");
+    try {
+      await post(path, body);
+      toast(ok);
+    } catch (err) {
+      showDetailError(err.message);
+      toast(err.message, true);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  function parseIDs(text) {
+    const out = [];
+    for (const f of text.split(/[\s,]+/).filter(Boolean)) {
+      if (!/^#?\d+$/.test(f)) return { error: JSON.stringify(f) + " is not a task id" };
+      const n = Number(f.replace("#", ""));
+      if (!Number.isSafeInteger(n)) return { error: f + " is too large for a task id" };
+      out.push(n);
+    }
+    return out;
+  }
+
+  function select(id) {
+    if (id !== S.selected) S.detailError = "";
+    S.selected = id;
+    for (const e of document.querySelectorAll(".selected")) e.classList.remove("selected");
+    if (id !== null) for (const e of document.querySelectorAll(`[data-id="${id}"]`)) e.classList.add("selected");
+    renderDetail();
+    if (S.view === "graph" && S.layout && !S.zoom) drawGraph(); // the panel changed the room there is
+  }
+
+  // ---- creating a task
+
+  function openCreate() {
+    $("create-error").textContent = "";
+    $("create-form").reset();
+    $("create-dialog").showModal();
+  }
+
+  async function submitCreate(e) {
+    e.preventDefault();
+    const f = $("create-form");
+    const ids = parseIDs(f.blockedBy.value);
+    if (ids.error) { $("create-error").textContent = ids.error; return; }
+    const button = $("create-submit");
+    button.disabled = true;
+    try {
+      const t = await post("api/tasks", { subject: f.subject.value, description: f.description.value, blockedBy: ids });
+      $("create-dialog").close();
+      toast("Created #" + t.id);
+      select(t.id);
+    } catch (err) {
+      $("create-error").textContent = err.message;
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // ---- views and wiring
+
+  function showView() {
+    S.view = location.hash === "#graph" ? "graph" : "board";
+    $("board-view").hidden = S.view !== "board";
+    $("graph-view").hidden = S.view !== "graph";
+    $("tab-board").classList.toggle("active", S.view === "board");
+    $("tab-graph").classList.toggle("active", S.view === "graph");
+    if (!S.snap) return;
+    if (S.view === "board") renderBoard();
+    else renderGraph();
+  }
+
+  function tick() {
+    const now = serverNow();
+    for (const e of document.querySelectorAll("time[data-since]")) e.textContent = ago(now - Date.parse(e.dataset.since));
+    for (const e of document.querySelectorAll("time[data-until]")) {
+      const left = Date.parse(e.dataset.until) - now;
+      e.textContent = ago(Math.max(0, left));
+    }
+  }
+
+  function onClick(e) {
+    const go = e.target.closest("[data-goto]");
+    if (go) { e.preventDefault(); select(Number(go.dataset.goto)); return; }
+    const card = e.target.closest("[data-id]");
+    if (card && (card.closest("#columns") || card.closest("#nodes"))) select(Number(card.dataset.id));
+  }
+
+  function init() {
+    readToken();
+    window.addEventListener("hashchange", showView);
+    document.addEventListener("click", onClick);
+    document.addEventListener("keydown", (e) => {
+      if (e.key === "Escape" && !$("create-dialog").open) select(null);
+      if (e.key === "Enter" && e.target.dataset && e.target.dataset.id) select(Number(e.target.dataset.id));
+    });
+    $("zoom-in").addEventListener("click", () => setZoom((S.zoom || fitZoom()) * 1.25));
+    $("zoom-out").addEventListener("click", () => setZoom((S.zoom || fitZoom()) / 1.25));
+    $("zoom-fit").addEventListener("click", () => setZoom(null));
+    window.addEventListener("resize", () => { if (S.view === "graph" && S.layout && !S.zoom) drawGraph(); });
+    $("new-task").addEventListener("click", openCreate);
+    $("create-cancel").addEventListener("click", () => $("create-dialog").close());
+    $("create-form").addEventListener("submit", submitCreate);
+    legend();
+    showView();
+    connect();
+    setInterval(tick, 1000);
+  }
+
+  init();
+})();
