@@ -122,7 +122,7 @@ func (s *FileStore) applyRecord(r changelog.Record) error {
 		if r.Content != nil {
 			if t, err := decodeTask(id, r.Content); err == nil {
 				s.g.maxID = max(s.g.maxID, id)
-				s.g.put(t)
+				s.hub.change(s.g, []ID{id}, func() { s.g.put(t) })
 				s.stamps[id] = r.Stamp
 				return nil
 			}
@@ -204,7 +204,7 @@ func (s *FileStore) scan() error {
 	slices.Sort(ids)
 	for _, id := range slices.Collect(maps.Keys(s.stamps)) {
 		if !present[id] {
-			s.g.remove(id)
+			s.hub.change(s.g, []ID{id}, func() { s.g.remove(id) })
 			delete(s.stamps, id)
 		}
 	}

@@ -55,6 +55,18 @@ func (g *graph) observe(changed []ID) func() []Event {
 	}
 }
 
+// change runs fn, which changes the tasks ids of g, and publishes the
+// events of the change to h's watchers. With no watcher it costs nothing.
+func (h *hub) change(g *graph, ids []ID, fn func()) {
+	if !h.active() {
+		fn()
+		return
+	}
+	events := g.observe(ids)
+	fn()
+	h.publish(events())
+}
+
 // changedIDs lists the tasks a plan writes or deletes.
 func (p *plan) changedIDs() []ID {
 	ids := slices.Clone(p.del)
@@ -92,14 +104,14 @@ func (h *hub) publish(evs []Event) {
 }
 
 // watch starts a watcher that delivers published events on the returned
-// channel until ctx is done or closed is closed (then the last event is
-// Ended, with ErrClosed). initial is the graph as
-// the watcher starts from: its leased claims are tracked so that a lapse is
-// reported as it happens. now is the store's clock.
-func (h *hub) watch(ctx context.Context, initial []Task, now func() time.Time, closed <-chan struct{}) <-chan Event {
-	w := &watcher{wake: make(chan struct{}, 1), leases: map[ID]Task{}}
+// channel until ctx is done, closed is closed (the last event is then
+// Ended with ErrClosed) or end is called (Ended with its error). initial is
+// the graph as the watcher starts from: its leased claims are tracked so
+// that a lapse is reported as it happens. now is the store's clock.
+func (h *hub) watch(ctx context.Context, initial []Task, now func() time.Time, closed <-chan struct{}) (events <-chan Event, end func(error)) {
+	w := &watcher{wake: make(chan struct{}, 1), endc: make(chan error, 1)}
 	for _, t := range initial {
-		w.track(Event{Kind: Updated, Task: t})
+		w.leases.Track(Event{Kind: Updated, Task: t})
 	}
 	h.mu.Lock()
 	if h.subs == nil {
@@ -117,7 +129,12 @@ func (h *hub) watch(ctx context.Context, initial []Task, now func() time.Time, c
 		}()
 		w.run(ctx, out, now, closed)
 	}()
-	return out
+	return out, func(err error) {
+		select {
+		case w.endc <- err:
+		default:
+		}
+	}
 }
 
 type watcher struct {
@@ -125,8 +142,9 @@ type watcher struct {
 	queue   []Event
 	updated map[ID]int // index in queue of the pending Created/Updated event of a task
 	wake    chan struct{}
+	endc    chan error
 
-	leases map[ID]Task // leased claims, as last seen; owned by run
+	leases Leases // owned by run
 }
 
 func (w *watcher) push(evs []Event) {
@@ -151,43 +169,6 @@ func (w *watcher) push(evs []Event) {
 	}
 }
 
-// track keeps the set of leased claims current with e.
-func (w *watcher) track(e Event) {
-	t := e.Task
-	switch {
-	case e.Kind == Unblocked:
-	case e.Kind != Deleted && t.Status == InProgress && !t.LeaseExpiresAt.IsZero():
-		w.leases[t.ID] = t
-	default:
-		delete(w.leases, t.ID)
-	}
-}
-
-// lapsed returns, by id, the Lapsed events of the claims whose lease has
-// expired at now, and stops tracking them.
-func (w *watcher) lapsed(now time.Time) []Event {
-	var evs []Event
-	for id, t := range w.leases {
-		if !t.LeaseExpiresAt.After(now) {
-			evs = append(evs, Event{Kind: Lapsed, Task: t})
-			delete(w.leases, id)
-		}
-	}
-	sortEvents(evs)
-	return evs
-}
-
-// nextLapse returns how long until the first tracked lease lapses.
-func (w *watcher) nextLapse(now time.Time) (time.Duration, bool) {
-	var first time.Time
-	for _, t := range w.leases {
-		if first.IsZero() || t.LeaseExpiresAt.Before(first) {
-			first = t.LeaseExpiresAt
-		}
-	}
-	return first.Sub(now), !first.IsZero()
-}
-
 func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Time, closed <-chan struct{}) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -196,15 +177,18 @@ func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Tim
 		batch := w.queue
 		w.queue, w.updated = nil, nil
 		w.mu.Unlock()
-		batch = append(batch, w.lapsed(now())...)
+		batch = append(batch, w.leases.Lapsed(now())...)
 		for _, e := range batch {
-			w.track(e)
+			w.leases.Track(e)
 			select {
 			case out <- e:
 			case <-ctx.Done():
 				return
 			case <-closed:
-				ended(ctx, out)
+				ended(ctx, out, ErrClosed)
+				return
+			case err := <-w.endc:
+				ended(ctx, out, err)
 				return
 			}
 		}
@@ -213,7 +197,7 @@ func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Tim
 		}
 		timer.Stop()
 		var lapse <-chan time.Time
-		if d, ok := w.nextLapse(now()); ok {
+		if d, ok := w.leases.Next(now()); ok {
 			// A clock that stands still (a test's) re-arms at most
 			// every few milliseconds instead of spinning.
 			timer.Reset(max(d, 5*time.Millisecond))
@@ -225,19 +209,75 @@ func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Tim
 		case <-ctx.Done():
 			return
 		case <-closed:
-			ended(ctx, out)
+			ended(ctx, out, ErrClosed)
+			return
+		case err := <-w.endc:
+			ended(ctx, out, err)
 			return
 		}
 	}
 }
 
-// ended sends the last event of a watch whose store was closed, unless ctx
-// ends first (see Watcher).
-func ended(ctx context.Context, out chan<- Event) {
+// ended sends the last event of a watch that ended for a reason other than
+// its context, unless ctx ends first (see Watcher).
+func ended(ctx context.Context, out chan<- Event, err error) {
 	select {
-	case out <- Event{Kind: Ended, Err: ErrClosed}:
+	case out <- Event{Kind: Ended, Err: err}:
 	case <-ctx.Done():
 	}
+}
+
+// Leases tracks the leased claims a watch has reported and tells when they
+// lapse, so that a watcher reports a Lapsed event when a lease expires —
+// no write happens then. Every store's Watch uses it; it is exported for
+// Watcher implementations outside this package. The zero value is ready
+// to use; it is not safe for concurrent use.
+type Leases struct{ m map[ID]Task }
+
+// Track brings the set up to date with an event: an in-progress task with
+// a lease is tracked (with its latest lease), anything else about a task
+// stops tracking it. Unblocked, Lapsed and Ended events change nothing
+// here except that Lapsed, reported once, is not reported again.
+func (l *Leases) Track(e Event) {
+	t := e.Task
+	switch {
+	case e.Kind == Unblocked || e.Kind == Ended:
+	case e.Kind == Lapsed:
+		delete(l.m, t.ID)
+	case e.Kind != Deleted && t.Status == InProgress && !t.LeaseExpiresAt.IsZero():
+		if l.m == nil {
+			l.m = map[ID]Task{}
+		}
+		l.m[t.ID] = t
+	default:
+		delete(l.m, t.ID)
+	}
+}
+
+// Lapsed returns, by id, a Lapsed event for each tracked claim whose lease
+// has expired at now, and stops tracking them.
+func (l *Leases) Lapsed(now time.Time) []Event {
+	var evs []Event
+	for id, t := range l.m {
+		if !t.LeaseExpiresAt.After(now) {
+			evs = append(evs, Event{Kind: Lapsed, Task: t})
+			delete(l.m, id)
+		}
+	}
+	sortEvents(evs)
+	return evs
+}
+
+// Next returns how long after now the first tracked lease lapses, and
+// false if no lease is tracked.
+func (l *Leases) Next(now time.Time) (time.Duration, bool) {
+	var first time.Time
+	for _, t := range l.m {
+		if first.IsZero() || t.LeaseExpiresAt.Before(first) {
+			first = t.LeaseExpiresAt
+		}
+	}
+	return first.Sub(now), !first.IsZero()
 }
 
 // sortEvents orders events by task id, and for one task as they happen:

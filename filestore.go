@@ -78,6 +78,7 @@ type FileStore struct {
 	// used: reads go on, writes refuse with them.
 	metaErr, journalErr error
 	temps               []string // temporary files of dead writers, found by the last scan
+	hub                 hub      // this store's watchers, told of every change to the cache
 
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch
@@ -329,7 +330,7 @@ func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan
 		if err := s.commit(p); err != nil {
 			return withHint(err)
 		}
-		s.g.apply(p)
+		s.hub.change(s.g, p.changedIDs(), func() { s.g.apply(p) })
 		done(s.g, p)
 		return nil
 	}
@@ -413,17 +414,19 @@ func (s *FileStore) install(id ID, fi os.FileInfo, t *Task, err error) {
 	// An id that was ever seen was allocated, even if its task is gone by
 	// now: it must never be allocated again.
 	s.g.maxID = max(s.g.maxID, id)
-	switch {
-	case fi == nil:
-		s.g.remove(id)
-		delete(s.stamps, id)
-	case err != nil:
-		s.g.markBroken(id, err)
-		s.stamps[id] = stampOf(fi)
-	default:
-		s.g.put(t)
-		s.stamps[id] = stampOf(fi)
-	}
+	s.hub.change(s.g, []ID{id}, func() {
+		switch {
+		case fi == nil:
+			s.g.remove(id)
+			delete(s.stamps, id)
+		case err != nil:
+			s.g.markBroken(id, err)
+			s.stamps[id] = stampOf(fi)
+		default:
+			s.g.put(t)
+			s.stamps[id] = stampOf(fi)
+		}
+	})
 }
 
 // load reads and decodes one task file. fi is nil if the file does not

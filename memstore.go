@@ -29,13 +29,7 @@ func (m *MemStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan,
 		if err != nil {
 			return err
 		}
-		if !m.hub.active() {
-			g.apply(p)
-		} else {
-			events := g.observe(p.changedIDs())
-			g.apply(p)
-			m.hub.publish(events())
-		}
+		m.hub.change(g, p.changedIDs(), func() { g.apply(p) })
 		done(g, p)
 		return nil
 	})
@@ -77,7 +71,7 @@ func (m *MemStore) Watch(ctx context.Context) (<-chan Event, error) {
 		for id := range g.leased {
 			leased = append(leased, g.view(id))
 		}
-		ch = m.hub.watch(ctx, leased, m.cfg.now, m.done)
+		ch, _ = m.hub.watch(ctx, leased, m.cfg.now, m.done)
 		return nil
 	})
 	return ch, err

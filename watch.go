@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -31,25 +32,28 @@ const watchPoll = 250 * time.Millisecond
 // its latest content. An agent that waits for work can block on Unblocked
 // events instead of polling.
 func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
-	type seen struct {
-		stamp stamp
-		task  Task
-		ready bool
-	}
-	snapshot := func() (map[ID]seen, error) {
-		snap := map[ID]seen{}
-		err := s.read(ctx, nil, func(g *graph) error {
-			for id, t := range g.tasks {
-				snap[id] = seen{stamp: s.stamps[id], task: *t, ready: g.isReady(id)}
-			}
-			return nil
-		})
-		return snap, err
-	}
-	prev, err := snapshot()
+	var (
+		events <-chan Event
+		end    func(error)
+	)
+	// Subscribed under the lock: every change after the view the watch
+	// starts from is published to it.
+	err := s.read(ctx, nil, func(g *graph) error {
+		var leased []Task
+		for id := range g.leased {
+			leased = append(leased, g.view(id))
+		}
+		events, end = s.hub.watch(ctx, leased, s.cfg.now, s.done)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	// This store's own writes are published as they happen. Other
+	// processes' writes are found by bringing the cache up to date
+	// whenever the directory may have changed: that reads only the new
+	// change-log records, so a watch costs what the changes cost, not
+	// what the graph does.
 	wake := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -57,71 +61,28 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 		default:
 		}
 	}
-	stop := make(chan struct{}) // closed when the watch ends, to stop waking it
+	stop := make(chan struct{})
 	w, path := s.notifier()
 	go s.wakeUp(w, path, poke, stop)
-	out := make(chan Event)
 	go func() {
-		defer close(out)
 		defer close(stop)
-		// end reports why the watch ended, unless ctx is done: then
-		// ctx.Err() says it, and the receiver may be gone.
-		end := func(err error) {
-			select {
-			case out <- Event{Kind: Ended, Err: err}:
-			case <-ctx.Done():
-			}
-		}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-s.done:
-				end(ErrClosed)
-				return
+				return // the watcher reports ErrClosed
 			case <-wake:
 			}
-			next, err := snapshot()
-			if err != nil {
-				if ctx.Err() == nil {
+			if err := s.read(ctx, nil, func(*graph) error { return nil }); err != nil {
+				if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 					end(err)
 				}
 				return
 			}
-			var events []Event
-			for id, n := range next {
-				p, existed := prev[id]
-				switch {
-				case !existed:
-					events = append(events, Event{Kind: Created, Task: n.task})
-				case p.stamp != n.stamp:
-					events = append(events, Event{Kind: Updated, Task: n.task})
-				}
-				if n.ready && (!existed || !p.ready) {
-					events = append(events, Event{Kind: Unblocked, Task: n.task})
-				}
-			}
-			for id, p := range prev {
-				if _, ok := next[id]; !ok {
-					events = append(events, Event{Kind: Deleted, Task: p.task})
-				}
-			}
-			prev = next
-			sortEvents(events)
-			for _, e := range events {
-				e.Task = e.Task.clone()
-				select {
-				case out <- e:
-				case <-ctx.Done():
-					return
-				case <-s.done:
-					end(ErrClosed)
-					return
-				}
-			}
 		}
 	}()
-	return out, nil
+	return events, nil
 }
 
 // notifier returns an fsnotify watcher of the store's directory and the

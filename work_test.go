@@ -181,28 +181,6 @@ func TestMemStoreWatch(t *testing.T) {
 	taskgraphtest.Watch(t, s, s)
 }
 
-// A lapsed lease is an event, computed from the lease time: nothing is
-// written when a lease lapses.
-func TestLapsedLeaseIsAnEvent(t *testing.T) {
-	s := tg.NewMemStore()
-	a, err := s.Create(ctx, tg.NewTask{Subject: "a"})
-	require.NoError(t, err)
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	events, err := s.Watch(wctx)
-	require.NoError(t, err)
-	_, err = s.Claim(ctx, a.ID, "x", tg.WithLease(200*time.Millisecond))
-	require.NoError(t, err)
-	var got []string
-	for e := range events {
-		got = append(got, fmt.Sprint(e.Kind, " ", e.Task.ID))
-		if e.Kind == tg.Lapsed {
-			break
-		}
-	}
-	require.Equal(t, []string{fmt.Sprint("updated ", a.ID), fmt.Sprint("lapsed ", a.ID)}, got)
-}
-
 // workRole is a worker process running Work. Its argument is its owner
 // name; "victim" stops forever in its first task, holding it, until it is
 // killed. It prints "ran ID" for each task it does.

@@ -39,6 +39,9 @@ func (s *Store) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
 	}
 	w := &watcher{s: s, conn: conn, out: make(chan taskgraph.Event)}
 	w.known, w.ready = index(b)
+	for _, t := range b.InProgress {
+		w.leases.Track(taskgraph.Event{Kind: taskgraph.Updated, Task: t})
+	}
 	go w.run(ctx)
 	return w.out, nil
 }
@@ -57,11 +60,21 @@ func unlisten(ctx context.Context, conn *pgxpool.Conn) {
 
 // watcher turns the notifications of one LISTEN connection into events.
 type watcher struct {
-	s     *Store
-	conn  *pgxpool.Conn
-	out   chan taskgraph.Event
-	known map[taskgraph.ID]taskgraph.Task // the graph as last reported
-	ready map[taskgraph.ID]bool
+	s      *Store
+	conn   *pgxpool.Conn
+	out    chan taskgraph.Event
+	known  map[taskgraph.ID]taskgraph.Task // the graph as last reported
+	ready  map[taskgraph.ID]bool
+	leases taskgraph.Leases // leased claims as last reported, for Lapsed events
+}
+
+// now is the clock lapses are reported by: the store's WithClock, else
+// this machine's, which is the database's within clock skew.
+func (w *watcher) now() time.Time {
+	if w.s.clock != nil {
+		return w.s.clock()
+	}
+	return time.Now()
 }
 
 // index returns every task of b by id, and the ready ones.
@@ -113,6 +126,11 @@ func (w *watcher) loop(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("pgstore: watch: %w", err)
 		}
+		for _, e := range w.leases.Lapsed(w.now()) {
+			if !w.send(ctx, e.Kind, e.Task) {
+				return ctx.Err()
+			}
+		}
 		if len(touched) == 0 {
 			continue
 		}
@@ -129,7 +147,21 @@ func (w *watcher) loop(ctx context.Context) error {
 // gather waits for a notification, then takes every one already queued,
 // and returns the ids of this graph's tasks they name.
 func (w *watcher) gather(ctx context.Context) (map[taskgraph.ID]bool, error) {
-	n, err := w.conn.Conn().WaitForNotification(ctx)
+	wait, cancel := ctx, context.CancelFunc(func() {})
+	if d, ok := w.leases.Next(w.now()); ok {
+		// Wake for the first lease to lapse; a clock that stands still
+		// (a test's) re-arms every few milliseconds, not in a spin.
+		wait, cancel = context.WithTimeout(ctx, max(d, 5*time.Millisecond))
+	}
+	n, err := w.conn.Conn().WaitForNotification(wait)
+	lapse := wait.Err() != nil && ctx.Err() == nil
+	cancel()
+	if lapse {
+		// No notification before the lapse. A timed-out wait leaves the
+		// connection usable: pgx waits for notifications without a
+		// query in flight.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -151,15 +183,21 @@ func (w *watcher) gather(ctx context.Context) (map[taskgraph.ID]bool, error) {
 
 // report sends the events that take the graph from what was last reported
 // to b, and reports whether the receiver is still there.
-func (w *watcher) report(ctx context.Context, touched map[taskgraph.ID]bool, b taskgraph.Board) bool {
-	send := func(kind taskgraph.EventKind, t taskgraph.Task) bool {
-		select {
-		case w.out <- taskgraph.Event{Kind: kind, Task: t}:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+// send sends one event, keeping the leases current with it, and reports
+// whether the receiver is still there.
+func (w *watcher) send(ctx context.Context, kind taskgraph.EventKind, t taskgraph.Task) bool {
+	e := taskgraph.Event{Kind: kind, Task: t}
+	w.leases.Track(e)
+	select {
+	case w.out <- e:
+		return true
+	case <-ctx.Done():
+		return false
 	}
+}
+
+func (w *watcher) report(ctx context.Context, touched map[taskgraph.ID]bool, b taskgraph.Board) bool {
+	send := func(kind taskgraph.EventKind, t taskgraph.Task) bool { return w.send(ctx, kind, t) }
 	now, ready := index(b)
 	for _, id := range slices.Sorted(maps.Keys(touched)) {
 		t, exists := now[id]

@@ -865,4 +865,5 @@ func Watch(t *testing.T, watched tg.Watcher, writer tg.Store) {
 	cancel()
 	for range events { // the channel closes once ctx is done
 	}
+	watchLapse(t, watched, writer)
 }
