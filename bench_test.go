@@ -3,6 +3,7 @@
 package taskgraph_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -78,5 +79,46 @@ func BenchmarkColdOpen1000(b *testing.B) {
 			b.Fatal(err)
 		}
 		fresh.Close()
+	}
+}
+
+// BenchmarkWatchedWrite is a write seen by three watchers, each a store of
+// its own on the directory as another process would have: an op ends when
+// all three have reported it. Its cost must not grow with the graph
+// (compare the sizes in one run).
+func BenchmarkWatchedWrite(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprint("N=", n), func(b *testing.B) {
+			s := benchStore(b, n)
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			var seen []<-chan tg.Event
+			for range 3 {
+				w, err := tg.Open(s.Dir(), tg.WithoutSync())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer w.Close()
+				events, err := w.Watch(wctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				seen = append(seen, events)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				t, err := s.Update(ctx, tg.ID(n), tg.Patch{Metadata: map[string]any{"i": i}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, events := range seen {
+					for e := range events {
+						if e.Task.ID == t.ID && e.Task.Rev >= t.Rev {
+							break
+						}
+					}
+				}
+			}
+		})
 	}
 }
