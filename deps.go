@@ -325,6 +325,16 @@ func (g *graph) isReady(id ID) bool {
 	return true
 }
 
+// leasedTasks returns a copy of every claim with a lease, for a watch to
+// start tracking from.
+func (g *graph) leasedTasks() []Task {
+	var out []Task
+	for id := range g.leased {
+		out = append(out, g.view(id))
+	}
+	return out
+}
+
 // view returns a copy of task id with Blocks derived from the reverse index.
 func (g *graph) view(id ID) Task {
 	var a arena

@@ -119,22 +119,33 @@ func (h *hub) watch(ctx context.Context, initial []Task, now func() time.Time, c
 	}
 	h.subs[w] = struct{}{}
 	h.mu.Unlock()
+	end = func(err error) {
+		select {
+		case w.endc <- err: // the first reason to end is the one reported
+		default:
+		}
+	}
 	out := make(chan Event)
+	finished := make(chan struct{})
 	go func() {
 		defer close(out)
+		defer close(finished)
 		defer func() {
 			h.mu.Lock()
 			delete(h.subs, w)
 			h.mu.Unlock()
 		}()
-		w.run(ctx, out, now, closed)
+		w.run(ctx, out, now)
 	}()
-	return out, func(err error) {
+	go func() {
 		select {
-		case w.endc <- err:
-		default:
+		case <-closed:
+			end(ErrClosed)
+		case <-ctx.Done():
+		case <-finished:
 		}
-	}
+	}()
+	return out, end
 }
 
 type watcher struct {
@@ -169,7 +180,7 @@ func (w *watcher) push(evs []Event) {
 	}
 }
 
-func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Time, closed <-chan struct{}) {
+func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Time) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -182,15 +193,12 @@ func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Tim
 			w.leases.Track(e)
 			select {
 			case out <- e:
+				continue
 			case <-ctx.Done():
-				return
-			case <-closed:
-				ended(ctx, out, ErrClosed)
-				return
 			case err := <-w.endc:
 				ended(ctx, out, err)
-				return
 			}
+			return
 		}
 		if len(batch) > 0 {
 			continue // more may have been queued meanwhile
@@ -205,16 +213,14 @@ func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Tim
 		}
 		select {
 		case <-w.wake:
+			continue
 		case <-lapse:
+			continue
 		case <-ctx.Done():
-			return
-		case <-closed:
-			ended(ctx, out, ErrClosed)
-			return
 		case err := <-w.endc:
 			ended(ctx, out, err)
-			return
 		}
+		return
 	}
 }
 

@@ -67,11 +67,7 @@ func (m *MemStore) Watch(ctx context.Context) (<-chan Event, error) {
 	err := m.read(ctx, nil, func(g *graph) error {
 		// Subscribed under the lock: no write falls between the
 		// starting view and the first event.
-		var leased []Task
-		for id := range g.leased {
-			leased = append(leased, g.view(id))
-		}
-		ch, _ = m.hub.watch(ctx, leased, m.cfg.now, m.done)
+		ch, _ = m.hub.watch(ctx, g.leasedTasks(), m.cfg.now, m.done)
 		return nil
 	})
 	return ch, err

@@ -39,11 +39,7 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 	// Subscribed under the lock: every change after the view the watch
 	// starts from is published to it.
 	err := s.read(ctx, nil, func(g *graph) error {
-		var leased []Task
-		for id := range g.leased {
-			leased = append(leased, g.view(id))
-		}
-		events, end = s.hub.watch(ctx, leased, s.cfg.now, s.done)
+		events, end = s.hub.watch(ctx, g.leasedTasks(), s.cfg.now, s.done)
 		return nil
 	})
 	if err != nil {
