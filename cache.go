@@ -19,6 +19,7 @@ import (
 
 // refresh brings the cache up to date with the directory.
 func (s *FileStore) refresh() error {
+	s.logChecked = false
 	if !s.scanned {
 		return s.scan()
 	}
@@ -56,6 +57,10 @@ func (s *FileStore) refresh() error {
 	if dfi.ModTime().UnixNano() != s.dirMtime {
 		return s.scan()
 	}
+	// The log is the one this store has open and ends where this store
+	// stopped reading, at a whole line: while the lock is held, nobody
+	// else appends, so the next append need not look at it again.
+	s.logChecked = s.log != nil && err == nil && fi != nil && atomicfile.FileID(fi) == s.logIno && fi.Size() == s.logOff
 	return nil
 }
 
@@ -137,6 +142,9 @@ func (s *FileStore) applyRecord(r changelog.Record) error {
 // it is removed (reads go on, by the directory's mtime alone).
 func (s *FileStore) openLog() error {
 	if s.log != nil {
+		if s.logChecked {
+			return nil // refresh just saw it, and the lock is held
+		}
 		if fi, err := s.root.Lstat(logFileName); err == nil && atomicfile.FileID(fi) == s.logIno {
 			return nil
 		}

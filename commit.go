@@ -60,6 +60,11 @@ func (d dirFS) OpenRead(name string) (*os.File, error) {
 func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os.FileInfo, []byte, error) {
 	path := filepath.Join(dir, name)
 	f, err := fsys.OpenRead(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The open does not follow symlinks, so ENOENT means no entry
+		// at all: no need to look again.
+		return nil, nil, nil
+	}
 	if err != nil {
 		fi, lerr := root.Lstat(name)
 		switch {
@@ -144,6 +149,11 @@ func (s *FileStore) readMeta() error {
 // the file of id is deleted, so that id is never allocated again. The meta
 // file is read first: another process may have raised it further.
 func (s *FileStore) raiseHighWater(id ID) error {
+	if id <= s.hwm {
+		// Already recorded: hwm only grows, so the file holds at
+		// least this much (a write reads it under the lock first).
+		return nil
+	}
 	if err := s.readMeta(); err != nil {
 		return err
 	}
@@ -529,11 +539,15 @@ func (s *FileStore) appendRecord(rec []byte) error {
 	if s.log == nil {
 		return errors.New("taskgraph: no change log is open")
 	}
-	lfi, err := s.log.Stat()
-	if err != nil {
-		return fmt.Errorf("taskgraph: change log: %w", err)
+	size := s.logOff
+	if !s.logChecked {
+		lfi, err := s.log.Stat()
+		if err != nil {
+			return fmt.Errorf("taskgraph: change log: %w", err)
+		}
+		size = lfi.Size()
 	}
-	if lfi.Size() > s.logOff {
+	if size > s.logOff {
 		// Every whole line has been read (refresh comes first): the rest
 		// is the start of a line whose writer died in mid-append. End it,
 		// so that ours stays whole.
@@ -542,7 +556,7 @@ func (s *FileStore) appendRecord(rec []byte) error {
 	if err := s.fs.Append(s.log, rec); err != nil {
 		return fmt.Errorf("taskgraph: append change log: %w", err)
 	}
-	s.logOff = lfi.Size() + int64(len(rec))
+	s.logOff = size + int64(len(rec))
 	return nil
 }
 

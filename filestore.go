@@ -74,6 +74,9 @@ type FileStore struct {
 	logIno   uint64
 	logOff   int64
 	dirMtime int64 // directory mtime that the cache accounts for
+	// logChecked: refresh found the log open here to be the directory's,
+	// read to its end, in the current hold of the lock.
+	logChecked bool
 	// metaErr and journalErr report a meta or journal file that cannot be
 	// used: reads go on, writes refuse with them.
 	metaErr, journalErr error
@@ -460,8 +463,15 @@ func (s *FileStore) Create(ctx context.Context, nt NewTask) (Task, error) {
 // Get returns one task; see [Store.Get].
 func (s *FileStore) Get(ctx context.Context, id ID) (Task, error) { return ops{s}.Get(ctx, id) }
 
-// List returns every task, by id; see [Store.List].
-func (s *FileStore) List(ctx context.Context) ([]Task, error) { return ops{s}.List(ctx) }
+// CreatePlan creates many tasks at once, all or nothing; see [Store.CreatePlan].
+func (s *FileStore) CreatePlan(ctx context.Context, tasks []NewTask) ([]Task, error) {
+	return ops{s}.CreatePlan(ctx, tasks)
+}
+
+// List returns the tasks that match filters, by id; see [Store.List].
+func (s *FileStore) List(ctx context.Context, filters ...Filter) ([]Task, error) {
+	return ops{s}.List(ctx, filters...)
+}
 
 // Update applies a partial update; see [Store.Update].
 func (s *FileStore) Update(ctx context.Context, id ID, p Patch) (Task, error) {
@@ -473,7 +483,8 @@ func (s *FileStore) Claim(ctx context.Context, id ID, owner string, opts ...Clai
 	return ops{s}.Claim(ctx, id, owner, opts...)
 }
 
-// ClaimNext claims the ready task with the lowest id; see [Store.ClaimNext].
+// ClaimNext claims the most urgent ready task, the lowest id among
+// equals; see [Store.ClaimNext] and [WithLabels].
 func (s *FileStore) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error) {
 	return ops{s}.ClaimNext(ctx, owner, opts...)
 }
@@ -484,8 +495,23 @@ func (s *FileStore) Renew(ctx context.Context, id ID, owner string, ttl time.Dur
 }
 
 // Complete finishes a task and reports what it unblocked; see [Store.Complete].
-func (s *FileStore) Complete(ctx context.Context, id ID, owner string) (Completion, error) {
-	return ops{s}.Complete(ctx, id, owner)
+func (s *FileStore) Complete(ctx context.Context, id ID, owner string, opts ...CompleteOption) (Completion, error) {
+	return ops{s}.Complete(ctx, id, owner, opts...)
+}
+
+// Fail records that a task in progress failed; see [Store.Fail].
+func (s *FileStore) Fail(ctx context.Context, id ID, owner, reason string) (Task, error) {
+	return ops{s}.Fail(ctx, id, owner, reason)
+}
+
+// Cancel records that a task will not be done; see [Store.Cancel].
+func (s *FileStore) Cancel(ctx context.Context, id ID, reason string) (Task, error) {
+	return ops{s}.Cancel(ctx, id, reason)
+}
+
+// Reopen returns a finished task to Pending; see [Store.Reopen].
+func (s *FileStore) Reopen(ctx context.Context, id ID) (Task, error) {
+	return ops{s}.Reopen(ctx, id)
 }
 
 // Release returns a claimed task to Pending; see [Store.Release].
@@ -499,7 +525,9 @@ func (s *FileStore) Delete(ctx context.Context, id ID, opts ...DeleteOption) err
 }
 
 // Board partitions the graph by state; see [Store.Board].
-func (s *FileStore) Board(ctx context.Context) (Board, error) { return ops{s}.Board(ctx) }
+func (s *FileStore) Board(ctx context.Context, filters ...Filter) (Board, error) {
+	return ops{s}.Board(ctx, filters...)
+}
 
 // Load adds tasks with their ids, all or nothing; see [Loader].
 func (s *FileStore) Load(ctx context.Context, tasks []Task) error { return ops{s}.Load(ctx, tasks) }

@@ -15,11 +15,19 @@ func OpenIn(dir *os.File, _ *os.Root, name string, flag int, perm os.FileMode) (
 	if err != nil {
 		return nil, &os.PathError{Op: "openat", Path: name, Err: err}
 	}
+	// O_NONBLOCK keeps a FIFO from blocking the open. An exclusive
+	// create makes a new regular file or fails, so it needs none — and
+	// without it Go does not try to register the file with its network
+	// poller (an fcntl and a failing epoll_ctl per write).
+	nonblock := syscall.O_NONBLOCK
+	if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
+		nonblock = 0
+	}
 	var fd int
 	var oerr error
 	if err := rc.Control(func(dfd uintptr) {
 		for {
-			fd, oerr = syscall.Openat(int(dfd), name, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, uint32(perm.Perm()))
+			fd, oerr = syscall.Openat(int(dfd), name, flag|nonblock|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, uint32(perm.Perm()))
 			if oerr != syscall.EINTR {
 				return
 			}
