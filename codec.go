@@ -23,6 +23,7 @@ var knownFields = map[string]bool{
 	"id": true, "subject": true, "description": true, "status": true, "blockedBy": true, "owner": true,
 	"createdAt": true, "updatedAt": true, "rev": true, "metadata": true,
 	"claimedAt": true, "leaseExpiresAt": true, "prevOwner": true,
+	"key": true, "priority": true, "labels": true, "reason": true, "result": true,
 }
 
 // encodeTask renders t as the bytes of its task file.
@@ -64,6 +65,11 @@ func encodeTask(t *Task) ([]byte, error) {
 		{"status", t.Status, false},
 		{"blockedBy", blockedBy, false},
 		{"owner", t.Owner, false},
+		{"key", t.Key, t.Key == ""},
+		{"priority", int(t.Priority), t.Priority == DefaultPriority},
+		{"labels", t.Labels, len(t.Labels) == 0},
+		{"reason", t.Reason, t.Reason == ""},
+		{"result", t.Result, t.Result == ""},
 		{"createdAt", t.CreatedAt, t.CreatedAt.IsZero()},
 		{"updatedAt", t.UpdatedAt, t.UpdatedAt.IsZero()},
 		{"rev", t.Rev, false},
@@ -116,6 +122,11 @@ type taskFile struct {
 	ClaimedAt      time.Time      `json:"claimedAt"`
 	LeaseExpiresAt time.Time      `json:"leaseExpiresAt"`
 	PrevOwner      string         `json:"prevOwner"`
+	Key            string         `json:"key"`
+	Priority       *int64         `json:"priority"`
+	Labels         []string       `json:"labels"`
+	Reason         string         `json:"reason"`
+	Result         string         `json:"result"`
 }
 
 func decodeFast(id ID, data []byte) *Task {
@@ -134,9 +145,16 @@ func decodeFast(id ID, data []byte) *Task {
 	if len(f.Metadata) == 0 {
 		f.Metadata = nil // {} and no metadata are the same
 	}
+	prio := DefaultPriority
+	if f.Priority != nil {
+		if prio = Priority(*f.Priority); !prio.Valid() {
+			return nil
+		}
+	}
 	t := &Task{ID: id, Subject: *f.Subject, Description: f.Description, Status: *f.Status, Owner: f.Owner,
 		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Rev: f.Rev, Metadata: f.Metadata,
-		ClaimedAt: f.ClaimedAt, LeaseExpiresAt: f.LeaseExpiresAt, PrevOwner: f.PrevOwner}
+		ClaimedAt: f.ClaimedAt, LeaseExpiresAt: f.LeaseExpiresAt, PrevOwner: f.PrevOwner,
+		Key: f.Key, Priority: prio, Labels: fileLabels(f.Labels), Reason: f.Reason, Result: f.Result}
 	if f.BlockedBy != nil {
 		ids := make([]ID, len(f.BlockedBy))
 		for i, b := range f.BlockedBy {
@@ -232,10 +250,30 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 		return nil, err
 	}
 	if t.Status = Status(status); !t.Status.Valid() {
-		return nil, fmt.Errorf(`field "status" is %q, want pending, in_progress or completed`, status)
+		return nil, fmt.Errorf(`field "status" is %q, want %s`, status, statusList)
 	}
-	if t.Owner, err = decodeString(raw, "owner", false); err != nil {
-		return nil, err
+	for _, f := range []struct {
+		k string
+		p *string
+	}{{"owner", &t.Owner}, {"key", &t.Key}, {"reason", &t.Reason}, {"result", &t.Result}} {
+		if *f.p, err = decodeString(raw, f.k, false); err != nil {
+			return nil, err
+		}
+	}
+	t.Priority = DefaultPriority
+	if v, ok := raw["priority"]; ok && string(v) != "null" {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || !Priority(n).Valid() {
+			return nil, fmt.Errorf(`field "priority" is %s, want 0 (P0, most urgent) to 4 (P4)`, v)
+		}
+		t.Priority = Priority(n)
+	}
+	if v, ok := raw["labels"]; ok && string(v) != "null" {
+		var labels []string
+		if err := json.Unmarshal(v, &labels); err != nil {
+			return nil, errors.New(`field "labels" is not an array of strings`)
+		}
+		t.Labels = fileLabels(labels)
 	}
 	if t.PrevOwner, err = decodeString(raw, "prevOwner", false); err != nil {
 		return nil, err
@@ -292,6 +330,16 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 		}
 	}
 	return t, nil
+}
+
+// fileLabels returns the labels of a task file sorted, without
+// duplicates: as stored. Their form is not judged (a file written by hand
+// may hold any), as with all stored text.
+func fileLabels(labels []string) []string {
+	if len(labels) == 0 {
+		return nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(labels)))
 }
 
 func decodeString(raw map[string]json.RawMessage, k string, required bool) (string, error) {

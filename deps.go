@@ -2,8 +2,11 @@ package taskgraph
 
 import (
 	"container/heap"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/taskgraph/taskgraph/internal/graphpath"
 	"github.com/taskgraph/taskgraph/internal/jsonvalue"
@@ -14,11 +17,22 @@ import (
 // does I/O.
 
 // Resolve partitions tasks by what can happen next. A pending task is ready
-// when every id in its BlockedBy names a completed task, and blocked
-// otherwise; blockers that name no task are listed in Board.Missing. Each
-// list is sorted by id, and each task's Blocks is filled in.
-func Resolve(tasks []Task) Board {
-	return graphOf(tasks).board()
+// when every id in its BlockedBy names a completed task; stranded when a
+// blocker is failed or cancelled, or is a pending task that is itself
+// stranded (Board.StrandedBy names the cause); and blocked otherwise.
+// Blockers that name no task are listed in Board.Missing. Each list is
+// sorted by id, and each task's Blocks is filled in.
+//
+// filters select the tasks each list shows, as for Store.Board; readiness
+// is judged on all of tasks. A filter that Store.Board would refuse (an
+// unknown status, a malformed label) selects nothing. Linear in the size
+// of the graph.
+func Resolve(tasks []Task, filters ...Filter) Board {
+	sel, err := Rules.Filters(filters)
+	if err != nil {
+		return Board{}
+	}
+	return graphOf(tasks).board(sel)
 }
 
 // graphOf indexes tasks, each blocker once however often a task lists it.
@@ -84,6 +98,8 @@ func TopoOrder(tasks []Task) ([]ID, error) {
 // needs; the widest wave, the most agents that can be busy at once. A task
 // that waits on a missing blocker, or on such a task, is in no wave: it
 // cannot start until that task exists (Resolve lists it in Board.Missing).
+// Nor is a task that waits on a failed or cancelled one, or on such a
+// task: it is stranded (Board.Stranded) until its cause is reopened.
 // Each wave is sorted by id. A cycle among unfinished tasks is a
 // *CycleError. Linear in the size of the graph.
 func Waves(tasks []Task) ([][]ID, error) {
@@ -141,11 +157,11 @@ func lookAhead(tasks []Task) (map[ID]step, []ID, error) {
 	g := graphOf(tasks)
 	unfinished := func(id ID) bool {
 		t := g.tasks[id]
-		return t != nil && t.Status != Completed
+		return t != nil && (t.Status == Pending || t.Status == InProgress)
 	}
 	// A task can start once its blockers exist and every unfinished one
 	// can start: count the unfinished blockers, and mark as stuck what
-	// waits on a missing task.
+	// waits on a missing task, or on a failed or cancelled one.
 	indeg := map[ID]int{}
 	stuck := map[ID]bool{}
 	var avail idHeap
@@ -157,7 +173,7 @@ func lookAhead(tasks []Task) (map[ID]step, []ID, error) {
 		total++
 		for _, b := range g.tasks[id].BlockedBy {
 			switch {
-			case g.tasks[b] == nil:
+			case g.tasks[b] == nil, g.tasks[b].Status.ended():
 				stuck[id] = true
 			case unfinished(b):
 				indeg[id]++
@@ -208,13 +224,15 @@ func lookAhead(tasks []Task) (map[ID]step, []ID, error) {
 // from, and ready is a lazily cleaned min-heap of ids that may be ready.
 type graph struct {
 	tasks      map[ID]*Task
-	ids        []ID         // sorted ids of tasks
-	dependents map[ID][]ID  // blocker -> sorted ids whose BlockedBy names it (even if the blocker is missing)
-	maxID      ID           // highest id ever seen, including the high-water mark of deleted ids
-	ready      idHeap       // candidates for ClaimNext; validated on use
-	inReady    map[ID]bool  // ids currently in ready
-	leased     map[ID]bool  // in_progress tasks with a lease
-	broken     map[ID]error // ids whose file exists but is corrupt (FileStore only)
+	ids        []ID            // sorted ids of tasks
+	dependents map[ID][]ID     // blocker -> sorted ids whose BlockedBy names it (even if the blocker is missing)
+	maxID      ID              // highest id ever seen, including the high-water mark of deleted ids
+	ready      readyHeap       // candidates for ClaimNext, by (priority, id); validated on use
+	queued     map[ID]Priority // the priority of the newest entry of each id in ready
+	leased     map[ID]bool     // in_progress tasks with a lease
+	broken     map[ID]error    // ids whose file exists but is corrupt (FileStore only)
+	keys       map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
+	ended      int             // failed or cancelled tasks: while there are none, nothing is stranded
 	// backward counts edges whose blocker has the higher id. While it is
 	// zero, ids are a topological order, and a new edge from a lower to a
 	// higher id cannot close a cycle: the common case needs no search.
@@ -225,9 +243,10 @@ func newGraph() *graph {
 	return &graph{
 		tasks:      make(map[ID]*Task),
 		dependents: make(map[ID][]ID),
-		inReady:    make(map[ID]bool),
+		queued:     make(map[ID]Priority),
 		leased:     make(map[ID]bool),
 		broken:     make(map[ID]error),
+		keys:       make(map[string][]ID),
 	}
 }
 
@@ -242,6 +261,10 @@ func (g *graph) put(t *Task) {
 				delete(g.dependents, b)
 			}
 		}
+		g.unkey(old)
+		if old.Status.ended() {
+			g.ended--
+		}
 	} else {
 		g.ids = insertSorted(g.ids, t.ID)
 	}
@@ -251,6 +274,12 @@ func (g *graph) put(t *Task) {
 		g.dependents[b] = insertSorted(g.dependents[b], t.ID)
 	}
 	g.tasks[t.ID] = t
+	if t.Status.ended() {
+		g.ended++
+	}
+	if t.Key != "" {
+		g.keys[t.Key] = insertSorted(g.keys[t.Key], t.ID)
+	}
 	g.maxID = max(g.maxID, t.ID)
 	if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() {
 		g.leased[t.ID] = true
@@ -279,9 +308,33 @@ func (g *graph) remove(id ID) {
 			delete(g.dependents, b)
 		}
 	}
+	g.unkey(t)
+	if t.Status.ended() {
+		g.ended--
+	}
 	delete(g.tasks, id)
 	delete(g.leased, id)
 	g.ids = removeSorted(g.ids, id)
+}
+
+// unkey drops t from the key index.
+func (g *graph) unkey(t *Task) {
+	if t.Key == "" {
+		return
+	}
+	if ids := removeSorted(g.keys[t.Key], t.ID); len(ids) > 0 {
+		g.keys[t.Key] = ids
+	} else {
+		delete(g.keys, t.Key)
+	}
+}
+
+// keyed is the Rulebook's question "which task has this key?".
+func (g *graph) keyed(key string) (ID, bool) {
+	if ids := g.keys[key]; len(ids) > 0 {
+		return ids[0], true
+	}
+	return 0, false
 }
 
 // markBroken records that id has a file that cannot be used.
@@ -291,25 +344,74 @@ func (g *graph) markBroken(id ID, err error) {
 	g.maxID = max(g.maxID, id)
 }
 
-// touch queues id for ClaimNext if it is ready now.
+// touch queues id for ClaimNext if it is ready now. An entry records the
+// priority it was queued with: a task whose priority changed is queued
+// again, and its old entry is discarded when it comes up.
 func (g *graph) touch(id ID) {
-	if !g.inReady[id] && g.isReady(id) {
-		g.inReady[id] = true
-		heap.Push(&g.ready, id)
+	if !g.isReady(id) {
+		return
+	}
+	p := g.tasks[id].Priority
+	if q, ok := g.queued[id]; ok && q == p {
+		return
+	}
+	g.queued[id] = p
+	heap.Push(&g.ready, readyEntry{pri: p, id: id})
+	if len(g.ready) > 2*len(g.tasks)+1024 {
+		g.requeue() // stale entries outnumber the tasks: start afresh
 	}
 }
 
-// nextReady returns the lowest ready id, discarding stale heap entries.
+// requeue rebuilds the ready heap from the tasks.
+func (g *graph) requeue() {
+	g.ready, g.queued = g.ready[:0], make(map[ID]Priority)
+	for _, id := range g.ids {
+		if g.isReady(id) {
+			p := g.tasks[id].Priority
+			g.queued[id] = p
+			g.ready = append(g.ready, readyEntry{pri: p, id: id})
+		}
+	}
+	heap.Init(&g.ready)
+}
+
+// live reports whether a heap entry stands for a ready task at the
+// priority it was queued with.
+func (g *graph) live(e readyEntry) bool {
+	t := g.tasks[e.id]
+	return t != nil && t.Priority == e.pri && g.isReady(e.id)
+}
+
+// nextReady returns the most urgent ready task, the lowest id among
+// equals, discarding stale heap entries: O(log n).
 func (g *graph) nextReady() (ID, bool) {
 	for g.ready.Len() > 0 {
-		id := g.ready[0]
-		if g.isReady(id) {
-			return id, true
+		e := g.ready[0]
+		if g.live(e) {
+			return e.id, true
 		}
 		heap.Pop(&g.ready)
-		delete(g.inReady, id)
+		if q, ok := g.queued[e.id]; ok && q == e.pri {
+			delete(g.queued, e.id)
+		}
 	}
 	return 0, false
+}
+
+// nextReadyWith is nextReady for the tasks that carry every label of the
+// sorted set labels. It scans the ready tasks: O(ready).
+func (g *graph) nextReadyWith(labels []string) (ID, bool) {
+	if len(labels) == 0 {
+		return g.nextReady()
+	}
+	var best readyEntry
+	found := false
+	for _, e := range g.ready {
+		if (!found || e.less(best)) && g.live(e) && hasLabels(g.tasks[e.id].Labels, labels) {
+			best, found = e, true
+		}
+	}
+	return best.id, found
 }
 
 func (g *graph) isReady(id ID) bool {
@@ -361,6 +463,7 @@ func (g *graph) viewIn(id ID, a *arena) Task {
 	t := *g.tasks[id]
 	t.BlockedBy = a.copy(t.BlockedBy)
 	t.Metadata = jsonvalue.Clone(t.Metadata)
+	t.Labels = slices.Clone(t.Labels)
 	// Every id in dependents is a task that exists: remove drops its edges.
 	t.Blocks = a.copy(g.dependents[id])
 	return t
@@ -375,61 +478,147 @@ func (g *graph) arenaFor() arena {
 	return make(arena, 0, n)
 }
 
-func (g *graph) list() []Task {
+// list returns the tasks that sel selects, by id.
+func (g *graph) list(sel Selection) []Task {
+	ids := g.ids
+	if !sel.Empty() {
+		ids = nil
+		for _, id := range g.ids {
+			if sel.Match(g.tasks[id], sel.ReadyOnly && g.isReady(id)) {
+				ids = append(ids, id)
+				if len(ids) == sel.Limit {
+					break
+				}
+			}
+		}
+	}
 	a := g.arenaFor()
-	out := make([]Task, len(g.ids))
-	for i, id := range g.ids {
+	out := make([]Task, len(ids))
+	for i, id := range ids {
 		out[i] = g.viewIn(id, &a)
 	}
 	return out
 }
 
-func (g *graph) board() Board {
+// strandedBy maps each stranded task — pending, with a failed or
+// cancelled blocker or a stranded pending one — to the lowest failed or
+// cancelled task it waits on. Causes are taken by increasing id, and the
+// tasks each reaches are marked once, so it is linear in the graph.
+func (g *graph) strandedBy() map[ID]ID {
+	if g.ended == 0 {
+		return nil
+	}
+	var out map[ID]ID
+	var stack []ID
+	for _, id := range g.ids {
+		if !g.tasks[id].Status.ended() {
+			continue
+		}
+		stack = append(stack[:0], id)
+		for len(stack) > 0 {
+			n := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, d := range g.dependents[n] {
+				if dt := g.tasks[d]; dt == nil || dt.Status != Pending || out[d] != 0 {
+					continue // marked already: by a lower cause, and so is all it reaches
+				}
+				if out == nil {
+					out = make(map[ID]ID)
+				}
+				out[d] = id
+				stack = append(stack, d)
+			}
+		}
+	}
+	return out
+}
+
+// board partitions the graph, keeping in each list the tasks that sel
+// selects.
+func (g *graph) board(sel Selection) Board {
 	const (
 		ready = iota
 		blocked
+		stranded
 		inProgress
 		completed
+		failed
+		cancelled
+		kinds
+		none = kinds
 	)
-	kinds := make([]uint8, len(g.ids))
-	var counts [4]int
+	strandedBy := g.strandedBy()
+	kind := make([]uint8, len(g.ids))
+	var counts [kinds]int
 	for i, id := range g.ids {
+		t := g.tasks[id]
 		k := uint8(ready)
-		switch g.tasks[id].Status {
+		switch t.Status {
 		case InProgress:
 			k = inProgress
 		case Completed:
 			k = completed
+		case Failed:
+			k = failed
+		case Cancelled:
+			k = cancelled
 		default:
-			if !g.isReady(id) {
+			switch {
+			case g.isReady(id):
+			case strandedBy[id] != 0:
+				k = stranded
+			default:
 				k = blocked
 			}
 		}
-		kinds[i] = k
-		counts[k]++
+		if !sel.Match(t, k == ready) || sel.Limit > 0 && counts[k] == sel.Limit {
+			k = none
+		} else {
+			counts[k]++
+		}
+		kind[i] = k
 	}
-	// One backing array, cut into the four lists.
-	all := make([]Task, 0, len(g.ids))
-	var lists [4][]Task
+	// One backing array, cut into the lists.
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	all := make([]Task, 0, total)
+	var lists [kinds][]Task
 	for k := range lists {
 		lists[k] = all[len(all) : len(all) : len(all)+counts[k]]
 		all = all[:len(all)+counts[k]]
 	}
 	a := g.arenaFor()
 	var missing map[ID][]ID
+	var by map[ID]ID
 	for i, id := range g.ids {
+		k := kind[i]
+		if k == none {
+			continue
+		}
 		t := g.viewIn(id, &a)
-		lists[kinds[i]] = append(lists[kinds[i]], t)
-		if kinds[i] == blocked {
-			if _, m := unfinished(&t, g.status); len(m) > 0 {
+		lists[k] = append(lists[k], t)
+		switch k {
+		case blocked:
+			if _, m, _ := unfinished(&t, g.status); len(m) > 0 {
 				if missing == nil {
 					missing = make(map[ID][]ID)
 				}
 				missing[id] = m
 			}
+		case stranded:
+			if by == nil {
+				by = make(map[ID]ID)
+			}
+			by[id] = strandedBy[id]
 		}
 	}
-	return Board{Ready: lists[ready], Blocked: lists[blocked], InProgress: lists[inProgress], Completed: lists[completed], Missing: missing}
+	return Board{
+		Ready: lists[ready], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
+		Completed: lists[completed], Failed: lists[failed], Cancelled: lists[cancelled],
+		StrandedBy: by, Missing: missing,
+	}
 }
 
 // findCycle returns one cycle of the whole graph in execution order, or nil.
@@ -685,6 +874,28 @@ func removeSorted(s []ID, id ID) []ID {
 	return slices.Delete(s, i, i+1)
 }
 
+// readyEntry is a task queued for ClaimNext, with the priority it was
+// queued with.
+type readyEntry struct {
+	pri Priority
+	id  ID
+}
+
+func (e readyEntry) less(o readyEntry) bool { return e.pri < o.pri || e.pri == o.pri && e.id < o.id }
+
+type readyHeap []readyEntry
+
+func (h readyHeap) Len() int           { return len(h) }
+func (h readyHeap) Less(i, j int) bool { return h[i].less(h[j]) }
+func (h readyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *readyHeap) Push(x any)        { *h = append(*h, x.(readyEntry)) }
+func (h *readyHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 type idHeap []ID
 
 func (h idHeap) Len() int           { return len(h) }
@@ -696,4 +907,169 @@ func (h *idHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// Explanation says where a task stands and, if it is not ready, why: what
+// Explain returns.
+type Explanation struct {
+	Task Task
+	// State is one of "ready", "blocked", "stranded" (the three states of
+	// a pending task; see Board), "in_progress", "completed", "failed" and
+	// "cancelled".
+	State string
+	// Waiting lists the blockers of a pending task that are not completed,
+	// by id; Missing the blockers it names that do not exist.
+	Waiting []Blocker
+	Missing []ID
+	// StrandedBy is the failed or cancelled task that strands a stranded
+	// task (the lowest id if several do); 0 otherwise.
+	StrandedBy ID
+	// Text is the explanation in one line, for a person or a model.
+	Text string
+}
+
+// Blocker is an unfinished blocker of a task, as Explain reports it.
+type Blocker struct {
+	ID      ID
+	Subject string
+	Status  Status
+	Owner   string
+	// LeaseLeft is how long the owner's lease has to run: 0 for a claim
+	// without a lease, negative once the lease has lapsed.
+	LeaseLeft time.Duration
+}
+
+// Explain says where task id of tasks stands and why, as of now: for a
+// pending task that is not ready, which blockers it waits on (their
+// status, owner and lease), which it names that do not exist, and the
+// failed or cancelled task that strands it. It returns a *NotFoundError if
+// id is not among tasks. Pure and linear in the size of the graph.
+func Explain(tasks []Task, id ID, now time.Time) (Explanation, error) {
+	g := graphOf(tasks)
+	t := g.tasks[id]
+	if t == nil {
+		return Explanation{}, Rules.Missing(id)
+	}
+	e := Explanation{Task: g.view(id), State: string(t.Status)}
+	if t.Status == Pending {
+		e.State = "ready"
+		for _, b := range t.BlockedBy {
+			bt := g.tasks[b]
+			switch {
+			case bt == nil:
+				e.Missing = append(e.Missing, b)
+			case bt.Status != Completed:
+				w := Blocker{ID: b, Subject: bt.Subject, Status: bt.Status, Owner: bt.Owner}
+				if bt.Status == InProgress && !bt.LeaseExpiresAt.IsZero() {
+					w.LeaseLeft = bt.LeaseExpiresAt.Sub(now)
+				}
+				e.Waiting = append(e.Waiting, w)
+			}
+		}
+	}
+	var strandedBy map[ID]ID
+	if len(e.Waiting)+len(e.Missing) > 0 {
+		e.State = "blocked"
+		strandedBy = g.strandedBy()
+		if cause := strandedBy[id]; cause != 0 {
+			e.State, e.StrandedBy = "stranded", cause
+		}
+	}
+	e.Text = explainText(g, &e, strandedBy, now)
+	return e, nil
+}
+
+// explainText renders an explanation in one line.
+func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) string {
+	t := &e.Task
+	switch e.State {
+	case "ready":
+		return fmt.Sprintf("task %d is ready: nothing it waits on is unfinished; claim it", t.ID)
+	case "blocked":
+		var parts []string
+		for _, w := range e.Waiting {
+			parts = append(parts, fmt.Sprintf("%d (%s)", w.ID, holding(w.Status, w.Owner, w.LeaseLeft)))
+		}
+		s := fmt.Sprintf("task %d is blocked", t.ID)
+		if len(parts) > 0 {
+			s += ", waiting on " + strings.Join(parts, ", ")
+		}
+		if len(e.Missing) > 0 {
+			s += fmt.Sprintf("; it names tasks that do not exist: %v (create them or remove those edges)", e.Missing)
+		}
+		return s
+	case "stranded":
+		cause := g.tasks[e.StrandedBy]
+		why := fmt.Sprintf("%d %s", cause.ID, cause.Status)
+		if cause.Status == Cancelled {
+			why = fmt.Sprintf("%d was cancelled", cause.ID)
+		}
+		if cause.Reason != "" {
+			why += fmt.Sprintf(" (%q)", short(cause.Reason))
+		}
+		if slices.Contains(t.BlockedBy, cause.ID) {
+			return fmt.Sprintf("task %d is stranded: its blocker %s; reopen %d or remove the edge", t.ID, why, cause.ID)
+		}
+		via := ID(0)
+		for _, w := range e.Waiting {
+			if strandedBy[w.ID] == cause.ID {
+				via = w.ID
+				break
+			}
+		}
+		return fmt.Sprintf("task %d is stranded: it waits on %d, which cannot start because %s; reopen %d or remove the edge", t.ID, via, why, cause.ID)
+	case string(InProgress):
+		return fmt.Sprintf("task %d is %s", t.ID, holding(InProgress, t.Owner, leaseLeft(t, now)))
+	case string(Completed):
+		s := fmt.Sprintf("task %d is completed", t.ID)
+		if t.Owner != "" {
+			s += " by " + t.Owner
+		}
+		if t.Result != "" {
+			s += fmt.Sprintf(": %q", short(t.Result))
+		}
+		return s
+	case string(Failed):
+		s := fmt.Sprintf("task %d failed", t.ID)
+		if t.Owner != "" {
+			s += " (" + t.Owner + ")"
+		}
+		return s + fmt.Sprintf(": %q; reopen it to try again", short(t.Reason))
+	default:
+		return fmt.Sprintf("task %d was cancelled: %q; reopen it to do it after all", t.ID, short(t.Reason))
+	}
+}
+
+// holding renders the state of a blocker: its status, and for one in
+// progress, who holds it and for how long.
+func holding(st Status, owner string, left time.Duration) string {
+	if st != InProgress {
+		return string(st)
+	}
+	s := "in progress"
+	if owner != "" {
+		s += ", held by " + owner
+	}
+	switch {
+	case left > 0:
+		s += fmt.Sprintf(", lease %v left", left.Round(time.Second))
+	case left < 0:
+		s += fmt.Sprintf(", lease lapsed %v ago: anyone may claim it", (-left).Round(time.Second))
+	}
+	return s
+}
+
+func leaseLeft(t *Task, now time.Time) time.Duration {
+	if t.LeaseExpiresAt.IsZero() {
+		return 0
+	}
+	return t.LeaseExpiresAt.Sub(now)
+}
+
+// short cuts s to 120 characters for a one-line text.
+func short(s string) string {
+	if r := []rune(s); len(r) > 120 {
+		return string(r[:119]) + "…"
+	}
+	return s
 }

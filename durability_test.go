@@ -32,7 +32,7 @@ func mutateForever(s *tg.FileStore, _, _ string) int {
 			return 1
 		}
 		last := all[len(all)-1].ID
-		switch k % 3 {
+		switch k % 4 {
 		case 0: // two files: the new task and the one it blocks
 			nt := tg.NewTask{Subject: "crash", Blocks: []tg.ID{last}, Metadata: map[string]any{"blocks": float64(last)}}
 			if last == 1 {
@@ -68,6 +68,21 @@ func mutateForever(s *tg.FileStore, _, _ string) int {
 				return 1
 			}
 			fmt.Printf("D %d\n", victim)
+		case 3: // several files: a plan of three tasks, in a chain
+			var plan []tg.NewTask
+			for part := range 3 {
+				nt := tg.NewTask{Subject: "plan", Key: fmt.Sprintf("p%d-%d-%d", os.Getpid(), k, part), Metadata: map[string]any{"part": float64(part)}}
+				if part > 0 {
+					nt.After = []string{plan[part-1].Key}
+				}
+				plan = append(plan, nt)
+			}
+			ts, err := s.CreatePlan(ctx, plan)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "create plan:", err)
+				return 1
+			}
+			fmt.Printf("P %d %d %d\n", ts[0].ID, ts[1].ID, ts[2].ID)
 		}
 	}
 }
@@ -118,6 +133,11 @@ func TestCrashRecovery(t *testing.T) {
 			switch f[0] {
 			case "C":
 				created[tg.ID(n)] = true
+			case "P":
+				for _, id := range f[1:] {
+					n, _ := strconv.Atoi(id)
+					created[tg.ID(n)] = true
+				}
 			case "D":
 				deleted[tg.ID(n)] = true
 			case "N":
@@ -160,6 +180,20 @@ func TestCrashRecovery(t *testing.T) {
 					assert.Contains(t, pt.BlockedBy, task.ID, "round %d: create of %d with Blocks was half done", round, task.ID)
 				}
 			}
+			if part, ok := task.Metadata["part"].(float64); ok {
+				// A plan's three ids are consecutive: each is there, or
+				// was deleted since.
+				first := task.ID - tg.ID(part)
+				for id := first; id < first+3; id++ {
+					_, ok := byID[id]
+					assert.True(t, ok || deleted[id], "round %d: plan %d..%d has task %d but not %d: half created", round, first, first+2, task.ID, id)
+				}
+			}
+		}
+		// What is there now was committed, acknowledged or not: from now
+		// on only a delete may take it away.
+		for id := range byID {
+			created[id] = true
 		}
 		_, err = os.Stat(filepath.Join(dir, ".taskgraph.journal"))
 		assert.True(t, os.IsNotExist(err), "round %d: the journal was replayed", round)

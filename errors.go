@@ -59,12 +59,18 @@ type BlockedError struct {
 	ID      ID
 	By      []ID // unfinished blockers, including missing ones
 	Missing []ID // the subset of By that does not exist
+	// Failed is the subset of By that is failed or cancelled: they will
+	// not complete unless reopened, so the task is stranded.
+	Failed []ID
 }
 
 func (e *BlockedError) Error() string {
 	s := fmt.Sprintf("task %d is blocked by %v", e.ID, e.By)
 	if len(e.Missing) > 0 {
 		s += fmt.Sprintf(" (missing: %v)", e.Missing)
+	}
+	if len(e.Failed) > 0 {
+		s += fmt.Sprintf(" (failed or cancelled: %v; reopen them or remove those edges)", e.Failed)
 	}
 	return s
 }

@@ -201,6 +201,19 @@ var faultMutations = []struct {
 		return err
 	}},
 	{"delete with detach", func(s Store) error { return s.Delete(context.Background(), 2, Detach()) }},
+	{"create plan", func(s Store) error {
+		// Three new tasks, one blocking an existing task: four files.
+		_, err := s.CreatePlan(context.Background(), []NewTask{
+			{Key: "design", Subject: "design", After: []string{"#1"}},
+			{Key: "build", Subject: "build", After: []string{"design"}, Labels: []string{"backend"}},
+			{Key: "ship", Subject: "ship", After: []string{"build"}, Blocks: []ID{3}},
+		})
+		return err
+	}},
+	{"fail", func(s Store) error {
+		_, err := s.Fail(context.Background(), 4, "w", "broken")
+		return err
+	}},
 }
 
 // TestWriteFailures fails each step of each kind of every mutation in turn

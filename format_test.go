@@ -135,3 +135,105 @@ func TestUnknownFieldsSurvive(t *testing.T) {
 	assert.Equal(t, map[string]any{"by": "human", "score": 5.0}, f["x-review"])
 	assert.Equal(t, "in_progress", f["status"])
 }
+
+// TestReferenceDirectoryReadOnly: reading a directory the reference wrote
+// — Board, List, Explain, and a ClaimNext that finds nothing of a label —
+// leaves every file byte for byte as it was, and its tasks read with the
+// defaults of the fields the reference does not have.
+func TestReferenceDirectoryReadOnly(t *testing.T) {
+	dir := copyDir(t, "testdata/reference")
+	before := snapshot(t, dir)
+	s := openStore(t, dir)
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	for _, task := range all {
+		assert.Equal(t, tg.DefaultPriority, task.Priority, "task %d", task.ID)
+		assert.Empty(t, task.Labels)
+		assert.Empty(t, task.Key)
+		assert.Empty(t, task.Reason)
+		assert.Empty(t, task.Result)
+	}
+	_, err = s.Board(ctx, tg.ReadyOnly())
+	require.NoError(t, err)
+	_, err = tg.Explain(all, 4, time.Now())
+	require.NoError(t, err)
+	_, err = s.ClaimNext(ctx, "agent", tg.WithLabels("frontend"))
+	require.ErrorIs(t, err, tg.ErrNoReady)
+	after := snapshot(t, dir)
+	for name, data := range before {
+		assert.Equal(t, data, after[name], "%s changed by reads", name)
+	}
+}
+
+// TestFileFormatNewFields: priority, labels, key, reason and result are
+// written only when set (priority only when not the default), after the
+// reference's fields, and read back; a file with a priority out of range
+// is corrupt, naming the field.
+func TestFileFormatNewFields(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, tg.WithClock(func() time.Time { return time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC) }))
+	p0 := tg.P0
+	a, err := s.Create(ctx, tg.NewTask{Subject: "schema", Key: "schema", Priority: &p0, Labels: []string{"db", "backend"}})
+	require.NoError(t, err)
+	_, err = s.Claim(ctx, a.ID, "alice")
+	require.NoError(t, err)
+	_, err = s.Fail(ctx, a.ID, "alice", "migration «12» failed")
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "task_1.json"))
+	require.NoError(t, err)
+	assert.Equal(t, `{
+  "id": 1,
+  "subject": "schema",
+  "description": "",
+  "status": "failed",
+  "blockedBy": [],
+  "owner": "alice",
+  "key": "schema",
+  "priority": 0,
+  "labels": [
+    "backend",
+    "db"
+  ],
+  "reason": "migration «12» failed",
+  "createdAt": "2026-12-02T10:00:00Z",
+  "updatedAt": "2026-12-02T10:00:00Z",
+  "rev": 3,
+  "claimedAt": "2026-12-02T10:00:00Z"
+}
+`, string(data))
+
+	b, err := s.Create(ctx, tg.NewTask{Subject: "plain"})
+	require.NoError(t, err)
+	_, err = s.Claim(ctx, b.ID, "bob")
+	require.NoError(t, err)
+	_, err = s.Complete(ctx, b.ID, "bob", tg.WithResult("done"))
+	require.NoError(t, err)
+	data, err = os.ReadFile(filepath.Join(dir, "task_2.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"result": "done"`)
+	for _, absent := range []string{`"priority"`, `"labels"`, `"key"`, `"reason"`} {
+		assert.NotContains(t, string(data), absent, "a default is not written")
+	}
+
+	fresh := openStore(t, dir)
+	got, err := fresh.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, tg.P0, got.Priority)
+	assert.Equal(t, []string{"backend", "db"}, got.Labels)
+	assert.Equal(t, "schema", got.Key)
+	assert.Equal(t, "migration «12» failed", got.Reason)
+	assert.Equal(t, tg.Failed, got.Status)
+
+	// By hand: unsorted labels read sorted; a bad priority is corrupt.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task_3.json"), []byte(`{"id": 3, "subject": "x", "status": "cancelled", "labels": ["b", "a", "b"], "priority": 4, "reason": "r"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task_4.json"), []byte(`{"id": 4, "subject": "y", "status": "pending", "priority": "high"}`), 0o644))
+	_, err = fresh.List(ctx)
+	var ce *tg.CorruptError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), `field "priority" is "high"`)
+	got, err = fresh.Get(ctx, 3)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, got.Labels)
+	assert.Equal(t, tg.P4, got.Priority)
+	assert.Equal(t, tg.Cancelled, got.Status)
+}

@@ -22,6 +22,9 @@ func FuzzDecodeTask(f *testing.F) {
 	f.Add([]byte(`{"id": 1.0, "subject": "x", "status": "pending", "blockedBy": ["2"]}`))
 	f.Add([]byte(`{"id": 1, "sub\u006aect": "x", "status": "pending"}`))
 	f.Add([]byte(`{"id": 1, "subject": `))
+	f.Add([]byte(`{"id": 1, "subject": "x", "status": "failed", "owner": "a", "key": "k", "priority": 0, "labels": ["b", "a", "b"], "reason": "r", "result": ""}`))
+	f.Add([]byte(`{"id": 1, "subject": "x", "status": "cancelled", "priority": 7, "labels": [null]}`))
+	f.Add([]byte(`{"id": 1, "subject": "x", "status": "completed", "priority": null, "labels": null, "key": null, "result": "ok"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		task, err := decodeTask(1, data)
 		if err != nil {
@@ -67,10 +70,33 @@ func normal(t *Task) Task {
 }
 
 // modelBoard is the deliberately simple reference model of the resolver.
-func modelBoard(tasks []Task) (ready, blocked, inProgress, completed []ID, cyclic bool) {
+// A pending task's cause is the lowest failed or cancelled task it reaches
+// through pending blockers: relaxed until nothing changes.
+func modelBoard(tasks []Task) (ready, blocked, stranded, inProgress, completed, ended []ID, cause map[ID]ID, cyclic bool) {
 	status := map[ID]Status{}
 	for _, t := range tasks {
 		status[t.ID] = t.Status
+	}
+	cause = map[ID]ID{}
+	for changed := true; changed; {
+		changed = false
+		for _, t := range tasks {
+			if t.Status != Pending {
+				continue
+			}
+			for _, b := range t.BlockedBy {
+				c := ID(0)
+				switch {
+				case status[b] == Failed || status[b] == Cancelled:
+					c = b
+				case status[b] == Pending:
+					c = cause[b]
+				}
+				if c != 0 && (cause[t.ID] == 0 || c < cause[t.ID]) {
+					cause[t.ID], changed = c, true
+				}
+			}
+		}
 	}
 	for _, t := range tasks {
 		switch t.Status {
@@ -78,6 +104,8 @@ func modelBoard(tasks []Task) (ready, blocked, inProgress, completed []ID, cycli
 			inProgress = append(inProgress, t.ID)
 		case Completed:
 			completed = append(completed, t.ID)
+		case Failed, Cancelled:
+			ended = append(ended, t.ID)
 		default:
 			ok := true
 			for _, b := range t.BlockedBy {
@@ -85,9 +113,12 @@ func modelBoard(tasks []Task) (ready, blocked, inProgress, completed []ID, cycli
 					ok = false
 				}
 			}
-			if ok {
+			switch {
+			case ok:
 				ready = append(ready, t.ID)
-			} else {
+			case cause[t.ID] != 0:
+				stranded = append(stranded, t.ID)
+			default:
 				blocked = append(blocked, t.ID)
 			}
 		}
@@ -113,7 +144,7 @@ func modelBoard(tasks []Task) (ready, blocked, inProgress, completed []ID, cycli
 			}
 		}
 	}
-	return ready, blocked, inProgress, completed, len(left) > 0
+	return ready, blocked, stranded, inProgress, completed, ended, cause, len(left) > 0
 }
 
 // graphFromBytes builds up to 16 tasks with ids 1..n from fuzz input; an
@@ -124,7 +155,7 @@ func graphFromBytes(data []byte) []Task {
 	}
 	n := int(data[0]%16) + 1
 	tasks := make([]Task, n)
-	statuses := []Status{Pending, Pending, InProgress, Completed}
+	statuses := []Status{Pending, Pending, InProgress, Completed, Failed, Cancelled}
 	for i := range tasks {
 		tasks[i] = Task{ID: ID(i + 1), Status: Pending}
 	}
@@ -132,7 +163,7 @@ func graphFromBytes(data []byte) []Task {
 		a, b := int(data[i]%byte(n)), ID(data[i+1]%18)+1
 		switch {
 		case data[i]&0x80 != 0:
-			tasks[a].Status = statuses[data[i+1]%4]
+			tasks[a].Status = statuses[data[i+1]%byte(len(statuses))]
 		case b != tasks[a].ID && !slices.Contains(tasks[a].BlockedBy, b):
 			tasks[a].BlockedBy = append(tasks[a].BlockedBy, b)
 		}
@@ -146,9 +177,10 @@ func FuzzResolve(f *testing.F) {
 	f.Add([]byte{4, 1, 1, 2, 1, 3, 2, 3, 3})
 	f.Add([]byte{3, 0, 2, 1, 3, 2, 1})
 	f.Add([]byte{8, 0x81, 3, 5, 17, 2, 9})
+	f.Add([]byte{6, 0x80, 4, 1, 0, 2, 1, 0x83, 5, 3, 2, 4, 3, 4, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tasks := graphFromBytes(data)
-		ready, blocked, inProgress, completed, cyclic := modelBoard(tasks)
+		ready, blocked, stranded, inProgress, completed, ended, cause, cyclic := modelBoard(tasks)
 		b := Resolve(tasks)
 		idsOf := func(ts []Task) []ID {
 			var out []ID
@@ -161,6 +193,12 @@ func FuzzResolve(f *testing.F) {
 		assert.Equal(t, blocked, idsOf(b.Blocked), "blocked")
 		assert.Equal(t, inProgress, idsOf(b.InProgress), "in progress")
 		assert.Equal(t, completed, idsOf(b.Completed), "completed")
+		assert.Equal(t, stranded, idsOf(b.Stranded), "stranded")
+		assert.Equal(t, ended, idsOf(slices.SortedFunc(slices.Values(slices.Concat(b.Failed, b.Cancelled)), func(a, b Task) int { return int(a.ID - b.ID) })), "failed or cancelled")
+		for _, id := range stranded {
+			assert.Equal(t, cause[id], b.StrandedBy[id], "the cause of %d", id)
+		}
+		assert.Len(t, b.StrandedBy, len(stranded))
 
 		cycle := FindCycle(tasks)
 		require.Equal(t, cyclic, cycle != nil, "cycle verdict")

@@ -83,8 +83,15 @@ func (m *MemStore) Create(ctx context.Context, nt NewTask) (Task, error) {
 // Get returns one task; see [Store.Get].
 func (m *MemStore) Get(ctx context.Context, id ID) (Task, error) { return ops{m}.Get(ctx, id) }
 
-// List returns every task, by id; see [Store.List].
-func (m *MemStore) List(ctx context.Context) ([]Task, error) { return ops{m}.List(ctx) }
+// CreatePlan creates many tasks at once, all or nothing; see [Store.CreatePlan].
+func (m *MemStore) CreatePlan(ctx context.Context, tasks []NewTask) ([]Task, error) {
+	return ops{m}.CreatePlan(ctx, tasks)
+}
+
+// List returns the tasks that match filters, by id; see [Store.List].
+func (m *MemStore) List(ctx context.Context, filters ...Filter) ([]Task, error) {
+	return ops{m}.List(ctx, filters...)
+}
 
 // Update applies a partial update; see [Store.Update].
 func (m *MemStore) Update(ctx context.Context, id ID, p Patch) (Task, error) {
@@ -96,7 +103,8 @@ func (m *MemStore) Claim(ctx context.Context, id ID, owner string, opts ...Claim
 	return ops{m}.Claim(ctx, id, owner, opts...)
 }
 
-// ClaimNext claims the ready task with the lowest id; see [Store.ClaimNext].
+// ClaimNext claims the most urgent ready task, the lowest id among
+// equals; see [Store.ClaimNext] and [WithLabels].
 func (m *MemStore) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error) {
 	return ops{m}.ClaimNext(ctx, owner, opts...)
 }
@@ -107,8 +115,23 @@ func (m *MemStore) Renew(ctx context.Context, id ID, owner string, ttl time.Dura
 }
 
 // Complete finishes a task and reports what it unblocked; see [Store.Complete].
-func (m *MemStore) Complete(ctx context.Context, id ID, owner string) (Completion, error) {
-	return ops{m}.Complete(ctx, id, owner)
+func (m *MemStore) Complete(ctx context.Context, id ID, owner string, opts ...CompleteOption) (Completion, error) {
+	return ops{m}.Complete(ctx, id, owner, opts...)
+}
+
+// Fail records that a task in progress failed; see [Store.Fail].
+func (m *MemStore) Fail(ctx context.Context, id ID, owner, reason string) (Task, error) {
+	return ops{m}.Fail(ctx, id, owner, reason)
+}
+
+// Cancel records that a task will not be done; see [Store.Cancel].
+func (m *MemStore) Cancel(ctx context.Context, id ID, reason string) (Task, error) {
+	return ops{m}.Cancel(ctx, id, reason)
+}
+
+// Reopen returns a finished task to Pending; see [Store.Reopen].
+func (m *MemStore) Reopen(ctx context.Context, id ID) (Task, error) {
+	return ops{m}.Reopen(ctx, id)
 }
 
 // Release returns a claimed task to Pending; see [Store.Release].
@@ -122,7 +145,9 @@ func (m *MemStore) Delete(ctx context.Context, id ID, opts ...DeleteOption) erro
 }
 
 // Board partitions the graph by state; see [Store.Board].
-func (m *MemStore) Board(ctx context.Context) (Board, error) { return ops{m}.Board(ctx) }
+func (m *MemStore) Board(ctx context.Context, filters ...Filter) (Board, error) {
+	return ops{m}.Board(ctx, filters...)
+}
 
 // Load adds tasks with their ids, all or nothing; see [Loader].
 func (m *MemStore) Load(ctx context.Context, tasks []Task) error { return ops{m}.Load(ctx, tasks) }

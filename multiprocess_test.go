@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	tg "github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/taskgraphtest"
 )
 
 // Two stores on one directory (as two processes would have) see each
@@ -240,4 +241,63 @@ func holdLock(_ *tg.FileStore, dir, _ string) int {
 	}
 	fmt.Println("locked")
 	select {}
+}
+
+// Two labelled agents, two processes each, drain a priority mix with
+// ClaimNext WithLabels: each gets only tasks with its label, most urgent
+// first, and no task is claimed twice.
+func TestMultiProcessLabelledAgents(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, tg.WithoutSync())
+	tasks := taskgraphtest.LabelledMix(t, s, 120)
+	var mu sync.Mutex
+	var claims []taskgraphtest.Claim
+	var wg sync.WaitGroup
+	for _, label := range []string{"frontend", "backend"} {
+		for w := range 2 {
+			cmd := worker(t, "labelled", dir, fmt.Sprint(label, "-", w))
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			wg.Go(func() {
+				sc := bufio.NewScanner(out)
+				for sc.Scan() {
+					id, err := strconv.ParseInt(sc.Text(), 10, 64)
+					assert.NoError(t, err)
+					mu.Lock()
+					claims = append(claims, taskgraphtest.Claim{Label: label, Worker: w, Task: tg.Task{ID: tg.ID(id), Owner: fmt.Sprint(label, "-", w)}})
+					mu.Unlock()
+				}
+				assert.NoError(t, cmd.Wait())
+			})
+		}
+	}
+	wg.Wait()
+	taskgraphtest.CheckLabelled(t, tasks, claims)
+	all, err := s.List(ctx, tg.WithStatus(tg.InProgress))
+	require.NoError(t, err)
+	assert.Len(t, all, len(claims), "every claim printed is in the directory")
+	for _, task := range all {
+		assert.True(t, strings.HasPrefix(task.Owner, "frontend-") || strings.HasPrefix(task.Owner, "backend-"))
+	}
+}
+
+// claimLabelled is a worker that claims tasks as owner "LABEL-N" with
+// WithLabels(LABEL) until none is ready, printing each id it got, in
+// order.
+func claimLabelled(s *tg.FileStore, _, owner string) int {
+	label, _, _ := strings.Cut(owner, "-")
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for {
+		task, err := s.ClaimNext(ctx, owner, tg.WithLabels(label))
+		if errors.Is(err, tg.ErrNoReady) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintln(out, task.ID)
+	}
 }

@@ -16,6 +16,7 @@ type plan struct {
 	del    []ID
 	read   []ID
 	result ID
+	ids    []ID // the tasks of a CreatePlan, in input order
 }
 
 // The plan functions run the Rulebook against the in-memory graph of
@@ -69,17 +70,45 @@ func (g *graph) current(id ID) (*Task, error) {
 }
 
 func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
-	t, err := Rules.Create(g.maxID+1, nt, now, g.exists)
+	if err := Rules.CreateArgs(nt); err != nil {
+		return nil, err
+	}
+	if id, ok := Rules.Keyed(nt, g.keyed); ok {
+		return &plan{read: []ID{id}, result: id}, nil // exists: returned as it is
+	}
+	t, err := create(g.maxID+1, nt, now, g.exists, g.keyed) // Rules.Create, its arguments checked just above
 	if err != nil {
 		return nil, err
 	}
 	// The new id is read too: a file of that id that the cache does not
 	// know (made behind the lock) is loaded and the id decided again,
 	// rather than overwritten.
-	p := &plan{put: []*Task{t}, read: append([]ID{t.ID}, nt.BlockedBy...), result: t.ID}
+	p := &plan{put: []*Task{t}, read: append([]ID{t.ID}, t.BlockedBy...), result: t.ID}
 	for _, d := range addIDs(nil, nt.Blocks) {
 		dt, _ := g.current(d)
 		Rules.Reblock(dt, now, []ID{t.ID}, nil)
+		p.put = append(p.put, dt)
+		p.read = append(p.read, d)
+	}
+	return p, newOverlay(g, p.put, nil).checkNewEdges()
+}
+
+func (g *graph) planCreatePlan(nts []NewTask, now time.Time) (*plan, error) {
+	pl, err := Rules.Plan(nts, g.maxID+1, now, g.exists, g.keyed)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{ids: pl.IDs}
+	for _, id := range pl.IDs {
+		p.read = append(p.read, id) // existing ones, and new ids as in planCreate
+	}
+	for _, t := range pl.New {
+		p.put = append(p.put, t)
+		p.read = append(p.read, t.BlockedBy...)
+	}
+	for _, d := range pl.Blocked {
+		dt, _ := g.current(d) // exists: checked by the rule
+		Rules.Reblock(dt, now, pl.Blockers[d], nil)
 		p.put = append(p.put, dt)
 		p.read = append(p.read, d)
 	}
@@ -149,25 +178,28 @@ func (g *graph) planClaim(id ID, owner string, lease time.Duration, now time.Tim
 	return &plan{put: []*Task{t}, read: append([]ID{id}, t.BlockedBy...), result: id}, nil
 }
 
-func (g *graph) planClaimNext(owner string, lease time.Duration, now time.Time) (*plan, error) {
-	if err := Rules.ClaimArgs(owner, lease); err != nil {
+func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string, now time.Time) (*plan, error) {
+	labels, err := Rules.ClaimNextArgs(owner, lease, labels)
+	if err != nil {
 		return nil, err
 	}
-	if id, ok := g.nextReady(); ok {
+	if id, ok := g.nextReadyWith(labels); ok {
 		return g.planClaim(id, owner, lease, now)
 	}
-	// Tasks whose lease lapsed come after every never-claimed ready task.
-	var expired []ID
+	// Tasks whose lease lapsed come after every never-claimed ready task,
+	// the most urgent first.
+	var best *Task
 	for id := range g.leased {
 		t := g.tasks[id]
-		if by, _ := unfinished(t, g.status); len(by) == 0 && !now.Before(t.LeaseExpiresAt) {
-			expired = append(expired, id)
+		if by, _, _ := unfinished(t, g.status); len(by) == 0 && !now.Before(t.LeaseExpiresAt) && hasLabels(t.Labels, labels) &&
+			(best == nil || (readyEntry{t.Priority, t.ID}).less(readyEntry{best.Priority, best.ID})) {
+			best = t
 		}
 	}
-	if len(expired) == 0 {
+	if best == nil {
 		return nil, ErrNoReady
 	}
-	return g.planClaim(slices.Min(expired), owner, lease, now)
+	return g.planClaim(best.ID, owner, lease, now)
 }
 
 func (g *graph) planRenew(id ID, owner string, ttl time.Duration, now time.Time) (*plan, error) {
@@ -193,18 +225,47 @@ func (g *graph) planHolder(id ID, now time.Time, rule func(t *Task) error) (*pla
 	return &plan{put: []*Task{t}, read: []ID{id}, result: id}, nil
 }
 
-func (g *graph) planComplete(id ID, owner string, now time.Time) (*plan, error) {
+func (g *graph) planComplete(id ID, owner, result string, now time.Time) (*plan, error) {
+	if err := Rules.CompleteArgs(result); err != nil { // before the task is read, as in every store
+		return nil, err
+	}
 	t, err := g.current(id)
 	if err != nil {
 		return nil, err
 	}
-	if err := Rules.Complete(t, owner, now); err != nil {
+	if err := Rules.Complete(t, owner, result, now); err != nil {
 		return nil, err
 	}
 	if err := g.checkBlockers(t); err != nil {
 		return nil, err
 	}
 	return &plan{put: []*Task{t}, read: append([]ID{id}, t.BlockedBy...), result: id}, nil
+}
+
+func (g *graph) planFail(id ID, owner, reason string, now time.Time) (*plan, error) {
+	if err := Rules.FailArgs(reason); err != nil {
+		return nil, err
+	}
+	return g.planHolder(id, now, func(t *Task) error { return Rules.Fail(t, owner, reason, now) })
+}
+
+func (g *graph) planCancel(id ID, reason string, now time.Time) (*plan, error) {
+	if err := Rules.CancelArgs(reason); err != nil {
+		return nil, err
+	}
+	return g.planHolder(id, now, func(t *Task) error { return Rules.Cancel(t, reason, now) })
+}
+
+func (g *graph) planReopen(id ID, now time.Time) (*plan, error) {
+	t, err := g.current(id)
+	if err != nil {
+		return nil, err
+	}
+	deps := g.dependents[id] // tasks that exist: remove drops the edges of a task it removes
+	if err := Rules.Reopen(t, now, deps, g.status); err != nil {
+		return nil, err
+	}
+	return &plan{put: []*Task{t}, read: append([]ID{id}, deps...), result: id}, nil
 }
 
 // checkBlockers refuses to start or finish t while a blocker is unfinished.
@@ -253,7 +314,7 @@ func (g *graph) planDelete(id ID, detach bool, now time.Time) (*plan, error) {
 }
 
 func (g *graph) planLoad(tasks []Task, now time.Time) (*plan, error) {
-	put, err := Rules.Load(tasks, g.maxID, now, g.exists)
+	put, err := Rules.Load(tasks, g.maxID, now, g.exists, g.keyed)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,14 @@
 package taskgraph
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/taskgraph/taskgraph/internal/jsonvalue"
@@ -97,14 +100,195 @@ func texts(pairs ...string) error {
 	return nil
 }
 
-// CreateArgs validates the text of nt (see Text). Create runs it first; a
-// store that must do anything before it can call Create (allocate the id
-// in a database) runs it before that.
+// CreateArgs validates everything about nt that does not depend on the
+// graph: its text (see Text), subject, metadata, priority, labels, key
+// and the form of its After references. Create runs it first; a store
+// that must do anything before it can call Create (look up the key,
+// allocate the id in a database) runs it before that.
 func (Rulebook) CreateArgs(nt NewTask) error {
 	if err := texts("subject", nt.Subject, "description", nt.Description, "owner", nt.Owner); err != nil {
 		return err
 	}
-	return metadataText("metadata", nt.Metadata)
+	if err := metadataText("metadata", nt.Metadata); err != nil {
+		return err
+	}
+	if nt.Subject == "" {
+		return &InvalidError{Field: "subject", Reason: "must not be empty"}
+	}
+	if _, err := normalizeMetadata(nt.Metadata); err != nil {
+		return err
+	}
+	if nt.Priority != nil {
+		if err := Rules.Priority("priority", *nt.Priority); err != nil {
+			return err
+		}
+	}
+	if _, err := Rules.Labels("labels", nt.Labels); err != nil {
+		return err
+	}
+	if nt.Key != "" {
+		if err := Rules.Key("key", nt.Key); err != nil {
+			return err
+		}
+	}
+	for i, ref := range nt.After {
+		if err := afterRef(fmt.Sprintf("after[%d]", i), ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// afterRef validates the form of one reference of NewTask.After.
+func afterRef(field, ref string) error {
+	if ref == "" {
+		return &InvalidError{Field: field, Reason: "is empty: name a task by its key, or by its id as \"#12\""}
+	}
+	if _, ok := parseIDRef(ref); ok {
+		return nil
+	}
+	return Rules.Key(field, ref)
+}
+
+// parseIDRef reads a reference of the form "12" or "#12" as an id.
+func parseIDRef(ref string) (ID, bool) {
+	digits := strings.TrimPrefix(ref, "#")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return MaxID + 1, true // a number too large is an id that cannot exist
+	}
+	return ID(n), true
+}
+
+// Keyed reports whether nt names, by its key, a task that exists: key
+// returns the id of the task with a given key. Create then returns that
+// task as it is and writes nothing.
+func (Rulebook) Keyed(nt NewTask, key func(string) (ID, bool)) (ID, bool) {
+	if nt.Key == "" {
+		return 0, false
+	}
+	return key(nt.Key)
+}
+
+// MaxKey is the longest key, in bytes.
+const MaxKey = 128
+
+// Key validates a task key that a write would store or look up in field:
+// 1 to MaxKey bytes of printable UTF-8 text, and not an id (all digits,
+// or "#" and digits), so that a reference reads one way only.
+func (Rulebook) Key(field, key string) error {
+	switch {
+	case key == "":
+		return &InvalidError{Field: field, Reason: "is empty: a key needs 1 to 128 bytes"}
+	case len(key) > MaxKey:
+		return &InvalidError{Field: field, Reason: fmt.Sprintf("is %d bytes long, over %d (MaxKey): use a shorter key", len(key), MaxKey)}
+	}
+	if err := Rules.Text(field, key); err != nil {
+		return err
+	}
+	for i, r := range key {
+		if !unicode.IsPrint(r) {
+			return &InvalidError{Field: field, Reason: fmt.Sprintf("holds a control or invisible character (%U at byte %d): use printable text", r, i)}
+		}
+	}
+	if _, ok := parseIDRef(key); ok {
+		return &InvalidError{Field: field, Reason: fmt.Sprintf("%q reads as a task id: a key needs a character other than digits (e.g. \"step-%s\")", key, strings.TrimPrefix(key, "#"))}
+	}
+	return nil
+}
+
+// MaxLabels is the most labels a task carries, and MaxLabel the longest
+// label, in bytes.
+const (
+	MaxLabels = 32
+	MaxLabel  = 64
+)
+
+// Labels validates the labels a write would store, or a filter asks for,
+// in field, and returns them sorted, without duplicates: each is 1 to
+// MaxLabel bytes of lower-case ASCII letters, digits and "-_.:/", and
+// there are at most MaxLabels.
+func (Rulebook) Labels(field string, labels []string) ([]string, error) {
+	for i, l := range labels {
+		if err := label(fmt.Sprintf("%s[%d]", field, i), l); err != nil {
+			return nil, err
+		}
+	}
+	out := slices.Compact(slices.Sorted(slices.Values(labels)))
+	if len(out) > MaxLabels {
+		return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("%d labels, over %d (MaxLabels): keep at most %d", len(out), MaxLabels, MaxLabels)}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func label(field, l string) error {
+	ok := l != "" && len(l) <= MaxLabel
+	for i := 0; ok && i < len(l); i++ {
+		c := l[i]
+		ok = 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-_.:/", c) >= 0
+	}
+	if ok {
+		return nil
+	}
+	return &InvalidError{Field: field, Reason: fmt.Sprintf("%.80q is not a label: use 1 to %d lower-case letters, digits and -_.:/ (e.g. \"frontend\")", l, MaxLabel)}
+}
+
+// Priority validates a priority that a write would store in field.
+func (Rulebook) Priority(field string, p Priority) error {
+	if p.Valid() {
+		return nil
+	}
+	return &InvalidError{Field: field, Reason: fmt.Sprintf("%d is not a priority: use 0 (P0, most urgent) to 4 (P4, least); the default is 2", int(p))}
+}
+
+// ParsePriority reads a priority written "P0" to "P4" (or "p1") or "0"
+// to "4". It returns an *InvalidError for anything else.
+func ParsePriority(s string) (Priority, error) {
+	d := strings.TrimPrefix(strings.TrimPrefix(s, "P"), "p")
+	if len(d) == 1 && '0' <= d[0] && d[0] <= '4' {
+		return Priority(d[0] - '0'), nil
+	}
+	return 0, &InvalidError{Field: "priority", Reason: fmt.Sprintf("%.20q is not a priority: use P0 (most urgent) to P4 (least), or 0 to 4; the default is P2", s)}
+}
+
+// Filters validates what filters select, for List and Board, before
+// anything is read, and returns it: statuses must be known, labels well
+// formed (they come back sorted).
+func (Rulebook) Filters(filters []Filter) (Selection, error) {
+	c := applyOptions[filterConfig](filters)
+	for _, st := range c.statuses {
+		if !st.Valid() {
+			return Selection{}, &InvalidError{Field: "status", Reason: fmt.Sprintf("%q is not %s", st, statusList)}
+		}
+	}
+	labels, err := Rules.Labels("labels", c.labels)
+	if err != nil {
+		return Selection{}, err
+	}
+	var statuses []Status
+	if len(c.statuses) > 0 {
+		statuses = slices.Compact(slices.Sorted(slices.Values(c.statuses)))
+	}
+	return Selection{Statuses: statuses, Owner: c.owner, Labels: labels, ReadyOnly: c.readyOnly, Limit: c.limit}, nil
+}
+
+// statusList names the statuses, for errors.
+const statusList = "pending, in_progress, completed, failed or cancelled"
+
+// prefixed returns err with prefix added to the field an *InvalidError
+// names, so that an error about one task of a plan or a load says which.
+func prefixed(prefix string, err error) error {
+	var inv *InvalidError
+	if errors.As(err, &inv) {
+		return &InvalidError{Field: prefix + inv.Field, Reason: inv.Reason}
+	}
+	return err
 }
 
 // PatchArgs validates the text p would store (see Text). Stores run it
@@ -120,7 +304,20 @@ func (Rulebook) PatchArgs(p Patch) error {
 			}
 		}
 	}
-	return metadataText("metadata", p.Metadata)
+	if err := metadataText("metadata", p.Metadata); err != nil {
+		return err
+	}
+	if p.Priority != nil {
+		if err := Rules.Priority("priority", *p.Priority); err != nil {
+			return err
+		}
+	}
+	if p.Labels != nil {
+		if _, err := Rules.Labels("labels", *p.Labels); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LoadArgs validates the text of tasks (see Text), before anything is
@@ -128,7 +325,8 @@ func (Rulebook) PatchArgs(p Patch) error {
 func (Rulebook) LoadArgs(tasks []Task) error {
 	for i, t := range tasks {
 		f := fmt.Sprintf("tasks[%d].", i)
-		if err := texts(f+"subject", t.Subject, f+"description", t.Description, f+"owner", t.Owner, f+"prevOwner", t.PrevOwner); err != nil {
+		if err := texts(f+"subject", t.Subject, f+"description", t.Description, f+"owner", t.Owner, f+"prevOwner", t.PrevOwner,
+			f+"reason", t.Reason, f+"result", t.Result); err != nil {
 			return err
 		}
 		if err := metadataText(f+"metadata", t.Metadata); err != nil {
@@ -163,18 +361,23 @@ func (Rulebook) CheckEdges(self ID, field string, ids []ID, exists func(ID) erro
 	return nil
 }
 
-// Create validates nt and returns the task to store under the new id. The
-// store then adds id to the BlockedBy of every task in nt.Blocks
-// (Reblock) and refuses the write if the new edges close a cycle.
-func (Rulebook) Create(id ID, nt NewTask, now time.Time, exists func(ID) error) (*Task, error) {
+// Create validates nt and returns the task to store under the new id:
+// exists answers for the ids nt names (BlockedBy, Blocks, After), key for
+// the keys its After names. The store first returns the existing task if
+// nt's key names one (Keyed); after Create it adds id to the BlockedBy of
+// every task in nt.Blocks (Reblock) and refuses the write if the new edges
+// close a cycle.
+func (Rulebook) Create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(string) (ID, bool)) (*Task, error) {
 	if err := Rules.CreateArgs(nt); err != nil {
 		return nil, err
 	}
+	return create(id, nt, now, exists, key)
+}
+
+// create is Create without the checks of CreateArgs.
+func create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(string) (ID, bool)) (*Task, error) {
 	if id <= 0 || id > MaxID {
 		return nil, &InvalidError{Field: "id", Reason: fmt.Sprintf("no task id is left: every id up to %d (MaxID) has been allocated", MaxID)}
-	}
-	if nt.Subject == "" {
-		return nil, &InvalidError{Field: "subject", Reason: "must not be empty"}
 	}
 	meta, err := normalizeMetadata(nt.Metadata)
 	if err != nil {
@@ -186,11 +389,151 @@ func (Rulebook) Create(id ID, nt NewTask, now time.Time, exists func(ID) error) 
 	if err := Rules.CheckEdges(id, "blocks", nt.Blocks, exists); err != nil {
 		return nil, err
 	}
+	after, err := resolveAfter(id, nt.After, exists, key)
+	if err != nil {
+		return nil, err
+	}
+	labels, _ := Rules.Labels("labels", nt.Labels) // valid: CreateArgs
+	prio := DefaultPriority
+	if nt.Priority != nil {
+		prio = *nt.Priority
+	}
 	return &Task{
 		ID: id, Subject: nt.Subject, Description: nt.Description, Status: Pending, Owner: nt.Owner,
-		BlockedBy: addIDs(nil, nt.BlockedBy), Metadata: meta,
+		BlockedBy: addIDs(addIDs(nil, nt.BlockedBy), after), Metadata: meta,
 		CreatedAt: now, UpdatedAt: now, Rev: 1,
+		Priority: prio, Labels: labels, Key: nt.Key,
 	}, nil
+}
+
+// resolveAfter returns the ids that the references of NewTask.After name,
+// for the new task self: an id ("#12") must exist, a key must be known to
+// key.
+func resolveAfter(self ID, after []string, exists func(ID) error, key func(string) (ID, bool)) ([]ID, error) {
+	var out []ID
+	for i, ref := range after {
+		field := fmt.Sprintf("after[%d]", i)
+		id, isID := parseIDRef(ref)
+		switch {
+		case isID:
+			if id != self {
+				if err := exists(id); err != nil {
+					return nil, err
+				}
+			}
+		default:
+			var ok bool
+			if id, ok = key(ref); !ok {
+				return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("%.80q names no task: use the key of a task of this plan or of an existing task, or an existing id as \"#12\"", ref)}
+			}
+		}
+		if id == self {
+			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("task %d cannot block itself", self)}
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// PlanArgs validates a plan before anything is read: each task as
+// CreateArgs does, and a key on each, none twice. Errors name the task,
+// as in "tasks[2].key".
+func (Rulebook) PlanArgs(nts []NewTask) error {
+	seen := make(map[string]int, len(nts))
+	for i, nt := range nts {
+		f := fmt.Sprintf("tasks[%d].", i)
+		if err := Rules.CreateArgs(nt); err != nil {
+			return prefixed(f, err)
+		}
+		if nt.Key == "" {
+			return &InvalidError{Field: f + "key", Reason: "every task of a plan needs a key, by which the others name it in after"}
+		}
+		if j, dup := seen[nt.Key]; dup {
+			return &InvalidError{Field: f + "key", Reason: fmt.Sprintf("%q is also the key of tasks[%d]: give each task of a plan its own key", nt.Key, j)}
+		}
+		seen[nt.Key] = i
+	}
+	return nil
+}
+
+// PlanRefs lists what a store must look up to decide a plan (or a
+// Create, as a plan of one): every key it names, its tasks' own and
+// those in After, and every id it names.
+func (Rulebook) PlanRefs(nts []NewTask) (keys []string, ids []ID) {
+	for _, nt := range nts {
+		if nt.Key != "" {
+			keys = append(keys, nt.Key)
+		}
+		ids = append(append(ids, nt.BlockedBy...), nt.Blocks...)
+		for _, ref := range nt.After {
+			if id, ok := parseIDRef(ref); ok {
+				ids = append(ids, id)
+			} else {
+				keys = append(keys, ref)
+			}
+		}
+	}
+	return keys, ids
+}
+
+// Planned is what Rules.Plan decides.
+type Planned struct {
+	// IDs holds the id of each task of the plan, in input order: that of
+	// the existing task with its key, or its new id.
+	IDs []ID
+	// New holds the tasks to create, in input order (which is id order).
+	New []*Task
+	// Blocked lists the existing tasks that new tasks block (Blocks), in
+	// the order first named, and Blockers the new ids each gains in its
+	// BlockedBy: the store applies them with Reblock.
+	Blocked  []ID
+	Blockers map[ID][]ID
+}
+
+// Plan decides a plan (CreatePlan): next is the id of the first new task,
+// exists answers for the ids it names, key returns the id of the existing
+// task with a key. A task whose key exists is not created; the others get
+// ids from next on, in input order. The store then applies Blocked and
+// Blockers, and refuses the write if the new edges close a cycle.
+func (Rulebook) Plan(nts []NewTask, next ID, now time.Time, exists func(ID) error, key func(string) (ID, bool)) (*Planned, error) {
+	if err := Rules.PlanArgs(nts); err != nil {
+		return nil, err
+	}
+	pl := &Planned{IDs: make([]ID, len(nts)), Blockers: map[ID][]ID{}}
+	local := make(map[string]ID, len(nts))
+	fresh := make([]bool, len(nts))
+	for i, nt := range nts {
+		if id, ok := key(nt.Key); ok {
+			pl.IDs[i] = id
+		} else {
+			pl.IDs[i], fresh[i] = next, true
+			next++
+		}
+		local[nt.Key] = pl.IDs[i]
+	}
+	inPlan := func(k string) (ID, bool) {
+		if id, ok := local[k]; ok {
+			return id, true
+		}
+		return key(k)
+	}
+	for i, nt := range nts {
+		if !fresh[i] {
+			continue
+		}
+		t, err := create(pl.IDs[i], nt, now, exists, inPlan)
+		if err != nil {
+			return nil, prefixed(fmt.Sprintf("tasks[%d].", i), err)
+		}
+		pl.New = append(pl.New, t)
+		for _, b := range addIDs(nil, nt.Blocks) {
+			if _, ok := pl.Blockers[b]; !ok {
+				pl.Blocked = append(pl.Blocked, b)
+			}
+			pl.Blockers[b] = append(pl.Blockers[b], t.ID)
+		}
+	}
+	return pl, nil
 }
 
 // Patch applies p to t: fields, metadata, t's own BlockedBy and status. It
@@ -233,12 +576,31 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 		}
 		t.Metadata = jsonvalue.Merge(t.Metadata, set) // a key set to nil is deleted
 	}
+	if p.Priority != nil {
+		t.Priority = *p.Priority
+	}
+	if p.Labels != nil {
+		t.Labels, _ = Rules.Labels("labels", *p.Labels) // valid: PatchArgs
+	}
 	if p.Status == nil || *p.Status == t.Status {
 		return false, nil
 	}
 	st := *p.Status
-	if !st.Valid() {
-		return false, &InvalidError{Field: "status", Reason: fmt.Sprintf("%q is not pending, in_progress or completed", st)}
+	switch {
+	case !st.Valid():
+		return false, &InvalidError{Field: "status", Reason: fmt.Sprintf("%q is not %s", st, statusList)}
+	case st == Failed:
+		return false, &InvalidError{Field: "status", Reason: "a task becomes failed only by Fail, which records the reason"}
+	case st == Cancelled:
+		return false, &InvalidError{Field: "status", Reason: "a task becomes cancelled only by Cancel, which records the reason"}
+	case t.Status.ended() && st != Pending:
+		return false, &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is %s: reopen it (status pending) first", t.ID, t.Status)}
+	}
+	if t.Status.ended() {
+		t.Reason = ""
+	}
+	if t.Status == Completed {
+		t.Result = ""
 	}
 	if st == InProgress && t.Owner == "" {
 		return false, &InvalidError{Field: "owner", Reason: "an in_progress task needs an owner: use Claim, or set Owner in the same patch"}
@@ -284,6 +646,15 @@ func (Rulebook) ClaimArgs(owner string, lease time.Duration) error {
 	return nil
 }
 
+// ClaimNextArgs validates the arguments of ClaimNext, before any task is
+// read, and returns the labels a task must carry, sorted.
+func (Rulebook) ClaimNextArgs(owner string, lease time.Duration, labels []string) ([]string, error) {
+	if err := Rules.ClaimArgs(owner, lease); err != nil {
+		return nil, err
+	}
+	return Rules.Labels("labels", labels)
+}
+
 // Claim moves t to InProgress under owner. write is false when owner
 // already holds t and asks for no lease: nothing changes. Otherwise the
 // store must then check t's blockers (Blocked) before storing it. A task
@@ -294,8 +665,8 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 		return false, err
 	}
 	switch t.Status {
-	case Completed:
-		return false, &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is already completed", t.ID)}
+	case Completed, Failed, Cancelled:
+		return false, finishedError(t)
 	case InProgress:
 		expired := !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt)
 		switch {
@@ -341,16 +712,98 @@ func (Rulebook) Renew(t *Task, owner string, ttl time.Duration, now time.Time) e
 	return nil
 }
 
+// CompleteArgs validates the arguments of Complete, before any task is
+// read.
+func (Rulebook) CompleteArgs(result string) error {
+	return Rules.Text("result", result)
+}
+
 // Complete moves t, which must be InProgress (and held by owner, if owner
-// is not ""), to Completed. The store must then check t's blockers
-// (Blocked) before storing it.
-func (Rulebook) Complete(t *Task, owner string, now time.Time) error {
+// is not ""), to Completed, recording result. The store must then check
+// t's blockers (Blocked) before storing it.
+func (Rulebook) Complete(t *Task, owner, result string, now time.Time) error {
+	if err := Rules.CompleteArgs(result); err != nil {
+		return err
+	}
 	if err := holder(t, owner, false); err != nil {
 		return err
 	}
 	advance(t, now)
 	t.Status = Completed
+	t.Result = result
 	t.LeaseExpiresAt = time.Time{}
+	return nil
+}
+
+// FailArgs validates the arguments of Fail, before any task is read: the
+// reason is required.
+func (Rulebook) FailArgs(reason string) error { return reasonArg(reason) }
+
+// Fail moves t, which must be InProgress (and held by owner, if owner is
+// not ""), to Failed, recording reason. The owner is kept as the record
+// of who tried. Its dependents are stranded from then on (see Board).
+func (Rulebook) Fail(t *Task, owner, reason string, now time.Time) error {
+	if err := Rules.FailArgs(reason); err != nil {
+		return err
+	}
+	if err := holder(t, owner, false); err != nil {
+		return err
+	}
+	advance(t, now)
+	t.Status, t.Reason = Failed, reason
+	t.LeaseExpiresAt = time.Time{}
+	return nil
+}
+
+// CancelArgs validates the arguments of Cancel, before any task is read:
+// the reason is required.
+func (Rulebook) CancelArgs(reason string) error { return reasonArg(reason) }
+
+// Cancel moves t, which must be Pending or InProgress, to Cancelled,
+// recording reason; an owner is kept as the record of who held it.
+func (Rulebook) Cancel(t *Task, reason string, now time.Time) error {
+	if err := Rules.CancelArgs(reason); err != nil {
+		return err
+	}
+	if t.Status.Terminal() {
+		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is already %s: only a pending or in_progress task can be cancelled", t.ID, t.Status)}
+	}
+	advance(t, now)
+	t.Status, t.Reason = Cancelled, reason
+	t.LeaseExpiresAt = time.Time{}
+	return nil
+}
+
+func reasonArg(reason string) error {
+	if reason == "" {
+		return &InvalidError{Field: "reason", Reason: "must not be empty: say why, for whoever reads or reopens the task"}
+	}
+	return Rules.Text("reason", reason)
+}
+
+// Reopen returns t, which must be Completed, Failed or Cancelled, to
+// Pending with no owner, lease, reason or result. dependents are the tasks
+// that list t in their BlockedBy, by id, and status answers for them: a
+// completed task is not reopened while one of them is in progress or
+// completed, since no task may be started before its blockers finish.
+func (Rulebook) Reopen(t *Task, now time.Time, dependents []ID, status func(ID) (Status, bool)) error {
+	if !t.Status.Terminal() {
+		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is %s: only a completed, failed or cancelled task can be reopened", t.ID, t.Status)}
+	}
+	if t.Status == Completed {
+		var started []ID
+		for _, d := range dependents {
+			if st, _ := status(d); st == InProgress || st == Completed {
+				started = append(started, d)
+			}
+		}
+		if len(started) > 0 {
+			return &InvalidError{Field: "id", Reason: fmt.Sprintf("tasks %v depend on task %d and are in progress or completed: reopening it would leave them started before their blocker; reopen or release them first", started, t.ID)}
+		}
+	}
+	advance(t, now)
+	t.Status, t.Owner, t.Reason, t.Result = Pending, "", "", ""
+	t.ClaimedAt, t.LeaseExpiresAt = time.Time{}, time.Time{}
 	return nil
 }
 
@@ -370,16 +823,16 @@ func (Rulebook) Release(t *Task, owner string, now time.Time) error {
 // status reports the status of a task and whether a task of that id
 // exists (a task that exists but cannot be read exists, with status "").
 func (Rulebook) Blocked(t *Task, status func(ID) (Status, bool)) error {
-	by, missing := unfinished(t, status)
+	by, missing, ended := unfinished(t, status)
 	if len(by) == 0 {
 		return nil
 	}
-	return &BlockedError{ID: t.ID, By: by, Missing: missing}
+	return &BlockedError{ID: t.ID, By: by, Missing: missing, Failed: ended}
 }
 
 // unfinished returns the blockers of t that are not completed, and the
-// subset of them that do not exist.
-func unfinished(t *Task, status func(ID) (Status, bool)) (by, missing []ID) {
+// subsets of them that do not exist, and that are failed or cancelled.
+func unfinished(t *Task, status func(ID) (Status, bool)) (by, missing, ended []ID) {
 	for _, b := range t.BlockedBy {
 		st, ok := status(b)
 		if st != Completed {
@@ -387,9 +840,12 @@ func unfinished(t *Task, status func(ID) (Status, bool)) (by, missing []ID) {
 			if !ok {
 				missing = append(missing, b)
 			}
+			if st.ended() {
+				ended = append(ended, b)
+			}
 		}
 	}
-	return by, missing
+	return by, missing, ended
 }
 
 // Delete decides whether task id may be deleted while the tasks in
@@ -405,14 +861,18 @@ func (Rulebook) Delete(id ID, dependents []ID, detach bool) error {
 // Load validates tasks for Loader.Load into a store whose highest
 // allocated id is highWater, and returns the versions to store: metadata
 // normalised, BlockedBy de-duplicated, Blocks dropped, Rev advanced,
-// missing timestamps set to now. exists is asked about every blocker
-// outside the batch. The store then refuses the load if it closes a cycle.
-func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) error) ([]*Task, error) {
+// missing timestamps set to now, labels sorted. Priority is taken as
+// given (the zero value is P0). exists is asked about every blocker
+// outside the batch, key about every key (which must be unique, in the
+// batch and in the store). The store then refuses the load if it closes a
+// cycle.
+func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) error, key func(string) (ID, bool)) ([]*Task, error) {
 	if err := Rules.LoadArgs(tasks); err != nil {
 		return nil, err
 	}
 	out := make([]*Task, 0, len(tasks))
 	batch := make(map[ID]bool, len(tasks))
+	keys := map[string]int{}
 	for i := range tasks {
 		t := tasks[i].clone()
 		field := fmt.Sprintf("tasks[%d]", i)
@@ -428,12 +888,30 @@ func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) 
 		case t.Subject == "":
 			return nil, &InvalidError{Field: field + ".subject", Reason: "must not be empty"}
 		case !t.Status.Valid():
-			return nil, &InvalidError{Field: field + ".status", Reason: fmt.Sprintf("%q is not pending, in_progress or completed", t.Status)}
+			return nil, &InvalidError{Field: field + ".status", Reason: fmt.Sprintf("%q is not %s", t.Status, statusList)}
 		}
 		batch[t.ID] = true
 		var err error
 		if t.Metadata, err = normalizeMetadata(t.Metadata); err != nil {
 			return nil, err
+		}
+		if err := Rules.Priority(field+".priority", t.Priority); err != nil {
+			return nil, err
+		}
+		if t.Labels, err = Rules.Labels(field+".labels", t.Labels); err != nil {
+			return nil, err
+		}
+		if t.Key != "" {
+			if err := Rules.Key(field+".key", t.Key); err != nil {
+				return nil, err
+			}
+			if j, dup := keys[t.Key]; dup {
+				return nil, &InvalidError{Field: field + ".key", Reason: fmt.Sprintf("%q is also the key of tasks[%d]: keys are unique in a graph", t.Key, j)}
+			}
+			if id, ok := key(t.Key); ok {
+				return nil, &InvalidError{Field: field + ".key", Reason: fmt.Sprintf("%q is already the key of task %d: keys are unique in a graph", t.Key, id)}
+			}
+			keys[t.Key] = i
 		}
 		t.Blocks = nil
 		t.BlockedBy = addIDs(nil, t.BlockedBy)
@@ -461,12 +939,21 @@ func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) 
 	return out, nil
 }
 
+// finishedError is the error for a write that needs a task that is not
+// completed, failed or cancelled.
+func finishedError(t *Task) error {
+	if t.Status == Completed {
+		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is already completed", t.ID)}
+	}
+	return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is %s: reopen it first", t.ID, t.Status)}
+}
+
 // holder requires t to be InProgress and, if owner is given (or
 // required), held by owner.
 func holder(t *Task, owner string, required bool) error {
 	switch t.Status {
-	case Completed:
-		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is already completed", t.ID)}
+	case Completed, Failed, Cancelled:
+		return finishedError(t)
 	case Pending:
 		return &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is pending, not in_progress: claim it first", t.ID)}
 	}

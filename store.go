@@ -3,6 +3,7 @@ package taskgraph
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -34,38 +35,71 @@ import (
 // takes the lock.
 type Store interface {
 	// Create adds a pending task and returns it with its new id. Every id in
-	// BlockedBy and Blocks must exist; an edge that would close a cycle is
-	// refused with a *CycleError and nothing is written.
+	// BlockedBy and Blocks must exist, and every reference in After must
+	// name an existing task; an edge that would close a cycle is refused
+	// with a *CycleError and nothing is written. If NewTask.Key names an
+	// existing task, Create returns that task as it is and writes nothing
+	// (its fields are not compared): a create is safe to retry.
 	Create(ctx context.Context, t NewTask) (Task, error)
+	// CreatePlan creates many tasks at once, all or nothing, and returns
+	// them in input order. Every task of a plan needs a Key, and names its
+	// blockers in After by the keys of other tasks of the plan (or of
+	// existing tasks, or by existing ids, "#12"); the new tasks get
+	// consecutive ids in input order. The plan is checked for cycles as a
+	// whole. A task whose key already exists is returned as it is and not
+	// created again, so a plan is safe to retry; the others may name it.
+	CreatePlan(ctx context.Context, tasks []NewTask) ([]Task, error)
 	// Get returns one task.
 	Get(ctx context.Context, id ID) (Task, error)
-	// List returns every task, by id.
-	List(ctx context.Context) ([]Task, error)
+	// List returns the tasks that match every filter (all tasks without
+	// one), by id, at most Limit of them.
+	List(ctx context.Context, filters ...Filter) ([]Task, error)
 	// Update applies a partial update. No task may enter InProgress or
-	// Completed while a blocker is unfinished.
+	// Completed while a blocker is unfinished; a task enters Failed or
+	// Cancelled only by Fail or Cancel, and leaves them only for Pending.
 	Update(ctx context.Context, id ID, p Patch) (Task, error)
 	// Claim moves a ready pending task to InProgress with owner. Claiming a
 	// task someone else holds fails with a *ClaimedError, a blocked one
 	// with a *BlockedError. Claiming a task one already holds succeeds.
 	Claim(ctx context.Context, id ID, owner string, opts ...ClaimOption) (Task, error)
-	// ClaimNext atomically claims the ready task with the lowest id; if
-	// there is none, the task with the lowest id whose lease has expired.
-	// It returns ErrNoReady when there is neither.
+	// ClaimNext atomically claims the most urgent ready task (lowest
+	// Priority), the lowest id among equals; if there is none, the most
+	// urgent, then lowest, task whose lease has expired. With WithLabels
+	// it considers only tasks that carry all the labels. It returns
+	// ErrNoReady when there is no such task.
 	ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error)
 	// Renew extends the lease of a task owner holds to ttl from now.
 	Renew(ctx context.Context, id ID, owner string, ttl time.Duration) (Task, error)
 	// Complete moves an InProgress task to Completed and reports the tasks
 	// this made ready. If owner is not "", it must be the task's owner.
-	Complete(ctx context.Context, id ID, owner string) (Completion, error)
+	// WithResult records a short text on the task for those who come
+	// after.
+	Complete(ctx context.Context, id ID, owner string, opts ...CompleteOption) (Completion, error)
+	// Fail moves an InProgress task to Failed, recording why; reason must
+	// not be empty. If owner is not "", it must be the task's owner. The
+	// tasks that depend on it, directly or through other pending tasks,
+	// become stranded (see Board) until it is reopened.
+	Fail(ctx context.Context, id ID, owner, reason string) (Task, error)
+	// Cancel moves a Pending or InProgress task to Cancelled, recording
+	// why; reason must not be empty. Its dependents become stranded, as
+	// with Fail.
+	Cancel(ctx context.Context, id ID, reason string) (Task, error)
+	// Reopen returns a Failed, Cancelled or Completed task to Pending,
+	// clearing its owner, lease, reason and result. A completed task is
+	// not reopened while a task it blocks is in progress or completed:
+	// no task is started before its blockers are finished.
+	Reopen(ctx context.Context, id ID) (Task, error)
 	// Release returns an InProgress task to Pending and clears its owner.
 	// If owner is not "", it must be the task's owner.
 	Release(ctx context.Context, id ID, owner string) (Task, error)
 	// Delete removes a task. It refuses while other tasks list it in
 	// BlockedBy, unless Detach is given.
 	Delete(ctx context.Context, id ID, opts ...DeleteOption) error
-	// Board partitions the graph into ready, blocked, in-progress and
-	// completed tasks.
-	Board(ctx context.Context) (Board, error)
+	// Board partitions the graph into ready, blocked, stranded,
+	// in-progress, completed, failed and cancelled tasks. Filters select
+	// the tasks each list shows (readiness is always judged on the whole
+	// graph), and Limit caps each list.
+	Board(ctx context.Context, filters ...Filter) (Board, error)
 	// Close releases the store's resources. Later calls return ErrClosed.
 	Close() error
 }
@@ -93,7 +127,10 @@ func Copy(ctx context.Context, dst Loader, src Store) error {
 // ClaimOption configures Claim and ClaimNext.
 type ClaimOption func(*claimConfig)
 
-type claimConfig struct{ lease time.Duration }
+type claimConfig struct {
+	lease  time.Duration
+	labels []string
+}
 
 // WithLease makes a claim lapse ttl after it is made unless the owner calls
 // Renew: an agent that dies holding a task then does not hold it forever.
@@ -103,9 +140,130 @@ func WithLease(ttl time.Duration) ClaimOption {
 	return func(c *claimConfig) { c.lease = ttl }
 }
 
+// WithLabels makes ClaimNext consider only tasks that carry every one of
+// labels, so that an agent takes only the work meant for it. Given more
+// than once, the labels add up. Claim, which names its task, ignores it.
+//
+// Cost: without labels, ClaimNext in the in-memory graph (MemStore,
+// FileStore) pops a heap, O(log n); with labels it scans the ready tasks,
+// O(ready). pgstore runs one indexed statement either way.
+func WithLabels(labels ...string) ClaimOption {
+	return func(c *claimConfig) { c.labels = append(c.labels, labels...) }
+}
+
 // LeaseOf returns the lease that opts ask for, or 0 for none. It is for
 // Store implementations outside this package.
 func LeaseOf(opts []ClaimOption) time.Duration { return applyOptions[claimConfig](opts).lease }
+
+// LabelsOf returns the labels that opts ask ClaimNext to require, as
+// given (Rules.ClaimNextArgs validates and sorts them). It is for Store
+// implementations outside this package.
+func LabelsOf(opts []ClaimOption) []string { return applyOptions[claimConfig](opts).labels }
+
+// CompleteOption configures Complete.
+type CompleteOption func(*completeConfig)
+
+type completeConfig struct{ result string }
+
+// WithResult records text on the completed task, in Task.Result: a short
+// account of what was done, for the agents that take the tasks it
+// unblocks.
+func WithResult(text string) CompleteOption {
+	return func(c *completeConfig) { c.result = text }
+}
+
+// ResultOf returns the result that opts record, or "". It is for Store
+// implementations outside this package.
+func ResultOf(opts []CompleteOption) string { return applyOptions[completeConfig](opts).result }
+
+// Filter selects tasks for List and Board. Filters combine: a task is
+// listed if it matches all of them.
+type Filter func(*filterConfig)
+
+type filterConfig struct {
+	statuses  []Status
+	owner     *string
+	labels    []string
+	readyOnly bool
+	limit     int
+}
+
+// WithStatus selects the tasks in one of statuses. Given more than once,
+// the statuses add up.
+func WithStatus(statuses ...Status) Filter {
+	return func(c *filterConfig) { c.statuses = append(c.statuses, statuses...) }
+}
+
+// WithOwner selects the tasks whose owner is owner; WithOwner("") selects
+// the tasks that have none.
+func WithOwner(owner string) Filter {
+	return func(c *filterConfig) { c.owner = &owner }
+}
+
+// HasLabels selects the tasks that carry every one of labels. (The same
+// selection for ClaimNext is the ClaimOption WithLabels.)
+func HasLabels(labels ...string) Filter {
+	return func(c *filterConfig) { c.labels = append(c.labels, labels...) }
+}
+
+// ReadyOnly selects the ready tasks: pending, with every blocker
+// completed.
+func ReadyOnly() Filter {
+	return func(c *filterConfig) { c.readyOnly = true }
+}
+
+// Limit caps what List returns, and each list of a Board, at n tasks, the
+// lowest ids; n <= 0 means no limit. A capped list says nothing of what it
+// left out: count with a List without the limit.
+func Limit(n int) Filter {
+	return func(c *filterConfig) { c.limit = max(n, 0) }
+}
+
+// Selection is what a set of filters selects, validated (see
+// Rules.Filters): for Store implementations outside this package, which
+// run the selection in their own query language.
+type Selection struct {
+	Statuses  []Status // any of these; none: any status
+	Owner     *string  // nil: any owner
+	Labels    []string // all of these, sorted
+	ReadyOnly bool
+	Limit     int // 0: no limit
+}
+
+// Empty reports whether the selection selects every task.
+func (s Selection) Empty() bool {
+	return len(s.Statuses) == 0 && s.Owner == nil && len(s.Labels) == 0 && !s.ReadyOnly && s.Limit == 0
+}
+
+// Match reports whether task t, which is ready or not, is selected
+// (regardless of Limit).
+func (s Selection) Match(t *Task, ready bool) bool {
+	if len(s.Statuses) > 0 && !slices.Contains(s.Statuses, t.Status) {
+		return false
+	}
+	if s.Owner != nil && t.Owner != *s.Owner {
+		return false
+	}
+	if s.ReadyOnly && !ready {
+		return false
+	}
+	return hasLabels(t.Labels, s.Labels)
+}
+
+// hasLabels reports whether the sorted set have holds every label of the
+// sorted set want.
+func hasLabels(have, want []string) bool {
+	i := 0
+	for _, w := range want {
+		for i < len(have) && have[i] < w {
+			i++
+		}
+		if i == len(have) || have[i] != w {
+			return false
+		}
+	}
+	return true
+}
 
 // DeleteOption configures Delete.
 type DeleteOption func(*deleteConfig)
@@ -178,10 +336,27 @@ func (o ops) Get(ctx context.Context, id ID) (Task, error) {
 	return t, err
 }
 
-func (o ops) List(ctx context.Context) ([]Task, error) {
+func (o ops) CreatePlan(ctx context.Context, nts []NewTask) ([]Task, error) {
+	var out []Task
+	err := o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
+		return g.planCreatePlan(nts, now)
+	}), func(g *graph, p *plan) {
+		out = make([]Task, len(p.ids))
+		for i, id := range p.ids {
+			out[i] = g.view(id)
+		}
+	})
+	return out, err
+}
+
+func (o ops) List(ctx context.Context, filters ...Filter) ([]Task, error) {
 	var ts []Task
 	err := o.e.read(ctx, nil, func(g *graph) error {
-		ts = g.list()
+		sel, err := Rules.Filters(filters)
+		if err != nil {
+			return err
+		}
+		ts = g.list(sel)
 		return g.brokenErr()
 	})
 	return ts, err
@@ -198,17 +373,20 @@ func (o ops) Claim(ctx context.Context, id ID, owner string, opts ...ClaimOption
 
 func (o ops) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error) {
 	c := applyOptions[claimConfig](opts)
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planClaimNext(owner, c.lease, now) })
+	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) {
+		return g.planClaimNext(owner, c.lease, c.labels, now)
+	})
 }
 
 func (o ops) Renew(ctx context.Context, id ID, owner string, ttl time.Duration) (Task, error) {
 	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planRenew(id, owner, ttl, now) })
 }
 
-func (o ops) Complete(ctx context.Context, id ID, owner string) (Completion, error) {
+func (o ops) Complete(ctx context.Context, id ID, owner string, opts ...CompleteOption) (Completion, error) {
 	var c Completion
+	result := ResultOf(opts)
 	err := o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
-		return g.planComplete(id, owner, now)
+		return g.planComplete(id, owner, result, now)
 	}), func(g *graph, p *plan) {
 		c.Task = g.view(id)
 		for _, d := range g.dependents[id] {
@@ -218,6 +396,18 @@ func (o ops) Complete(ctx context.Context, id ID, owner string) (Completion, err
 		}
 	})
 	return c, err
+}
+
+func (o ops) Fail(ctx context.Context, id ID, owner, reason string) (Task, error) {
+	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planFail(id, owner, reason, now) })
+}
+
+func (o ops) Cancel(ctx context.Context, id ID, reason string) (Task, error) {
+	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planCancel(id, reason, now) })
+}
+
+func (o ops) Reopen(ctx context.Context, id ID) (Task, error) {
+	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planReopen(id, now) })
 }
 
 func (o ops) Release(ctx context.Context, id ID, owner string) (Task, error) {
@@ -237,10 +427,14 @@ func (o ops) Load(ctx context.Context, tasks []Task) error {
 	}), func(*graph, *plan) {})
 }
 
-func (o ops) Board(ctx context.Context) (Board, error) {
+func (o ops) Board(ctx context.Context, filters ...Filter) (Board, error) {
 	var b Board
 	err := o.e.read(ctx, nil, func(g *graph) error {
-		b = g.board()
+		sel, err := Rules.Filters(filters)
+		if err != nil {
+			return err
+		}
+		b = g.board(sel)
 		return g.brokenErr()
 	})
 	return b, err

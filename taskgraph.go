@@ -7,8 +7,14 @@
 // directories written by it open unchanged and files written here load in
 // it. Callers program against the [Store] interface: [Open] returns the
 // file store, [NewMemStore] an in-memory store with the same contract for
-// unit tests. [Resolve], [FindCycle] and [TopoOrder] are pure functions
-// over a slice of tasks.
+// unit tests. [Resolve], [FindCycle], [TopoOrder], [Waves],
+// [CriticalPath] and [Explain] are pure functions over a slice of tasks.
+//
+// A task ends completed, failed or cancelled; a failed or cancelled one
+// strands the tasks that wait on it (see [Board]). Tasks carry a
+// [Priority] and labels, which [Store.ClaimNext] honours, and may carry a
+// key, which makes creates safe to retry and lets [Store.CreatePlan]
+// create a whole plan at once.
 //
 // # The design in one page
 //
@@ -54,6 +60,7 @@ package taskgraph
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/taskgraph/taskgraph/internal/jsonvalue"
@@ -63,20 +70,71 @@ import (
 // never reused, even after a task is deleted.
 type ID int64
 
-// Status is the lifecycle state of a task: Pending → InProgress → Completed.
+// Status is the lifecycle state of a task: Pending → InProgress →
+// Completed, or one of the two other outcomes, Failed and Cancelled.
 type Status string
 
-// The three statuses of the reference design.
+// The statuses. The first three are the reference design's; Failed and
+// Cancelled are outcomes that satisfy nothing: a task blocked by one, or by
+// a task that waits on one, is stranded (see [Board]).
 const (
 	Pending    Status = "pending"
 	InProgress Status = "in_progress"
 	Completed  Status = "completed"
+	// Failed is a task its owner gave up on (Store.Fail), with the reason
+	// in Task.Reason. Reopen makes it pending again.
+	Failed Status = "failed"
+	// Cancelled is a task that will not be done (Store.Cancel), with the
+	// reason in Task.Reason. Reopen makes it pending again.
+	Cancelled Status = "cancelled"
 )
 
-// Valid reports whether s is one of the three known statuses.
+// Valid reports whether s is one of the five known statuses.
 func (s Status) Valid() bool {
-	return s == Pending || s == InProgress || s == Completed
+	switch s {
+	case Pending, InProgress, Completed, Failed, Cancelled:
+		return true
+	}
+	return false
 }
+
+// Terminal reports whether s is an outcome: completed, failed or
+// cancelled. Only Reopen takes a task out of one.
+func (s Status) Terminal() bool {
+	return s == Completed || s == Failed || s == Cancelled
+}
+
+// ended reports whether s is failed or cancelled: an outcome that
+// strands the task's dependents.
+func (s Status) ended() bool { return s == Failed || s == Cancelled }
+
+// Priority says how urgent a task is, in the convention of issue
+// trackers: P0 is the most urgent, P4 the least. ClaimNext takes the most
+// urgent ready task first, then the lowest id. A task created without a
+// priority, or read from a file without one, has DefaultPriority.
+//
+// Beware that the zero value is P0: a Task literal given to Loader.Load
+// without a Priority is loaded as most urgent; set DefaultPriority.
+type Priority int
+
+// The five priorities.
+const (
+	P0 Priority = iota // most urgent
+	P1
+	P2
+	P3
+	P4 // least urgent
+)
+
+// DefaultPriority is the priority of a task that was given none: the
+// middle, P2.
+const DefaultPriority = P2
+
+// Valid reports whether p is one of P0 to P4.
+func (p Priority) Valid() bool { return p >= P0 && p <= P4 }
+
+// String returns "P0" to "P4".
+func (p Priority) String() string { return "P" + strconv.Itoa(int(p)) }
 
 // Task is one node of the graph.
 //
@@ -105,6 +163,24 @@ type Task struct {
 	// claimed again.
 	PrevOwner string
 
+	// Priority is how urgent the task is: P0 (most urgent) to P4;
+	// DefaultPriority (P2) unless set.
+	Priority Priority
+	// Labels are short tags (e.g. "frontend") that route work: an agent
+	// claims with WithLabels to take only tasks carrying all of its
+	// labels. Sorted, without duplicates; see Rules.Labels for the form.
+	Labels []string
+	// Key is a name the creator gave the task, unique in its graph, or ""
+	// (see Rules.Key). Creating a task whose key exists returns the
+	// existing task instead, so that a create is safe to retry; plans
+	// (CreatePlan) name their tasks' blockers by key.
+	Key string
+	// Reason says why the task failed or was cancelled; "" otherwise.
+	Reason string
+	// Result is what Complete recorded (WithResult): a short text for the
+	// agents that come after; "" if none.
+	Result string
+
 	// unknown holds the JSON fields of the task file that taskgraph does
 	// not know, so that rewriting the file keeps them.
 	unknown map[string]json.RawMessage
@@ -118,6 +194,20 @@ type NewTask struct {
 	BlockedBy   []ID // existing tasks that block the new one
 	Blocks      []ID // existing tasks that the new one blocks: their BlockedBy gains its id
 	Metadata    map[string]any
+
+	// Priority is the task's priority; nil means DefaultPriority.
+	Priority *Priority
+	// Labels are the task's labels, stored sorted and without duplicates.
+	Labels []string
+	// Key names the task, uniquely in its graph; "" for none. If a task
+	// with this key exists, Create and CreatePlan return that task as it
+	// is and create nothing: a retried create never makes two.
+	Key string
+	// After names the tasks that block the new one, by reference: the key
+	// of a task of the same plan (CreatePlan), the key of an existing
+	// task, or an existing id written "#12" or "12". They are added to
+	// BlockedBy.
+	After []string
 }
 
 // Patch is a partial update: nil pointers and empty slices leave a field as
@@ -137,6 +227,12 @@ type Patch struct {
 	// is removed (as in a JSON merge patch).
 	Metadata map[string]any
 
+	// Priority, if not nil, sets the priority.
+	Priority *Priority
+	// Labels, if not nil, replaces the task's labels (an empty slice
+	// removes them all).
+	Labels *[]string
+
 	// IfRev, when non-zero, makes the update fail with ErrConflict unless
 	// the task's current Rev equals it (optimistic concurrency).
 	IfRev int64
@@ -148,19 +244,32 @@ type Completion struct {
 	Unblocked []Task // tasks this completion made ready, by id; not every ready task
 }
 
-// Board partitions a graph by what can happen next.
+// Board partitions a graph by what can happen next. Every task is in
+// exactly one list, and each list is sorted by id.
 type Board struct {
 	Ready      []Task // pending, every blocker exists and is completed
-	Blocked    []Task // pending, some blocker unfinished or missing
+	Blocked    []Task // pending, some blocker unfinished or missing, and not stranded
 	InProgress []Task
 	Completed  []Task
+	Failed     []Task
+	Cancelled  []Task
+	// Stranded holds the pending tasks that cannot become ready as things
+	// stand: a blocker is failed or cancelled, or is a pending task that
+	// is itself stranded. Reopening the cause, or removing the edge,
+	// frees them.
+	Stranded []Task
+	// StrandedBy maps each stranded task to the failed or cancelled task
+	// that strands it (the lowest id if several do).
+	StrandedBy map[ID]ID
 	// Missing maps a blocked task to the blockers it names that do not exist.
 	Missing map[ID][]ID
 }
 
-// Finished reports whether no work is left: no task is pending or in
-// progress. When ClaimNext returns ErrNoReady, it tells a finished graph
-// from one where work is blocked or held by others.
+// Finished reports whether no work is left that can run: nothing is
+// ready, blocked or in progress. Stranded tasks do not keep a graph
+// unfinished (they cannot run until someone reopens their cause). When
+// ClaimNext returns ErrNoReady, it tells a finished graph from one where
+// work is blocked or held by others.
 func (b Board) Finished() bool {
 	return len(b.Ready) == 0 && len(b.Blocked) == 0 && len(b.InProgress) == 0
 }
@@ -170,6 +279,7 @@ func (t Task) clone() Task {
 	t.BlockedBy = slices.Clone(t.BlockedBy)
 	t.Blocks = slices.Clone(t.Blocks)
 	t.Metadata = jsonvalue.Clone(t.Metadata)
+	t.Labels = slices.Clone(t.Labels)
 	return t // unknown is never modified in place, so it may be shared
 }
 

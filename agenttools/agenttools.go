@@ -7,29 +7,39 @@
 // The reference's four tools keep their names, arguments and output text
 // (task_create, task_update, task_list, task_get), so prompts written for it
 // keep working; task_claim, task_claim_next, task_complete, task_release,
-// task_renew and task_delete add the multi-agent loop.
+// task_renew and task_delete add the multi-agent loop, task_fail an outcome
+// other than success, and task_plan a whole plan in one call. ClaudeCode
+// offers the same graph under Claude Code's own tool names and argument
+// shapes (TaskCreate, TaskGet, TaskUpdate, TaskList).
+//
+// The tools cost little context: the whole set's definitions are about
+// 1,100 tokens, and task_list shows at most DefaultListLimit tasks (the
+// ones in progress and ready first), filtered by status, owner, label or
+// readiness, and says how many it left out. The token-budget test in
+// agenttools/tokenbudget measures both with a real tokenizer.
 //
 // Claims are safe whatever the model asks. The agent's identity is the one
 // given to New (WithOwner), never an argument the model chooses, and no
 // tool changes the status or owner of a task that another identity holds
-// or completed:
+// or completed (or failed):
 //
 //   - task_update with status in_progress claims the task for the agent,
 //     as task_claim does (with the agent's lease); with status completed
 //     it completes a task the agent holds, or claims and completes a
 //     pending one; with status pending it gives back a task the agent
-//     holds, or reopens a task the agent (or no one) completed.
+//     holds, or reopens a task the agent (or no one) completed or failed.
 //   - task_update's owner argument may only be the agent's own identity
 //     (take the task, as status in_progress does) or "" (give back a task
 //     the agent holds, as status pending does). Any other value is
 //     refused: a task's owner is whoever claims it.
-//   - task_complete, task_release and task_renew act only on the agent's
-//     own claims; task_delete refuses a task another identity holds or
-//     completed.
+//   - task_complete, task_fail, task_release and task_renew act only on the
+//     agent's own claims; task_delete refuses a task another identity
+//     holds or completed.
 //
-// Dependencies (addBlockedBy, removeBlockedBy, addBlocks, removeBlocks) may
-// be edited on any task: they order the plan, and a claim does not own
-// them.
+// Dependencies (addBlockedBy, removeBlockedBy, addBlocks, removeBlocks),
+// priority and labels may be edited on any task: they order and route the
+// plan, and a claim does not own them. WithLabels gives an agent its role:
+// task_claim_next then takes only tasks that carry all its labels.
 package agenttools
 
 import (
@@ -37,6 +47,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,8 +118,9 @@ type Tools struct {
 type Option func(*config)
 
 type config struct {
-	owner string
-	lease time.Duration
+	owner  string
+	lease  time.Duration
+	labels []string
 }
 
 // WithOwner sets the agent identity recorded as the owner of its claims
@@ -117,6 +130,13 @@ func WithOwner(owner string) Option { return func(c *config) { c.owner = owner }
 // WithLease makes the agent's claims leases of ttl (see taskgraph.WithLease)
 // and is the default extension of task_renew.
 func WithLease(ttl time.Duration) Option { return func(c *config) { c.lease = ttl } }
+
+// WithLabels makes task_claim_next take only tasks that carry all of
+// labels (besides any the model names): the agent's role, which routes
+// work to it, is the harness's choice, as its identity is.
+func WithLabels(labels ...string) Option {
+	return func(c *config) { c.labels = append(c.labels, labels...) }
+}
 
 // New returns the task tools over store.
 func New(store taskgraph.Store, opts ...Option) *Tools {
@@ -132,16 +152,18 @@ func New(store taskgraph.Store, opts ...Option) *Tools {
 		destroying = Hints{Destructive: true, Idempotent: true}
 	)
 	tools := []Tool{
-		{"task_create", "Create task", "Create a new task. It starts pending; blockedBy lists tasks that must complete first.", schemaCreate, additive, h.create, ""},
-		{"task_update", "Update task", "Update a task's status or dependencies. Status in_progress claims the task for you; you can complete or give back only tasks you hold, and no one else's claim can be changed.", schemaUpdate, once, h.update, ""},
-		{"task_list", "List tasks", "List all tasks with status summary.", schemaEmpty, read, h.list, ""},
-		{"task_get", "Get task", "Get full details of a task by ID.", schemaTaskID, read, byID(h.get), ""},
-		{"task_claim", "Claim task", "Claim a ready task for yourself: it becomes in_progress with you as owner.", schemaTaskID, once, byID(h.claim), ""},
-		{"task_claim_next", "Claim next ready task", "Claim the ready task with the lowest ID. Returns it, or says that none is ready.", schemaEmpty, additive, h.claimNext, ""},
-		{"task_complete", "Complete task", "Mark a task you hold as completed. Says which tasks this unblocked.", schemaTaskID, once, byID(h.complete), ""},
-		{"task_release", "Release task", "Give back a task you hold: it returns to pending for someone else.", schemaTaskID, once, byID(h.release), ""},
-		{"task_renew", "Renew lease", "Extend the lease on a task you hold, so that it is not handed to another agent while you work on it. Call it now and then during long work.", schemaRenew, additive, h.renew, ""},
-		{"task_delete", "Delete task", "Delete a task that no one else holds. If other tasks depend on it, say detach: true to remove those dependencies too.", schemaDelete, destroying, h.delete, ""},
+		{"task_create", "Create task", "Create a pending task. blockedBy: tasks that must complete first. A key names it: creating a key again returns the existing task.", schemaCreate, additive, h.create, ""},
+		{"task_update", "Update task", "Update a task. Status in_progress claims it for you; you can complete or give back only tasks you hold, and no one else's claim can be changed.", schemaUpdate, once, h.update, ""},
+		{"task_list", "List tasks", "List tasks, one a line; in progress and ready first when not all fit.", schemaList, read, h.list, ""},
+		{"task_get", "Get task", "Get a task in full, and why it cannot start if it cannot.", schemaTaskID, read, byID(h.get), ""},
+		{"task_plan", "Create plan", "Create many tasks in one call, all or none. Tasks name their blockers in after by key (or existing id). Keys that exist are not created again.", schemaPlan, once, h.plan, ""},
+		{"task_claim", "Claim task", "Claim a ready task: it becomes in_progress with you as owner.", schemaTaskID, once, byID(h.claim), ""},
+		{"task_claim_next", "Claim next ready task", "Claim the most urgent ready task, else says none is ready.", schemaClaimNext, additive, h.claimNext, ""},
+		{"task_complete", "Complete task", "Complete a task you hold; says which tasks this unblocked.", schemaComplete, once, h.complete, ""},
+		{"task_fail", "Fail task", "Give up on a task you hold, saying why. Tasks that depend on it cannot start until it is reopened.", schemaFail, once, h.fail, ""},
+		{"task_release", "Release task", "Give back a task you hold, for someone else to take.", schemaTaskID, once, byID(h.release), ""},
+		{"task_renew", "Renew lease", "Extend the lease on a task you hold, so that no one else takes it; call it now and then during long work.", schemaRenew, additive, h.renew, ""},
+		{"task_delete", "Delete task", "Delete a task no one else holds. detach: true also removes it from the tasks it blocks.", schemaDelete, destroying, h.delete, ""},
 	}
 	for i := range tools {
 		tools[i].owner = c.owner
@@ -168,9 +190,21 @@ func (ts *Tools) Call(ctx context.Context, name string, input json.RawMessage) (
 }
 
 var (
-	schemaEmpty  = json.RawMessage(`{"type":"object","properties":{}}`)
+	schemaList = json.RawMessage(`{"type":"object","properties":{` +
+		`"status":{"type":"string","enum":["pending","in_progress","completed","failed","cancelled"]},` +
+		`"owner":{"type":"string"},` +
+		`"label":{"type":"string"},` +
+		`"ready":{"type":"boolean","description":"Only tasks that can start now."},` +
+		`"limit":{"type":"integer","description":"Default 50."}}}`)
 	schemaTaskID = json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"integer"}},"required":["task_id"]}`)
-	schemaCreate = json.RawMessage(`{"type":"object","properties":{"subject":{"type":"string"},"description":{"type":"string"},"blockedBy":{"type":"array","items":{"type":"integer"}}},"required":["subject"]}`)
+	// priority and labels are the same on every tool that sets them.
+	schemaPriority = `"priority":{"type":"integer","minimum":0,"maximum":4,"description":"0 most urgent, 4 least; default 2."}`
+	schemaLabels   = `"labels":{"type":"array","items":{"type":"string"}}`
+	schemaCreate   = json.RawMessage(`{"type":"object","properties":{` +
+		`"subject":{"type":"string"},"description":{"type":"string"},` +
+		`"blockedBy":{"type":"array","items":{"type":"integer"}},` +
+		schemaPriority + `,` + schemaLabels + `,"key":{"type":"string"}},` +
+		`"required":["subject"]}`)
 	schemaUpdate = json.RawMessage(`{"type":"object","properties":{` +
 		`"task_id":{"type":"integer"},` +
 		`"status":{"type":"string","enum":["pending","in_progress","completed"]},` +
@@ -178,15 +212,30 @@ var (
 		`"removeBlockedBy":{"type":"array","items":{"type":"integer"}},` +
 		`"addBlocks":{"type":"array","items":{"type":"integer"}},` +
 		`"removeBlocks":{"type":"array","items":{"type":"integer"}},` +
-		`"owner":{"type":"string","description":"Only \"\" (give back a task you hold) or your own name (take the task): a task's owner is whoever claims it."}},` +
+		schemaPriority + `,` +
+		`"labels":{"type":"array","items":{"type":"string"},"description":"Replaces the labels."},` +
+		`"owner":{"type":"string","description":"Only \"\" (give back a task you hold) or your own name (take it)."}},` +
 		`"required":["task_id"]}`)
+	schemaPlan = json.RawMessage(`{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"object","properties":{` +
+		`"key":{"type":"string"},"subject":{"type":"string"},"description":{"type":"string"},` +
+		`"after":{"type":"array","items":{"type":"string"},"description":"Keys of this plan's tasks, or existing ids as \"#12\"."},` +
+		schemaPriority + `,` + schemaLabels + `},` +
+		`"required":["key","subject"]}}},"required":["tasks"]}`)
+	schemaClaimNext = json.RawMessage(`{"type":"object","properties":{` +
+		`"labels":{"type":"array","items":{"type":"string"},"description":"Only tasks with all these labels."}}}`)
+	schemaComplete = json.RawMessage(`{"type":"object","properties":{` +
+		`"task_id":{"type":"integer"},` +
+		`"result":{"type":"string","description":"What you did, for those who come after."}},` +
+		`"required":["task_id"]}`)
+	schemaFail = json.RawMessage(`{"type":"object","properties":{` +
+		`"task_id":{"type":"integer"},"reason":{"type":"string"}},` +
+		`"required":["task_id","reason"]}`)
 	schemaRenew = json.RawMessage(`{"type":"object","properties":{` +
 		`"task_id":{"type":"integer"},` +
-		`"seconds":{"type":"integer","description":"How long from now the lease lasts; by default, as long as a new claim's."}},` +
+		`"seconds":{"type":"integer","description":"Lease length from now; default: a new claim's."}},` +
 		`"required":["task_id"]}`)
 	schemaDelete = json.RawMessage(`{"type":"object","properties":{` +
-		`"task_id":{"type":"integer"},` +
-		`"detach":{"type":"boolean","description":"Also remove the task from the blockedBy of the tasks that depend on it."}},` +
+		`"task_id":{"type":"integer"},"detach":{"type":"boolean"}},` +
 		`"required":["task_id"]}`)
 )
 
@@ -213,11 +262,13 @@ func byID(f func(ctx context.Context, id taskgraph.ID) (string, error)) func(con
 
 func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, error) {
 	var (
-		subject     *string
-		description *string
-		blockedBy   []int64
+		subject, description, key *string
+		blockedBy                 []int64
+		priority                  *int64
+		labels                    []string
 	)
-	if err := decode(raw, field{"subject", &subject}, field{"description", &description}, field{"blockedBy", &blockedBy}); err != nil {
+	if err := decode(raw, field{"subject", &subject}, field{"description", &description}, field{"blockedBy", &blockedBy},
+		field{"priority", &priority}, field{"labels", &labels}, field{"key", &key}); err != nil {
 		return "", err
 	}
 	if subject == nil {
@@ -227,9 +278,15 @@ func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	nt := taskgraph.NewTask{Subject: *subject, BlockedBy: by}
+	nt := taskgraph.NewTask{Subject: *subject, BlockedBy: by, Labels: labels}
 	if description != nil {
 		nt.Description = *description
+	}
+	if key != nil {
+		nt.Key = *key
+	}
+	if nt.Priority, err = toPriority(priority); err != nil {
+		return "", err
 	}
 	t, err := h.store.Create(ctx, nt)
 	if err != nil {
@@ -238,17 +295,34 @@ func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, erro
 	return render(t), nil
 }
 
+// toPriority checks a priority argument; nil stays nil.
+func toPriority(p *int64) (*taskgraph.Priority, error) {
+	if p == nil {
+		return nil, nil
+	}
+	pr := taskgraph.Priority(*p)
+	if *p < 0 || *p > 4 || !pr.Valid() {
+		return nil, fmt.Errorf("priority must be 0 (most urgent) to 4 (least), not %d", *p)
+	}
+	return &pr, nil
+}
+
 // updateInput is task_update's input, decoded.
 type updateInput struct {
 	id     taskgraph.ID
 	status *taskgraph.Status
 	owner  *string
-	edges  taskgraph.Patch // only the dependency lists
+	// fields holds the changes other than status and owner: the
+	// dependency lists, priority and labels, and the fields TaskUpdate
+	// also edits (subject, description, metadata).
+	fields taskgraph.Patch
 }
 
-func (in updateInput) hasEdges() bool {
-	p := in.edges
-	return len(p.AddBlockedBy)+len(p.RemoveBlockedBy)+len(p.AddBlocks)+len(p.RemoveBlocks) > 0
+// hasFields reports whether in changes anything but the status or owner.
+func (in updateInput) hasFields() bool {
+	p := in.fields
+	return len(p.AddBlockedBy)+len(p.RemoveBlockedBy)+len(p.AddBlocks)+len(p.RemoveBlocks) > 0 ||
+		p.Subject != nil || p.Description != nil || len(p.Metadata) > 0 || p.Priority != nil || p.Labels != nil
 }
 
 // maxUpdateTries bounds how often update re-reads a task that changed
@@ -260,16 +334,27 @@ func (h handlers) update(ctx context.Context, raw json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	if in.owner != nil && *in.owner != "" && *in.owner != h.cfg.owner {
-		return "", fmt.Errorf("owner can only be %q (yours) or \"\" (to give back a task you hold): a task's owner is whoever claims it, so another agent takes a task with task_claim", h.cfg.owner)
+	t, err := h.apply(ctx, in, "task_claim")
+	if err != nil {
+		return "", err
 	}
-	if in.status != nil && !in.status.Valid() {
-		return "", fmt.Errorf("status: %q is not pending, in_progress or completed", *in.status)
+	return render(t), nil
+}
+
+// apply makes the change in asks for and returns the task as it is after
+// it; claimWith names how another agent takes a task, for the message
+// that refuses an owner argument naming someone else.
+func (h handlers) apply(ctx context.Context, in updateInput, claimWith string) (taskgraph.Task, error) {
+	if in.owner != nil && *in.owner != "" && *in.owner != h.cfg.owner {
+		return taskgraph.Task{}, fmt.Errorf("owner can only be %q (yours) or \"\" (to give back a task you hold): a task's owner is whoever claims it, so another agent takes a task with %s", h.cfg.owner, claimWith)
+	}
+	if in.status != nil && !slices.Contains(updateStatuses, *in.status) {
+		return taskgraph.Task{}, fmt.Errorf("status: %q is not pending, in_progress or completed", *in.status)
 	}
 	for try := 1; ; try++ {
 		t, err := h.store.Get(ctx, in.id)
 		if err != nil {
-			return "", err
+			return taskgraph.Task{}, err
 		}
 		out, err := h.updateOnce(ctx, t, in)
 		if errors.Is(err, taskgraph.ErrConflict) && try < maxUpdateTries {
@@ -279,53 +364,57 @@ func (h handlers) update(ctx context.Context, raw json.RawMessage) (string, erro
 	}
 }
 
+// updateStatuses are the statuses an update may ask for; failing a task
+// has a tool of its own, which records the reason.
+var updateStatuses = []taskgraph.Status{taskgraph.Pending, taskgraph.InProgress, taskgraph.Completed}
+
 // updateOnce applies in to t, the task as just read. A write it makes on a
 // decision taken from t is conditional on t's rev, so a task that changed
 // meanwhile gives ErrConflict and nothing is written.
-func (h handlers) updateOnce(ctx context.Context, t taskgraph.Task, in updateInput) (string, error) {
+func (h handlers) updateOnce(ctx context.Context, t taskgraph.Task, in updateInput) (taskgraph.Task, error) {
 	me := h.cfg.owner
 	want, err := h.target(t, in)
 	if err != nil {
-		return "", err
+		return t, err
 	}
 	if want != nil {
 		if other := othersOwner(t, me); other != "" {
 			// Only a claim can take a task someone else holds, and only
 			// once their lease has lapsed; the store decides that.
-			if !(*want == taskgraph.InProgress && t.Status == taskgraph.InProgress && !in.hasEdges()) {
-				return "", refusal(t, me, changeStatus)
+			if !(*want == taskgraph.InProgress && t.Status == taskgraph.InProgress && !in.hasFields()) {
+				return t, refusal(t, me, changeStatus)
 			}
 		}
 	}
-	var out taskgraph.Task
 	switch {
-	case want == nil && !in.hasEdges():
-		return render(t), nil // nothing to change
+	case want == nil && !in.hasFields():
+		return t, nil // nothing to change
 	case want == nil:
-		out, err = h.store.Update(ctx, t.ID, in.edges)
-	case *want == taskgraph.InProgress && !in.hasEdges() && t.Status != taskgraph.Completed:
-		out, err = h.store.Claim(ctx, t.ID, me, h.claimOpts()...)
-	case *want == taskgraph.Completed && !in.hasEdges() && t.Status == taskgraph.InProgress:
-		var c taskgraph.Completion
-		c, err = h.store.Complete(ctx, t.ID, me)
-		out = c.Task
-	case *want == taskgraph.Pending && !in.hasEdges() && t.Status == taskgraph.InProgress:
-		out, err = h.store.Release(ctx, t.ID, me)
-	default:
-		p := in.edges
-		p.Status, p.IfRev = want, t.Rev
-		if *want != taskgraph.Pending {
-			p.Owner = &me // starting or finishing a task makes it the agent's
+		return h.store.Update(ctx, t.ID, in.fields)
+	case *want == taskgraph.InProgress && !in.hasFields() && t.Status != taskgraph.Completed:
+		return h.store.Claim(ctx, t.ID, me, h.claimOpts()...)
+	case *want == taskgraph.Completed && !in.hasFields() && t.Status == taskgraph.InProgress:
+		c, err := h.store.Complete(ctx, t.ID, me)
+		return c.Task, err
+	case *want == taskgraph.Pending && !in.hasFields() && t.Status == taskgraph.InProgress:
+		return h.store.Release(ctx, t.ID, me)
+	case *want == taskgraph.Pending && (t.Status == taskgraph.Failed || t.Status == taskgraph.Cancelled):
+		out, err := h.store.Reopen(ctx, t.ID)
+		if err != nil || !in.hasFields() {
+			return out, err
 		}
-		out, err = h.store.Update(ctx, t.ID, p)
-		if err == nil && *want == taskgraph.InProgress && h.cfg.lease > 0 {
-			out, err = h.store.Renew(ctx, t.ID, me, h.cfg.lease)
-		}
+		return h.store.Update(ctx, t.ID, in.fields)
 	}
-	if err != nil {
-		return "", err
+	p := in.fields
+	p.Status, p.IfRev = want, t.Rev
+	if *want != taskgraph.Pending {
+		p.Owner = &me // starting or finishing a task makes it the agent's
 	}
-	return render(out), nil
+	out, err := h.store.Update(ctx, t.ID, p)
+	if err == nil && *want == taskgraph.InProgress && h.cfg.lease > 0 {
+		out, err = h.store.Renew(ctx, t.ID, me, h.cfg.lease)
+	}
+	return out, err
 }
 
 // target returns the status that in asks t to take, or nil for none: the
@@ -348,8 +437,8 @@ func (h handlers) target(t taskgraph.Task, in updateInput) (*taskgraph.Status, e
 			want = &s
 		case want != nil && *want != taskgraph.Pending:
 			return nil, fmt.Errorf("owner \"\" gives a task back, which contradicts status %s", *want)
-		case t.Status == taskgraph.Completed:
-			return nil, fmt.Errorf("task %d is completed: there is no claim to give back", t.ID)
+		case t.Status.Terminal():
+			return nil, fmt.Errorf("task %d is %s: there is no claim to give back", t.ID, t.Status)
 		case t.Status == taskgraph.InProgress:
 			s := taskgraph.Pending
 			want = &s
@@ -373,8 +462,13 @@ func othersOwner(t taskgraph.Task, me string) string {
 // refusal is the error for a change to a task that another identity holds
 // or completed; what names the change.
 func refusal(t taskgraph.Task, me, what string) error {
-	if t.Status == taskgraph.Completed {
+	switch t.Status {
+	case taskgraph.Completed:
 		return fmt.Errorf("task %d was completed by %q, not by you (%q): only they can %s", t.ID, t.Owner, me, what)
+	case taskgraph.Failed:
+		return fmt.Errorf("task %d was failed by %q, not by you (%q): only they can %s", t.ID, t.Owner, me, what)
+	case taskgraph.Cancelled:
+		return fmt.Errorf("task %d was cancelled while %q held it, not you (%q): only they can %s", t.ID, t.Owner, me, what)
 	}
 	return fmt.Errorf("task %d is claimed by %q, not by you (%q): only its holder can %s", t.ID, t.Owner, me, what)
 }
@@ -390,14 +484,24 @@ func decodeUpdate(raw json.RawMessage) (updateInput, error) {
 		id                   *int64
 		status, owner        *string
 		addBy, rmBy, add, rm []int64
+		priority             *int64
+		labels               *[]string
 		in                   updateInput
 	)
 	err := decode(raw, field{"task_id", &id}, field{"status", &status},
 		field{"addBlockedBy", &addBy}, field{"removeBlockedBy", &rmBy},
-		field{"addBlocks", &add}, field{"removeBlocks", &rm}, field{"owner", &owner})
+		field{"addBlocks", &add}, field{"removeBlocks", &rm}, field{"priority", &priority},
+		field{"labels", &labels}, field{"owner", &owner})
 	if err != nil {
 		return in, err
 	}
+	if in.fields.Priority, err = toPriority(priority); err != nil {
+		return in, err
+	}
+	if labels != nil && *labels == nil {
+		*labels = []string{}
+	}
+	in.fields.Labels = labels
 	if in.id, err = taskID(id); err != nil {
 		return in, err
 	}
@@ -410,32 +514,13 @@ func decodeUpdate(raw json.RawMessage) (updateInput, error) {
 		name string
 		ids  []int64
 		dst  *[]taskgraph.ID
-	}{{"addBlockedBy", addBy, &in.edges.AddBlockedBy}, {"removeBlockedBy", rmBy, &in.edges.RemoveBlockedBy},
-		{"addBlocks", add, &in.edges.AddBlocks}, {"removeBlocks", rm, &in.edges.RemoveBlocks}} {
+	}{{"addBlockedBy", addBy, &in.fields.AddBlockedBy}, {"removeBlockedBy", rmBy, &in.fields.RemoveBlockedBy},
+		{"addBlocks", add, &in.fields.AddBlocks}, {"removeBlocks", rm, &in.fields.RemoveBlocks}} {
 		if *l.dst, err = taskIDs(l.name, l.ids); err != nil {
 			return in, err
 		}
 	}
 	return in, nil
-}
-
-func (h handlers) list(ctx context.Context, raw json.RawMessage) (string, error) {
-	if err := decode(raw); err != nil {
-		return "", err
-	}
-	tasks, err := h.store.List(ctx)
-	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
-		return "", err
-	}
-	return renderList(tasks, err), nil
-}
-
-func (h handlers) get(ctx context.Context, id taskgraph.ID) (string, error) {
-	t, err := h.store.Get(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	return render(t), nil
 }
 
 func (h handlers) claimOpts() []taskgraph.ClaimOption {
@@ -454,11 +539,19 @@ func (h handlers) claim(ctx context.Context, id taskgraph.ID) (string, error) {
 }
 
 func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, error) {
-	if err := decode(raw); err != nil {
+	var labels []string
+	if err := decode(raw, field{"labels", &labels}); err != nil {
 		return "", err
 	}
-	t, err := h.store.ClaimNext(ctx, h.cfg.owner, h.claimOpts()...)
+	opts := h.claimOpts()
+	if all := append(slices.Clone(h.cfg.labels), labels...); len(all) > 0 {
+		opts = append(opts, taskgraph.WithLabels(all...))
+	}
+	t, err := h.store.ClaimNext(ctx, h.cfg.owner, opts...)
 	if errors.Is(err, taskgraph.ErrNoReady) {
+		if all := append(slices.Clone(h.cfg.labels), labels...); len(all) > 0 {
+			return fmt.Sprintf("No ready task with labels %s: every such pending task is blocked, or there is none.", strings.Join(all, ", ")), nil
+		}
 		return "No ready task: every pending task is blocked, or there is none.", nil
 	}
 	if err != nil {
@@ -467,8 +560,23 @@ func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, e
 	return fmt.Sprintf("Claimed #%d: %s\n%s", t.ID, t.Subject, render(t)), nil
 }
 
-func (h handlers) complete(ctx context.Context, id taskgraph.ID) (string, error) {
-	c, err := h.store.Complete(ctx, id, h.cfg.owner)
+func (h handlers) complete(ctx context.Context, raw json.RawMessage) (string, error) {
+	var (
+		id     *int64
+		result *string
+	)
+	if err := decode(raw, field{"task_id", &id}, field{"result", &result}); err != nil {
+		return "", err
+	}
+	tid, err := taskID(id)
+	if err != nil {
+		return "", err
+	}
+	var opts []taskgraph.CompleteOption
+	if result != nil {
+		opts = append(opts, taskgraph.WithResult(*result))
+	}
+	c, err := h.store.Complete(ctx, tid, h.cfg.owner, opts...)
 	if err != nil {
 		return "", err
 	}
@@ -619,6 +727,18 @@ func want(dst any) string {
 		return "a string"
 	case **bool:
 		return "true or false"
+	case **stringID:
+		return `a task id such as "3"`
+	case *[]stringID:
+		return `an array of task ids such as ["3"]`
+	case *map[string]any:
+		return "an object"
+	case *[]string, **[]string:
+		return "an array of strings"
+	case *[]json.RawMessage:
+		return "an array of tasks, each an object with key and subject"
+	case *[]planRef:
+		return `an array of keys, or task ids as "#12"`
 	default:
 		return "an array of integers (task ids)"
 	}
@@ -685,9 +805,11 @@ func FormatIDs(ids []taskgraph.ID) string {
 var scrub = strings.NewReplacer(
 	"or delete with taskgraph.Detach()", "or call task_delete with detach: true",
 	"use Claim, or set Owner in the same patch", "use task_claim",
-	" (MaxTaskSize)", "",
-	" (MaxID)", "",
 )
+
+// goConstant matches the name of a Go limit the store's messages cite,
+// " (MaxLabels)", which a model has no use for.
+var goConstant = regexp.MustCompile(` \(Max[A-Za-z]*\)`)
 
 // describe words an error for the model acting as me.
 func describe(err error, me string) string {
@@ -708,7 +830,7 @@ func describe(err error, me string) string {
 	if errors.As(err, &cl) && cl.Owner != me {
 		return fmt.Sprintf("task %d is claimed by %q, not by you (%q)", cl.ID, cl.Owner, me)
 	}
-	return scrub.Replace(err.Error())
+	return goConstant.ReplaceAllString(scrub.Replace(err.Error()), "")
 }
 
 // TaskJSON is the head of a task as JSON: the reference's fields, in its
@@ -741,15 +863,24 @@ func NewTaskJSON(t taskgraph.Task) TaskJSON {
 }
 
 // taskJSON is the shape a model sees: the reference's fields, then the
-// derived and added ones.
+// derived and added ones, each only when it says something.
 type taskJSON struct {
 	TaskJSON
-	LeaseExpiresAt string         `json:"leaseExpiresAt,omitempty"`
-	Metadata       map[string]any `json:"metadata,omitempty"`
+	Priority       *taskgraph.Priority `json:"priority,omitempty"`
+	Labels         []string            `json:"labels,omitempty"`
+	Key            string              `json:"key,omitempty"`
+	Reason         string              `json:"reason,omitempty"`
+	Result         string              `json:"result,omitempty"`
+	LeaseExpiresAt string              `json:"leaseExpiresAt,omitempty"`
+	Metadata       map[string]any      `json:"metadata,omitempty"`
 }
 
 func render(t taskgraph.Task) string {
-	j := taskJSON{TaskJSON: NewTaskJSON(t), Metadata: t.Metadata}
+	j := taskJSON{TaskJSON: NewTaskJSON(t), Labels: t.Labels, Key: t.Key, Reason: t.Reason, Result: t.Result, Metadata: t.Metadata}
+	if t.Priority != taskgraph.DefaultPriority {
+		p := t.Priority
+		j.Priority = &p
+	}
 	if !t.LeaseExpiresAt.IsZero() {
 		j.LeaseExpiresAt = t.LeaseExpiresAt.UTC().Format(time.RFC3339)
 	}
@@ -759,47 +890,4 @@ func render(t taskgraph.Task) string {
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(j) // cannot fail: metadata came from JSON
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// renderList prints the board as the reference's list_all does, showing
-// only the blockers that are not completed yet.
-func renderList(tasks []taskgraph.Task, corrupt error) string {
-	if len(tasks) == 0 && corrupt == nil {
-		return "No tasks."
-	}
-	status := make(map[taskgraph.ID]taskgraph.Status, len(tasks))
-	for _, t := range tasks {
-		status[t.ID] = t.Status
-	}
-	sort.Slice(tasks, func(i, j int) bool { return tasks[i].ID < tasks[j].ID })
-	var lines []string
-	for _, t := range tasks {
-		marker := map[taskgraph.Status]string{taskgraph.Pending: "[ ]", taskgraph.InProgress: "[>]", taskgraph.Completed: "[x]"}[t.Status]
-		line := fmt.Sprintf("%s #%d: %s", marker, t.ID, t.Subject)
-		if t.Owner != "" && t.Status != taskgraph.Pending {
-			line += " @" + t.Owner
-		}
-		if open := OpenBlockers(t, status); len(open) > 0 && t.Status != taskgraph.Completed {
-			line += " (blocked by: " + FormatIDs(open) + ")"
-		}
-		lines = append(lines, line)
-	}
-	if corrupt != nil {
-		lines = append(lines, "Warning: some task files are unreadable and were skipped: "+corrupt.Error())
-	}
-	return strings.Join(lines, "\n")
-}
-
-// OpenBlockers returns the blockers of t that are not completed, by the
-// statuses in status; a blocker missing from status counts as open. It is
-// what "blocked by" means in every listing of the tools and the taskgraph
-// command.
-func OpenBlockers(t taskgraph.Task, status map[taskgraph.ID]taskgraph.Status) []taskgraph.ID {
-	var open []taskgraph.ID
-	for _, b := range t.BlockedBy {
-		if status[b] != taskgraph.Completed {
-			open = append(open, b)
-		}
-	}
-	return open
 }

@@ -102,6 +102,40 @@ func TestScriptedSession(t *testing.T) {
 		{tools, "task_delete", `{"task_id": 5}`},
 		{tools, "task_delete", `{"task_id": 5}`},
 		{tools, "task_frobnicate", `{"task_id": 1}`},
+		{tools, "task_claim_next", `{"verbose": true}`},
+		// Priorities, labels and keys.
+		{tools, "task_create", `{"subject": "Ship it", "labels": ["Release"]}`},
+		{tools, "task_create", `{"subject": "Ship it", "priority": 7}`},
+		{tools, "task_create", `{"subject": "Ship it", "priority": 0, "labels": ["release"], "key": "ship"}`},
+		{tools, "task_create", `{"subject": "Ship it again", "key": "ship"}`},
+		// A whole plan in one call, and the same plan again.
+		{tools, "task_plan", `{"tasks": [{"key": "design", "subject": "Design the cache"}, {"key": "build", "subject": "Build the cache", "after": ["design"], "labels": ["backend"]}, {"key": "bench", "subject": "Benchmark it", "after": ["build", "#6"], "priority": 1}]}`},
+		{tools, "task_plan", `{"tasks": [{"key": "design", "subject": "Design the cache"}, {"key": "docs", "subject": "Document the cache", "after": ["design", 3]}]}`},
+		{tools, "task_plan", `{"tasks": [{"key": "a", "subject": "A", "after": ["b"]}, {"key": "b", "subject": "B", "after": ["a"]}]}`},
+		{tools, "task_plan", `{"tasks": [{"key": "c", "subject": "C", "after": ["nowhere"]}]}`},
+		{tools, "task_plan", `{"tasks": [{"subject": "no key"}]}`},
+		{tools, "task_plan", `{"tasks": []}`},
+		{tools, "task_plan", `{"tasks": [{"key": "d", "subject": "D", "colour": "red"}]}`},
+		{tools, "task_list", `{"label": "backend"}`},
+		{tools, "task_list", `{"status": "pending", "limit": 2}`},
+		{tools, "task_claim_next", `{"labels": ["backend"]}`},
+		{other, "task_claim_next", `{"labels": ["release"]}`},
+		// An outcome: the holder fails its task, and what depends on it
+		// cannot start.
+		{other, "task_fail", `{"task_id": 6}`},
+		{tools, "task_fail", `{"task_id": 6, "reason": "not mine"}`},
+		{other, "task_fail", `{"task_id": 6, "reason": "the release build is red"}`},
+		{tools, "task_get", `{"task_id": 9}`},
+		{tools, "task_get", `{"task_id": 8}`},
+		{tools, "task_list", `{}`},
+		{tools, "task_list", `{"status": "failed"}`},
+		{tools, "task_update", `{"task_id": 6, "status": "pending"}`},
+		{other, "task_update", `{"task_id": 6, "status": "pending"}`},
+		{tools, "task_claim_next", `{}`},
+		{tools, "task_complete", `{"task_id": 6, "result": "shipped as v1.2"}`},
+		{tools, "task_get", `{"task_id": 6}`},
+		{tools, "task_update", `{"task_id": 8, "priority": 0, "labels": []}`},
+		{tools, "task_update", `{"task_id": 8, "priority": -1}`},
 	}
 	var transcript bytes.Buffer
 	for _, c := range calls {

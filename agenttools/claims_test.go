@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -259,6 +260,26 @@ func TestErrorsNameNoGoIdentifiers(t *testing.T) {
 		{"task_delete", `{"task_id": 1}`}, {"task_delete", `{"task_id": 2, "detach": "yes"}`}, {"task_list", `{"x": 1}`},
 		{"task_nope", `{}`},
 	}
+	bad = append(bad, []struct{ tool, input string }{
+		{"task_create", `{"subject": "x", "labels": ["Not A Label"]}`}, {"task_create", `{"subject": "x", "labels": "x"}`},
+		{"task_create", fmt.Sprintf(`{"subject": "x", "labels": [%s"x"]}`, strings.Repeat(`"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "y", "z", "aa", "bb", "cc", "dd", "ee", "ff", "gg", "hh", `, 1))},
+		{"task_create", `{"subject": "x", "priority": 5}`}, {"task_create", `{"subject": "x", "priority": "P1"}`},
+		{"task_create", `{"subject": "x", "key": "12"}`}, {"task_create", `{"subject": "x", "key": "#12"}`}, {"task_create", `{"subject": "x", "key": "a\u0000b"}`},
+		{"task_update", `{"task_id": 2, "labels": ["UPPER"]}`}, {"task_update", `{"task_id": 2, "priority": 9}`},
+		{"task_fail", `{"task_id": 2}`}, {"task_fail", `{"task_id": 2, "reason": ""}`}, {"task_fail", `{"task_id": 2, "reason": "x"}`},
+		{"task_fail", `{"task_id": 1, "reason": "x"}`}, {"task_fail", `{"task_id": 99, "reason": "x"}`},
+		{"task_complete", `{"task_id": 2, "result": 5}`},
+		{"task_plan", `{}`}, {"task_plan", `{"tasks": []}`}, {"task_plan", `{"tasks": "x"}`}, {"task_plan", `[]`},
+		{"task_plan", `{"tasks": [{"subject": "no key"}]}`}, {"task_plan", `{"tasks": [{"key": "k"}]}`},
+		{"task_plan", `{"tasks": [{"key": "k", "subject": "s", "after": ["nowhere"]}]}`},
+		{"task_plan", `{"tasks": [{"key": "k", "subject": "s", "after": [0]}]}`},
+		{"task_plan", `{"tasks": [{"key": "k", "subject": "s", "after": ["#99"]}]}`},
+		{"task_plan", `{"tasks": [{"key": "k", "subject": "s"}, {"key": "k", "subject": "again"}]}`},
+		{"task_plan", `{"tasks": [{"key": "a", "subject": "A", "after": ["b"]}, {"key": "b", "subject": "B", "after": ["a"]}]}`},
+		{"task_plan", `{"tasks": [{"key": "a", "subject": "A", "after": ["a"]}]}`},
+		{"task_plan", `{"tasks": [{"key": "k", "subject": "", "labels": ["BAD"]}]}`},
+		{"task_list", `{"status": "done"}`}, {"task_list", `{"limit": 0}`}, {"task_claim_next", `{"labels": ["BAD"]}`},
+	}...)
 	for _, c := range bad {
 		res := call(t, tools, c.tool, c.input)
 		in := c.input
@@ -273,4 +294,66 @@ func TestErrorsNameNoGoIdentifiers(t *testing.T) {
 	res := call(t, tools, "task_delete", `{"task_id": 1}`)
 	assert.NotRegexp(t, goNames, res.Text)
 	assert.Contains(t, res.Text, "detach: true")
+}
+
+// task_fail acts only on the agent's own claim, and a failed task is
+// reopened only by the agent that failed it; what depends on it cannot
+// start meanwhile, and the tools say so.
+func TestFailIsTheHoldersOwn(t *testing.T) {
+	stores(t, func(t *testing.T, store taskgraph.Store, _ *clock) {
+		a := agenttools.New(store, agenttools.WithOwner("model-A"))
+		b := agenttools.New(store, agenttools.WithOwner("model-B"))
+		mustCall(t, a, "task_create", `{"subject": "build"}`)
+		mustCall(t, a, "task_create", `{"subject": "ship", "blockedBy": [1]}`)
+		mustCall(t, a, "task_claim", `{"task_id": 1}`)
+		res := call(t, b, "task_fail", `{"task_id": 1, "reason": "I think it is broken"}`)
+		assert.Equal(t, `Error: task 1 is claimed by "model-A", not by you ("model-B")`, res.Text)
+		assert.Equal(t, "Failed #1: build\nThese cannot start until it is reopened: #2 ship",
+			mustCall(t, a, "task_fail", `{"task_id": 1, "reason": "the compiler crashed"}`))
+		assert.Contains(t, mustCall(t, b, "task_get", `{"task_id": 2}`), `task 2 is stranded: its blocker 1 failed ("the compiler crashed")`)
+		assert.Equal(t, "[!] #1: build @model-A\n[ ] #2: ship (cannot start: #1 failed)", mustCall(t, b, "task_list", `{}`))
+		assert.Equal(t, "No ready task: every pending task is blocked, or there is none.", mustCall(t, b, "task_claim_next", `{}`))
+
+		before := snapshot(t, store)
+		for _, in := range []string{`{"task_id": 1, "status": "pending"}`, `{"task_id": 1, "owner": ""}`, `{"task_id": 1, "owner": "model-B"}`,
+			`{"task_id": 1, "status": "in_progress"}`, `{"task_id": 1, "status": "completed"}`} {
+			res := call(t, b, "task_update", in)
+			assert.True(t, res.IsError, "model-B task_update %s was accepted: %s", in, res.Text)
+		}
+		assert.True(t, call(t, b, "task_delete", `{"task_id": 1, "detach": true}`).IsError)
+		assert.Equal(t, before, snapshot(t, store), "nothing was written")
+		assert.Equal(t, `Error: task 1 was failed by "model-A", not by you ("model-B"): only they can change its status or owner`,
+			call(t, b, "task_update", `{"task_id": 1, "status": "pending"}`).Text)
+
+		// The agent that failed it reopens it; the reason is cleared.
+		mustCall(t, a, "task_update", `{"task_id": 1, "status": "pending"}`)
+		one := get(t, store, 1)
+		assert.Equal(t, taskgraph.Pending, one.Status)
+		assert.Empty(t, one.Reason)
+		assert.Equal(t, "[ ] #1: build\n[ ] #2: ship (blocked by: [1])", mustCall(t, b, "task_list", `{}`))
+	})
+}
+
+// An agent given labels takes only work that carries them, most urgent
+// first; the model may narrow further, never widen.
+func TestClaimNextWithLabels(t *testing.T) {
+	stores(t, func(t *testing.T, store taskgraph.Store, _ *clock) {
+		planner := agenttools.New(store, agenttools.WithOwner("planner"))
+		mustCall(t, planner, "task_plan", `{"tasks": [
+			{"key": "css", "subject": "style", "labels": ["frontend"], "priority": 3},
+			{"key": "db", "subject": "index", "labels": ["backend"]},
+			{"key": "btn", "subject": "button", "labels": ["frontend", "a11y"], "priority": 1},
+			{"key": "api", "subject": "endpoint", "labels": ["backend"], "priority": 0}]}`)
+		fe := agenttools.New(store, agenttools.WithOwner("fe"), agenttools.WithLabels("frontend"))
+		assert.Contains(t, mustCall(t, fe, "task_claim_next", `{}`), "Claimed #3: button")
+		assert.Equal(t, "No ready task with labels frontend, a11y: every such pending task is blocked, or there is none.",
+			mustCall(t, fe, "task_claim_next", `{"labels": ["a11y"]}`))
+		assert.Contains(t, mustCall(t, fe, "task_claim_next", `{}`), "Claimed #1: style")
+		assert.Equal(t, "No ready task with labels frontend: every such pending task is blocked, or there is none.",
+			mustCall(t, fe, "task_claim_next", `{}`))
+		anyone := agenttools.New(store, agenttools.WithOwner("any"))
+		assert.Contains(t, mustCall(t, anyone, "task_claim_next", `{}`), "Claimed #4: endpoint", "P0 before the lower id")
+		assert.Equal(t, "[>] #1: style P3 {frontend} @fe\n[>] #3: button P1 {a11y, frontend} @fe", mustCall(t, anyone, "task_list", `{"owner": "fe"}`))
+		assert.Equal(t, "[ ] #2: index {backend}", mustCall(t, anyone, "task_list", `{"label": "backend", "ready": true}`))
+	})
 }

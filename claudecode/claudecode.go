@@ -158,7 +158,7 @@ func Read(dir string) ([]taskgraph.Task, error) {
 		}
 		tasks = append(tasks, taskgraph.Task{
 			ID: id, Subject: f.Subject, Description: f.Description, Status: status,
-			Owner: f.Owner, BlockedBy: blockedBy[id], Metadata: meta,
+			Owner: f.Owner, BlockedBy: blockedBy[id], Metadata: meta, Priority: taskgraph.DefaultPriority,
 		})
 	}
 	slices.SortFunc(tasks, func(a, b taskgraph.Task) int { return int(a.ID - b.ID) })

@@ -62,22 +62,28 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 const readyCondition = `(t.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest(t.blocked_by) AS b(id) WHERE NOT EXISTS (
 	SELECT 1 FROM taskgraph_tasks x WHERE x.graph = t.graph AND x.id = b.id AND x.status = 'completed')))`
 
-// ClaimNext implements taskgraph.Store. Claiming the lowest ready task is
-// one statement (claimReady, retried like a transaction): concurrent
-// callers skip the rows others have locked instead of waiting for them,
-// and none can claim a row another has claimed. When no task is ready, or
-// the lowest ready one needs the Rulebook's full check, it claims by the
-// Rulebook in a transaction.
+// ClaimNext implements taskgraph.Store. Claiming the most urgent ready
+// task is one statement (claimReady, retried like a transaction), served
+// by the index on (graph, priority, id) of the pending tasks, with the
+// labels of WithLabels checked on the way: concurrent callers skip the
+// rows others have locked instead of waiting for them, and none can claim
+// a row another has claimed. When no task is ready, or the first ready
+// one needs the Rulebook's full check, it claims by the Rulebook in a
+// transaction.
 func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.ClaimOption) (taskgraph.Task, error) {
 	if err := s.usable(ctx); err != nil {
 		return taskgraph.Task{}, err
 	}
 	lease := taskgraph.LeaseOf(opts)
-	if err := taskgraph.Rules.ClaimArgs(owner, lease); err != nil {
+	labels, err := taskgraph.Rules.ClaimNextArgs(owner, lease, taskgraph.LabelsOf(opts))
+	if err != nil {
 		return taskgraph.Task{}, err
 	}
+	if labels == nil {
+		labels = []string{}
+	}
 	at := s.at()
-	t, fits, err := s.claimReady(ctx, owner, lease, at)
+	t, fits, err := s.claimReady(ctx, owner, lease, labels, at)
 	if err == nil && fits {
 		return t, nil
 	}
@@ -86,7 +92,7 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 		return taskgraph.Task{}, err
 	}
 	err = s.begin(ctx, func(tx pgx.Tx) error {
-		id, err := s.next(ctx, tx, ready, at)
+		id, err := s.next(ctx, tx, ready, labels, at)
 		if err != nil {
 			return err
 		}
@@ -99,62 +105,79 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 	return t, nil
 }
 
-// claimReady claims the lowest ready task with one statement: the
-// Rulebook's Claim of a ready pending task, written in SQL. It writes only
-// if the claimed version certainly passes Rules.Stored (fitsSQL); if not,
-// it returns the task unclaimed with fits false. It returns pgx.ErrNoRows
-// if no task is ready.
-func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, at *time.Time) (t taskgraph.Task, fits bool, err error) {
+// claimOrder is the order in which ClaimNext takes tasks: the most urgent
+// first, then the lowest id. With graph = $1 and status = 'pending', the
+// index taskgraph_tasks_claim walks it.
+const claimOrder = `ORDER BY priority, id`
+
+// claimReady claims the most urgent ready task that carries labels ($7)
+// with one statement: the Rulebook's Claim of a ready pending task,
+// written in SQL. It writes only if the claimed version certainly passes
+// Rules.Stored (fitsSQL); if not, it returns the task unclaimed with fits
+// false. It returns pgx.ErrNoRows if no task is ready.
+func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, labels []string, at *time.Time) (t taskgraph.Task, fits bool, err error) {
 	var blocks []int64
 	err = retry(ctx, func() (err error) {
-		t, err = scanTask(s.pool.QueryRow(ctx, `WITH pick AS (
-			SELECT t.id, `+fitsSQL+` AS fits FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND `+readyCondition+`
-			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
-		), c AS (SELECT `+nowSQL(4)+` AS now), claimed AS (
-			UPDATE taskgraph_tasks t SET status = 'in_progress', owner = $2, claimed_at = c.now,
-				lease_expires_at = CASE WHEN $3::bigint > 0 THEN c.now + $3::bigint * interval '1 microsecond' END,
-				rev = t.rev + 1, updated_at = c.now
-			FROM pick, c WHERE t.graph = $1 AND t.id = pick.id AND pick.fits
-			RETURNING `+qualified("t")+`, `+blocksOf+` AS blocks, true AS fits
-		)
-		SELECT * FROM claimed
-		UNION ALL
-		SELECT `+qualified("t")+`, '{}'::bigint[], false FROM taskgraph_tasks t JOIN pick ON t.graph = $1 AND t.id = pick.id WHERE NOT pick.fits`,
-			s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize), &blocks, &fits)
+		t, err = scanTask(s.pool.QueryRow(ctx, claimReadySQL,
+			s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels), &blocks, &fits)
 		return err
 	})
 	t.Blocks = ids(blocks)
 	return t, fits, err
 }
 
+// claimReadySQL is the statement of claimReady: $1 the graph, $2 the
+// owner, $3 the lease in microseconds, $4 the time (see nowSQL), $5 the
+// highest rev, $6 MaxTaskSize, $7 the labels.
+var claimReadySQL = `WITH pick AS (` + pickReady + `), c AS (SELECT ` + nowSQL(4) + ` AS now), claimed AS (
+			UPDATE taskgraph_tasks t SET status = 'in_progress', owner = $2, claimed_at = c.now,
+				lease_expires_at = CASE WHEN $3::bigint > 0 THEN c.now + $3::bigint * interval '1 microsecond' END,
+				rev = t.rev + 1, updated_at = c.now
+			FROM pick, c WHERE t.graph = $1 AND t.id = pick.id AND pick.fits
+			RETURNING ` + qualified("t") + `, ` + blocksOf + ` AS blocks, true AS fits
+		)
+		SELECT * FROM claimed
+		UNION ALL
+		SELECT ` + qualified("t") + `, '{}'::bigint[], false FROM taskgraph_tasks t JOIN pick ON t.graph = $1 AND t.id = pick.id WHERE NOT pick.fits`
+
+// pickReady selects and locks the first ready task in claim order that
+// carries the labels $7, skipping rows others have locked, with whether
+// its claim by $2 fits (fitsSQL).
+const pickReady = `SELECT t.id, ` + fitsSQL + ` AS fits FROM taskgraph_tasks t
+	WHERE graph = $1 AND status = 'pending' AND labels @> $7::text[] AND ` + readyCondition + `
+	` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
+
 // fitsSQL holds when a claim of the row t by owner $2 certainly passes
 // Rules.Stored: its rev ($5 is the highest) can advance, and an upper
 // bound of the size of its file stays within MaxTaskSize ($6). JSON
 // escapes a byte into at most 6; each id of blockedBy takes at most 32
-// bytes; indented metadata takes at most 4 bytes per byte of its text for
-// each level of nesting ([ and { bound the depth), plus 12; the field names
-// and times fit in 1,024.
+// bytes, each label 16 besides its text; indented metadata takes at most
+// 4 bytes per byte of its text for each level of nesting ([ and { bound
+// the depth), plus 12; the field names, the priority and the times fit in
+// 1,024.
 const fitsSQL = `(t.rev < $5 AND
-	6 * (octet_length(t.subject) + octet_length(t.description) + octet_length(t.prev_owner) + octet_length($2::text))
-	+ 32 * cardinality(t.blocked_by)
+	6 * (octet_length(t.subject) + octet_length(t.description) + octet_length(t.prev_owner) + octet_length($2::text)
+		+ octet_length(t.key) + octet_length(t.reason) + octet_length(t.result) + coalesce(octet_length(array_to_string(t.labels, '')), 0))
+	+ 32 * cardinality(t.blocked_by) + 16 * cardinality(t.labels)
 	+ coalesce(octet_length(t.metadata::text)::bigint * (4 * (octet_length(t.metadata::text) - octet_length(translate(t.metadata::text, '[{', ''))) + 12), 0)
 	+ 1024 <= $6)`
 
-// next returns the task that ClaimNext claims by the Rulebook: with ready,
-// the lowest ready pending task; else, or if none is left, the lowest
-// whose lease has lapsed. Rows others have locked are skipped.
-func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, at *time.Time) (taskgraph.ID, error) {
+// next returns the task that ClaimNext claims by the Rulebook, among those
+// that carry labels: with ready, the most urgent ready pending task; else,
+// or if none is left, the most urgent whose lease has lapsed (the lowest
+// id among equals). Rows others have locked are skipped.
+func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, labels []string, at *time.Time) (taskgraph.ID, error) {
 	var id int64
 	if ready {
-		err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND `+readyCondition+`
-			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph).Scan(&id)
+		err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[] AND `+readyCondition+`
+			`+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, labels).Scan(&id)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return taskgraph.ID(id), err
 		}
 	}
 	err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
-		AND lease_expires_at <= `+nowSQL(2)+` AND `+readyCondition+`
-		ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at).Scan(&id)
+		AND lease_expires_at <= `+nowSQL(2)+` AND labels @> $3::text[] AND `+readyCondition+`
+		`+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at, labels).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, taskgraph.ErrNoReady
 	}

@@ -11,7 +11,14 @@ import (
 // Complete implements taskgraph.Store. The dependents are locked with the
 // task, so that of two blockers of one task completed at once, the second
 // to commit sees the first and reports the task as unblocked.
-func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string) (taskgraph.Completion, error) {
+func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opts ...taskgraph.CompleteOption) (taskgraph.Completion, error) {
+	if err := s.usable(ctx); err != nil {
+		return taskgraph.Completion{}, err
+	}
+	result := taskgraph.ResultOf(opts)
+	if err := taskgraph.Rules.CompleteArgs(result); err != nil { // before any SQL
+		return taskgraph.Completion{}, err
+	}
 	var c taskgraph.Completion
 	err := s.begin(ctx, func(tx pgx.Tx) error {
 		locked, order, now, err := s.lockTasks(ctx, tx, s.at(), `(id = $3 OR blocked_by @> ARRAY[$3::bigint])`, id)
@@ -22,7 +29,7 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string) (ta
 		if t == nil {
 			return taskgraph.Rules.Missing(id)
 		}
-		if err := taskgraph.Rules.Complete(t, owner, now); err != nil {
+		if err := taskgraph.Rules.Complete(t, owner, result, now); err != nil {
 			return err
 		}
 		st, err := s.statuses(ctx, tx, t.BlockedBy)

@@ -49,7 +49,17 @@ func (s *Store) load(ctx context.Context, tasks []taskgraph.Task) error {
 		if err != nil {
 			return err
 		}
-		put, err := taskgraph.Rules.Load(tasks, taskgraph.ID(high), now.UTC(), st.exists)
+		var named []string
+		for _, t := range tasks {
+			if t.Key != "" {
+				named = append(named, t.Key)
+			}
+		}
+		keys, err := s.keys(ctx, tx, named)
+		if err != nil {
+			return err
+		}
+		put, err := taskgraph.Rules.Load(tasks, taskgraph.ID(high), now.UTC(), st.exists, keys.id)
 		if err != nil {
 			return err
 		}

@@ -14,9 +14,9 @@
 // lock, so many processes may start at once.
 //
 // Concurrency: every operation is one transaction. Claims and completions
-// lock only the rows they touch, and ClaimNext picks the lowest ready id with
-// FOR UPDATE SKIP LOCKED, so workers run in parallel without ever claiming
-// one task twice. Writes that add edges or delete tasks serialise per graph
+// lock only the rows they touch, and ClaimNext picks the most urgent ready
+// task (then the lowest id) with FOR UPDATE SKIP LOCKED, so workers run in
+// parallel without ever claiming one task twice. Writes that add edges or delete tasks serialise per graph
 // with a transaction-scoped advisory lock, so two concurrent edits can never
 // close a cycle between them. Leases expire by the database's clock, or by
 // the clock given with WithClock.
@@ -280,13 +280,16 @@ func (s *Store) usable(ctx context.Context) error {
 }
 
 // retry runs fn, which runs one statement or one transaction, again when
-// PostgreSQL resolves a deadlock or a serialisation failure by aborting it.
-// Every statement of the package runs inside it.
+// PostgreSQL resolves a deadlock or a serialisation failure by aborting it,
+// or refuses a key that a concurrent transaction stored first (the retry
+// then finds that task by its key). Every statement of the package runs
+// inside it.
 func retry(ctx context.Context, fn func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := fn()
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") && attempt < 20 && ctx.Err() == nil {
+		if errors.As(err, &pe) && attempt < 20 && ctx.Err() == nil &&
+			(pe.Code == "40P01" || pe.Code == "40001" || pe.Code == "23505" && pe.ConstraintName == "taskgraph_tasks_key") {
 			continue
 		}
 		return err

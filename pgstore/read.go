@@ -28,10 +28,23 @@ func (s *Store) Get(ctx context.Context, id taskgraph.ID) (taskgraph.Task, error
 	return t, nil
 }
 
-// List implements taskgraph.Store.
-func (s *Store) List(ctx context.Context) ([]taskgraph.Task, error) {
+// List implements taskgraph.Store. Without filters it reads every row
+// and derives Blocks in memory; with filters it selects the rows in SQL
+// (ReadyOnly by the ready condition ClaimNext uses), up to the limit, and
+// reads each one's Blocks from the index on blocked_by.
+func (s *Store) List(ctx context.Context, filters ...taskgraph.Filter) ([]taskgraph.Task, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	sel, err := taskgraph.Rules.Filters(filters) // before any SQL
+	if err != nil {
+		return nil, err
+	}
+	if !sel.Empty() {
+		return s.listSelected(ctx, sel)
+	}
 	var out []taskgraph.Task
-	err := s.begin(ctx, func(tx pgx.Tx) error {
+	err = s.begin(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT `+columns+` FROM taskgraph_tasks WHERE graph = $1 ORDER BY id`, s.graph)
 		if err != nil {
 			return err
@@ -56,11 +69,53 @@ func (s *Store) List(ctx context.Context) ([]taskgraph.Task, error) {
 	return out, nil
 }
 
-// Board implements taskgraph.Store.
-func (s *Store) Board(ctx context.Context) (taskgraph.Board, error) {
+// listSelected is List with filters, in one statement.
+func (s *Store) listSelected(ctx context.Context, sel taskgraph.Selection) ([]taskgraph.Task, error) {
+	statuses := make([]string, len(sel.Statuses))
+	for i, st := range sel.Statuses {
+		statuses[i] = string(st)
+	}
+	labels := sel.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	var limit *int64
+	if sel.Limit > 0 {
+		n := int64(sel.Limit)
+		limit = &n
+	}
+	var out []taskgraph.Task
+	err := retry(ctx, func() error {
+		rows, err := s.pool.Query(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1
+			AND (cardinality($2::text[]) = 0 OR status = ANY($2))
+			AND ($3::text IS NULL OR owner = $3)
+			AND labels @> $4::text[]
+			AND (NOT $5 OR status = 'pending' AND `+readyCondition+`)
+			ORDER BY id LIMIT $6`, s.graph, statuses, sel.Owner, labels, sel.ReadyOnly, limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanView(r) })
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Board implements taskgraph.Store: every row, partitioned in memory by
+// taskgraph.Resolve, which then applies the filters.
+func (s *Store) Board(ctx context.Context, filters ...taskgraph.Filter) (taskgraph.Board, error) {
+	if err := s.usable(ctx); err != nil {
+		return taskgraph.Board{}, err
+	}
+	if _, err := taskgraph.Rules.Filters(filters); err != nil { // before any SQL
+		return taskgraph.Board{}, err
+	}
 	tasks, err := s.List(ctx)
 	if err != nil {
 		return taskgraph.Board{}, err
 	}
-	return taskgraph.Resolve(tasks), nil
+	return taskgraph.Resolve(tasks, filters...), nil
 }

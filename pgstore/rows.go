@@ -15,7 +15,8 @@ import (
 // This file holds the mapping between tasks and rows: scanning, locking,
 // saving. Nothing here decides anything.
 
-const columns = `id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner`
+const columns = `id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
+	priority, labels, key, reason, result`
 
 // blocksOf selects the ids of the tasks blocked by the row t, in order.
 const blocksOf = `ARRAY(SELECT d.id FROM taskgraph_tasks d WHERE d.graph = t.graph AND d.blocked_by @> ARRAY[t.id] ORDER BY d.id)`
@@ -28,11 +29,16 @@ func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
 	var meta []byte
 	var claimed, lease *time.Time
 	var status string
-	dest := append([]any{&id, &t.Subject, &t.Description, &status, &t.Owner, &by, &meta, &t.CreatedAt, &t.UpdatedAt, &t.Rev, &claimed, &lease, &t.PrevOwner}, extra...)
+	var prio int16
+	dest := append([]any{&id, &t.Subject, &t.Description, &status, &t.Owner, &by, &meta, &t.CreatedAt, &t.UpdatedAt, &t.Rev, &claimed, &lease, &t.PrevOwner,
+		&prio, &t.Labels, &t.Key, &t.Reason, &t.Result}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return t, err
 	}
-	t.ID, t.Status, t.BlockedBy = taskgraph.ID(id), taskgraph.Status(status), ids(by)
+	t.ID, t.Status, t.BlockedBy, t.Priority = taskgraph.ID(id), taskgraph.Status(status), ids(by), taskgraph.Priority(prio)
+	if len(t.Labels) == 0 {
+		t.Labels = nil
+	}
 	if len(meta) > 0 {
 		if err := json.Unmarshal(meta, &t.Metadata); err != nil {
 			return t, err
@@ -140,10 +146,13 @@ func (s *Store) withBlocks(ctx context.Context, tx pgx.Tx, t *taskgraph.Task) (t
 }
 
 const (
-	taskColumns = `(graph, id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner)`
-	insertTask  = `INSERT INTO taskgraph_tasks AS t ` + taskColumns + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
-	updateTask  = `UPDATE taskgraph_tasks t SET (subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner)
-		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) WHERE t.graph = $1 AND t.id = $2`
+	taskColumns = `(graph, id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
+		priority, labels, key, reason, result)`
+	insertTask = `INSERT INTO taskgraph_tasks AS t ` + taskColumns + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+		$15, $16, $17, $18, $19)`
+	updateTask = `UPDATE taskgraph_tasks t SET (subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
+		priority, labels, key, reason, result)
+		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) WHERE t.graph = $1 AND t.id = $2`
 	deleteTask = `DELETE FROM taskgraph_tasks WHERE graph = $1 AND id = $2`
 	returning  = ` RETURNING ` + columns + `, ` + blocksOf
 )
@@ -161,8 +170,13 @@ func (w *writes) put(q string, t *taskgraph.Task) *pgx.QueuedQuery {
 	if len(t.Metadata) > 0 {
 		meta, _ = json.Marshal(t.Metadata) // normalised by the Rulebook: it marshals
 	}
+	labels := t.Labels
+	if labels == nil {
+		labels = []string{}
+	}
 	return w.b.Queue(q, w.s.graph, t.ID, t.Subject, t.Description, string(t.Status), t.Owner, int64s(t.BlockedBy), meta,
-		t.CreatedAt, t.UpdatedAt, t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner)
+		t.CreatedAt, t.UpdatedAt, t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner,
+		int16(t.Priority), labels, t.Key, t.Reason, t.Result)
 }
 
 // view queues the statement q storing t and reads back into out the task

@@ -40,12 +40,17 @@ const (
 // same fake clock, and fails at the first result or error in which they
 // differ. Every operation of the Store contract takes part, with valid
 // and invalid arguments alike: Create with BlockedBy and Blocks (some
-// closing a cycle), Claim and ClaimNext with and without WithLease, Renew,
-// Complete and Release by the holder, by "" and by another owner, Update of
-// fields, metadata, status, edges and IfRev, Delete with and without
-// Detach, Load (if the store is a [tg.Loader]) of new, duplicate and taken
-// ids, the clock jumping to and past lease expiries, Get, List and Board,
-// and finally Close.
+// closing a cycle), with priorities, labels, keys (often one that exists)
+// and After references; CreatePlan of plans that name each other by key,
+// some with a missing or repeated key, a cycle or Blocks into the graph;
+// Claim and ClaimNext with and without WithLease and WithLabels, Renew,
+// Complete (with and without WithResult), Fail and Release by the holder,
+// by "" and by another owner, Cancel and Reopen, Update of fields,
+// metadata, priority, labels, status (failed and cancelled included),
+// edges and IfRev, Delete with and without Detach, Load (if the store is a
+// [tg.Loader]) of new, duplicate and taken ids and keys, the clock jumping
+// to and past lease expiries, Get, List and Board with and without
+// filters, and finally Close.
 //
 // Results must be equal field by field (exported fields only; times as
 // instants, to the microsecond; a nil and an empty slice or map are the
@@ -289,6 +294,8 @@ var decoders = []decoder{
 	(*driver).renew, (*driver).complete, (*driver).complete, (*driver).release,
 	(*driver).updateFields, (*driver).updateStatus, (*driver).updateEdges, (*driver).updateEdges,
 	(*driver).delete, (*driver).load, (*driver).advance, (*driver).get, (*driver).compare,
+	(*driver).createKeyed, (*driver).createKeyed, (*driver).createPlan, (*driver).createPlan,
+	(*driver).fail, (*driver).cancel, (*driver).reopen, (*driver).updateRouting, (*driver).listFiltered,
 }
 
 func (d *driver) decode() op {
@@ -454,6 +461,7 @@ func (d *driver) claim() op {
 func (d *driver) claimNext() op {
 	owner := d.owner()
 	opts, desc := d.lease()
+	opts, desc = d.withLabels(opts, desc)
 	return op{
 		name: fmt.Sprintf("ClaimNext(%q%s)", owner, desc),
 		run:  func(s tg.Store) result { return taskResult(s.ClaimNext(bg, owner, opts...)) },
@@ -466,6 +474,7 @@ func (d *driver) drain() op {
 	n := 1 + d.pick(8)
 	owner := d.owner()
 	opts, desc := d.lease()
+	opts, desc = d.withLabels(opts, desc)
 	return op{
 		name: fmt.Sprintf("up to %d times ClaimNext(%q%s)", n, owner, desc),
 		run: func(s tg.Store) result {
@@ -494,13 +503,20 @@ func (d *driver) renew() op {
 	}
 }
 
+var results = []string{"", "", "done: see PR 7", "nul\x00"}
+
 func (d *driver) complete() op {
 	id := d.heldID()
 	owner := d.ownerFor(id)
+	var opts []tg.CompleteOption
+	desc := ""
+	if v := d.pick(len(results) + 2); v < len(results) {
+		opts, desc = []tg.CompleteOption{tg.WithResult(results[v])}, fmt.Sprintf(", WithResult(%q)", results[v])
+	}
 	return op{
-		name: fmt.Sprintf("Complete(%d, %q)", id, owner),
+		name: fmt.Sprintf("Complete(%d, %q%s)", id, owner, desc),
 		run: func(s tg.Store) result {
-			c, err := s.Complete(bg, id, owner)
+			c, err := s.Complete(bg, id, owner, opts...)
 			if err != nil {
 				return errResult(err)
 			}
@@ -553,7 +569,7 @@ func (d *driver) updateFields() op {
 	return updateOp(id, p)
 }
 
-var statuses = []tg.Status{tg.Pending, tg.InProgress, tg.InProgress, tg.Completed, "done"}
+var statuses = []tg.Status{tg.Pending, tg.InProgress, tg.InProgress, tg.Completed, "done", tg.Failed, tg.Cancelled, tg.Pending}
 
 func (d *driver) updateStatus() op {
 	id := d.id()
@@ -622,7 +638,8 @@ func (d *driver) delete() op {
 	}
 }
 
-var loadStatuses = []tg.Status{tg.Pending, tg.Pending, tg.Pending, tg.InProgress, tg.InProgress, tg.InProgress, tg.Completed, tg.Completed, tg.Completed, "bogus"}
+var loadStatuses = []tg.Status{tg.Pending, tg.Pending, tg.Pending, tg.InProgress, tg.InProgress, tg.InProgress, tg.Completed, tg.Completed, tg.Completed, "bogus",
+	tg.Failed, tg.Cancelled}
 
 // load loads a batch of tasks, mostly with fresh ids; sometimes an id that
 // is taken or not above the highest, a duplicate, a blocker 0, a cycle
@@ -664,6 +681,19 @@ func (d *driver) load() op {
 		}
 		if d.pick(4) == 0 {
 			t.Metadata = d.metadata()
+		}
+		t.Priority = tg.Priority(d.pick(6)) // 5: refused
+		if d.pick(3) == 0 {
+			t.Labels = d.labels()
+		}
+		if d.pick(3) == 0 {
+			t.Key = d.key()
+		}
+		if t.Status == tg.Failed || t.Status == tg.Cancelled {
+			t.Reason = "loaded"
+		}
+		if t.Status == tg.Completed && d.pick(2) == 0 {
+			t.Result = "loaded result"
 		}
 		if d.pick(2) == 0 {
 			t.CreatedAt = now.Add(-time.Hour)
@@ -729,6 +759,225 @@ func (d *driver) advance() op {
 		run: func(tg.Store) result {
 			d.clock.set(to)
 			return result{}
+		},
+	}
+}
+
+// Priorities, labels, keys and references: mostly valid, sometimes not.
+var (
+	agreeLabels = []string{"a", "b", "frontend", "a", "b", "Bad Label"}
+	agreeKeys   = []string{"k1", "k2", "k3", "schema", "api", "k1", "12", "#3", "tab\tkey"}
+)
+
+// priority is nil (the default) or a priority, sometimes out of range.
+func (d *driver) priority() *tg.Priority {
+	v := d.pick(8)
+	if v >= 6 {
+		return nil
+	}
+	p := tg.Priority(v) // 5: refused
+	return &p
+}
+
+// labels returns 0 to 3 labels, sometimes repeated or malformed.
+func (d *driver) labels() []string {
+	n := d.pick(4)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = agreeLabels[d.pick(len(agreeLabels))]
+	}
+	return out
+}
+
+func (d *driver) key() string { return agreeKeys[d.pick(len(agreeKeys))] }
+
+// reference returns a reference for NewTask.After: a key (of the plan, of a
+// task, or of none), an id in either form, or something refused.
+func (d *driver) reference(plan []string) string {
+	switch v := d.pick(10); {
+	case v < 4 && len(plan) > 0:
+		return plan[d.pick(len(plan))]
+	case v < 6:
+		return d.key()
+	case v == 6:
+		return fmt.Sprint("#", d.id())
+	case v == 7:
+		return fmt.Sprint(d.id())
+	case v == 8:
+		return "nope"
+	}
+	return ""
+}
+
+func (d *driver) references(plan []string) []string {
+	n := d.pick(4)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.reference(plan)
+	}
+	return out
+}
+
+// createKeyed creates a task with a priority, labels, a key (often one
+// that exists) and references.
+func (d *driver) createKeyed() op {
+	nt := tg.NewTask{Subject: d.subject(), Priority: d.priority(), Labels: d.labels()}
+	if d.pick(4) > 0 {
+		nt.Key = d.key()
+	}
+	nt.After = d.references(nil)
+	if d.pick(6) == 0 {
+		nt.BlockedBy = d.ids()
+	}
+	return createOp(nt)
+}
+
+// createPlan creates 0 to 4 tasks naming each other, sometimes with a
+// missing or repeated key, a cycle, or Blocks into the graph.
+func (d *driver) createPlan() op {
+	n := d.pick(5)
+	nts := make([]tg.NewTask, n)
+	var keys []string
+	for i := range nts {
+		k := fmt.Sprintf("p%d-%d", d.next()%8, i)
+		switch d.pick(10) {
+		case 0:
+			k = d.key() // perhaps one that exists
+		case 1:
+			k = ""
+		case 2:
+			if len(keys) > 0 {
+				k = keys[0] // twice
+			}
+		}
+		keys = append(keys, k)
+		nts[i] = tg.NewTask{Subject: d.subject(), Key: k, Priority: d.priority(), Labels: d.labels()}
+		if d.pick(6) == 0 {
+			nts[i].Blocks = d.ids()
+		}
+		if d.pick(8) == 0 {
+			nts[i].BlockedBy = d.ids()
+		}
+	}
+	for i := range nts {
+		nts[i].After = d.references(keys) // forwards and backwards: cycles too
+	}
+	return op{
+		name: fmt.Sprintf("CreatePlan(%s)", fmtPlan(nts)),
+		run: func(s tg.Store) result {
+			ts, err := s.CreatePlan(bg, nts)
+			return listResult(ts, err)
+		},
+		alloc: func(result) tg.ID {
+			top := tg.ID(0)
+			all, _ := d.ref.List(bg)
+			for _, t := range all {
+				top = max(top, t.ID)
+			}
+			return top
+		},
+	}
+}
+
+func fmtPlan(nts []tg.NewTask) string {
+	var parts []string
+	for _, nt := range nts {
+		parts = append(parts, fmtNewTask(nt))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+var reasons = []string{"crashed", "not needed", "", "bad \xff"}
+
+func (d *driver) fail() op {
+	id := d.heldID()
+	owner := d.ownerFor(id)
+	reason := reasons[d.pick(len(reasons))]
+	return op{
+		name: fmt.Sprintf("Fail(%d, %q, %q)", id, owner, reason),
+		run:  func(s tg.Store) result { return taskResult(s.Fail(bg, id, owner, reason)) },
+	}
+}
+
+func (d *driver) cancel() op {
+	id := d.id()
+	reason := reasons[d.pick(len(reasons))]
+	return op{
+		name: fmt.Sprintf("Cancel(%d, %q)", id, reason),
+		run:  func(s tg.Store) result { return taskResult(s.Cancel(bg, id, reason)) },
+	}
+}
+
+// reopen mostly reopens a completed, failed or cancelled task.
+func (d *driver) reopen() op {
+	id := d.id()
+	if d.pick(4) > 0 {
+		if b, _ := d.ref.Board(bg); len(b.Completed)+len(b.Failed)+len(b.Cancelled) > 0 {
+			done := slices.Concat(b.Completed, b.Failed, b.Cancelled)
+			id = done[d.pick(len(done))].ID
+		}
+	}
+	return op{
+		name: fmt.Sprintf("Reopen(%d)", id),
+		run:  func(s tg.Store) result { return taskResult(s.Reopen(bg, id)) },
+	}
+}
+
+// updateRouting changes a task's priority and labels.
+func (d *driver) updateRouting() op {
+	id := d.id()
+	p := tg.Patch{Priority: d.priority()}
+	if d.pick(2) == 0 {
+		labels := d.labels()
+		p.Labels = &labels
+	}
+	return updateOp(id, p)
+}
+
+// withLabels sometimes adds WithLabels to claim options.
+func (d *driver) withLabels(opts []tg.ClaimOption, desc string) ([]tg.ClaimOption, string) {
+	if d.pick(3) > 0 {
+		return opts, desc
+	}
+	labels := d.labels()
+	return append(opts, tg.WithLabels(labels...)), desc + fmt.Sprintf(", WithLabels(%q)", labels)
+}
+
+// listFiltered lists and boards with filters.
+func (d *driver) listFiltered() op {
+	var filters []tg.Filter
+	var desc []string
+	if v := d.pick(len(statuses) + 3); v < len(statuses) {
+		filters, desc = append(filters, tg.WithStatus(statuses[v])), append(desc, fmt.Sprintf("WithStatus(%q)", statuses[v]))
+	}
+	if v := d.pick(len(owners) + 3); v < len(owners) {
+		filters, desc = append(filters, tg.WithOwner(owners[v])), append(desc, fmt.Sprintf("WithOwner(%q)", owners[v]))
+	}
+	if d.pick(3) == 0 {
+		labels := d.labels()
+		filters, desc = append(filters, tg.HasLabels(labels...)), append(desc, fmt.Sprintf("HasLabels(%q)", labels))
+	}
+	if d.pick(4) == 0 {
+		filters, desc = append(filters, tg.ReadyOnly()), append(desc, "ReadyOnly()")
+	}
+	if d.pick(3) == 0 {
+		n := d.pick(4)
+		filters, desc = append(filters, tg.Limit(n)), append(desc, fmt.Sprintf("Limit(%d)", n))
+	}
+	args := strings.Join(desc, ", ")
+	return op{
+		name: fmt.Sprintf("List(%s), Board(%s)", args, args),
+		run: func(s tg.Store) result {
+			ts, err := s.List(bg, filters...)
+			text := listResult(ts, err).text
+			b, err := s.Board(bg, filters...)
+			return result{text: text + "\n" + boardResult(b, err).text}
 		},
 	}
 }
@@ -800,7 +1049,8 @@ func boardResult(b tg.Board, err error) result {
 	for _, part := range []struct {
 		name  string
 		tasks []tg.Task
-	}{{"ready", b.Ready}, {"blocked", b.Blocked}, {"in progress", b.InProgress}, {"completed", b.Completed}} {
+	}{{"ready", b.Ready}, {"blocked", b.Blocked}, {"stranded", b.Stranded}, {"in progress", b.InProgress},
+		{"completed", b.Completed}, {"failed", b.Failed}, {"cancelled", b.Cancelled}} {
 		lines = append(lines, fmt.Sprintf("board %s, %d:", part.name, len(part.tasks)))
 		for _, t := range part.tasks {
 			lines = append(lines, "  "+fmtTask(t))
@@ -813,6 +1063,11 @@ func boardResult(b tg.Board, err error) result {
 		}
 	}
 	lines = append(lines, fmt.Sprintf("board missing: %v", missing))
+	var stranded []string
+	for _, id := range slices.Sorted(maps.Keys(b.StrandedBy)) {
+		stranded = append(stranded, fmt.Sprintf("%d:%d", id, b.StrandedBy[id]))
+	}
+	lines = append(lines, fmt.Sprintf("board stranded by: %v, finished: %v", stranded, b.Finished()))
 	return result{text: strings.Join(lines, "\n")}
 }
 
@@ -899,6 +1154,18 @@ func fmtNewTask(nt tg.NewTask) string {
 	if nt.Metadata != nil {
 		f = append(f, "Metadata:"+fmtMeta(nt.Metadata))
 	}
+	if nt.Priority != nil {
+		f = append(f, fmt.Sprint("Priority:", int(*nt.Priority)))
+	}
+	if nt.Labels != nil {
+		f = append(f, fmt.Sprintf("Labels:%q", nt.Labels))
+	}
+	if nt.Key != "" {
+		f = append(f, fmt.Sprintf("Key:%q", nt.Key))
+	}
+	if nt.After != nil {
+		f = append(f, fmt.Sprintf("After:%q", nt.After))
+	}
 	return "{" + strings.Join(f, " ") + "}"
 }
 
@@ -926,6 +1193,12 @@ func fmtPatch(p tg.Patch) string {
 	}
 	if p.Metadata != nil {
 		f = append(f, "Metadata:"+fmtMeta(p.Metadata))
+	}
+	if p.Priority != nil {
+		f = append(f, fmt.Sprint("Priority:", int(*p.Priority)))
+	}
+	if p.Labels != nil {
+		f = append(f, fmt.Sprintf("Labels:%q", *p.Labels))
 	}
 	if p.IfRev != 0 {
 		f = append(f, fmt.Sprint("IfRev:", p.IfRev))

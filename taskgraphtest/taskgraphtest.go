@@ -72,6 +72,21 @@ var cases = []struct {
 	{"IDAndRevOverflow", testOverflow},
 	{"TextIsUTF8WithoutNUL", testText},
 	{"WatchAfterClose", testWatchAfterClose},
+	{"Fail", testFail},
+	{"Cancel", testCancel},
+	{"Stranded", testStranded},
+	{"Reopen", testReopen},
+	{"CompleteWithResult", testCompleteResult},
+	{"UpdateOutcomes", testUpdateOutcomes},
+	{"Priority", testPriority},
+	{"Labels", testLabels},
+	{"ClaimNextLabels", testClaimNextLabels},
+	{"ListAndBoardFilters", testFilters},
+	{"Keys", testKeys},
+	{"CreatePlan", testCreatePlan},
+	{"CreatePlanRefused", testCreatePlanRefused},
+	{"ConcurrentKeyedCreate", testConcurrentKeyedCreate},
+	{"LabelledAgents", testLabelledAgents},
 }
 
 var ctx = context.Background()

@@ -22,13 +22,18 @@ import (
 // in agenttools, then everything else a task has.
 type taskJSON struct {
 	agenttools.TaskJSON
-	Metadata       map[string]any `json:"metadata,omitempty"`
-	CreatedAt      *time.Time     `json:"createdAt,omitempty"`
-	UpdatedAt      *time.Time     `json:"updatedAt,omitempty"`
-	Rev            int64          `json:"rev"`
-	ClaimedAt      *time.Time     `json:"claimedAt,omitempty"`
-	LeaseExpiresAt *time.Time     `json:"leaseExpiresAt,omitempty"`
-	PrevOwner      string         `json:"prevOwner,omitempty"`
+	Priority       *taskgraph.Priority `json:"priority,omitempty"` // absent: the default
+	Labels         []string            `json:"labels,omitempty"`
+	Key            string              `json:"key,omitempty"`
+	Reason         string              `json:"reason,omitempty"`
+	Result         string              `json:"result,omitempty"`
+	Metadata       map[string]any      `json:"metadata,omitempty"`
+	CreatedAt      *time.Time          `json:"createdAt,omitempty"`
+	UpdatedAt      *time.Time          `json:"updatedAt,omitempty"`
+	Rev            int64               `json:"rev"`
+	ClaimedAt      *time.Time          `json:"claimedAt,omitempty"`
+	LeaseExpiresAt *time.Time          `json:"leaseExpiresAt,omitempty"`
+	PrevOwner      string              `json:"prevOwner,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -39,9 +44,15 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func toJSON(t taskgraph.Task) taskJSON {
-	return taskJSON{TaskJSON: agenttools.NewTaskJSON(t), Metadata: t.Metadata,
+	j := taskJSON{TaskJSON: agenttools.NewTaskJSON(t), Metadata: t.Metadata,
+		Labels: t.Labels, Key: t.Key, Reason: t.Reason, Result: t.Result,
 		CreatedAt: timePtr(t.CreatedAt), UpdatedAt: timePtr(t.UpdatedAt), Rev: t.Rev,
 		ClaimedAt: timePtr(t.ClaimedAt), LeaseExpiresAt: timePtr(t.LeaseExpiresAt), PrevOwner: t.PrevOwner}
+	if t.Priority != taskgraph.DefaultPriority {
+		p := t.Priority
+		j.Priority = &p
+	}
+	return j
 }
 
 func toJSONs(ts []taskgraph.Task) []taskJSON {
@@ -54,7 +65,11 @@ func toJSONs(ts []taskgraph.Task) []taskJSON {
 
 func fromJSON(j taskJSON) taskgraph.Task {
 	t := taskgraph.Task{ID: j.ID, Subject: j.Subject, Description: j.Description, Status: j.Status,
-		BlockedBy: j.BlockedBy, Owner: j.Owner, Metadata: j.Metadata, Rev: j.Rev, PrevOwner: j.PrevOwner}
+		BlockedBy: j.BlockedBy, Owner: j.Owner, Metadata: j.Metadata, Rev: j.Rev, PrevOwner: j.PrevOwner,
+		Priority: taskgraph.DefaultPriority, Labels: j.Labels, Key: j.Key, Reason: j.Reason, Result: j.Result}
+	if j.Priority != nil {
+		t.Priority = *j.Priority
+	}
 	for _, p := range []struct {
 		from *time.Time
 		to   *time.Time
@@ -73,30 +88,36 @@ func (e *env) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// statuses maps every task of ts to its status, for "blocked by".
-func statuses(ts ...[]taskgraph.Task) map[taskgraph.ID]taskgraph.Status {
-	m := map[taskgraph.ID]taskgraph.Status{}
-	for _, l := range ts {
+// view is what a task's line needs to know of the whole graph: the status
+// of every task, and which pending tasks are stranded, by what.
+type view struct {
+	status     map[taskgraph.ID]taskgraph.Status
+	strandedBy map[taskgraph.ID]taskgraph.ID
+}
+
+// viewOf returns the view of a whole graph.
+func viewOf(all []taskgraph.Task) view {
+	return viewOfBoard(taskgraph.Resolve(all))
+}
+
+// viewOfBoard returns the view of an unfiltered board.
+func viewOfBoard(b taskgraph.Board) view {
+	v := view{status: map[taskgraph.ID]taskgraph.Status{}, strandedBy: b.StrandedBy}
+	for _, l := range [][]taskgraph.Task{b.Ready, b.Blocked, b.Stranded, b.InProgress, b.Completed, b.Failed, b.Cancelled} {
 		for _, t := range l {
-			m[t.ID] = t.Status
+			v.status[t.ID] = t.Status
 		}
 	}
-	return m
+	return v
 }
 
-// boardStatuses maps every task on b to its status.
-func boardStatuses(b taskgraph.Board) map[taskgraph.ID]taskgraph.Status {
-	return statuses(b.Ready, b.Blocked, b.InProgress, b.Completed)
-}
-
-// printTasks prints ts, one a line, or as a JSON array; status holds the
-// status of every task of the graph.
-func (e *env) printTasks(ts []taskgraph.Task, status map[taskgraph.ID]taskgraph.Status) error {
+// printTasks prints ts, one a line, or as a JSON array.
+func (e *env) printTasks(ts []taskgraph.Task, v view) error {
 	if e.json {
 		return e.printJSON(toJSONs(ts))
 	}
 	for _, t := range ts {
-		fmt.Fprintln(e.stdout, e.line(t, status))
+		fmt.Fprintln(e.stdout, e.line(t, v))
 	}
 	return nil
 }
@@ -117,22 +138,40 @@ func (e *env) paint(c, s string) string {
 }
 
 // line renders a task as the reference's list does, with the owner of a
-// claimed task and only the blockers that are not completed.
-func (e *env) line(t taskgraph.Task, status map[taskgraph.ID]taskgraph.Status) string {
+// claimed task and only the blockers that are not completed; a priority
+// other than the default and labels follow the subject, and a pending task
+// that a failed or cancelled blocker strands names it.
+func (e *env) line(t taskgraph.Task, v view) string {
 	var marker string
 	switch t.Status {
 	case taskgraph.Completed:
 		marker = e.paint(green, "[x]")
 	case taskgraph.InProgress:
 		marker = e.paint(yellow, "[>]")
+	case taskgraph.Failed:
+		marker = e.paint(red, "[!]")
+	case taskgraph.Cancelled:
+		marker = e.paint(dim, "[-]")
 	default:
 		marker = "[ ]"
 	}
 	s := fmt.Sprintf("%s #%d: %s", marker, t.ID, t.Subject)
+	if t.Priority != taskgraph.DefaultPriority {
+		s += " " + t.Priority.String()
+	}
+	if len(t.Labels) > 0 {
+		s += e.paint(dim, " {"+strings.Join(t.Labels, ", ")+"}")
+	}
 	if t.Owner != "" && t.Status != taskgraph.Pending {
 		s += e.paint(dim, " @"+t.Owner)
 	}
-	if open := agenttools.OpenBlockers(t, status); len(open) > 0 && t.Status != taskgraph.Completed {
+	if t.Status != taskgraph.Pending {
+		return s
+	}
+	if by := v.strandedBy[t.ID]; by != 0 {
+		return s + e.paint(red, fmt.Sprintf(" (cannot start: #%d %s)", by, v.status[by]))
+	}
+	if open := agenttools.OpenBlockers(t, v.status); len(open) > 0 {
 		s += e.paint(red, " (blocked by: "+agenttools.FormatIDs(open)+")")
 	}
 	return s
@@ -163,6 +202,14 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 			state += ", ready"
 		}
 	}
+	why := ""
+	if t.Status == taskgraph.Pending && !strings.HasSuffix(state, "ready") {
+		if all, err := s.List(e.ctx); err == nil || errors.Is(err, taskgraph.ErrCorrupt) {
+			if ex, err := taskgraph.Explain(all, t.ID, time.Now()); err == nil {
+				why = ex.Text
+			}
+		}
+	}
 	fmt.Fprintf(w, "#%d: %s\n", t.ID, t.Subject)
 	row := func(name, value string) {
 		if value != "" {
@@ -176,6 +223,12 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 		return t.Local().Format(time.RFC3339)
 	}
 	row("status", state)
+	row("why", why)
+	row("reason", t.Reason)
+	row("result", t.Result)
+	row("priority", t.Priority.String())
+	row("labels", strings.Join(t.Labels, ", "))
+	row("key", t.Key)
 	row("owner", t.Owner)
 	row("claimed", stamp(t.ClaimedAt))
 	row("lease until", stamp(t.LeaseExpiresAt))
@@ -279,17 +332,35 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 	var after, blocks idList
 	fs.Var(&after, "after", "`ID`s this task is blocked by (repeat or comma-separate)")
 	fs.Var(&blocks, "blocks", "`ID`s this task blocks")
+	var priority priorityFlag
+	fs.Var(&priority, "priority", "`P0` (most urgent) to P4; default P2")
+	var labels stringList
+	fs.Var(&labels, "label", "a `LABEL` for the task (repeat or comma-separate)")
+	key := fs.String("key", "", "a `KEY` naming the task, unique in the graph: adding it again adds nothing")
 	return func(e *env) error {
 		if len(e.args) != 1 {
 			return usagef("want the subject as one argument (quote it)")
 		}
 		return e.withStore(func(s store) error {
-			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks})
+			existed := false
+			if *key != "" {
+				all, err := s.List(e.ctx)
+				if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+					return err
+				}
+				existed = slices.ContainsFunc(all, func(t taskgraph.Task) bool { return t.Key == *key })
+			}
+			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks,
+				Priority: priority.p, Labels: labels, Key: *key})
 			if err != nil {
 				return err
 			}
 			if e.json {
 				return e.printJSON(toJSON(t))
+			}
+			if existed {
+				fmt.Fprintf(e.stdout, "#%d already has key %q: %s (nothing added)\n", t.ID, t.Key, t.Subject)
+				return nil
 			}
 			fmt.Fprintf(e.stdout, "Created #%d: %s", t.ID, t.Subject)
 			if open := agenttools.OpenBlockers(t, e.blockerStatuses(s, t)); len(open) > 0 {
@@ -301,38 +372,70 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 	}
 }
 
-func cmdList(e *env) error {
-	return e.withNoArgs(func(s store) error {
-		all, err := s.List(e.ctx)
-		if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+func flagsList(fs *flag.FlagSet) func(e *env) error {
+	f := listFlags(fs, true)
+	return func(e *env) error {
+		if err := f.check(); err != nil {
 			return err
 		}
-		if len(all) == 0 && !e.json {
-			fmt.Fprintln(e.stdout, "No tasks.")
-		} else if perr := e.printTasks(all, statuses(all)); perr != nil {
-			return perr
-		}
-		return err // corrupt files: listed the rest, then say so
-	})
+		return e.withNoArgs(func(s store) error {
+			all, err := s.List(e.ctx)
+			if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+				return err
+			}
+			v := viewOf(all)
+			shown, more := f.pick(all, v)
+			switch {
+			case len(all) == 0 && !e.json:
+				fmt.Fprintln(e.stdout, "No tasks.")
+			case len(shown) == 0 && !e.json:
+				fmt.Fprintln(e.stdout, "No tasks match.")
+			default:
+				if perr := e.printTasks(shown, v); perr != nil {
+					return perr
+				}
+			}
+			if more > 0 && !e.json {
+				fmt.Fprintf(e.stdout, "… and %d more (raise --limit or filter)\n", more)
+			}
+			return err // corrupt files: listed the rest, then say so
+		})
+	}
 }
 
-func cmdReady(e *env) error {
-	return e.withNoArgs(func(s store) error {
-		b, err := s.Board(e.ctx)
-		if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+func flagsReady(fs *flag.FlagSet) func(e *env) error {
+	f := listFlags(fs, false)
+	return func(e *env) error {
+		f.ready = true
+		if err := f.check(); err != nil {
 			return err
 		}
-		if perr := e.printTasks(b.Ready, boardStatuses(b)); perr != nil {
-			return perr
-		}
-		if err == nil && len(b.Ready) == 0 {
-			if !e.json {
-				fmt.Fprintf(e.stderr, "No task is ready (%d blocked, %d in progress).\n", len(b.Blocked), len(b.InProgress))
+		return e.withNoArgs(func(s store) error {
+			b, err := s.Board(e.ctx)
+			if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+				return err
 			}
-			return errQuiet{exitUnavailable}
-		}
-		return err
-	})
+			v := viewOfBoard(b)
+			shown, more := f.pick(b.Ready, v)
+			if perr := e.printTasks(shown, v); perr != nil {
+				return perr
+			}
+			if more > 0 && !e.json {
+				fmt.Fprintf(e.stdout, "… and %d more (raise --limit or filter)\n", more)
+			}
+			if err == nil && len(shown) == 0 {
+				if !e.json {
+					what := "No task is ready"
+					if len(f.labels) > 0 {
+						what = "No task with labels " + strings.Join(f.labels, ", ") + " is ready"
+					}
+					fmt.Fprintf(e.stderr, "%s (%d blocked, %d in progress, %d stranded by a failed or cancelled task).\n", what, len(b.Blocked), len(b.InProgress), len(b.Stranded))
+				}
+				return errQuiet{exitUnavailable}
+			}
+			return err
+		})
+	}
 }
 
 // errQuiet ends a command with an exit status and no message.
@@ -410,6 +513,10 @@ func leaseFlag(d time.Duration) error {
 func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 	return func(fs *flag.FlagSet) func(e *env) error {
 		lease := fs.Duration("lease", 0, "lease the claim for this long (e.g. 30m); renew it with taskgraph renew")
+		var labels stringList
+		if next {
+			fs.Var(&labels, "label", "take only a task with this `LABEL` (repeat or comma-separate: all of them)")
+		}
 		return func(e *env) error {
 			if err := leaseFlag(*lease); err != nil {
 				return err
@@ -417,6 +524,9 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 			var opts []taskgraph.ClaimOption
 			if *lease > 0 {
 				opts = append(opts, taskgraph.WithLease(*lease))
+			}
+			if len(labels) > 0 {
+				opts = append(opts, taskgraph.WithLabels(labels...))
 			}
 			var id taskgraph.ID
 			var err error
@@ -459,9 +569,19 @@ func (e *env) holder(force bool) string {
 	return e.owner
 }
 
-func cmdDone(e *env, force bool) error {
+func flagsDone(fs *flag.FlagSet) func(e *env) error {
+	force := fs.Bool("force", false, "act on the task even if someone else holds it")
+	result := fs.String("result", "", "record `TEXT` on the task: what was done, for whoever comes after")
+	return func(e *env) error { return cmdDone(e, *force, *result) }
+}
+
+func cmdDone(e *env, force bool, result string) error {
+	var opts []taskgraph.CompleteOption
+	if result != "" {
+		opts = append(opts, taskgraph.WithResult(result))
+	}
 	return e.withID(func(s store, id taskgraph.ID) error {
-		c, err := s.Complete(e.ctx, id, e.holder(force))
+		c, err := s.Complete(e.ctx, id, e.holder(force), opts...)
 		if err != nil {
 			return e.held(err, "completes it")
 		}

@@ -45,13 +45,19 @@ Usage:
 The commands are:
 
 	init                     create the task directory (.tasks here, or --dir)
-	add SUBJECT              add a task (--desc TEXT, --after ID..., --blocks ID...)
-	list                     list every task
-	ready                    list the tasks that can start now
+	add SUBJECT              add a task (--desc TEXT, --after ID..., --blocks ID...,
+	                         --priority P0..P4, --label LABEL..., --key KEY)
+	plan FILE                add a whole plan from a JSON file, all or nothing
+	list                     list every task (--status, --owned-by, --label, --ready, --limit)
+	ready                    list the tasks that can start now (--label, --limit)
 	show ID                  show one task, with its metadata and times
+	explain ID               say why a task is not ready
 	claim ID                 claim a ready task (--lease DURATION)
-	next                     claim the ready task with the lowest id (--lease DURATION)
-	done ID                  complete a task you hold and say what it unblocked
+	next                     claim the most urgent ready task (--label LABEL..., --lease DURATION)
+	done ID                  complete a task you hold and say what it unblocked (--result TEXT)
+	fail ID REASON           fail a task you hold; what depends on it cannot start
+	cancel ID REASON         cancel a task; what depends on it cannot start
+	reopen ID                make a failed, cancelled or completed task pending again
 	release ID               give a task you hold back
 	renew ID DURATION        extend the lease of a task you hold
 	dep add|rm ID BLOCKER    add or remove "ID is blocked by BLOCKER"
@@ -59,12 +65,13 @@ The commands are:
 	delete ID                delete a task (--detach to remove the edges to it)
 	check                    report problems in the directory, changing nothing
 	watch                    print changes as they happen, by anyone
-	graph                    print the graph (--format mermaid|dot, or --json)
+	graph                    print the graph (--format mermaid|dot|waves, or --json)
 	export                   print every task as JSON, for import elsewhere
 	import FILE|--claude-code DIR
 	                         load tasks from an export, or from a Claude Code task list
 	                         (--renumber to give them new ids after the graph's own)
-	mcp                      serve the task tools over MCP on stdin/stdout (--lease DURATION)
+	mcp                      serve the task tools over MCP on stdin/stdout (--lease DURATION,
+	                         --tools claude-code for Claude Code's TaskCreate/TaskGet/TaskUpdate/TaskList)
 	serve                    serve a live board of the graph to a web browser
 	version                  print the version
 
@@ -77,8 +84,8 @@ Flags for every command:
 	--owner NAME   who you are (default $TASKGRAPH_OWNER, else user@host)
 	--json         machine-readable output
 
-done, release and delete refuse a task someone else holds unless --force is
-given. Use "taskgraph help <command>" for more about a command.
+done, fail, cancel, release and delete refuse a task someone else holds
+unless --force is given. Use "taskgraph help <command>" for more about a command.
 
 Exit status is 0 on success, 1 on error, 2 on a usage error, 3 when a task
 is blocked or held by someone else, or no task is ready, and 4 when there is
@@ -131,13 +138,18 @@ var commands map[string]command
 func init() {
 	commands = map[string]command{
 		"init":    {"", "Create the task directory: .tasks in the working directory, or --dir (with --store, the graph). The one command that creates a task graph; it is harmless on one that exists.", simple(cmdInit)},
-		"add":     {"SUBJECT", "Add a pending task.", flagsAdd},
-		"list":    {"", "List every task, one a line: [ ] pending, [>] in progress, [x] completed; \"blocked by\" lists the blockers not completed yet.", simple(cmdList)},
-		"ready":   {"", "List the tasks that can start now. Exit status 3 if there is none.", simple(cmdReady)},
+		"add":     {"SUBJECT", "Add a pending task. --priority P0..P4 (default P2) orders ClaimNext and next; --label routes it (next --label); --key names it, so that adding the same key again adds nothing.", flagsAdd},
+		"list":    {"", "List every task, one a line: [ ] pending, [>] in progress, [x] completed, [!] failed, [-] cancelled; a priority other than P2 and {labels} follow the subject; \"blocked by\" lists the blockers not completed yet, and \"cannot start\" names the failed or cancelled task a pending one waits on. --status, --owned-by, --label and --ready filter; --limit caps.", flagsList},
+		"ready":   {"", "List the tasks that can start now (--label to filter, --limit to cap). Exit status 3 if there is none.", flagsReady},
 		"show":    {"ID", "Show one task in full: status, owner, lease, edges, times, metadata and description.", simple(cmdShow)},
 		"claim":   {"ID", "Claim a ready task for --owner.", flagsClaim(false)},
-		"next":    {"", "Claim the ready task with the lowest id for --owner. Exit status 3 if none is ready.", flagsClaim(true)},
-		"done":    {"ID", "Complete a task you hold and print the tasks this made ready. A task someone else holds needs --force.", flagsForce(cmdDone)},
+		"next":    {"", "Claim the most urgent ready task (P0 first, then the lowest id) for --owner; with --label, only a task carrying all those labels. Exit status 3 if none is ready.", flagsClaim(true)},
+		"done":    {"ID", "Complete a task you hold and print the tasks this made ready; --result TEXT records what was done. A task someone else holds needs --force.", flagsDone},
+		"fail":    {"ID REASON", "Fail a task you hold, saying why: the tasks that depend on it cannot start until it is reopened, and are printed. A task someone else holds needs --force.", flagsFail},
+		"cancel":  {"ID REASON", "Cancel a pending or in-progress task, saying why: the tasks that depend on it cannot start until it is reopened. A task someone else holds needs --force.", flagsCancel},
+		"reopen":  {"ID", "Make a failed, cancelled or completed task pending again (its owner, reason and result are cleared). A completed task whose dependents have started is not reopened.", simple(cmdReopen)},
+		"explain": {"ID", "Say where a task stands and why: what it waits on (status, owner, lease left), or the failed or cancelled task that strands it.", simple(cmdExplain)},
+		"plan":    {"FILE", "Create the tasks of a plan file (or - for stdin), all or nothing: JSON, {\"tasks\": [{\"key\", \"subject\", \"description\", \"after\": [key or \"#id\"], \"priority\": 0-4, \"labels\": [...]}]}, the shape of the task_plan tool. Tasks whose key exists are not created again, so a plan can be applied twice.", simple(cmdPlan)},
 		"release": {"ID", "Give a task you hold back: it becomes pending again. A task someone else holds needs --force.", flagsForce(cmdRelease)},
 		"renew":   {"ID DURATION", "Extend the lease of a task --owner holds to DURATION (e.g. 30m) from now.", simple(cmdRenew)},
 		"dep":     {"add|rm ID BLOCKER", "Add or remove the edge \"ID is blocked by BLOCKER\". Edges that would close a cycle are refused; removing an edge that does not exist is an error.", simple(cmdDep)},
@@ -145,10 +157,10 @@ func init() {
 		"delete":  {"ID", "Delete a task. A task someone else holds needs --force; one that others depend on needs --detach.", flagsDelete},
 		"check":   {"", "Report corrupt files, dangling edges, cycles, expired leases and leftovers, changing nothing. Exit status 1 if there are problems.", simple(cmdCheck)},
 		"watch":   {"", "Print every change as it happens, by this or any other process, until interrupted. With --json, one JSON object a line.", simple(cmdWatch)},
-		"graph":   {"", "Print the dependency graph: Mermaid or Graphviz dot, or with --json an object of nodes and edges (from blocks to).", flagsGraph},
+		"graph":   {"", "Print the dependency graph: Mermaid or Graphviz dot, with the remaining work ranked in waves left to right, or --format waves for the waves (what can run at once, round by round) and the critical path (the longest chain of unfinished work) as text; with --json an object of nodes, edges (from blocks to), waves and the critical path.", flagsGraph},
 		"export":  {"", "Print every task as a JSON array, ids and edges included.", simple(cmdExport)},
 		"import":  {"FILE | --claude-code DIR", "Load tasks from an export (or - for stdin), or from a Claude Code task list (~/.claude/tasks/<list>), all or nothing. Ids are kept and must be new to this graph; with --renumber the tasks get fresh ids after the graph's own and their edges follow, to merge a plan into an existing graph.", flagsImport},
-		"mcp":     {"", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout. Unless --owner is given, each server is its own agent, mcp-HOST-PID-RANDOM ($TASKGRAPH_OWNER, a person's identity, is not used).", flagsMCP},
+		"mcp":     {"", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout. --tools claude-code serves Claude Code's own task tools instead (TaskCreate, TaskGet, TaskUpdate, TaskList, with its argument names), on the same graph and with the same checks; --tools taskgraph,claude-code serves both. Unless --owner is given, each server is its own agent, mcp-HOST-PID-RANDOM ($TASKGRAPH_OWNER, a person's identity, is not used).", flagsMCP},
 		"serve":   {"", serveHelp, flagsServe},
 		"version": {"", "Print the version of taskgraph (the module version it was built from).", simple(cmdVersion)},
 	}
@@ -289,7 +301,8 @@ func describe(err error) string {
 
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"dir": true, "store": true, "graph": true, "owner": true, "lease": true,
-	"desc": true, "after": true, "blocks": true, "format": true, "claude-code": true, "from": true}
+	"desc": true, "after": true, "blocks": true, "format": true, "claude-code": true, "from": true, "tools": true,
+	"priority": true, "label": true, "key": true, "status": true, "owned-by": true, "limit": true, "result": true}
 
 // commandFirst moves flags given before the command after it, so that
 // `taskgraph --owner x claim 1` works like `taskgraph claim 1 --owner x`.

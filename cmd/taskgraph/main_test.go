@@ -454,18 +454,26 @@ func TestGraph(t *testing.T) {
   t2["#2 transform"]:::blocked
   t3["#3 emit"]:::blocked
   t4["#4 test"]:::blocked
-  t1 --> t2
+  t1 ==> t2
   t1 --> t3
-  t2 --> t4
+  t2 ==> t4
   t3 --> t4
+  %% wave 1: #1
+  %% wave 2: #2 #3
+  %% wave 3: #4
   classDef ready fill:#cfc
   classDef blocked fill:#fff
   classDef inprogress fill:#ffc
   classDef completed fill:#ddd
-`, ok(t, dir, "graph"))
+  classDef stranded fill:#fee
+  classDef failed fill:#f99
+  classDef cancelled fill:#eee,stroke-dasharray:4
+`, ok(t, dir, "graph"), "the critical path drawn thick, the waves noted")
 	out := ok(t, dir, "graph", "--format", "dot")
 	assert.Contains(t, out, "digraph tasks {")
-	assert.Contains(t, out, "t2 -> t4;")
+	assert.Contains(t, out, "t2 -> t4 [penwidth=3];")
+	assert.Contains(t, out, "t3 -> t4;")
+	assert.Contains(t, out, "{ rank=same; t2; t3; } // wave 2")
 	assert.Equal(t, 2, tg(t, dir, "graph", "--format", "svg").code)
 	var g struct {
 		Nodes []map[string]any `json:"nodes"`

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -24,9 +25,14 @@ import (
 // newMCPServer serves the agenttools task tools — the same names, schemas,
 // texts and error flags — as MCP tools, with their titles and annotations.
 func newMCPServer(store taskgraph.Store, opts ...agenttools.Option) *mcp.Server {
+	return mcpServerOf(agenttools.New(store, opts...).List())
+}
+
+// mcpServerOf serves tools as MCP tools.
+func mcpServerOf(tools []agenttools.Tool) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Title: "taskgraph task graph", Version: version()}, nil)
 	closed := false
-	for _, tool := range agenttools.New(store, opts...).List() {
+	for _, tool := range tools {
 		server.AddTool(&mcp.Tool{
 			Name: tool.Name, Title: tool.Title, Description: tool.Description, InputSchema: tool.InputSchema,
 			Annotations: &mcp.ToolAnnotations{
@@ -47,6 +53,31 @@ func newMCPServer(store taskgraph.Store, opts ...agenttools.Option) *mcp.Server 
 	return server
 }
 
+// toolSets are the tool sets taskgraph mcp --tools can serve.
+var toolSets = map[string]func(taskgraph.Store, ...agenttools.Option) *agenttools.Tools{
+	"taskgraph":   agenttools.New,
+	"claude-code": agenttools.ClaudeCode,
+}
+
+// mcpTools returns the tools of the sets named in spec, comma-separated,
+// in that order.
+func mcpTools(spec string, store taskgraph.Store, opts ...agenttools.Option) ([]agenttools.Tool, error) {
+	var tools []agenttools.Tool
+	seen := map[string]bool{}
+	for _, name := range strings.Split(spec, ",") {
+		name = strings.TrimSpace(name)
+		set, ok := toolSets[name]
+		if !ok {
+			return nil, usagef("--tools %q: want taskgraph, claude-code, or both comma-separated", spec)
+		}
+		if !seen[name] {
+			seen[name] = true
+			tools = append(tools, set(store, opts...).List()...)
+		}
+	}
+	return tools, nil
+}
+
 // sessionOwner is the identity of an MCP server that was given no --owner:
 // distinct for every server process, so that two sessions of an MCP client
 // never share claims.
@@ -62,8 +93,12 @@ func sessionOwner() string {
 
 func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 	lease := fs.Duration("lease", 0, "lease every claim for this `DURATION` (e.g. 30m): a session that dies lets go of its tasks when it lapses, and task_renew extends it (default: claims never lapse)")
+	sets := fs.String("tools", "taskgraph", "the tool `SET`s to serve: taskgraph (task_create, task_list, ...), claude-code (Claude Code's TaskCreate, TaskGet, TaskUpdate, TaskList), or taskgraph,claude-code")
 	return func(e *env) error {
 		if err := leaseFlag(*lease); err != nil {
+			return err
+		}
+		if _, err := mcpTools(*sets, taskgraph.NewMemStore()); err != nil {
 			return err
 		}
 		owner := e.owner
@@ -76,7 +111,11 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 		}
 		return e.withNoArgs(func(s store) error {
 			fmt.Fprintf(e.stderr, "taskgraph mcp: serving %s as %q\n", e.where(), owner)
-			return serveMCP(e.ctx, newMCPServer(s, opts...), e.stdin, e.stdout)
+			tools, err := mcpTools(*sets, s, opts...)
+			if err != nil {
+				return err
+			}
+			return serveMCP(e.ctx, mcpServerOf(tools), e.stdin, e.stdout)
 		})
 	}
 }

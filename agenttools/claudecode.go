@@ -1,0 +1,327 @@
+package agenttools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+// ClaudeCode returns Claude Code's four task tools — TaskCreate, TaskGet,
+// TaskUpdate and TaskList — with its names and argument shapes (ids are
+// strings such as "3"; subject, description, activeForm, status with
+// "deleted", addBlocks, addBlockedBy, owner, metadata), over store, so that
+// a model trained on them can use a shared, durable, cycle-checked graph.
+//
+// They keep the guarantees of the tools of New: an id that does not exist
+// and an edge that would close a cycle are refused, and the owner is the
+// identity given with WithOwner — TaskUpdate's owner argument may only be
+// that identity (take the task) or "" (give it back), and no call changes
+// the status or owner of a task another identity holds or completed.
+// TaskUpdate also takes removeBlockedBy and removeBlocks, which Claude
+// Code's does not, so that edges can be taken out again. activeForm is kept
+// in the task's metadata under "activeForm", where the claudecode package
+// puts it on import. Status "deleted" deletes the task and takes it out of
+// the blockedBy of the tasks it blocked, as Claude Code does. TaskList
+// shows at most DefaultListLimit tasks, in progress and ready first, and
+// says how many it left out.
+func ClaudeCode(store taskgraph.Store, opts ...Option) *Tools {
+	c := config{owner: "agent"}
+	for _, o := range opts {
+		o(&c)
+	}
+	h := handlers{store: store, cfg: c}
+	tools := []Tool{
+		{"TaskCreate", "Create task", "Create a task in the shared task list. It starts pending, with no owner.", schemaCCCreate, Hints{}, h.ccCreate, ""},
+		{"TaskGet", "Get task", "Get a task by ID: description, status, owner, dependencies, and why it cannot start if it cannot.", schemaCCGet, Hints{ReadOnly: true, Idempotent: true}, h.ccGet, ""},
+		{"TaskUpdate", "Update task", "Update a task. Status in_progress claims it for you; you can complete or give back only tasks you hold. Status deleted deletes it and its dependency edges.", schemaCCUpdate, Hints{Destructive: true, Idempotent: true}, h.ccUpdate, ""},
+		{"TaskList", "List tasks", "List the tasks: id, status, subject, owner and unfinished blockers.", schemaCCList, Hints{ReadOnly: true, Idempotent: true}, h.ccList, ""},
+	}
+	for i := range tools {
+		tools[i].owner = c.owner
+	}
+	return &Tools{tools: tools}
+}
+
+var (
+	schemaCCCreate = json.RawMessage(`{"type":"object","properties":{` +
+		`"subject":{"type":"string","description":"A brief title for the task"},` +
+		`"description":{"type":"string","description":"What needs to be done"},` +
+		`"activeForm":{"type":"string","description":"Present continuous form shown in spinner when in_progress (e.g., \"Running tests\")"},` +
+		`"metadata":{"type":"object","description":"Arbitrary metadata to attach to the task"}},` +
+		`"required":["subject","description"],"additionalProperties":false}`)
+	schemaCCGet = json.RawMessage(`{"type":"object","properties":{` +
+		`"taskId":{"type":"string","description":"The ID of the task to retrieve"}},` +
+		`"required":["taskId"],"additionalProperties":false}`)
+	schemaCCUpdate = json.RawMessage(`{"type":"object","properties":{` +
+		`"taskId":{"type":"string","description":"The ID of the task to update"},` +
+		`"subject":{"type":"string","description":"New subject for the task"},` +
+		`"description":{"type":"string","description":"New description for the task"},` +
+		`"activeForm":{"type":"string","description":"Present continuous form shown in spinner when in_progress (e.g., \"Running tests\")"},` +
+		`"status":{"type":"string","enum":["pending","in_progress","completed","deleted"],"description":"New status for the task"},` +
+		`"addBlocks":{"type":"array","items":{"type":"string"},"description":"Task IDs that this task blocks"},` +
+		`"addBlockedBy":{"type":"array","items":{"type":"string"},"description":"Task IDs that block this task"},` +
+		`"removeBlocks":{"type":"array","items":{"type":"string"},"description":"Task IDs that this task no longer blocks"},` +
+		`"removeBlockedBy":{"type":"array","items":{"type":"string"},"description":"Task IDs that no longer block this task"},` +
+		`"owner":{"type":"string","description":"Only your own name (take the task) or \"\" (give it back)"},` +
+		`"metadata":{"type":"object","description":"Metadata keys to merge into the task. Set a key to null to delete it."}},` +
+		`"required":["taskId"],"additionalProperties":false}`)
+	schemaCCList = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+)
+
+// stringID is a task id as Claude Code's tools write it: a string of
+// digits ("3"). "#3" and the number 3 are taken too.
+type stringID int64
+
+func (s *stringID) UnmarshalJSON(data []byte) error {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	var text string
+	switch v := v.(type) {
+	case string:
+		text = strings.TrimPrefix(strings.TrimSpace(v), "#")
+	case float64:
+		text = strings.TrimSpace(string(data))
+	default:
+		return errors.New("not a task id")
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || n <= 0 {
+		return errors.New("not a task id")
+	}
+	*s = stringID(n)
+	return nil
+}
+
+// ccIDs converts ids decoded from the model's input.
+func ccIDs(ids []stringID) []taskgraph.ID {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]taskgraph.ID, len(ids))
+	for i, id := range ids {
+		out[i] = taskgraph.ID(id)
+	}
+	return out
+}
+
+// ccID checks the taskId argument.
+func ccID(id *stringID) (taskgraph.ID, error) {
+	if id == nil {
+		return 0, errors.New("taskId is required")
+	}
+	return taskgraph.ID(*id), nil
+}
+
+// hashIDs writes ids as Claude Code does: "#1, #2".
+func hashIDs(ids []taskgraph.ID) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = "#" + strconv.FormatInt(int64(id), 10)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (h handlers) ccCreate(ctx context.Context, raw json.RawMessage) (string, error) {
+	var (
+		subject, description, activeForm *string
+		metadata                         map[string]any
+	)
+	if err := decode(raw, field{"subject", &subject}, field{"description", &description},
+		field{"activeForm", &activeForm}, field{"metadata", &metadata}); err != nil {
+		return "", err
+	}
+	if subject == nil {
+		return "", errors.New("subject is required")
+	}
+	nt := taskgraph.NewTask{Subject: *subject}
+	if description != nil {
+		nt.Description = *description
+	}
+	for k, v := range metadata {
+		if v != nil {
+			if nt.Metadata == nil {
+				nt.Metadata = map[string]any{}
+			}
+			nt.Metadata[k] = v
+		}
+	}
+	if activeForm != nil {
+		if nt.Metadata == nil {
+			nt.Metadata = map[string]any{}
+		}
+		nt.Metadata["activeForm"] = *activeForm
+	}
+	t, err := h.store.Create(ctx, nt)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Task #%d created successfully: %s", t.ID, t.Subject), nil
+}
+
+func (h handlers) ccGet(ctx context.Context, raw json.RawMessage) (string, error) {
+	var id *stringID
+	if err := decode(raw, field{"taskId", &id}); err != nil {
+		return "", err
+	}
+	tid, err := ccID(id)
+	if err != nil {
+		return "", err
+	}
+	t, err := h.store.Get(ctx, tid)
+	if err != nil {
+		return "", err
+	}
+	lines := []string{
+		fmt.Sprintf("Task #%d: %s", t.ID, t.Subject),
+		"Status: " + string(t.Status),
+		"Description: " + t.Description,
+	}
+	if t.Owner != "" {
+		lines = append(lines, "Owner: "+t.Owner)
+	}
+	if len(t.BlockedBy) > 0 {
+		lines = append(lines, "Blocked by: "+hashIDs(t.BlockedBy))
+	}
+	if len(t.Blocks) > 0 {
+		lines = append(lines, "Blocks: "+hashIDs(t.Blocks))
+	}
+	if len(t.Metadata) > 0 {
+		data, _ := json.Marshal(t.Metadata) // came from JSON
+		lines = append(lines, "Metadata: "+string(data))
+	}
+	why, err := h.whyNot(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	if why != "" {
+		lines = append(lines, "Why it cannot start: "+why)
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+func (h handlers) ccUpdate(ctx context.Context, raw json.RawMessage) (string, error) {
+	var (
+		id                                      *stringID
+		subject, description, activeForm, owner *string
+		status                                  *string
+		addBy, rmBy, add, rm                    []stringID
+		metadata                                map[string]any
+	)
+	err := decode(raw, field{"taskId", &id}, field{"subject", &subject}, field{"description", &description},
+		field{"activeForm", &activeForm}, field{"status", &status}, field{"addBlocks", &add},
+		field{"addBlockedBy", &addBy}, field{"removeBlocks", &rm}, field{"removeBlockedBy", &rmBy},
+		field{"owner", &owner}, field{"metadata", &metadata})
+	if err != nil {
+		return "", err
+	}
+	tid, err := ccID(id)
+	if err != nil {
+		return "", err
+	}
+	// The fields that change, in the order of the schema, for the reply.
+	var changed []string
+	note := func(name string, set bool) {
+		if set {
+			changed = append(changed, name)
+		}
+	}
+	note("subject", subject != nil)
+	note("description", description != nil)
+	note("activeForm", activeForm != nil)
+	note("status", status != nil)
+	note("addBlocks", len(add) > 0)
+	note("addBlockedBy", len(addBy) > 0)
+	note("removeBlocks", len(rm) > 0)
+	note("removeBlockedBy", len(rmBy) > 0)
+	note("owner", owner != nil)
+	note("metadata", len(metadata) > 0)
+	if status != nil && *status == "deleted" {
+		if len(changed) > 1 {
+			return "", errors.New("status deleted cannot be combined with other changes: the task is deleted")
+		}
+		return h.ccDelete(ctx, tid)
+	}
+	in := updateInput{id: tid, owner: owner}
+	if status != nil {
+		s := taskgraph.Status(*status)
+		if !slices.Contains(updateStatuses, s) {
+			return "", fmt.Errorf("status: %q is not pending, in_progress, completed or deleted", *status)
+		}
+		in.status = &s
+	}
+	in.fields = taskgraph.Patch{Subject: subject, Description: description, Metadata: metadata,
+		AddBlockedBy: ccIDs(addBy), RemoveBlockedBy: ccIDs(rmBy), AddBlocks: ccIDs(add), RemoveBlocks: ccIDs(rm)}
+	if activeForm != nil {
+		if in.fields.Metadata == nil {
+			in.fields.Metadata = map[string]any{}
+		}
+		in.fields.Metadata["activeForm"] = *activeForm
+	}
+	if _, err := h.apply(ctx, in, "TaskUpdate and status in_progress"); err != nil {
+		return "", err
+	}
+	if len(changed) == 0 {
+		return fmt.Sprintf("No changes to task #%d", tid), nil
+	}
+	return fmt.Sprintf("Updated task #%d %s", tid, strings.Join(changed, ", ")), nil
+}
+
+// ccDelete deletes a task that no other identity holds or completed, and
+// takes it out of the blockedBy of the tasks it blocked.
+func (h handlers) ccDelete(ctx context.Context, id taskgraph.ID) (string, error) {
+	t, err := h.store.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if othersOwner(t, h.cfg.owner) != "" {
+		return "", refusal(t, h.cfg.owner, deleteIt)
+	}
+	if err := h.store.Delete(ctx, id, taskgraph.Detach()); err != nil {
+		return "", err
+	}
+	out := fmt.Sprintf("Updated task #%d deleted", id)
+	if len(t.Blocks) > 0 {
+		out += "; it no longer blocks " + hashIDs(t.Blocks)
+	}
+	return out, nil
+}
+
+func (h handlers) ccList(ctx context.Context, raw json.RawMessage) (string, error) {
+	if err := decode(raw); err != nil {
+		return "", err
+	}
+	all, err := h.store.List(ctx)
+	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+		return "", err
+	}
+	if len(all) == 0 && err == nil {
+		return "No tasks found", nil
+	}
+	sel := selectTasks(all, listInput{limit: DefaultListLimit})
+	var lines []string
+	for _, t := range sel.shown {
+		line := fmt.Sprintf("#%d [%s] %s", t.ID, t.Status, t.Subject)
+		if t.Owner != "" {
+			line += " (" + t.Owner + ")"
+		}
+		if open := OpenBlockers(t, sel.board.status); len(open) > 0 && t.Status == taskgraph.Pending {
+			line += " [blocked by " + hashIDs(open) + "]"
+		}
+		lines = append(lines, line)
+	}
+	if len(sel.hidden) > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more: %s (TaskGet shows any task by ID)", len(sel.hidden), countByStatus(sel.hidden)))
+	}
+	if err != nil {
+		lines = append(lines, "Warning: some task files are unreadable and were skipped: "+err.Error())
+	}
+	return strings.Join(lines, "\n"), nil
+}

@@ -1,0 +1,85 @@
+package agenttools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+// get shows a task in full and, for one that cannot start now, the line
+// that says why.
+func (h handlers) get(ctx context.Context, id taskgraph.ID) (string, error) {
+	t, err := h.store.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	why, err := h.whyNot(ctx, t)
+	if err != nil || why == "" {
+		return render(t), err
+	}
+	return render(t) + "\n" + why, nil
+}
+
+// whyNot returns the line that says why t, a pending task, cannot start,
+// or "" if it can (or is not pending).
+func (h handlers) whyNot(ctx context.Context, t taskgraph.Task) (string, error) {
+	if t.Status != taskgraph.Pending {
+		return "", nil
+	}
+	all, err := h.store.List(ctx)
+	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+		return "", err
+	}
+	ex, err := taskgraph.Explain(all, t.ID, time.Now())
+	if err != nil || ex.State == "ready" {
+		return "", nil // the task went away meanwhile, or it can start
+	}
+	return goIDList.ReplaceAllStringFunc(ex.Text, func(m string) string { return strings.ReplaceAll(m, " ", ", ") }), nil
+}
+
+// goIDList matches an id list as Go prints a slice, "[1 2 3]", to be
+// written as every list of the tools is, "[1, 2, 3]".
+var goIDList = regexp.MustCompile(`\[(\d+(?: \d+)+)\]`)
+
+func (h handlers) fail(ctx context.Context, raw json.RawMessage) (string, error) {
+	var (
+		id     *int64
+		reason *string
+	)
+	if err := decode(raw, field{"task_id", &id}, field{"reason", &reason}); err != nil {
+		return "", err
+	}
+	tid, err := taskID(id)
+	if err != nil {
+		return "", err
+	}
+	if reason == nil || strings.TrimSpace(*reason) == "" {
+		return "", errors.New("reason is required: say why the task failed, for whoever reopens it")
+	}
+	t, err := h.store.Fail(ctx, tid, h.cfg.owner, *reason)
+	if err != nil {
+		return "", err
+	}
+	out := fmt.Sprintf("Failed #%d: %s", t.ID, t.Subject)
+	all, err := h.store.List(ctx)
+	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+		return "", err
+	}
+	b := taskgraph.Resolve(all)
+	var stranded []string
+	for _, s := range b.Stranded {
+		if b.StrandedBy[s.ID] == t.ID {
+			stranded = append(stranded, fmt.Sprintf("#%d %s", s.ID, s.Subject))
+		}
+	}
+	if len(stranded) > 0 {
+		out += "\nThese cannot start until it is reopened: " + strings.Join(stranded, ", ")
+	}
+	return out, nil
+}

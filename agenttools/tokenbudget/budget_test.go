@@ -1,0 +1,180 @@
+package tokenbudget
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/agenttools"
+)
+
+// The budgets of issue 12.
+const (
+	toolSetBudget = 1500 // every tool's name, title, description and input schema
+	listBudget    = 1000 // task_list over a 500-task graph at its default limit
+)
+
+// encoding is the vocabulary every figure is counted in: o200k_base, the
+// one of OpenAI's current models. cl100k_base is counted beside it.
+const encoding = tokenizer.O200kBase
+
+func codec(t *testing.T, enc tokenizer.Encoding) tokenizer.Codec {
+	t.Helper()
+	c, err := tokenizer.Get(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func count(t *testing.T, c tokenizer.Codec, s string) int {
+	t.Helper()
+	n, err := c.Count(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// definition is a tool as a client lists it to a model: MCP's tools/list
+// entry without the annotations.
+func definition(t *testing.T, tool agenttools.Tool) string {
+	t.Helper()
+	data, err := json.Marshal(struct {
+		Name        string          `json:"name"`
+		Title       string          `json:"title"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}{tool.Name, tool.Title, tool.Description, tool.InputSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// measureTools returns the tokens of every definition of tools and their
+// sum in enc, and logs the table.
+func measureTools(t *testing.T, set string, tools []agenttools.Tool) int {
+	t.Helper()
+	main, other := codec(t, encoding), codec(t, tokenizer.Cl100kBase)
+	total, totalOther := 0, 0
+	var rows []string
+	for _, tool := range tools {
+		def := definition(t, tool)
+		n, m := count(t, main, def), count(t, other, def)
+		total += n
+		totalOther += m
+		rows = append(rows, fmt.Sprintf("  %-18s %5d %5d", tool.Name, n, m))
+	}
+	t.Logf("%s: %d tools, %d tokens (%s), %d (%s)\n  %-18s %5s %5s\n%s", set, len(tools), total, encoding, totalOther, tokenizer.Cl100kBase,
+		"tool", "o200k", "cl100k", strings.Join(rows, "\n"))
+	return total
+}
+
+func TestToolSetBudget(t *testing.T) {
+	store := taskgraph.NewMemStore()
+	for _, set := range []struct {
+		name  string
+		tools []agenttools.Tool
+	}{
+		{"task tools (agenttools.New, taskgraph mcp)", agenttools.New(store).List()},
+		{"Claude Code's tools (agenttools.ClaudeCode, taskgraph mcp --tools claude-code)", agenttools.ClaudeCode(store).List()},
+	} {
+		total := measureTools(t, set.name, set.tools)
+		if total < 20*len(set.tools) {
+			t.Errorf("%s: %d tokens for %d tools: the tokenizer is not counting", set.name, total, len(set.tools))
+		}
+		if total > toolSetBudget {
+			t.Errorf("%s cost %d tokens (%s), over the budget of %d: shorten descriptions or schemas", set.name, total, encoding, toolSetBudget)
+		}
+	}
+}
+
+// subjects are made of these, so that a subject reads like a real task's
+// and tokenizes like one.
+var (
+	verbs   = []string{"Add", "Fix", "Refactor", "Test", "Document", "Implement", "Migrate", "Remove", "Optimise", "Review"}
+	objects = []string{"retry logic", "input validation", "error handling", "caching layer", "rate limiter", "pagination", "audit logging", "config loader", "schema migration", "metrics export", "session store", "search index"}
+	labels  = []string{"backend", "frontend", "infra", "docs"}
+	places  = []string{"in the payments service", "for the user API", "in the billing worker", "for the mobile client", "in the auth module", "for the admin dashboard", "in the CLI", "for webhooks"}
+)
+
+// bigGraph is 500 tasks as a plan of that size looks a fifth of the way
+// through: the first hundred completed, one failed, four in progress with
+// owners, the rest pending, most blocked by one or two earlier tasks;
+// every task has a label or two, and one in seven a priority other than
+// the default.
+func bigGraph(t *testing.T) taskgraph.Store {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	store := taskgraph.NewMemStore(taskgraph.WithClock(func() time.Time { return now }))
+	tasks := make([]taskgraph.Task, 500)
+	for i := range tasks {
+		id := taskgraph.ID(i + 1)
+		t := taskgraph.Task{ID: id, Status: taskgraph.Pending, CreatedAt: now, UpdatedAt: now,
+			Subject:  fmt.Sprintf("%s %s %s", verbs[i%len(verbs)], objects[(i/3)%len(objects)], places[(i/7)%len(places)]),
+			Priority: taskgraph.DefaultPriority, Labels: []string{labels[i%len(labels)]}}
+		switch {
+		case i%10 == 3:
+			t.Priority = taskgraph.P1
+		case i%25 == 7:
+			t.Priority = taskgraph.P0
+		}
+		if i%5 == 1 {
+			t.Labels = append(t.Labels, "api")
+		}
+		switch {
+		case i < 100:
+			t.Status, t.Owner = taskgraph.Completed, fmt.Sprintf("agent-%d", i%4+1)
+		case i == 100:
+			t.Status, t.Owner, t.Reason = taskgraph.Failed, "agent-2", "the staging database is down"
+		case i < 105:
+			t.Status, t.Owner = taskgraph.InProgress, fmt.Sprintf("agent-%d", i%4+1)
+		}
+		if i >= 5 && i%5 != 0 {
+			t.BlockedBy = append(t.BlockedBy, id-taskgraph.ID(1+i%4))
+			if i%3 == 0 {
+				t.BlockedBy = append(t.BlockedBy, id-5)
+			}
+		}
+		tasks[i] = t
+	}
+	if err := store.Load(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+func TestListBudget(t *testing.T) {
+	store := bigGraph(t)
+	res, err := agenttools.New(store).Call(context.Background(), "task_list", json.RawMessage(`{}`))
+	if err != nil || res.IsError {
+		t.Fatalf("task_list: %v %s", err, res.Text)
+	}
+	lines := strings.Split(res.Text, "\n")
+	n := count(t, codec(t, encoding), res.Text)
+	m := count(t, codec(t, tokenizer.Cl100kBase), res.Text)
+	t.Logf("task_list over 500 tasks, default limit: %d lines, %d tokens (%s), %d (%s)\nfirst: %s\nlast:  %s",
+		len(lines), n, encoding, m, tokenizer.Cl100kBase, lines[0], lines[len(lines)-1])
+	if len(lines) != agenttools.DefaultListLimit+1 || !strings.HasPrefix(lines[len(lines)-1], "… and 450 more") {
+		t.Errorf("task_list over 500 tasks printed %d lines, ending %q: want %d tasks and a line saying 450 more", len(lines), lines[len(lines)-1], agenttools.DefaultListLimit)
+	}
+	if n < 10*agenttools.DefaultListLimit {
+		t.Errorf("%d tokens for %d lines: the tokenizer is not counting", n, len(lines))
+	}
+	all, err := agenttools.New(store).Call(context.Background(), "task_list", json.RawMessage(`{"limit": 500}`))
+	if err != nil || all.IsError {
+		t.Fatalf("task_list: %v %s", err, all.Text)
+	}
+	t.Logf("for comparison, all 500 tasks (limit 500): %d tokens (%s)", count(t, codec(t, encoding), all.Text), encoding)
+	if n > listBudget {
+		t.Errorf("task_list over 500 tasks costs %d tokens (%s), over the budget of %d: lower its default limit or shorten its lines", n, encoding, listBudget)
+	}
+}

@@ -1,0 +1,16 @@
+module github.com/taskgraph/taskgraph/agenttools/tokenbudget
+
+go 1.26
+
+replace github.com/taskgraph/taskgraph => ../..
+
+require (
+	github.com/taskgraph/taskgraph v0.0.0
+	github.com/tiktoken-go/tokenizer v0.10.0
+)
+
+require (
+	github.com/dlclark/regexp2/v2 v2.5.1 // indirect
+	github.com/fsnotify/fsnotify v1.9.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)

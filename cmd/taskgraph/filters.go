@@ -1,0 +1,139 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+// stringList is a flag that takes strings, repeated or comma-separated.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			*l = append(*l, f)
+		}
+	}
+	return nil
+}
+
+// priorityFlag is a priority given as P0 to P4 (or 0 to 4); unset, nil.
+type priorityFlag struct{ p *taskgraph.Priority }
+
+func (f *priorityFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f *priorityFlag) Set(v string) error {
+	p, err := parsePriority(v)
+	if err != nil {
+		return err
+	}
+	f.p = &p
+	return nil
+}
+
+func parsePriority(v string) (taskgraph.Priority, error) {
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(v)), "P"))
+	p := taskgraph.Priority(n)
+	if err != nil || !p.Valid() {
+		return 0, fmt.Errorf("%q is not a priority: want P0 (most urgent) to P4", v)
+	}
+	return p, nil
+}
+
+// listing is the selection of list and ready: filters and a limit.
+type listing struct {
+	statuses stringList
+	ownedBy  *string
+	labels   stringList
+	ready    bool
+	limit    int
+}
+
+// listFlags adds the selection flags to fs; all adds those that only make
+// sense on a list of every task (status, owner, ready).
+func listFlags(fs *flag.FlagSet, all bool) *listing {
+	l := &listing{}
+	fs.Var(&l.labels, "label", "only tasks with this `LABEL` (repeat or comma-separate: all of them)")
+	fs.IntVar(&l.limit, "limit", 0, "print at most `N` tasks, the lowest ids, and say how many more there are (default: all)")
+	if all {
+		fs.Var(&l.statuses, "status", "only tasks with this `STATUS`: pending, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)")
+		fs.Func("owned-by", "only tasks held or finished by `NAME` (\"\" for tasks without an owner)", func(v string) error {
+			l.ownedBy = &v
+			return nil
+		})
+		fs.BoolVar(&l.ready, "ready", false, "only tasks that can start now (as the ready command)")
+	}
+	return l
+}
+
+func (l *listing) check() error {
+	for _, s := range l.statuses {
+		if !taskgraph.Status(s).Valid() {
+			return usagef("--status %q: want pending, in_progress, completed, failed or cancelled", s)
+		}
+	}
+	if l.limit < 0 {
+		return usagef("--limit %d: want a positive number (0 for all)", l.limit)
+	}
+	return nil
+}
+
+// pick returns the tasks of ts that the listing selects, by id, at most
+// limit of them, and how many more it selects.
+func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
+	var out []taskgraph.Task
+	for _, t := range ts {
+		if len(l.statuses) > 0 && !slices.Contains(l.statuses, string(t.Status)) {
+			continue
+		}
+		if l.ownedBy != nil && t.Owner != *l.ownedBy {
+			continue
+		}
+		if !hasAll(t.Labels, l.labels) {
+			continue
+		}
+		if l.ready && !isReady(t, v) {
+			continue
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b taskgraph.Task) int { return int(a.ID - b.ID) })
+	if l.limit > 0 && len(out) > l.limit {
+		return out[:l.limit], len(out) - l.limit
+	}
+	return out, 0
+}
+
+func hasAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// isReady reports whether t is pending with every blocker completed.
+func isReady(t taskgraph.Task, v view) bool {
+	if t.Status != taskgraph.Pending {
+		return false
+	}
+	for _, b := range t.BlockedBy {
+		if v.status[b] != taskgraph.Completed {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,58 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskgraph/taskgraph"
+)
+
+// Fail implements taskgraph.Store.
+func (s *Store) Fail(ctx context.Context, id taskgraph.ID, owner, reason string) (taskgraph.Task, error) {
+	return s.holderWrite(ctx, func() error { return taskgraph.Rules.FailArgs(reason) }, id, func(t *taskgraph.Task, now time.Time) error {
+		return taskgraph.Rules.Fail(t, owner, reason, now)
+	})
+}
+
+// Cancel implements taskgraph.Store.
+func (s *Store) Cancel(ctx context.Context, id taskgraph.ID, reason string) (taskgraph.Task, error) {
+	return s.holderWrite(ctx, func() error { return taskgraph.Rules.CancelArgs(reason) }, id, func(t *taskgraph.Task, now time.Time) error {
+		return taskgraph.Rules.Cancel(t, reason, now)
+	})
+}
+
+// Reopen implements taskgraph.Store. The dependents are locked with the
+// task, as by Complete: none can be claimed while the decision that they
+// are not started stands.
+func (s *Store) Reopen(ctx context.Context, id taskgraph.ID) (taskgraph.Task, error) {
+	var out taskgraph.Task
+	err := s.begin(ctx, func(tx pgx.Tx) error {
+		locked, order, now, err := s.lockTasks(ctx, tx, s.at(), `(id = $3 OR blocked_by @> ARRAY[$3::bigint])`, id)
+		if err != nil {
+			return err
+		}
+		t := locked[id]
+		if t == nil {
+			return taskgraph.Rules.Missing(id)
+		}
+		st := statusMap{}
+		var deps []taskgraph.ID
+		for _, d := range order {
+			if d != id {
+				deps = append(deps, d)
+				st[d] = locked[d].Status
+			}
+		}
+		if err := taskgraph.Rules.Reopen(t, now, deps, st.status); err != nil {
+			return err
+		}
+		out, err = s.save(ctx, tx, t, updateTask)
+		return err
+	})
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	return out, nil
+}

@@ -1,0 +1,118 @@
+package pgstore_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph/taskgraph/pgstore"
+)
+
+// TestMigrateFromVersion3: a database at schema version 3 (before
+// outcomes, priorities, labels and keys) is migrated by Open; its tasks
+// read with the defaults, and the new rules hold on them.
+func TestMigrateFromVersion3(t *testing.T) {
+	p := pool(t)
+	schema := fmt.Sprintf("tgmig%d", rand.Uint32())
+	_, err := p.Exec(ctx, `CREATE SCHEMA `+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`) })
+	old := poolWith(t, map[string]string{"search_path": schema})
+	_, err = old.Exec(ctx, `CREATE TABLE taskgraph_schema_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`)
+	require.NoError(t, err)
+	files, err := filepath.Glob("migrations/00[123]_*.sql")
+	require.NoError(t, err)
+	require.Len(t, files, 3)
+	for i, f := range files {
+		sql, err := os.ReadFile(f)
+		require.NoError(t, err)
+		_, err = old.Exec(ctx, string(sql))
+		require.NoError(t, err, f)
+		_, err = old.Exec(ctx, `INSERT INTO taskgraph_schema_migrations (version) VALUES ($1)`, i+1)
+		require.NoError(t, err)
+	}
+	_, err = old.Exec(ctx, `INSERT INTO taskgraph_graphs (name, high_water) VALUES ('g', 3);
+		INSERT INTO taskgraph_tasks (graph, id, subject, status, owner, blocked_by, created_at, updated_at, rev) VALUES
+		('g', 1, 'old one', 'completed', 'a', '{}', now(), now(), 3),
+		('g', 2, 'old two', 'pending', '', '{1}', now(), now(), 1),
+		('g', 3, 'old three', 'pending', '', '{}', now(), now(), 1)`)
+	require.NoError(t, err)
+	_, err = pgstore.Open(ctx, old, "g", pgstore.WithoutCreate())
+	require.ErrorContains(t, err, "at version 3", "a store that may not migrate says so")
+
+	s, err := pgstore.Open(ctx, old, "g")
+	require.NoError(t, err, "Open migrates")
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+	for _, task := range all {
+		assert.Equal(t, taskgraph.DefaultPriority, task.Priority)
+		assert.Empty(t, task.Labels)
+		assert.Empty(t, task.Key)
+	}
+	p0 := taskgraph.P0
+	urgent, err := s.Create(ctx, taskgraph.NewTask{Subject: "urgent", Priority: &p0, Key: "urgent", Labels: []string{"x"}})
+	require.NoError(t, err)
+	assert.Equal(t, taskgraph.ID(4), urgent.ID)
+	got, err := s.ClaimNext(ctx, "w")
+	require.NoError(t, err)
+	assert.Equal(t, urgent.ID, got.ID, "the new task, more urgent than the old ones")
+	_, err = s.Fail(ctx, urgent.ID, "w", "failed status is allowed")
+	require.NoError(t, err)
+	var version int
+	require.NoError(t, old.QueryRow(ctx, `SELECT max(version) FROM taskgraph_schema_migrations`).Scan(&version))
+	assert.Equal(t, 4, version)
+}
+
+// TestClaimNextIndexed: the statement that picks ClaimNext's task is
+// served by the index on (graph, priority, id) of the pending tasks, with
+// and without labels: it reads the claim order off the index instead of
+// sorting the graph's pending tasks.
+func TestClaimNextIndexed(t *testing.T) {
+	p := pool(t)
+	graph := graphName(t)
+	s := open(t, p, graph)
+	var tasks []taskgraph.Task
+	for i := 1; i <= 5000; i++ {
+		task := taskgraph.Task{ID: taskgraph.ID(i), Subject: "t", Status: taskgraph.Pending, Priority: taskgraph.Priority(i % 5)}
+		if i%2 == 0 {
+			task.Labels = []string{"frontend"}
+		}
+		if i%3 == 0 {
+			task.Status = taskgraph.Completed
+		}
+		tasks = append(tasks, task)
+	}
+	require.NoError(t, s.Load(ctx, tasks)) // analyzes the table after a large load
+	for _, labels := range [][]string{{}, {"frontend"}} {
+		rows, err := p.Query(ctx, `EXPLAIN `+pgstore.ClaimReadySQL, graph, "owner", int64(0), nil, int64(1<<62), taskgraph.MaxTaskSize, labels)
+		require.NoError(t, err)
+		var plan []string
+		for rows.Next() {
+			var line string
+			require.NoError(t, rows.Scan(&line))
+			plan = append(plan, line)
+		}
+		require.NoError(t, rows.Err())
+		text := strings.Join(plan, "\n")
+		// The part of the plan that picks the task: CTE pick, up to CTE c.
+		from := slices.IndexFunc(plan, func(l string) bool { return strings.Contains(l, "CTE pick") })
+		to := slices.IndexFunc(plan, func(l string) bool { return strings.Contains(l, "CTE c") })
+		require.True(t, from >= 0 && to > from, "labels %v:\n%s", labels, text)
+		pick := strings.Join(plan[from:to], "\n")
+		assert.Contains(t, pick, "Index Scan using taskgraph_tasks_claim", "labels %v:\n%s", labels, text)
+		assert.Contains(t, pick, "LockRows", "one statement locks the row it picks")
+		assert.NotContains(t, pick, "Sort", "the order comes off the index:\n%s", text)
+	}
+	got, err := s.ClaimNext(ctx, "w", taskgraph.WithLabels("frontend"))
+	require.NoError(t, err)
+	assert.Equal(t, taskgraph.ID(10), got.ID, "P0, frontend, not completed: 10")
+}
