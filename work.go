@@ -17,8 +17,15 @@ type WorkFunc func(ctx context.Context, t Task) error
 type WorkOption func(*workConfig)
 
 type workConfig struct {
-	lease time.Duration
-	poll  time.Duration
+	lease  time.Duration
+	poll   time.Duration
+	labels []string
+}
+
+// WorkLabels makes Work take only tasks that carry every one of labels
+// (see WithLabels): an agent with a role.
+func WorkLabels(labels ...string) WorkOption {
+	return func(c *workConfig) { c.labels = append(c.labels, labels...) }
 }
 
 // WorkLease sets the lease of each claim Work makes (default one minute).
@@ -34,33 +41,22 @@ func WorkPoll(d time.Duration) WorkOption {
 	return func(c *workConfig) { c.poll = d }
 }
 
-// WorkError is the error Work returns when fn fails on a task. The task has
-// been released, so another agent (or this one, running Work again) can
-// take it. errors.Is and errors.As see through it to the error fn returned.
-type WorkError struct {
-	Task Task
-	Err  error
-}
-
-func (e *WorkError) Error() string {
-	return fmt.Sprintf("taskgraph: task %d (%s): %v; the task was released for another try", e.Task.ID, e.Task.Subject, e.Err)
-}
-
-// Unwrap returns the error of the work function.
-func (e *WorkError) Unwrap() error { return e.Err }
-
 // Work is an agent's loop in one call. It claims the next ready task for
 // owner with a lease, renews the lease while fn runs, and completes the
 // task when fn returns nil; then it takes the next. When nothing is ready
 // it waits — for a change on a Watcher store, subscribed before each claim
 // so that no wake-up is lost, and for the first lease that lapses — and it
-// returns nil once the graph is finished (nothing pending or in progress).
+// returns nil once the graph is finished (Board.Finished: nothing ready,
+// blocked or in progress; stranded tasks cannot run).
 //
-// If fn returns an error, Work releases the task and returns a *WorkError.
+// If fn returns an error, Work fails the task with the error's text as the
+// reason (its dependents are then stranded until someone reopens it) and
+// goes on; a reason the store refuses (not UTF-8, say) releases the task
+// instead. If ctx is done while fn runs, the task is released, not failed.
 // If the lease is lost while fn runs (another agent took the task after it
-// lapsed), fn's ctx is cancelled and Work goes on with the next task
-// without completing it. Work returns ctx's error when ctx is done, and
-// any error of the store as it is.
+// lapsed), fn's ctx is cancelled and Work goes on without completing it.
+// Work returns ctx's error when ctx is done, and any error of the store as
+// it is.
 func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkOption) error {
 	cfg := workConfig{lease: time.Minute, poll: time.Second}
 	for _, o := range opts {
@@ -86,7 +82,7 @@ func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkO
 	}
 	for {
 		drain(events)
-		t, err := s.ClaimNext(ctx, owner, WithLease(cfg.lease))
+		t, err := s.ClaimNext(ctx, owner, WithLease(cfg.lease), WithLabels(cfg.labels...))
 		switch {
 		case err == nil:
 			if err := workOn(ctx, s, owner, t, fn, cfg.lease); err != nil {
@@ -115,18 +111,15 @@ func workOn(ctx context.Context, s Store, owner string, t Task, fn WorkFunc, lea
 	err := fn(tctx, t)
 	lost := stop() // renewal ends before Complete: no renew can follow it
 	if ctx.Err() != nil {
+		// The agent gives up on the task: it must not stay claimed.
+		_, _ = s.Release(context.WithoutCancel(ctx), t.ID, owner)
 		return ctx.Err()
 	}
 	if lost != nil {
 		return nil // another agent holds the task now; its outcome is theirs
 	}
 	if err != nil {
-		// Released even if ctx is done: a task must not stay claimed by
-		// an agent that has given up on it.
-		if _, rerr := s.Release(context.WithoutCancel(ctx), t.ID, owner); rerr != nil {
-			return errors.Join(&WorkError{Task: t, Err: err}, rerr)
-		}
-		return &WorkError{Task: t, Err: err}
+		return failOrRelease(ctx, s, owner, t, err)
 	}
 	if _, err := s.Complete(ctx, t.ID, owner); err != nil {
 		var claimed *ClaimedError
@@ -136,6 +129,27 @@ func workOn(ctx context.Context, s Store, owner string, t Task, fn WorkFunc, lea
 		return err
 	}
 	return nil
+}
+
+// failOrRelease records that fn failed on t: the task fails with the
+// error's text, or, if the store refuses that reason, is released.
+func failOrRelease(ctx context.Context, s Store, owner string, t Task, ferr error) error {
+	reason := ferr.Error()
+	if reason == "" {
+		reason = "the work function failed"
+	}
+	_, err := s.Fail(ctx, t.ID, owner, reason)
+	var claimed *ClaimedError
+	switch {
+	case err == nil, errors.As(err, &claimed):
+		return nil // failed, or the lease lapsed and someone else holds it
+	case errors.Is(err, ErrInvalid):
+		if _, err := s.Release(ctx, t.ID, owner); err != nil && !errors.As(err, &claimed) {
+			return err
+		}
+		return nil
+	}
+	return err
 }
 
 // drain discards the events already delivered: the claim that follows sees

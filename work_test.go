@@ -102,20 +102,57 @@ func TestWorkDrainsALayeredGraph(t *testing.T) {
 	}
 }
 
-func TestWorkReleasesAFailedTask(t *testing.T) {
+// A task whose work fails is failed with the error's text, its dependents
+// are stranded, and Work goes on with the rest and returns once nothing
+// else can run.
+func TestWorkFailsATask(t *testing.T) {
 	s := tg.NewMemStore()
 	a, err := s.Create(ctx, tg.NewTask{Subject: "a"})
 	require.NoError(t, err)
-	boom := errors.New("boom")
-	err = tg.Work(ctx, s, "agent", func(context.Context, tg.Task) error { return boom })
-	var we *tg.WorkError
-	require.ErrorAs(t, err, &we)
-	require.ErrorIs(t, err, boom)
-	require.Equal(t, a.ID, we.Task.ID)
+	b, err := s.Create(ctx, tg.NewTask{Subject: "b", BlockedBy: []tg.ID{a.ID}})
+	require.NoError(t, err)
+	c, err := s.Create(ctx, tg.NewTask{Subject: "c"})
+	require.NoError(t, err)
+	var did []tg.ID
+	err = tg.Work(ctx, s, "agent", func(_ context.Context, task tg.Task) error {
+		did = append(did, task.ID)
+		if task.ID == a.ID {
+			return errors.New("boom")
+		}
+		return nil
+	}, tg.WorkPoll(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, []tg.ID{a.ID, c.ID}, did)
 	got, err := s.Get(ctx, a.ID)
 	require.NoError(t, err)
+	require.Equal(t, tg.Failed, got.Status)
+	require.Equal(t, "boom", got.Reason)
+	board, err := s.Board(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []tg.ID{b.ID}, idsOf(board.Stranded))
+	require.True(t, board.Finished())
+}
+
+// A worker with labels takes only tasks that carry them.
+func TestWorkLabels(t *testing.T) {
+	s := tg.NewMemStore()
+	fe, err := s.Create(ctx, tg.NewTask{Subject: "ui", Labels: []string{"frontend"}})
+	require.NoError(t, err)
+	be, err := s.Create(ctx, tg.NewTask{Subject: "db", Labels: []string{"backend"}})
+	require.NoError(t, err)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var did []tg.ID
+	err = tg.Work(wctx, s, "fe-agent", func(_ context.Context, task tg.Task) error {
+		did = append(did, task.ID)
+		cancel() // one task, then stop: the backend task stays for others
+		return nil
+	}, tg.WorkLabels("frontend"), tg.WorkPoll(time.Hour))
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, []tg.ID{fe.ID}, did)
+	got, err := s.Get(ctx, be.ID)
+	require.NoError(t, err)
 	require.Equal(t, tg.Pending, got.Status)
-	require.Empty(t, got.Owner)
 }
 
 // A waiting worker is woken by the write that makes work ready, and by a
