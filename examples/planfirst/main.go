@@ -128,7 +128,10 @@ func run(ctx context.Context, dir string, out io.Writer) (report, error) {
 	}
 	fmt.Fprintf(out, "%d waves; the widest has %d tasks; critical path: %s\n\n", len(waves), widest(waves), path(rep.plan, critical))
 
-	// 2. The team drains it, each agent taking only its labels.
+	// 2. The team drains it, each agent taking only its labels. Work
+	// claims with a lease it keeps alive, completes the task when the work
+	// function returns nil and fails it, stranding its dependents, when it
+	// returns an error; it returns once the graph is finished.
 	fmt.Fprintf(out, "== The team: %s\n\n", teamLine())
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -137,13 +140,19 @@ func run(ctx context.Context, dir string, out io.Writer) (report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = work(ctx, store, a, func(ctx context.Context, t taskgraph.Task) (string, error) {
+			errs[i] = taskgraph.Work(ctx, store, a.name, func(ctx context.Context, t taskgraph.Task) error {
 				mu.Lock()
 				rep.claimed[a.name] = append(rep.claimed[a.name], t)
 				rep.order = append(rep.order, t.Key)
 				mu.Unlock()
-				return do(ctx, t)
-			})
+				result, err := do(ctx, t)
+				if err != nil {
+					return err
+				}
+				// Work completes without a result: keep it in the metadata.
+				_, err = store.Update(ctx, t.ID, taskgraph.Patch{Metadata: map[string]any{"result": result}})
+				return err
+			}, taskgraph.WorkLabels(a.labels...), taskgraph.WorkLease(30*time.Second))
 		}()
 	}
 	wg.Wait()
@@ -168,7 +177,7 @@ func run(ctx context.Context, dir string, out io.Writer) (report, error) {
 	fmt.Fprintf(out, "\n== The outcome\n\n")
 	fmt.Fprintf(out, "Completed (%d):\n", len(rep.board.Completed))
 	for _, t := range rep.board.Completed {
-		fmt.Fprintf(out, "  #%d %s, by %s: %s\n", t.ID, t.Subject, t.Owner, t.Result)
+		fmt.Fprintf(out, "  #%d %s, by %s: %s\n", t.ID, t.Subject, t.Owner, t.Metadata["result"])
 	}
 	for _, t := range rep.board.Failed {
 		fmt.Fprintf(out, "Failed: #%d %s, by %s: %s\n", t.ID, t.Subject, t.Owner, t.Reason)
@@ -187,68 +196,6 @@ func run(ctx context.Context, dir string, out io.Writer) (report, error) {
 	fmt.Fprintf(out, "\nEvery agent took only tasks carrying its labels, most urgent first; no task was claimed twice;\n"+
 		"the graph is finished (nothing ready, blocked or in progress): reopen #%d to run what it strands.\n", rep.board.Failed[0].ID)
 	return rep, nil
-}
-
-// work is an agent's loop: claim the most urgent ready task carrying all
-// of the agent's labels, with a lease kept alive while fn runs; complete
-// it with fn's result, or fail it with fn's error, which strands what
-// depends on it; when nothing is ready, wait for a change; return once
-// the graph is finished. It is taskgraph.Work with labels and failure,
-// which Work does not take (yet).
-func work(ctx context.Context, store *taskgraph.FileStore, a agent, fn func(context.Context, taskgraph.Task) (string, error)) error {
-	const lease = 30 * time.Second
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events, err := store.Watch(wctx) // before the first claim: no wake-up is lost
-	if err != nil {
-		return err
-	}
-	for {
-		drain(events)
-		t, err := store.ClaimNext(ctx, a.name, taskgraph.WithLease(lease), taskgraph.WithLabels(a.labels...))
-		switch {
-		case err == nil:
-			tctx, stop := taskgraph.KeepAlive(ctx, store, t.ID, a.name, lease)
-			result, ferr := fn(tctx, t)
-			if lost := stop(); lost != nil {
-				continue // another agent took it over after the lease lapsed
-			}
-			if ferr != nil {
-				_, err = store.Fail(ctx, t.ID, a.name, ferr.Error())
-			} else {
-				_, err = store.Complete(ctx, t.ID, a.name, taskgraph.WithResult(result))
-			}
-			if err != nil {
-				return err
-			}
-			continue
-		case !errors.Is(err, taskgraph.ErrNoReady):
-			return err
-		}
-		b, err := store.Board(ctx)
-		if err != nil {
-			return err
-		}
-		if b.Finished() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-events:
-		case <-time.After(time.Second): // a lease may lapse without an event
-		}
-	}
-}
-
-func drain(events <-chan taskgraph.Event) {
-	for {
-		select {
-		case <-events:
-		default:
-			return
-		}
-	}
 }
 
 // do stands in for the agent's work on t: a moment's work, a line of

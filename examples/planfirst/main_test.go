@@ -53,7 +53,7 @@ func TestPlanFirst(t *testing.T) {
 	}
 	assert.True(t, rep.board.Finished())
 	assert.Len(t, rep.board.Completed, 9, "12 tasks: 9 completed, 1 failed, 2 stranded")
-	assert.Equal(t, "GET/PUT /v1/profiles/{id}", byKey["api"].Result)
+	assert.Equal(t, "GET/PUT /v1/profiles/{id}", byKey["api"].Metadata["result"])
 
 	account := out.String()
 	assert.Contains(t, account, "Failed: #4 Load-test the profile API, by backend-")
