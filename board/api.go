@@ -34,8 +34,9 @@ type (
 		Owner string `json:"owner"`
 	}
 	// ReopenRequest is the body of POST /api/tasks/{id}/reopen, which
-	// moves a completed task back to pending. If Rev is given, the task
-	// must still be at that rev (409 otherwise).
+	// moves a completed, failed or cancelled task back to pending with
+	// the store's Reopen (clearing its owner, reason and result). If Rev
+	// is given, the task must still be at that rev (409 otherwise).
 	ReopenRequest struct {
 		Rev int64 `json:"rev"`
 	}
@@ -106,15 +107,17 @@ func (s *Server) handleReopen(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if cur.Status != taskgraph.Completed {
-		return 0, nil, notCompleted{id, cur.Status}
+	if !cur.Status.Terminal() {
+		return 0, nil, notEnded{id, cur.Status}
 	}
-	rev := req.Rev
-	if rev == 0 {
-		rev = cur.Rev // still what was just read, or the write is refused
+	// The store's Reopen takes no rev, so the page's rev is checked
+	// against what was just read: a task that changed since the page
+	// showed it is refused, though a write that lands between this read
+	// and the reopen is not noticed.
+	if req.Rev != 0 && req.Rev != cur.Rev {
+		return 0, nil, &taskgraph.ConflictError{ID: id, Want: req.Rev, Got: cur.Rev}
 	}
-	pending := taskgraph.Pending
-	t, err := s.store.Update(r.Context(), id, taskgraph.Patch{Status: &pending, IfRev: rev})
+	t, err := s.store.Reopen(r.Context(), id)
 	return http.StatusOK, taskJSON(t), err
 }
 
@@ -131,14 +134,14 @@ func (s *Server) handleAddBlocker(r *http.Request) (int, any, error) {
 	return http.StatusOK, taskJSON(t), err
 }
 
-// notCompleted refuses to reopen a task that is not completed.
-type notCompleted struct {
+// notEnded refuses to reopen a task that has no outcome yet.
+type notEnded struct {
 	id     taskgraph.ID
 	status taskgraph.Status
 }
 
-func (e notCompleted) Error() string {
-	return fmt.Sprintf("task %d is %s, not completed: only a completed task can be reopened", e.id, e.status)
+func (e notEnded) Error() string {
+	return fmt.Sprintf("task %d is %s: only a completed, failed or cancelled task can be reopened", e.id, e.status)
 }
 
 // badRequest is a request the board cannot read; the store never saw it.
@@ -186,7 +189,7 @@ func decode(r *http.Request, v any) error {
 func storeError(w http.ResponseWriter, err error) {
 	var (
 		bad     badRequest
-		notDone notCompleted
+		notDone notEnded
 	)
 	code := http.StatusInternalServerError
 	switch {

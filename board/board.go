@@ -1,8 +1,9 @@
 // Package board serves a live web page of a task graph, for the people who
-// watch the agents work on it: a board of columns (ready, blocked, in
-// progress, completed), the dependency graph laid out left to right, and
-// each task in full on a click — who holds it, for how long, and which
-// blockers keep it from being ready.
+// watch the agents work on it: a board of columns (ready, blocked,
+// stranded, in progress, completed, failed, cancelled), the dependency
+// graph laid out left to right with its critical path marked, and each
+// task in full on a click — who holds it, for how long, its priority,
+// labels, reason or result, and why it is not ready (taskgraph.Explain).
 //
 // The page follows the store as it changes, by this process or any other:
 // the server watches the store ([taskgraph.Watcher]) and pushes a snapshot
@@ -16,9 +17,9 @@
 //
 // A board is read-only unless [AllowWrites] is given. Then the page offers a
 // few actions, each behind an explicit click: release a claim, reopen a
-// completed task, add an edge, create a task. Every write must carry the
-// server's token ([Server.Token]) in the X-Taskgraph-Token header and come
-// from the board's own origin; it is made with the store's own methods, so
+// completed, failed or cancelled task, add an edge, create a task. Every
+// write must carry the server's token ([Server.Token]) in the
+// X-Taskgraph-Token header and come from the board's own origin; it is made with the store's own methods, so
 // it is validated exactly as the store validates it, and a refusal comes
 // back with the store's error text.
 //
@@ -36,7 +37,7 @@
 //	GET  /api/events                Server-Sent Events: "snapshot" events carrying a Snapshot, at once and after each change
 //	POST /api/tasks                 create a task (CreateRequest); 201 and the task
 //	POST /api/tasks/{id}/release    release a claim (ReleaseRequest)
-//	POST /api/tasks/{id}/reopen     move a completed task back to pending (ReopenRequest)
+//	POST /api/tasks/{id}/reopen     move a completed, failed or cancelled task back to pending (ReopenRequest)
 //	POST /api/tasks/{id}/blockers   add an edge (BlockerRequest)
 //
 // A refused write answers with an ErrorResponse: 403 when writes are off or

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -204,7 +207,9 @@ func TestValidation(t *testing.T) {
 		{"release a completed task", "/api/tasks/1/release", `{}`, 400, storeErr(twin.Release(ctx, 1, ""))},
 		{"release a claim that changed hands", "/api/tasks/2/release", `{"owner":"agent-9"}`, 409, storeErr(twin.Release(ctx, 2, "agent-9"))},
 		{"reopen a stale rev", "/api/tasks/1/reopen", `{"rev":1}`, 409, storeErr(twin.Update(ctx, 1, taskgraph.Patch{Status: &pending, IfRev: 1}))},
-		{"reopen an unfinished task", "/api/tasks/2/reopen", `{}`, 409, "task 2 is in_progress, not completed: only a completed task can be reopened"},
+		{"reopen an unfinished task", "/api/tasks/2/reopen", `{}`, 409, "task 2 is in_progress: only a completed, failed or cancelled task can be reopened"},
+		{"reopen a pending task", "/api/tasks/4/reopen", `{}`, 409, "task 4 is pending: only a completed, failed or cancelled task can be reopened"},
+		{"reopen a task that does not exist", "/api/tasks/42/reopen", `{}`, 404, storeErr(twin.Reopen(ctx, 42))},
 		{"not an id", "/api/tasks/abc/release", `{}`, 400, `"abc" is not a task id`},
 		{"id out of range", "/api/tasks/99999999999999999999/release", `{}`, 400, `"99999999999999999999" is not a task id`},
 		{"fractional id", "/api/tasks", `{"subject":"x","blockedBy":[1.5]}`, 400, "invalid request body: json: cannot unmarshal number 1.5"},
@@ -249,6 +254,26 @@ func TestActions(t *testing.T) {
 	}
 	if r := post(t, srv, "/api/tasks/2/release", `{"owner":"agent-2"}`); r.code != 200 || get(2).Status != taskgraph.Pending || get(2).Owner != "" {
 		t.Fatalf("release: %d %v; task %+v", r.code, r.body, get(2))
+	}
+	// A failed and a cancelled task are reopened too, with the store's
+	// Reopen: pending again, without owner or reason.
+	if _, err := s.Claim(ctx, 2, "agent-2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Fail(ctx, 2, "agent-2", "flaky"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(ctx, 4, "later"); err != nil {
+		t.Fatal(err)
+	}
+	if r := post(t, srv, "/api/tasks/2/reopen", fmt.Sprintf(`{"rev":%d}`, get(2).Rev-1)); r.code != http.StatusConflict || get(2).Status != taskgraph.Failed {
+		t.Fatalf("reopen a failed task at a stale rev: %d %v; task %+v", r.code, r.body, get(2))
+	}
+	if r := post(t, srv, "/api/tasks/2/reopen", fmt.Sprintf(`{"rev":%d}`, get(2).Rev)); r.code != 200 || get(2).Status != taskgraph.Pending || get(2).Owner != "" || get(2).Reason != "" || r.body["status"] != "pending" {
+		t.Fatalf("reopen a failed task: %d %v; task %+v", r.code, r.body, get(2))
+	}
+	if r := post(t, srv, "/api/tasks/4/reopen", `{}`); r.code != 200 || get(4).Status != taskgraph.Pending || get(4).Reason != "" {
+		t.Fatalf("reopen a cancelled task: %d %v; task %+v", r.code, r.body, get(4))
 	}
 	if r := post(t, srv, "/api/tasks/1/reopen", `{}`); r.code != 200 || get(1).Status != taskgraph.Pending {
 		t.Fatalf("reopen: %d %v; task %+v", r.code, r.body, get(1))
@@ -366,7 +391,7 @@ func TestSnapshot(t *testing.T) {
 	for _, c := range snap.Columns {
 		keys = append(keys, c.Key)
 	}
-	if strings.Join(keys, " ") != "ready blocked in_progress completed" || snap.Title != "plan" || snap.Writes {
+	if strings.Join(keys, " ") != "ready blocked stranded in_progress completed failed cancelled" || snap.Title != "plan" || snap.Writes {
 		t.Fatalf("columns %v, title %q, writes %v", keys, snap.Title, snap.Writes)
 	}
 	if got := column(snap, "in_progress"); len(got) != 2 || len(column(snap, "ready")) != 1 || len(column(snap, "blocked")) != 1 || len(column(snap, "completed")) != 1 {
@@ -385,6 +410,202 @@ func TestSnapshot(t *testing.T) {
 	if v := byID[5]; !v.LeaseLapsed || v.Metadata["k"] != "v" {
 		t.Fatalf("task 5 %+v: want a lapsed lease and metadata", v)
 	}
+	if v := byID[3]; v.Why != "task 3 is blocked, waiting on 2 (in progress, held by agent-2, lease 1h0m0s left)" && !strings.HasPrefix(v.Why, "task 3 is blocked, waiting on 2 (in progress, held by agent-2, lease 59m") {
+		t.Fatalf("task 3 is not ready because %q", v.Why)
+	}
+	// 2 (in progress) blocks 3: the longest chain of unfinished work.
+	if !slices.Equal(snap.CriticalPath, []taskgraph.ID{2, 3}) {
+		t.Fatalf("critical path %v, want [2 3]", snap.CriticalPath)
+	}
+}
+
+// outcomes makes a store with every outcome: 1 completed with a result,
+// 2 failed, 3 and 4 stranded by it (3 directly, 4 through 3), 5
+// cancelled, 6 stranded by it, 7 ready (P0, labelled), and the chain
+// 8 -> 9 -> 10 the longest unfinished one.
+func outcomes(t *testing.T, s taskgraph.Store) {
+	t.Helper()
+	ctx := context.Background()
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p0, p4 := taskgraph.P0, taskgraph.P4
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "schema"}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "migrate", BlockedBy: []taskgraph.ID{1}, Key: "migrate"}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "backfill", BlockedBy: []taskgraph.ID{2}}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "report", BlockedBy: []taskgraph.ID{3}, Priority: &p4}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "old ui"}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "ui tests", BlockedBy: []taskgraph.ID{5}}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "hotfix", Priority: &p0, Labels: []string{"ops", "urgent"}}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "a"}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "b", BlockedBy: []taskgraph.ID{8}}))
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "c", BlockedBy: []taskgraph.ID{9}}))
+	must(s.Claim(ctx, 1, "agent-1"))
+	must(s.Complete(ctx, 1, "agent-1", taskgraph.WithResult("3 tables")))
+	must(s.Claim(ctx, 2, "agent-2"))
+	must(s.Fail(ctx, 2, "agent-2", "disk full"))
+	must(s.Cancel(ctx, 5, "replaced by the new ui"))
+}
+
+func TestSnapshotOutcomes(t *testing.T) {
+	s := taskgraph.NewMemStore()
+	outcomes(t, s)
+	ctx := context.Background()
+	snap, err := board.New(s).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]taskgraph.ID{
+		"ready": {7, 8}, "blocked": {9, 10}, "stranded": {3, 4, 6}, "in_progress": {},
+		"completed": {1}, "failed": {2}, "cancelled": {5},
+	}
+	for key, ids := range want {
+		if got := column(snap, key); !slices.Equal(got, ids) {
+			t.Errorf("column %s: %v, want %v", key, got, ids)
+		}
+	}
+	byID := map[taskgraph.ID]board.TaskView{}
+	for _, v := range snap.Tasks {
+		byID[v.ID] = v
+	}
+	if v := byID[1]; v.Result != "3 tables" || v.Priority != taskgraph.P2 {
+		t.Errorf("task 1 %+v: want the result and P2", v)
+	}
+	if v := byID[2]; v.State != "failed" || v.Reason != "disk full" || v.Key != "migrate" || v.Why != "" {
+		t.Errorf("task 2 %+v: want failed, with its reason and key", v)
+	}
+	if v := byID[5]; v.State != "cancelled" || v.Reason != "replaced by the new ui" {
+		t.Errorf("task 5 %+v: want cancelled, with its reason", v)
+	}
+	if v := byID[7]; v.Priority != taskgraph.P0 || !slices.Equal(v.Labels, []string{"ops", "urgent"}) {
+		t.Errorf("task 7 %+v: want P0, labels ops and urgent", v)
+	}
+	if v := byID[4]; v.Priority != taskgraph.P4 {
+		t.Errorf("task 4 %+v: want P4", v)
+	}
+	for id, cause := range map[taskgraph.ID]taskgraph.ID{3: 2, 4: 2, 6: 5} {
+		if v := byID[id]; v.State != "stranded" || v.StrandedBy != cause {
+			t.Errorf("task %d: %s, stranded by %d; want stranded by %d", id, v.State, v.StrandedBy, cause)
+		}
+	}
+	tasks, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []taskgraph.ID{3, 4, 6, 9, 10} {
+		e, err := taskgraph.Explain(tasks, id, snap.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if byID[id].Why != e.Text {
+			t.Errorf("task %d is not ready because %q; Explain says %q", id, byID[id].Why, e.Text)
+		}
+	}
+	if why := byID[4].Why; !strings.Contains(why, "waits on 3") || !strings.Contains(why, "2 failed") || !strings.Contains(why, "disk full") {
+		t.Errorf("task 4 is not ready because %q", why)
+	}
+	path, err := taskgraph.CriticalPath(tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(snap.CriticalPath, path) || !slices.Equal(path, []taskgraph.ID{8, 9, 10}) {
+		t.Errorf("critical path %v; CriticalPath says %v, want [8 9 10]", snap.CriticalPath, path)
+	}
+	// The JSON the page reads.
+	data, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`"criticalPath":[8,9,10]`, `"strandedBy":2`, `"reason":"disk full"`, `"result":"3 tables"`, `"priority":0`, `"labels":["ops","urgent"]`, `"why":"task 4 is stranded`} {
+		if !strings.Contains(string(data), w) {
+			t.Errorf("the snapshot's JSON lacks %s", w)
+		}
+	}
+}
+
+// A snapshot explains each blocked or stranded task over only its
+// neighbourhood, not the whole graph: on random graphs, the text is the
+// one taskgraph.Explain gives over the whole graph.
+func TestWhyIsExplain(t *testing.T) {
+	ctx := context.Background()
+	kinds := map[string]int{} // what the texts covered
+	for seed := range uint64(40) {
+		r := rand.New(rand.NewPCG(seed, 14))
+		s := taskgraph.NewMemStore()
+		n := 5 + r.IntN(40)
+		for i := 1; i <= n; i++ {
+			nt := taskgraph.NewTask{Subject: fmt.Sprintf("task %d", i)}
+			for range r.IntN(4) {
+				if b := taskgraph.ID(1 + r.IntN(i)); b < taskgraph.ID(i) && !slices.Contains(nt.BlockedBy, b) {
+					nt.BlockedBy = append(nt.BlockedBy, b)
+				}
+			}
+			if _, err := s.Create(ctx, nt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 * n { // random work; refused steps are skipped
+			id := taskgraph.ID(1 + r.IntN(n))
+			owner := fmt.Sprintf("agent-%d", r.IntN(3))
+			switch r.IntN(6) {
+			case 0, 1:
+				s.Claim(ctx, id, owner, taskgraph.WithLease(time.Duration(r.IntN(3))*time.Hour))
+			case 2:
+				s.Complete(ctx, id, "")
+			case 3:
+				s.Fail(ctx, id, "", "broke")
+			case 4:
+				s.Cancel(ctx, id, "not needed")
+			case 5:
+				s.Reopen(ctx, id)
+			}
+		}
+		snap, err := board.New(s).Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks, err := s.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		explained := 0
+		for _, v := range snap.Tasks {
+			e, err := taskgraph.Explain(tasks, v.ID, snap.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.State != v.State {
+				t.Fatalf("seed %d: task %d is %s on the board, %s to Explain", seed, v.ID, v.State, e.State)
+			}
+			if v.State != "blocked" && v.State != "stranded" {
+				continue
+			}
+			explained++
+			switch {
+			case strings.Contains(e.Text, "which cannot start"):
+				kinds["stranded through a blocker"]++
+			case v.State == "stranded":
+				kinds["stranded by a blocker"]++
+			case strings.Contains(e.Text, "lease"):
+				kinds["blocked by a leased claim"]++
+			default:
+				kinds["blocked"]++
+			}
+			if v.Why != e.Text || v.StrandedBy != e.StrandedBy {
+				t.Fatalf("seed %d: task %d is not ready because %q (stranded by %d); Explain says %q (%d)", seed, v.ID, v.Why, v.StrandedBy, e.Text, e.StrandedBy)
+			}
+		}
+		if explained == 0 && seed == 0 {
+			t.Fatalf("seed %d: nothing to explain", seed)
+		}
+	}
+	if len(kinds) != 4 {
+		t.Fatalf("the random graphs covered only %v", kinds)
+	}
+	t.Logf("explained %v", kinds)
 }
 
 // A write, through the board or by anyone else, reaches every open page

@@ -38,7 +38,10 @@ func ExampleNew() {
 	// Output:
 	// Ready: []
 	// Blocked: [2]
+	// Stranded: []
 	// In progress: [1]
 	// Completed: []
+	// Failed: []
+	// Cancelled: []
 	// task 2 waits on [1]
 }

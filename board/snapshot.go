@@ -29,6 +29,10 @@ type Snapshot struct {
 	Columns []Column `json:"columns"`
 	// Tasks are every task, by id.
 	Tasks []TaskView `json:"tasks"`
+	// CriticalPath is taskgraph.CriticalPath of the tasks: the longest
+	// chain of unfinished tasks, each blocked by the one before it; empty
+	// when nothing is unfinished or the unfinished tasks form a cycle.
+	CriticalPath []taskgraph.ID `json:"criticalPath"`
 	// Problem reports what the store could not read (corrupt task files);
 	// the tasks it could read are still listed.
 	Problem string `json:"problem,omitempty"`
@@ -49,15 +53,29 @@ type TaskView struct {
 	Status      taskgraph.Status `json:"status"`
 	// State is the key of the task's column (empty in the answer to a
 	// write, which does not place the task on the board).
-	State     string         `json:"state,omitempty"`
-	Owner     string         `json:"owner,omitempty"`
+	State string `json:"state,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	// Priority is P0 (most urgent) to P4, as a number; 2 is the default.
+	Priority taskgraph.Priority `json:"priority"`
+	Labels   []string           `json:"labels,omitempty"`
+	Key      string             `json:"key,omitempty"`
+	// Reason says why a failed or cancelled task ended so; Result is what
+	// a completed task recorded.
+	Reason    string         `json:"reason,omitempty"`
+	Result    string         `json:"result,omitempty"`
 	BlockedBy []taskgraph.ID `json:"blockedBy"`
 	Blocks    []taskgraph.ID `json:"blocks"`
 	// WaitingOn lists the blockers that are not completed, missing ones
 	// included: why a pending task is not ready.
 	WaitingOn []taskgraph.ID `json:"waitingOn,omitempty"`
 	// Missing lists the blockers that name no task.
-	Missing        []taskgraph.ID `json:"missing,omitempty"`
+	Missing []taskgraph.ID `json:"missing,omitempty"`
+	// StrandedBy is, for a stranded task, the failed or cancelled task
+	// that strands it (Board.StrandedBy).
+	StrandedBy taskgraph.ID `json:"strandedBy,omitempty"`
+	// Why is taskgraph.Explain's text for a blocked or stranded task: why
+	// it is not ready, in one line.
+	Why            string         `json:"why,omitempty"`
 	Metadata       map[string]any `json:"metadata,omitempty"`
 	CreatedAt      time.Time      `json:"createdAt,omitzero"`
 	UpdatedAt      time.Time      `json:"updatedAt,omitzero"`
@@ -70,17 +88,21 @@ type TaskView struct {
 	Rev         int64  `json:"rev"`
 }
 
-// The states of the board, each a column. When the store grows more
-// states (failed, cancelled, stranded), each is one more entry here and a
-// colour in app.css; the page needs no other change.
+// The states of the board, each a column: the three states of a pending
+// task, the one of a task being worked on, and the three outcomes. A new
+// state is one more entry here and a colour in app.css; the page needs no
+// other change.
 var columns = []struct {
 	key, title string
 	tasks      func(b *taskgraph.Board) []taskgraph.Task
 }{
 	{"ready", "Ready", func(b *taskgraph.Board) []taskgraph.Task { return b.Ready }},
 	{"blocked", "Blocked", func(b *taskgraph.Board) []taskgraph.Task { return b.Blocked }},
+	{"stranded", "Stranded", func(b *taskgraph.Board) []taskgraph.Task { return b.Stranded }},
 	{"in_progress", "In progress", func(b *taskgraph.Board) []taskgraph.Task { return b.InProgress }},
 	{"completed", "Completed", func(b *taskgraph.Board) []taskgraph.Task { return b.Completed }},
+	{"failed", "Failed", func(b *taskgraph.Board) []taskgraph.Task { return b.Failed }},
+	{"cancelled", "Cancelled", func(b *taskgraph.Board) []taskgraph.Task { return b.Cancelled }},
 }
 
 // Snapshot reads the store and returns the board as the page shows it.
@@ -109,23 +131,38 @@ func (s *Server) Snapshot(ctx context.Context) (Snapshot, error) {
 			n++
 		}
 	}
+	all := make([]taskgraph.Task, 0, n)
+	for _, c := range columns {
+		all = append(all, c.tasks(&b)...)
+	}
+	ex := newExplainer(all, b.StrandedBy, now)
 	snap.Tasks = make([]TaskView, 0, n)
 	for _, c := range columns {
 		col := Column{Key: c.key, Title: c.title, IDs: []taskgraph.ID{}}
 		for _, t := range c.tasks(&b) {
 			col.IDs = append(col.IDs, t.ID)
-			snap.Tasks = append(snap.Tasks, view(t, c.key, status, now))
+			v := view(t, c.key, status, now)
+			if c.key == "blocked" || c.key == "stranded" {
+				v.StrandedBy = b.StrandedBy[t.ID]
+				v.Why = ex.why(t)
+			}
+			snap.Tasks = append(snap.Tasks, v)
 		}
 		snap.Columns = append(snap.Columns, col)
 	}
 	slices.SortFunc(snap.Tasks, func(a, b TaskView) int { return cmp.Compare(a.ID, b.ID) })
+	if path, err := taskgraph.CriticalPath(all); err == nil {
+		snap.CriticalPath = path
+	}
+	snap.CriticalPath = nonNil(snap.CriticalPath)
 	return snap, nil
 }
 
 func view(t taskgraph.Task, state string, status map[taskgraph.ID]taskgraph.Status, now time.Time) TaskView {
 	v := TaskView{
 		ID: t.ID, Subject: t.Subject, Description: t.Description, Status: t.Status, State: state,
-		Owner: t.Owner, BlockedBy: nonNil(t.BlockedBy), Blocks: nonNil(t.Blocks), Metadata: t.Metadata,
+		Owner: t.Owner, Priority: t.Priority, Labels: t.Labels, Key: t.Key, Reason: t.Reason, Result: t.Result,
+		BlockedBy: nonNil(t.BlockedBy), Blocks: nonNil(t.Blocks), Metadata: t.Metadata,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ClaimedAt: t.ClaimedAt, LeaseExpiresAt: t.LeaseExpiresAt,
 		PrevOwner: t.PrevOwner, Rev: t.Rev,
 	}
@@ -144,6 +181,62 @@ func view(t taskgraph.Task, state string, status map[taskgraph.ID]taskgraph.Stat
 		}
 	}
 	return v
+}
+
+// explainer gives taskgraph.Explain's text for the tasks that are not
+// ready. Explain is linear in the tasks it is given, and a snapshot
+// explains every blocked and stranded task, so each is explained over
+// only what its answer depends on: the task, its blockers, and for each
+// blocker that is itself stranded, the task that strands it, given to
+// Explain as that blocker's one blocker. The cause of a stranded task is
+// the lowest failed or cancelled task that reaches it, which is the
+// lowest of its failed or cancelled blockers and of the causes of its
+// stranded blockers, so the text is the one Explain gives over the whole
+// graph (TestWhyIsExplain checks it) and a snapshot stays linear.
+type explainer struct {
+	byID       map[taskgraph.ID]*taskgraph.Task
+	strandedBy map[taskgraph.ID]taskgraph.ID
+	now        time.Time
+	sub        []taskgraph.Task // reused from one task to the next
+	in         map[taskgraph.ID]bool
+}
+
+func newExplainer(all []taskgraph.Task, strandedBy map[taskgraph.ID]taskgraph.ID, now time.Time) *explainer {
+	byID := make(map[taskgraph.ID]*taskgraph.Task, len(all))
+	for i := range all {
+		byID[all[i].ID] = &all[i]
+	}
+	return &explainer{byID: byID, strandedBy: strandedBy, now: now, in: map[taskgraph.ID]bool{}}
+}
+
+func (x *explainer) why(t taskgraph.Task) string {
+	sub := append(x.sub[:0], t)
+	clear(x.in)
+	x.in[t.ID] = true
+	add := func(id, blocker taskgraph.ID) {
+		if bt := x.byID[id]; bt != nil && !x.in[id] {
+			x.in[id] = true
+			c := *bt
+			c.BlockedBy, c.Blocks = nil, nil
+			if blocker != 0 {
+				c.BlockedBy = []taskgraph.ID{blocker}
+			}
+			sub = append(sub, c)
+		}
+	}
+	for _, b := range t.BlockedBy {
+		cause := x.strandedBy[b]
+		add(b, cause)
+		if cause != 0 {
+			add(cause, 0)
+		}
+	}
+	x.sub = sub
+	e, err := taskgraph.Explain(sub, t.ID, x.now)
+	if err != nil {
+		return ""
+	}
+	return e.Text
 }
 
 func nonNil(ids []taskgraph.ID) []taskgraph.ID {

@@ -22,7 +22,8 @@ import (
 
 // seed writes a release plan with tasks in every state into dir: 1 and 2
 // completed, 3 in progress under a lease, 4 in progress with a lapsed
-// lease, 9 and 11 ready, the rest blocked.
+// lease, 9 and 11 ready, 13 failed, 14 and 15 stranded by it (15 through
+// 14), 16 cancelled, the rest blocked.
 func seed(t *testing.T, dir string) {
 	t.Helper()
 	s, err := taskgraph.Open(dir)
@@ -35,33 +36,44 @@ func seed(t *testing.T, dir string) {
 		subject, desc string
 		after         []taskgraph.ID
 		meta          map[string]any
+		pri           taskgraph.Priority
+		labels        []string
 	}
+	const p2 = taskgraph.DefaultPriority
 	for _, p := range []task{
-		{"Design the schema", "Tables for users, projects and tasks.", nil, map[string]any{"estimate": "1d"}},
-		{"Set up CI", "", nil, nil},
-		{"Database migrations", "Forward-only migrations, tested on a copy of production.", []taskgraph.ID{1}, map[string]any{"priority": "high"}},
-		{"Auth service", "Sessions and API tokens.", []taskgraph.ID{1}, nil},
-		{"REST API endpoints", "CRUD for projects and tasks; pagination; errors as RFC 9457.", []taskgraph.ID{3, 4}, map[string]any{"priority": "high", "estimate": "3d"}},
-		{"Web frontend", "", []taskgraph.ID{5}, nil},
-		{"CLI client", "", []taskgraph.ID{5}, nil},
-		{"Load tests", "", []taskgraph.ID{2, 5}, nil},
-		{"Write user docs", "", nil, nil},
-		{"Release notes", "", []taskgraph.ID{6, 7, 9}, nil},
-		{"Logging and metrics", "", []taskgraph.ID{2}, nil},
-		{"Deploy to staging", "", []taskgraph.ID{8, 10, 11}, nil},
+		{"Design the schema", "Tables for users, projects and tasks.", nil, map[string]any{"estimate": "1d"}, p2, []string{"backend"}},
+		{"Set up CI", "", nil, nil, p2, []string{"ops"}},
+		{"Database migrations", "Forward-only migrations, tested on a copy of production.", []taskgraph.ID{1}, nil, taskgraph.P1, []string{"backend"}},
+		{"Auth service", "Sessions and API tokens.", []taskgraph.ID{1}, nil, p2, []string{"backend"}},
+		{"REST API endpoints", "CRUD for projects and tasks; pagination; errors as RFC 9457.", []taskgraph.ID{3, 4}, map[string]any{"estimate": "3d"}, taskgraph.P1, []string{"backend"}},
+		{"Web frontend", "", []taskgraph.ID{5}, nil, p2, []string{"frontend"}},
+		{"CLI client", "", []taskgraph.ID{5}, nil, taskgraph.P3, nil},
+		{"Load tests", "", []taskgraph.ID{2, 5}, nil, p2, []string{"ops"}},
+		{"Write user docs", "", nil, nil, taskgraph.P4, []string{"docs"}},
+		{"Release notes", "", []taskgraph.ID{6, 7, 9}, nil, p2, []string{"docs"}},
+		{"Logging and metrics", "", []taskgraph.ID{2}, nil, p2, []string{"ops"}},
+		{"Deploy to staging", "", []taskgraph.ID{8, 10, 11}, nil, taskgraph.P0, []string{"ops"}},
+		{"Import legacy accounts", "From the old system's nightly dump.", nil, nil, taskgraph.P1, []string{"data"}},
+		{"Verify imported accounts", "", []taskgraph.ID{13}, nil, p2, []string{"data"}},
+		{"Invite beta users", "", []taskgraph.ID{14}, nil, p2, nil},
+		{"Internet Explorer support", "", []taskgraph.ID{6}, nil, taskgraph.P4, []string{"frontend"}},
 	} {
-		if _, err := s.Create(ctx, taskgraph.NewTask{Subject: p.subject, Description: p.desc, BlockedBy: p.after, Metadata: p.meta}); err != nil {
+		nt := taskgraph.NewTask{Subject: p.subject, Description: p.desc, BlockedBy: p.after, Metadata: p.meta, Priority: &p.pri, Labels: p.labels}
+		if _, err := s.Create(ctx, nt); err != nil {
 			t.Fatal(err)
 		}
 	}
 	steps := []error{}
 	do := func(_ any, err error) { steps = append(steps, err) }
 	do(s.Claim(ctx, 1, "alice"))
-	do(s.Complete(ctx, 1, "alice"))
+	do(s.Complete(ctx, 1, "alice", taskgraph.WithResult("schema.sql: 6 tables")))
 	do(s.Claim(ctx, 2, "bob"))
 	do(s.Complete(ctx, 2, "bob"))
 	do(s.Claim(ctx, 3, "carol", taskgraph.WithLease(30*time.Minute)))
 	do(s.Claim(ctx, 4, "dave", taskgraph.WithLease(time.Millisecond)))
+	do(s.Claim(ctx, 13, "frank"))
+	do(s.Fail(ctx, 13, "frank", "the dump is truncated: checksum mismatch"))
+	do(s.Cancel(ctx, 16, "dropped from scope"))
 	for _, err := range steps {
 		if err != nil {
 			t.Fatal(err)
@@ -74,6 +86,14 @@ func seed(t *testing.T, dir string) {
 // page shows them.
 const columnIDs = `Object.fromEntries([...document.querySelectorAll("#columns .column")].map(c =>
 	[c.dataset.state, [...c.querySelectorAll(".card")].map(e => Number(e.dataset.id))]))`
+
+// blanks lists the elements of the page that show a text "null",
+// "undefined" or "NaN": a value the script failed to render.
+const blanks = `(() => {
+	const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), out = [];
+	while (w.nextNode()) if (/^(null|undefined|NaN)$/.test(w.currentNode.data.trim())) out.push(w.currentNode.parentElement.outerHTML.slice(0, 80));
+	return out;
+})()`
 
 // TestBoard opens the board of a plan in headless Chromium: the board and
 // the graph show every task, a change made by another process appears
@@ -98,7 +118,11 @@ func TestBoard(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, ctx, "the first render", `window.taskgraphBoard && window.taskgraphBoard.renders > 0`, 30*time.Second)
-	want := map[string][]float64{"ready": {9, 11}, "blocked": {5, 6, 7, 8, 10, 12}, "in_progress": {3, 4}, "completed": {1, 2}}
+	want := map[string][]float64{"ready": {9, 11}, "blocked": {5, 6, 7, 8, 10, 12}, "stranded": {14, 15}, "in_progress": {3, 4},
+		"completed": {1, 2}, "failed": {13}, "cancelled": {16}}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#columns .column").length`); n != len(want) {
+		t.Errorf("the board has %d columns, want %d", n, len(want))
+	}
 	got := eval[map[string][]float64](t, ctx, columnIDs)
 	for state, ids := range want {
 		if !slices.Equal(got[state], ids) {
@@ -117,6 +141,28 @@ func TestBoard(t *testing.T) {
 	if meta := eval[string](t, ctx, `document.querySelector('.card[data-id="4"].is-lapsed .card-meta').textContent`); !strings.Contains(meta, "dave") || !strings.Contains(meta, "lease lapsed") {
 		t.Errorf("card 4 (dave, lapsed lease) says %q", meta)
 	}
+	// A failed task says why; the tasks it strands, directly (14) or
+	// through another (15), name it.
+	if meta := eval[string](t, ctx, `document.querySelector('#columns [data-state="failed"] .card[data-id="13"]').textContent`); !strings.Contains(meta, "frank") || !strings.Contains(meta, "checksum mismatch") || !strings.Contains(meta, "P1") {
+		t.Errorf("card 13 (failed, P1) says %q", meta)
+	}
+	for _, id := range []string{"14", "15"} {
+		if meta := eval[string](t, ctx, `document.querySelector('#columns [data-state="stranded"] .card[data-id="`+id+`"] .card-meta').textContent`); !strings.Contains(meta, "stranded by #13 Import legacy accounts (failed)") {
+			t.Errorf("card %s (stranded by 13) says %q", id, meta)
+		}
+	}
+	if meta := eval[string](t, ctx, `document.querySelector('#columns [data-state="cancelled"] .card[data-id="16"]').textContent`); !strings.Contains(meta, "dropped from scope") {
+		t.Errorf("card 16 (cancelled) says %q", meta)
+	}
+	if meta := eval[string](t, ctx, `document.querySelector('.card[data-id="1"]').textContent`); !strings.Contains(meta, "schema.sql: 6 tables") || !strings.Contains(meta, "backend") {
+		t.Errorf("card 1 (a result, labelled backend) says %q", meta)
+	}
+	if prios := eval[[]string](t, ctx, `[...document.querySelectorAll("#columns .card .prio")].map(e => e.textContent)`); len(prios) != 7 {
+		t.Errorf("the cards show priorities %v, want the 7 that are not P2", prios)
+	}
+	if bad := eval[[]string](t, ctx, blanks); len(bad) > 0 {
+		t.Errorf("the board shows null, undefined or NaN in %v", bad)
+	}
 	if hash := eval[string](t, ctx, `location.hash`); strings.Contains(hash, "token") {
 		t.Errorf("the token stays in the address bar: %q", hash)
 	}
@@ -126,7 +172,7 @@ func TestBoard(t *testing.T) {
 	// The graph: a node per task, coloured by state, an edge per blocker,
 	// left to right.
 	click(t, ctx, "#tab-graph")
-	wait(t, ctx, "the graph", `document.querySelectorAll("#nodes .node[data-id]").length === 12`, 30*time.Second)
+	wait(t, ctx, "the graph", `document.querySelectorAll("#nodes .node[data-id]").length === 16`, 30*time.Second)
 	edges := 0
 	tasks, err := store.List(bg)
 	if err != nil {
@@ -151,14 +197,55 @@ func TestBoard(t *testing.T) {
 		t.Errorf("edges that do not run left to right: %v", backwards)
 	}
 
+	// The critical path (taskgraph.CriticalPath): its nodes and the edges
+	// between consecutive ones are marked, and nothing else is.
+	path, err := taskgraph.CriticalPath(tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(path) < 3 {
+		t.Fatalf("the plan's critical path %v is too short to test", path)
+	}
+	t.Logf("critical path %v", path)
+	var wantNodes, wantEdges []string
+	for i, id := range path {
+		wantNodes = append(wantNodes, itoa(id))
+		if i > 0 {
+			wantEdges = append(wantEdges, itoa(path[i-1])+"->"+itoa(id))
+		}
+	}
+	if got := eval[[]string](t, ctx, `[...document.querySelectorAll("#nodes .node.critical")].map(n => n.dataset.id).sort((a, b) => a - b)`); !slices.Equal(got, wantNodes) {
+		t.Errorf("critical nodes %v, want %v", got, wantNodes)
+	}
+	if got := eval[[]string](t, ctx, `[...document.querySelectorAll("#edges path.critical")].map(p => p.dataset.from + "->" + p.dataset.to).sort((a, b) => parseInt(a) - parseInt(b))`); !slices.Equal(got, wantEdges) {
+		t.Errorf("critical edges %v, want %v", got, wantEdges)
+	}
+	if stroke := eval[string](t, ctx, `getComputedStyle(document.querySelector("#edges path.critical")).stroke + " " + getComputedStyle(document.querySelector("#edges path:not(.critical)")).stroke`); strings.Fields(stroke)[0] == strings.Fields(stroke)[len(strings.Fields(stroke))-1] {
+		t.Errorf("critical and other edges are drawn alike: %s", stroke)
+	}
+
 	// A click on a node shows the task, and why it is not ready.
 	click(t, ctx, `#nodes .node[data-id="5"]`)
 	wait(t, ctx, "the task in full", `!document.getElementById("detail").hidden`, 10*time.Second)
 	detail := eval[string](t, ctx, `document.getElementById("detail").textContent`)
-	for _, w := range []string{"REST API endpoints", "Why it is not ready", "2 blockers are unfinished", "#3", "carol", "#4", "dave", "priority", "RFC 9457"} {
+	for _, w := range []string{"REST API endpoints", "Why it is not ready", "task 5 is blocked, waiting on 3 (in progress, held by carol, lease", "4 (in progress, held by dave, lease lapsed",
+		"#3", "#4", "P1", "backend", "critical path", "estimate", "RFC 9457"} {
 		if !strings.Contains(detail, w) {
 			t.Errorf("the detail of task 5 lacks %q:\n%s", w, detail)
 		}
+	}
+	// A stranded task's detail says why in taskgraph.Explain's words.
+	click(t, ctx, `#nodes .node[data-id="15"]`)
+	wait(t, ctx, "task 15 in full", `document.getElementById("detail").dataset.id === "15"`, 10*time.Second)
+	explained, err := taskgraph.Explain(tasks, 15, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := eval[string](t, ctx, `document.querySelector("#detail .why").textContent`); why != explained.Text {
+		t.Errorf("task 15 is not ready because %q; Explain says %q", why, explained.Text)
+	}
+	if bad := eval[[]string](t, ctx, blanks); len(bad) > 0 {
+		t.Errorf("the detail of task 15 shows null, undefined or NaN in %v", bad)
 	}
 	screenshot(t, ctx, "graph")
 
@@ -166,9 +253,9 @@ func TestBoard(t *testing.T) {
 	// the graph, then a claim on the board.
 	before := eval[int](t, ctx, `window.taskgraphBoard.snapshots`)
 	run(t, "--dir", dir, "add", "Hotfix from another process", "--after", "9")
-	wait(t, ctx, "the new task on the graph", `document.querySelectorAll("#nodes .node[data-id]").length === 13`, 30*time.Second)
+	wait(t, ctx, "the new task on the graph", `document.querySelectorAll("#nodes .node[data-id]").length === 17`, 30*time.Second)
 	click(t, ctx, "#tab-board")
-	wait(t, ctx, "the new task on the board", `!!document.querySelector('#columns [data-state="blocked"] .card[data-id="13"]')`, 10*time.Second)
+	wait(t, ctx, "the new task on the board", `!!document.querySelector('#columns [data-state="blocked"] .card[data-id="17"]')`, 10*time.Second)
 	run(t, "--dir", dir, "claim", "11", "--owner", "erin")
 	wait(t, ctx, "erin's claim", `(document.querySelector('#columns [data-state="in_progress"] .card[data-id="11"]')||{}).textContent?.includes("erin")`, 30*time.Second)
 	if !eval[bool](t, ctx, `window.loadedOnce === true`) {
@@ -186,14 +273,29 @@ func TestBoard(t *testing.T) {
 	})
 	wait(t, ctx, "task 4 ready on the board", `!!document.querySelector('#columns [data-state="ready"] .card[data-id="4"]')`, 10*time.Second)
 
-	// Reopen a completed task by clicking.
+	// Reopening a completed task whose dependent is in progress (erin
+	// holds 11) is refused with the store's message, and nothing changes.
 	click(t, ctx, `#columns .card[data-id="2"]`)
-	wait(t, ctx, "the reopen button", `!!document.getElementById("action-reopen")`, 10*time.Second)
+	wait(t, ctx, "the reopen button of task 2", `document.getElementById("detail").dataset.id === "2" && !!document.getElementById("action-reopen")`, 10*time.Second)
 	click(t, ctx, "#action-reopen")
-	waitStore(t, store, "task 2 reopened", func() bool {
-		task, err := store.Get(bg, 2)
-		return err == nil && task.Status == taskgraph.Pending
+	wait(t, ctx, "the reopen refused", `document.getElementById("detail-error").textContent.includes("depend on task 2")`, 10*time.Second)
+	if task, _ := store.Get(bg, 2); task.Status != taskgraph.Completed {
+		t.Fatalf("a refused reopen changed task 2: %s", task.Status)
+	}
+
+	// Reopen the failed task by clicking: it is pending again, and the
+	// tasks it stranded are only blocked now.
+	click(t, ctx, `#columns .card[data-id="13"]`)
+	wait(t, ctx, "the reopen button of task 13", `document.getElementById("detail").dataset.id === "13" && !!document.getElementById("action-reopen")`, 10*time.Second)
+	if detail := eval[string](t, ctx, `document.getElementById("detail").textContent`); !strings.Contains(detail, "checksum mismatch") {
+		t.Errorf("the detail of failed task 13 lacks its reason:\n%s", detail)
+	}
+	click(t, ctx, "#action-reopen")
+	waitStore(t, store, "task 13 reopened", func() bool {
+		task, err := store.Get(bg, 13)
+		return err == nil && task.Status == taskgraph.Pending && task.Owner == "" && task.Reason == ""
 	})
+	wait(t, ctx, "task 13 ready, 14 and 15 blocked", `(() => { const c = `+columnIDs+`; return c.ready.includes(13) && c.blocked.includes(14) && c.blocked.includes(15) && c.stranded.length === 0 && c.failed.length === 0; })()`, 10*time.Second)
 
 	// Add an edge by clicking; one that would close a cycle is refused
 	// with the store's message, and nothing changes.
@@ -220,10 +322,10 @@ func TestBoard(t *testing.T) {
 	typeInto(t, ctx, `#create-form input[name="blockedBy"]`, "12")
 	click(t, ctx, "#create-submit")
 	waitStore(t, store, "the created task", func() bool {
-		task, err := store.Get(bg, 14)
+		task, err := store.Get(bg, 18)
 		return err == nil && task.Subject == "Made on the board" && slices.Equal(task.BlockedBy, []taskgraph.ID{12})
 	})
-	wait(t, ctx, "the created task on the board", `!!document.querySelector('#columns [data-state="blocked"] .card[data-id="14"]')`, 10*time.Second)
+	wait(t, ctx, "the created task on the board", `!!document.querySelector('#columns [data-state="blocked"] .card[data-id="18"]')`, 10*time.Second)
 	if !eval[bool](t, ctx, `window.loadedOnce === true`) {
 		t.Fatal("the page reloaded")
 	}

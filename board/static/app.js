@@ -72,6 +72,22 @@
 
   function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
 
+  // A priority is shown when it is not the default, P2.
+  function prio(t) {
+    const p = t.priority === undefined ? 2 : t.priority;
+    return p === 2 ? null : el("span", { class: "prio p" + p, title: "Priority P" + p + (p < 2 ? " (more urgent than the default, P2)" : " (less urgent than the default, P2)") }, "P" + p);
+  }
+
+  function labels(t) {
+    return (t.labels || []).map((l) => el("span", { class: "label" }, l));
+  }
+
+  // The failed or cancelled task that strands t, as "#2 subject (failed)".
+  function cause(t) {
+    const c = S.byId.get(t.strandedBy);
+    return c ? "#" + c.id + " " + clip(c.subject, 40) + " (" + stateLabel(c.state).toLowerCase() + ")" : "#" + t.strandedBy;
+  }
+
   function toast(msg, bad) {
     const t = $("toast");
     t.textContent = msg;
@@ -197,8 +213,21 @@
         if (t.missing && t.missing.length) bits.push(el("span", { class: "lapsed" }, " (missing: " + t.missing.map((id) => "#" + id).join(", ") + ")"));
         return bits;
       }
-      case "completed":
-        return t.owner ? ["done by ", el("span", { class: "owner" }, t.owner)] : ["done"];
+      case "stranded":
+        return [el("span", { class: "stranded-by", title: "It cannot start until that task is reopened" }, "stranded by " + cause(t))];
+      case "failed":
+      case "cancelled": {
+        const bits = [];
+        if (t.state === "failed" && t.owner) bits.push(el("span", { class: "owner" }, t.owner), ": ");
+        bits.push(el("span", { class: "reason" }, clip(t.reason || t.state, 120)));
+        if (t.blocks.length) bits.push(" · strands " + t.blocks.map((id) => "#" + id).join(", "));
+        return bits;
+      }
+      case "completed": {
+        const bits = t.owner ? ["done by ", el("span", { class: "owner" }, t.owner)] : ["done"];
+        if (t.result) bits.push(": ", el("span", { class: "result" }, clip(t.result, 80)));
+        return bits;
+      }
       default:
         if (t.blocks.length) return ["unblocks " + t.blocks.map((id) => "#" + id).join(", ")];
         return [];
@@ -217,7 +246,9 @@
   }
 
   function card(t) {
-    const sig = JSON.stringify([t.subject, t.state, t.owner, t.claimedAt, t.leaseExpiresAt, t.leaseLapsed, t.waitingOn, t.missing, t.blocks]);
+    const c0 = t.strandedBy && S.byId.get(t.strandedBy);
+    const sig = JSON.stringify([t.subject, t.state, t.owner, t.claimedAt, t.leaseExpiresAt, t.leaseLapsed, t.waitingOn, t.missing, t.blocks,
+      t.priority, t.labels, t.reason, t.result, t.strandedBy, c0 && [c0.subject, c0.state]]);
     let c = boardDOM.cards.get(t.id);
     if (!c) {
       c = { li: el("li", { "data-id": t.id, tabindex: 0 }), sig: "" };
@@ -225,8 +256,10 @@
     }
     if (c.sig !== sig) {
       c.sig = sig;
-      c.li.replaceChildren(el("div", { class: "card-title" }, el("span", { class: "id" }, "#" + t.id), " ", t.subject),
-        el("div", { class: "card-meta" }, cardMeta(t)));
+      const tags = labels(t);
+      c.li.replaceChildren(el("div", { class: "card-title" }, prio(t), el("span", { class: "id" }, "#" + t.id), " ", t.subject),
+        el("div", { class: "card-meta" }, cardMeta(t)),
+        ...(tags.length ? [el("div", { class: "labels" }, tags)] : []));
     }
     c.li.className = "card state-" + t.state + (t.leaseLapsed ? " is-lapsed" : "") + (S.selected === t.id ? " selected" : "");
     return c.li;
@@ -332,15 +365,15 @@
 
   const graphDOM = new Map(); // node id -> {g, sig}
 
-  function graphNode(id, t, p) {
-    const sig = JSON.stringify(t ? [t.subject, t.state, t.owner, t.leaseLapsed, p.w, p.h] : [p.w, p.h]);
+  function graphNode(id, t, p, critical) {
+    const sig = JSON.stringify(t ? [t.subject, t.state, t.owner, t.leaseLapsed, t.priority, t.strandedBy, t.reason, p.w, p.h] : [p.w, p.h]);
     let n = graphDOM.get(id);
     if (!n) {
       n = { g: svg("g", t ? { "data-id": t.id, tabindex: 0, role: "button" } : {}), sig: "" };
       graphDOM.set(id, n);
     }
     n.g.setAttribute("transform", `translate(${p.x - p.w / 2},${p.y - p.h / 2})`);
-    n.g.setAttribute("class", t ? "node state-" + t.state + (t.leaseLapsed ? " is-lapsed" : "") + (S.selected === t.id ? " selected" : "") : "node state-missing");
+    n.g.setAttribute("class", t ? "node state-" + t.state + (t.leaseLapsed ? " is-lapsed" : "") + (critical ? " critical" : "") + (S.selected === t.id ? " selected" : "") : "node state-missing");
     if (n.sig === sig) return n.g;
     n.sig = sig;
     if (!t) {
@@ -355,8 +388,11 @@
     l1.textContent = clip("#" + t.id + " " + t.subject, 30);
     const l2 = svg("text", { x: 14, y: 36, class: "sub" });
     let sub = stateLabel(t.state);
-    if (t.owner && t.state !== "ready" && t.state !== "blocked") sub += " · " + t.owner;
+    if (t.owner && t.state !== "ready" && t.state !== "blocked" && t.state !== "stranded") sub += " · " + t.owner;
+    if (t.state === "stranded") sub += " by #" + t.strandedBy;
+    if ((t.state === "failed" || t.state === "cancelled") && t.reason) sub += ": " + t.reason;
     if (t.leaseLapsed) sub = "⚠ " + sub + " · lease lapsed";
+    if (t.priority !== undefined && t.priority !== 2) sub = "P" + t.priority + " · " + sub;
     l2.textContent = clip(sub, 34);
     n.g.replaceChildren(title, svg("rect", { width: p.w, height: p.h, rx: 6 }), svg("rect", { class: "band", width: 6, height: p.h, rx: 3 }), l1, l2);
     return n.g;
@@ -369,17 +405,28 @@
     g.setAttribute("viewBox", "0 0 " + L.width + " " + L.height);
     g.setAttribute("width", Math.ceil(L.width * zoom));
     g.setAttribute("height", Math.ceil(L.height * zoom));
+    // The critical path: its nodes, and the edges between consecutive ones.
+    const path = S.snap.criticalPath || [];
+    const onPath = new Set(path.map(String));
+    const pathEdges = new Set(path.slice(1).map((id, i) => path[i] + ">" + id));
     const edges = svg("g", { id: "edges" });
+    const critical = [];
     for (const e of L.edges) {
       const to = S.byId.get(Number(e.to));
       const from = S.byId.get(Number(e.from));
       let cls = "edge";
       if (!from) cls += " missing";
       else if (from.status === "completed") cls += " done";
+      else if (from.status === "failed" || from.status === "cancelled") cls += " ended";
       else if (to && to.status === "pending") cls += " waiting";
+      const onCritical = pathEdges.has(e.from + ">" + e.to);
+      if (onCritical) cls += " critical";
       const d = "M" + e.points.map((p) => p.x.toFixed(1) + "," + p.y.toFixed(1)).join(" L");
-      edges.append(svg("path", { d, class: cls, "marker-end": "url(#arrow)", "data-from": e.from, "data-to": e.to }));
+      const pe = svg("path", { d, class: cls, "marker-end": onCritical ? "url(#arrow-critical)" : "url(#arrow)", "data-from": e.from, "data-to": e.to });
+      if (onCritical) critical.push(pe);
+      else edges.append(pe);
     }
+    edges.append(...critical); // drawn last, over the others
     g.replaceChild(edges, $("edges"));
     // Nodes are kept across snapshots, like the board's cards, so that a
     // click on one is never lost to a snapshot.
@@ -391,13 +438,14 @@
       if (!t && !id.startsWith("missing-")) continue; // deleted since the layout; the next layout drops it
       if (t) drawn++;
       seen.add(id);
-      items.push(graphNode(id, t, p));
+      items.push(graphNode(id, t, p, onPath.has(id)));
     }
     for (const id of graphDOM.keys()) if (!seen.has(id)) graphDOM.delete(id);
     const layer = $("nodes");
     if (!sameChildren(layer, items)) layer.replaceChildren(...items);
     const stale = S.layout.key !== graphShape().key;
-    $("graph-status").textContent = drawn + " tasks · laid out in " + Math.round(L.ms) + " ms" + (stale ? " · updating…" : "");
+    $("graph-status").textContent = drawn + " tasks · critical path " + path.length + (path.length === 1 ? " task" : " tasks") +
+      " · laid out in " + Math.round(L.ms) + " ms" + (stale ? " · updating…" : "");
     stats.layoutAt = performance.now();
     stats.layoutVersion = S.snap.version;
   }
@@ -408,8 +456,9 @@
   }
 
   function legend() {
-    const keys = ["ready", "blocked", "in_progress", "completed"];
+    const keys = ["ready", "blocked", "stranded", "in_progress", "completed", "failed", "cancelled"];
     $("legend").replaceChildren(...keys.map((k) => el("span", { class: "pill state-" + k }, el("span", { class: "dot" }), k.replace("_", " "))),
+      el("span", { class: "pill critical-key", title: "The longest chain of unfinished tasks, each blocked by the one before: the fewest steps the remaining work takes" }, "critical path"),
       el("span", { class: "pill lapsed-key" }, "⚠ lease lapsed"));
   }
 
@@ -428,8 +477,19 @@
       case "ready":
         return el("p", {}, t.blockedBy.length ? "Ready: every blocker is completed. Any agent may claim it." : "Ready: nothing blocks it. Any agent may claim it.");
       case "blocked":
-        return [el("p", {}, "Not ready: " + t.waitingOn.length + " blocker" + (t.waitingOn.length === 1 ? " is" : "s are") + " unfinished."),
-          el("ul", { class: "links waiting" }, t.waitingOn.map(link))];
+      case "stranded": {
+        // The store's own explanation (taskgraph.Explain), then the tasks it names.
+        const out = [el("p", { class: "why" }, t.why || "Not ready.")];
+        if (t.state === "stranded") out.push(el("ul", { class: "links stranded" }, link(t.strandedBy)));
+        out.push(el("ul", { class: "links waiting" }, (t.waitingOn || []).filter((id) => id !== t.strandedBy).map(link)));
+        return out;
+      }
+      case "failed":
+        return el("p", {}, "Failed" + (t.owner ? " (" + t.owner + ")" : "") + ": ", el("span", { class: "reason" }, t.reason || "no reason given"),
+          t.blocks.length ? ". The tasks that wait on it cannot start until it is reopened." : ".");
+      case "cancelled":
+        return el("p", {}, "Cancelled: ", el("span", { class: "reason" }, t.reason || "no reason given"),
+          t.blocks.length ? ". The tasks that wait on it cannot start until it is reopened." : ".");
       case "in_progress": {
         const bits = ["Held by ", el("b", {}, t.owner || "no owner")];
         if (t.claimedAt) bits.push(" for ", el("time", { "data-since": t.claimedAt }, ago(now - Date.parse(t.claimedAt))));
@@ -441,7 +501,7 @@
         return el("p", {}, bits);
       }
       case "completed":
-        return el("p", {}, "Completed" + (t.owner ? " by " + t.owner : "") + ".");
+        return el("p", {}, "Completed" + (t.owner ? " by " + t.owner : "") + (t.result ? ": " : "."), t.result ? el("span", { class: "result" }, t.result) : null);
       default:
         return el("p", {}, stateLabel(t.state));
     }
@@ -463,16 +523,20 @@
     }
     // Rebuilt only when what it shows changed, so that its buttons keep
     // their clicks while snapshots arrive; its times tick on their own.
-    const related = [...t.blockedBy, ...t.blocks].map((id) => {
+    const related = [...t.blockedBy, ...t.blocks, t.strandedBy || 0].map((id) => {
       const o = S.byId.get(id);
       return o ? [id, o.subject, o.state, o.owner] : [id];
     });
-    const sig = JSON.stringify([t, related, S.snap.writes, !!S.token, S.detailError]);
+    const sig = JSON.stringify([t, related, S.snap.writes, !!S.token, S.detailError, (S.snap.criticalPath || []).includes(t.id)]);
     if (sig === detailSig && !box.hidden) return;
     detailSig = sig;
     const rows = [];
     const row = (k, v) => { if (v) rows.push(el("dt", {}, k), el("dd", {}, v)); };
+    const onPath = (S.snap.criticalPath || []).includes(t.id);
     row("Status", t.status);
+    row("Priority", "P" + (t.priority === undefined ? 2 : t.priority));
+    if (t.labels && t.labels.length) row("Labels", labels(t));
+    row("Key", t.key);
     row("Owner", t.owner);
     row("Previous owner", t.prevOwner);
     row("Claimed", fmtTime(t.claimedAt));
@@ -483,9 +547,10 @@
     const parts = [
       el("button", { class: "close", type: "button", title: "Close", onclick: () => select(null) }, "×"),
       el("h2", {}, el("span", { class: "id" }, "#" + t.id), " " + t.subject),
-      el("span", { class: "badge state-" + t.state }, stateLabel(t.state)),
+      el("span", { class: "badge state-" + t.state }, stateLabel(t.state)), " ",
+      prio(t), onPath ? el("span", { class: "badge critical", title: "On the critical path: the longest chain of unfinished tasks" }, "critical path") : null,
       t.description ? el("p", { class: "description" }, t.description) : el("p", { class: "muted" }, "No description."),
-      el("h3", {}, t.state === "blocked" ? "Why it is not ready" : "State"),
+      el("h3", {}, t.state === "blocked" || t.state === "stranded" ? "Why it is not ready" : "State"),
       ...[].concat(why(t)),
       el("dl", {}, rows),
     ];
@@ -496,7 +561,7 @@
     // A snapshot may arrive while someone types: keep what they typed.
     const input = $("blocker-input");
     const typed = input && { value: input.value, focused: document.activeElement === input, id: box.dataset.id };
-    box.replaceChildren(...parts);
+    box.replaceChildren(...parts.filter((p) => p !== null));
     box.dataset.id = t.id;
     const again = $("blocker-input");
     if (typed && again && typed.id === String(t.id)) {
@@ -517,10 +582,10 @@
         onclick: (e) => act(e.target, "api/tasks/" + t.id + "/release", { owner: t.owner }, "Released #" + t.id),
       }, "Release claim" + (t.owner ? " of " + t.owner : "")));
     }
-    if (t.status === "completed") {
+    if (t.status === "completed" || t.status === "failed" || t.status === "cancelled") {
       out.append(el("button", {
         type: "button", id: "action-reopen",
-        title: "Move the task back to pending",
+        title: t.status === "completed" ? "Move the task back to pending" : "Move the task back to pending, clearing its reason: the tasks it strands can start once it is done",
         onclick: (e) => act(e.target, "api/tasks/" + t.id + "/reopen", { rev: t.rev }, "Reopened #" + t.id),
       }, "Reopen"));
     }
