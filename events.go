@@ -188,9 +188,13 @@ func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Tim
 		batch := w.queue
 		w.queue, w.updated = nil, nil
 		w.mu.Unlock()
-		batch = append(batch, w.leases.Lapsed(now())...)
+		// The queued events first bring the leases up to date (a renewal
+		// must not be reported as a lapse), then what has lapsed by now.
 		for _, e := range batch {
 			w.leases.Track(e)
+		}
+		batch = append(batch, w.leases.Lapsed(now())...)
+		for _, e := range batch {
 			select {
 			case out <- e:
 				continue
@@ -206,9 +210,10 @@ func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Tim
 		timer.Stop()
 		var lapse <-chan time.Time
 		if d, ok := w.leases.Next(now()); ok {
-			// A clock that stands still (a test's) re-arms at most
-			// every few milliseconds instead of spinning.
-			timer.Reset(max(d, 5*time.Millisecond))
+			// Re-armed every few milliseconds at the most (a clock
+			// that stands still, a test's, does not spin it) and at
+			// least every second (a clock that jumps is noticed).
+			timer.Reset(min(max(d, 5*time.Millisecond), time.Second))
 			lapse = timer.C
 		}
 		select {

@@ -593,6 +593,10 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 		return false, &InvalidError{Field: "status", Reason: "a task becomes failed only by Fail, which records the reason"}
 	case st == Cancelled:
 		return false, &InvalidError{Field: "status", Reason: "a task becomes cancelled only by Cancel, which records the reason"}
+	case t.Status == Completed:
+		// Reopening checks that nothing it blocks has started; a patch
+		// does not read the dependents, so it leaves that to Reopen.
+		return false, &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is completed: reopen it instead (it checks that no task it blocks has started)", t.ID)}
 	case t.Status.ended() && st != Pending:
 		return false, &InvalidError{Field: "status", Reason: fmt.Sprintf("task %d is %s: reopen it (status pending) first", t.ID, t.Status)}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -52,7 +53,8 @@ func WorkPoll(d time.Duration) WorkOption {
 // If fn returns an error, Work fails the task with the error's text as the
 // reason (its dependents are then stranded until someone reopens it) and
 // goes on; a reason the store refuses (not UTF-8, say) releases the task
-// instead. If ctx is done while fn runs, the task is released, not failed.
+// instead. If ctx is done, Work stops: a task whose fn returned nil is
+// still completed, one whose fn returned an error is released, not failed.
 // If the lease is lost while fn runs (another agent took the task after it
 // lapsed), fn's ctx is cancelled and Work goes on without completing it.
 // Work returns ctx's error when ctx is done, and any error of the store as
@@ -68,6 +70,7 @@ func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkO
 	if owner == "" {
 		return fmt.Errorf("taskgraph: Work needs an owner: %w", ErrInvalid)
 	}
+	cfg.labels = slices.Sorted(slices.Values(cfg.labels)) // as Task.Labels are
 	// One subscription for the whole loop, opened before the first claim:
 	// a change after it is delivered even while fn runs.
 	var events <-chan Event
@@ -99,7 +102,7 @@ func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkO
 		if b.Finished() {
 			return nil
 		}
-		if events, err = wait(ctx, events, b, cfg.poll); err != nil {
+		if events, err = wait(ctx, events, b, cfg, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -111,8 +114,13 @@ func workOn(ctx context.Context, s Store, owner string, t Task, fn WorkFunc, lea
 	err := fn(tctx, t)
 	lost := stop() // renewal ends before Complete: no renew can follow it
 	if ctx.Err() != nil {
-		// The agent gives up on the task: it must not stay claimed.
-		_, _ = s.Release(context.WithoutCancel(ctx), t.ID, owner)
+		// Work stops. Finished work is completed, so it is not done
+		// twice; unfinished work is released, not left claimed.
+		if err == nil && lost == nil {
+			_, _ = s.Complete(context.WithoutCancel(ctx), t.ID, owner)
+		} else if lost == nil {
+			_, _ = s.Release(context.WithoutCancel(ctx), t.ID, owner)
+		}
 		return ctx.Err()
 	}
 	if lost != nil {
@@ -168,16 +176,19 @@ func drain(events <-chan Event) {
 }
 
 // wait returns after the next event, when the first lease on the board
-// lapses, or after poll on a store that cannot be watched. It returns nil
-// events if the watch ended, so that Work polls from then on.
-func wait(ctx context.Context, events <-chan Event, b Board, poll time.Duration) (<-chan Event, error) {
-	d := poll
+// that could free a task for this agent lapses, or after poll on a store
+// that cannot be watched. It returns nil events if the watch ended, so
+// that Work polls from then on.
+func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now time.Time) (<-chan Event, error) {
+	d := cfg.poll
 	if events != nil {
 		d = time.Hour
 	}
 	for _, t := range b.InProgress {
-		if !t.LeaseExpiresAt.IsZero() {
-			d = min(d, max(time.Until(t.LeaseExpiresAt), time.Millisecond))
+		// A lease that has lapsed already is on a task ClaimNext did not
+		// take: not this agent's (its labels), so nothing to wait for.
+		if t.LeaseExpiresAt.After(now) && hasLabels(t.Labels, cfg.labels) {
+			d = min(d, t.LeaseExpiresAt.Sub(now))
 		}
 	}
 	timer := time.NewTimer(d)

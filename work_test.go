@@ -292,3 +292,104 @@ func TestWorkProcesses(t *testing.T) {
 	require.Equal(t, tg.Completed, got.Status)
 	require.Equal(t, "victim", got.PrevOwner)
 }
+
+// A lease renewed while the watcher was busy is not reported as lapsed, and
+// its real lapse later is.
+func TestRenewedLeaseIsNotLapsed(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	s := tg.NewMemStore(tg.WithClock(clock))
+	a, err := s.Create(ctx, tg.NewTask{Subject: "a"})
+	require.NoError(t, err)
+	_, err = s.Claim(ctx, a.ID, "x", tg.WithLease(10*time.Second))
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	events, err := s.Watch(wctx)
+	require.NoError(t, err)
+	_, err = s.Create(ctx, tg.NewTask{Subject: "b"}) // the watcher waits to deliver this
+	require.NoError(t, err)
+	_, err = s.Renew(ctx, a.ID, "x", 100*time.Second)
+	require.NoError(t, err)
+	advance(20 * time.Second) // past the first lease, not the renewed one
+	var got []string
+	deadline := time.After(300 * time.Millisecond)
+collect:
+	for {
+		select {
+		case e := <-events:
+			got = append(got, fmt.Sprint(e.Kind, " ", e.Task.ID))
+		case <-deadline:
+			break collect
+		}
+	}
+	require.NotContains(t, got, fmt.Sprint("lapsed ", a.ID), "a renewed lease reported as lapsed: %v", got)
+	advance(200 * time.Second)
+	for e := range events {
+		if e.Kind == tg.Lapsed {
+			require.Equal(t, a.ID, e.Task.ID)
+			return
+		}
+	}
+	t.Fatal("the renewed lease's real lapse was never reported")
+}
+
+// countingStore counts ClaimNext calls.
+type countingStore struct {
+	*tg.MemStore
+	mu     sync.Mutex
+	claims int
+}
+
+func (c *countingStore) ClaimNext(ctx context.Context, owner string, opts ...tg.ClaimOption) (tg.Task, error) {
+	c.mu.Lock()
+	c.claims++
+	c.mu.Unlock()
+	return c.MemStore.ClaimNext(ctx, owner, opts...)
+}
+
+// A worker with labels does not spin on a lapsed lease of a task it may
+// not take.
+func TestWorkDoesNotSpinOnOthersLapsedLease(t *testing.T) {
+	s := &countingStore{MemStore: tg.NewMemStore()}
+	x, err := s.Create(ctx, tg.NewTask{Subject: "x", Labels: []string{"x"}})
+	require.NoError(t, err)
+	_, err = s.Claim(ctx, x.ID, "dead", tg.WithLease(10*time.Millisecond))
+	require.NoError(t, err)
+	time.Sleep(20 * time.Millisecond)
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err = tg.Work(wctx, s, "y-agent", func(context.Context, tg.Task) error { return nil }, tg.WorkLabels("y"))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.LessOrEqual(t, s.claims, 3, "ClaimNext calls in 300 ms")
+}
+
+// Update never takes a task out of completed: Reopen does, after checking
+// that nothing it blocks has started.
+func TestUpdateDoesNotReopenCompleted(t *testing.T) {
+	for name, s := range map[string]tg.Store{"MemStore": tg.NewMemStore(), "FileStore": openStore(t, t.TempDir())} {
+		t.Run(name, func(t *testing.T) {
+			a, err := s.Create(ctx, tg.NewTask{Subject: "a"})
+			require.NoError(t, err)
+			b, err := s.Create(ctx, tg.NewTask{Subject: "b", BlockedBy: []tg.ID{a.ID}})
+			require.NoError(t, err)
+			_, err = s.Claim(ctx, a.ID, "x")
+			require.NoError(t, err)
+			_, err = s.Complete(ctx, a.ID, "x")
+			require.NoError(t, err)
+			_, err = s.Claim(ctx, b.ID, "y")
+			require.NoError(t, err)
+			_, err = s.Update(ctx, a.ID, tg.Patch{Status: ptr(tg.Pending)})
+			require.ErrorIs(t, err, tg.ErrInvalid)
+			_, err = s.Reopen(ctx, a.ID)
+			require.ErrorIs(t, err, tg.ErrInvalid)
+			got, err := s.Get(ctx, a.ID)
+			require.NoError(t, err)
+			require.Equal(t, tg.Completed, got.Status)
+		})
+	}
+}

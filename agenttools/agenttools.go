@@ -398,12 +398,22 @@ func (h handlers) updateOnce(ctx context.Context, t taskgraph.Task, in updateInp
 		return c.Task, err
 	case *want == taskgraph.Pending && !in.hasFields() && t.Status == taskgraph.InProgress:
 		return h.store.Release(ctx, t.ID, me)
-	case *want == taskgraph.Pending && (t.Status == taskgraph.Failed || t.Status == taskgraph.Cancelled):
-		out, err := h.store.Reopen(ctx, t.ID)
-		if err != nil || !in.hasFields() {
-			return out, err
+	case *want == taskgraph.Pending && t.Status.Terminal():
+		// Reopen checks that nothing the task blocks has started; the
+		// fields go first, so that removing an edge to a started task
+		// in the same call lets the reopen through.
+		if !in.hasFields() {
+			return h.store.Reopen(ctx, t.ID)
 		}
-		return h.store.Update(ctx, t.ID, in.fields)
+		if _, err := h.store.Update(ctx, t.ID, in.fields); err != nil {
+			return t, err
+		}
+		out, err := h.store.Reopen(ctx, t.ID)
+		if err != nil {
+			// Say exactly what happened: half of the call took effect.
+			return out, fmt.Errorf("the other changes were saved, but the task was not reopened: %w", err)
+		}
+		return out, nil
 	}
 	p := in.fields
 	p.Status, p.IfRev = want, t.Rev

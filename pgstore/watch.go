@@ -80,7 +80,7 @@ func (w *watcher) now() time.Time {
 // index returns every task of b by id, and the ready ones.
 func index(b taskgraph.Board) (map[taskgraph.ID]taskgraph.Task, map[taskgraph.ID]bool) {
 	all := map[taskgraph.ID]taskgraph.Task{}
-	for _, list := range [][]taskgraph.Task{b.Ready, b.Blocked, b.InProgress, b.Completed} {
+	for _, list := range [][]taskgraph.Task{b.Ready, b.Blocked, b.Stranded, b.InProgress, b.Completed, b.Failed, b.Cancelled} {
 		for _, t := range list {
 			all[t.ID] = t
 		}
@@ -126,20 +126,20 @@ func (w *watcher) loop(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("pgstore: watch: %w", err)
 		}
+		if len(touched) > 0 {
+			b, err := w.s.Board(ctx)
+			if err != nil {
+				return fmt.Errorf("pgstore: watch: %w", err)
+			}
+			if !w.report(ctx, touched, b) {
+				return ctx.Err()
+			}
+		}
+		// After the changes: a renewal just reported is not a lapse.
 		for _, e := range w.leases.Lapsed(w.now()) {
 			if !w.send(ctx, e.Kind, e.Task) {
 				return ctx.Err()
 			}
-		}
-		if len(touched) == 0 {
-			continue
-		}
-		b, err := w.s.Board(ctx)
-		if err != nil {
-			return fmt.Errorf("pgstore: watch: %w", err)
-		}
-		if !w.report(ctx, touched, b) {
-			return ctx.Err()
 		}
 	}
 }
@@ -149,9 +149,10 @@ func (w *watcher) loop(ctx context.Context) error {
 func (w *watcher) gather(ctx context.Context) (map[taskgraph.ID]bool, error) {
 	wait, cancel := ctx, context.CancelFunc(func() {})
 	if d, ok := w.leases.Next(w.now()); ok {
-		// Wake for the first lease to lapse; a clock that stands still
-		// (a test's) re-arms every few milliseconds, not in a spin.
-		wait, cancel = context.WithTimeout(ctx, max(d, 5*time.Millisecond))
+		// Wake for the first lease to lapse: re-armed every few
+		// milliseconds at the most (a clock that stands still does not
+		// spin it) and at least every second (a clock that jumps).
+		wait, cancel = context.WithTimeout(ctx, min(max(d, 5*time.Millisecond), time.Second))
 	}
 	n, err := w.conn.Conn().WaitForNotification(wait)
 	lapse := wait.Err() != nil && ctx.Err() == nil

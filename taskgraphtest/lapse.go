@@ -37,3 +37,46 @@ func watchLapse(t *testing.T, watched tg.Watcher, writer tg.Store) {
 	_, err = writer.ClaimNext(ctx, "y")
 	require.NoError(t, err, "the lapsed task is claimable")
 }
+
+// watchOutcomes checks that failing, cancelling and reopening a task are
+// reported as updates of it, in every store.
+func watchOutcomes(t *testing.T, watched tg.Watcher, writer tg.Store) {
+	t.Helper()
+	a, err := writer.Create(ctx, tg.NewTask{Subject: "will fail"})
+	require.NoError(t, err)
+	b, err := writer.Create(ctx, tg.NewTask{Subject: "stranded, then cancelled", BlockedBy: []tg.ID{a.ID}})
+	require.NoError(t, err)
+	_, err = writer.Claim(ctx, a.ID, "x")
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	events, err := watched.Watch(wctx)
+	require.NoError(t, err)
+	_, err = writer.Fail(ctx, a.ID, "x", "broken")
+	require.NoError(t, err)
+	_, err = writer.Cancel(ctx, b.ID, "not needed")
+	require.NoError(t, err)
+	_, err = writer.Reopen(ctx, a.ID)
+	require.NoError(t, err)
+	want := []string{
+		fmt.Sprint("updated ", a.ID, " failed"),
+		fmt.Sprint("updated ", b.ID, " cancelled"),
+		fmt.Sprint("updated ", a.ID, " pending"),
+	}
+	var got []string
+	for e := range events {
+		if e.Kind == tg.Unblocked {
+			continue
+		}
+		got = append(got, fmt.Sprint(e.Kind, " ", e.Task.ID, " ", e.Task.Status))
+		if e.Kind == tg.Ended || len(got) == len(want) || (len(got) > 0 && got[len(got)-1] == want[len(want)-1]) {
+			break
+		}
+	}
+	// A watch may coalesce a task's updates into its latest; it never
+	// reports one as deleted or created.
+	for _, g := range got {
+		require.Contains(t, want, g, "events %v", got)
+	}
+	require.Equal(t, want[len(want)-1], got[len(got)-1], "events %v", got)
+}

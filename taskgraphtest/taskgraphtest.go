@@ -881,4 +881,5 @@ func Watch(t *testing.T, watched tg.Watcher, writer tg.Store) {
 	for range events { // the channel closes once ctx is done
 	}
 	watchLapse(t, watched, writer)
+	watchOutcomes(t, watched, writer)
 }
