@@ -21,13 +21,9 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 	}
 	var c taskgraph.Completion
 	err := s.begin(ctx, func(tx pgx.Tx) error {
-		locked, order, now, err := s.lockTasks(ctx, tx, s.at(), `(id = $3 OR blocked_by @> ARRAY[$3::bigint])`, id)
+		t, deps, now, err := s.lockWithDependents(ctx, tx, id)
 		if err != nil {
 			return err
-		}
-		t := locked[id]
-		if t == nil {
-			return taskgraph.Rules.Missing(id)
 		}
 		if err := taskgraph.Rules.Complete(t, owner, result, now); err != nil {
 			return err
@@ -42,11 +38,15 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		if c.Task, err = s.save(ctx, tx, t, updateTask); err != nil {
 			return err
 		}
-		if len(order) == 1 {
-			return nil // no dependents
+		if len(deps) == 0 {
+			return nil
+		}
+		ids := make([]taskgraph.ID, len(deps))
+		for i, d := range deps {
+			ids[i] = d.ID
 		}
 		rows, err := tx.Query(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = ANY($2)
-			AND status = 'pending' AND `+readyCondition+` ORDER BY id`, s.graph, int64s(order))
+			AND status = 'pending' AND `+readyCondition+` ORDER BY id`, s.graph, int64s(ids))
 		if err != nil {
 			return err
 		}

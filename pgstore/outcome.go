@@ -29,23 +29,16 @@ func (s *Store) Cancel(ctx context.Context, id taskgraph.ID, reason string) (tas
 func (s *Store) Reopen(ctx context.Context, id taskgraph.ID) (taskgraph.Task, error) {
 	var out taskgraph.Task
 	err := s.begin(ctx, func(tx pgx.Tx) error {
-		locked, order, now, err := s.lockTasks(ctx, tx, s.at(), `(id = $3 OR blocked_by @> ARRAY[$3::bigint])`, id)
+		t, deps, now, err := s.lockWithDependents(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		t := locked[id]
-		if t == nil {
-			return taskgraph.Rules.Missing(id)
-		}
 		st := statusMap{}
-		var deps []taskgraph.ID
-		for _, d := range order {
-			if d != id {
-				deps = append(deps, d)
-				st[d] = locked[d].Status
-			}
+		ids := make([]taskgraph.ID, len(deps))
+		for i, d := range deps {
+			ids[i], st[d.ID] = d.ID, d.Status
 		}
-		if err := taskgraph.Rules.Reopen(t, now, deps, st.status); err != nil {
+		if err := taskgraph.Rules.Reopen(t, now, ids, st.status); err != nil {
 			return err
 		}
 		out, err = s.save(ctx, tx, t, updateTask)

@@ -74,6 +74,28 @@ func (s *Store) lock(ctx context.Context, tx pgx.Tx, id taskgraph.ID, at *time.T
 	return &t, now.UTC(), err
 }
 
+// lockWithDependents locks task id and every task it blocks, for a
+// decision about id that depends on whether they have started (Complete
+// reports which it readied, Reopen refuses if one has started). It returns
+// id's task and its dependents in id order, with the time of the operation.
+func (s *Store) lockWithDependents(ctx context.Context, tx pgx.Tx, id taskgraph.ID) (*taskgraph.Task, []*taskgraph.Task, time.Time, error) {
+	locked, order, now, err := s.lockTasks(ctx, tx, s.at(), `(id = $3 OR blocked_by @> ARRAY[$3::bigint])`, id)
+	if err != nil {
+		return nil, nil, now, err
+	}
+	t := locked[id]
+	if t == nil {
+		return nil, nil, now, taskgraph.Rules.Missing(id)
+	}
+	var deps []*taskgraph.Task
+	for _, d := range order {
+		if d != id {
+			deps = append(deps, locked[d])
+		}
+	}
+	return t, deps, now, nil
+}
+
 // lockTasks reads the tasks that match where for update, in id order,
 // with the time of the operation. In where, $2 is at and the args are $3
 // on.
