@@ -1035,8 +1035,10 @@ func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) 
 			s += " (" + t.Owner + ")"
 		}
 		return s + fmt.Sprintf(": %q; reopen it to try again", short(t.Reason))
-	default:
+	case string(Cancelled):
 		return fmt.Sprintf("task %d was cancelled: %q; reopen it to do it after all", t.ID, short(t.Reason))
+	default: // a status no store writes, in a slice made by hand
+		return fmt.Sprintf("task %d has the status %q, which is not %s: correct it", t.ID, e.State, statusList)
 	}
 }
 

@@ -1,6 +1,7 @@
 package taskgraph_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -93,6 +94,32 @@ func TestExplain(t *testing.T) {
 	for id, cause := range b.StrandedBy {
 		assert.Equal(t, cause, explain(id).StrandedBy)
 	}
+}
+
+// Explain on a hand-written slice says what it sees: a status it does not
+// know is named as such, never reported as cancelled; a task blocking
+// itself or a cycle is explained without a hang.
+func TestExplainOddSlices(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	for _, st := range []tg.Status{"weird", ""} {
+		tasks := []tg.Task{{ID: 1, Subject: "a", Status: st}, {ID: 2, Subject: "b", Status: tg.Pending, BlockedBy: []tg.ID{1}}}
+		e, err := tg.Explain(tasks, 1, now)
+		require.NoError(t, err)
+		assert.Equal(t, string(st), e.State)
+		assert.Equal(t, fmt.Sprintf("task 1 has the status %q, which is not pending, in_progress, completed, failed or cancelled: correct it", st), e.Text)
+	}
+	self := []tg.Task{{ID: 1, Subject: "a", Status: tg.Pending, BlockedBy: []tg.ID{1}}}
+	e, err := tg.Explain(self, 1, now)
+	require.NoError(t, err)
+	assert.Equal(t, "task 1 is blocked, waiting on 1 (pending)", e.Text)
+	cycle := []tg.Task{{ID: 1, Subject: "a", Status: tg.Pending, BlockedBy: []tg.ID{2, 3}}, {ID: 2, Subject: "b", Status: tg.Pending, BlockedBy: []tg.ID{1}}, {ID: 3, Subject: "c", Status: tg.Failed, Reason: "r"}}
+	e, err = tg.Explain(cycle, 2, now)
+	require.NoError(t, err)
+	assert.Equal(t, "stranded", e.State)
+	_, err = tg.Waves(cycle)
+	assert.ErrorIs(t, err, tg.ErrCycle)
+	_, err = tg.CriticalPath(self)
+	assert.ErrorIs(t, err, tg.ErrCycle)
 }
 
 // A failed or cancelled task strands its dependents for the look-ahead

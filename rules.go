@@ -258,13 +258,18 @@ func ParsePriority(s string) (Priority, error) {
 }
 
 // Filters validates what filters select, for List and Board, before
-// anything is read, and returns it: statuses must be known, labels well
-// formed (they come back sorted).
+// anything is read, and returns it: statuses must be known, the owner
+// text (see Text), labels well formed (they come back sorted).
 func (Rulebook) Filters(filters []Filter) (Selection, error) {
 	c := applyOptions[filterConfig](filters)
 	for _, st := range c.statuses {
 		if !st.Valid() {
 			return Selection{}, &InvalidError{Field: "status", Reason: fmt.Sprintf("%q is not %s", st, statusList)}
+		}
+	}
+	if c.owner != nil {
+		if err := Rules.Text("owner", *c.owner); err != nil {
+			return Selection{}, err
 		}
 	}
 	labels, err := Rules.Labels("labels", c.labels)
@@ -282,11 +287,16 @@ func (Rulebook) Filters(filters []Filter) (Selection, error) {
 const statusList = "pending, in_progress, completed, failed or cancelled"
 
 // prefixed returns err with prefix added to the field an *InvalidError
-// names, so that an error about one task of a plan or a load says which.
+// names, and before the message of a *NotFoundError (which it wraps), so
+// that an error about one task of a plan or a load says which.
 func prefixed(prefix string, err error) error {
 	var inv *InvalidError
 	if errors.As(err, &inv) {
 		return &InvalidError{Field: prefix + inv.Field, Reason: inv.Reason}
+	}
+	var nf *NotFoundError
+	if errors.As(err, &nf) {
+		return fmt.Errorf("%s: %w", strings.TrimSuffix(prefix, "."), err)
 	}
 	return err
 }

@@ -50,7 +50,16 @@ func decodeList(raw json.RawMessage) (listInput, error) {
 	if owner != nil {
 		in.owner = *owner
 	}
-	if label != nil {
+	if label != nil && *label != "" {
+		// A label no task can carry is a mistake, not a filter that
+		// matches nothing.
+		if _, err := taskgraph.Rules.Labels("label", []string{*label}); err != nil {
+			var inv *taskgraph.InvalidError
+			if errors.As(err, &inv) {
+				return in, fmt.Errorf("label: %s", inv.Reason)
+			}
+			return in, err
+		}
 		in.label = *label
 	}
 	in.ready = ready != nil && *ready

@@ -55,6 +55,10 @@ func TestListFilters(t *testing.T) {
 		{`{"status": "done"}`, `Error: status: "done" is not one of pending, in_progress, completed, failed, cancelled`},
 		{`{"ready": "yes"}`, `Error: ready must be true or false, not the string "yes"`},
 		{`{"owner": 3}`, `Error: owner must be a string, not 3`},
+		// A label no task could carry is a mistake to point out, not a
+		// filter that matches nothing: "No tasks match." would tell the
+		// model there is no backend work.
+		{`{"label": "Backend"}`, `Error: label: "Backend" is not a label: use 1 to 64 lower-case letters, digits and -_.:/ (e.g. "frontend")`},
 	} {
 		res := call(t, tools, "task_list", c.input)
 		assert.True(t, res.IsError, c.input)

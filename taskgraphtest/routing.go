@@ -388,6 +388,17 @@ func testCreatePlanRefused(t *testing.T, s tg.Store) {
 			assert.Equal(t, r.field, inv.Field, r.name)
 		}
 	}
+	// A missing id is named with the task of the plan that names it, as
+	// every other error of a plan is: in a long plan "task 9 not found"
+	// alone does not say where to look.
+	_, err = s.CreatePlan(ctx, []tg.NewTask{{Key: "x", Subject: "x"}, {Key: "y", Subject: "y", After: []string{"#9"}}})
+	var nf *tg.NotFoundError
+	require.ErrorAs(t, err, &nf)
+	assert.Equal(t, tg.ID(9), nf.ID)
+	assert.EqualError(t, err, "tasks[1]: task 9 not found")
+	_, err = s.CreatePlan(ctx, []tg.NewTask{{Key: "x", Subject: "x", Blocks: []tg.ID{9}}})
+	assert.EqualError(t, err, "tasks[0]: task 9 not found")
+
 	_, err = s.CreatePlan(ctx, []tg.NewTask{{Key: "x", Subject: "x", After: []string{"z"}}, {Key: "z", Subject: "z", After: []string{"x"}}})
 	var ce *tg.CycleError
 	require.ErrorAs(t, err, &ce)

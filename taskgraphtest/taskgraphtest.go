@@ -785,6 +785,13 @@ func testText(t *testing.T, s tg.Store) {
 			{"subject", func() error { _, err := s.Update(ctx, 999, tg.Patch{Subject: &bad}); return err }},
 			{"owner", func() error { _, err := s.Claim(ctx, a.ID, bad); return err }},
 			{"owner", func() error { _, err := s.ClaimNext(ctx, bad); return err }},
+			{"reason", func() error { _, err := s.Cancel(ctx, a.ID, bad); return err }},
+			{"key", func() error { _, err := s.Create(ctx, tg.NewTask{Subject: "x", Key: bad}); return err }},
+			{"after[0]", func() error { _, err := s.Create(ctx, tg.NewTask{Subject: "x", After: []string{bad}}); return err }},
+			// A filter's owner is text too: every store refuses it alike,
+			// rather than one matching nothing and another failing in SQL.
+			{"owner", func() error { _, err := s.List(ctx, tg.WithOwner(bad)); return err }},
+			{"owner", func() error { _, err := s.Board(ctx, tg.WithOwner(bad)); return err }},
 		}
 		if l, ok := s.(tg.Loader); ok {
 			writes = append(writes, struct {

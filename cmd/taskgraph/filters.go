@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -86,6 +87,16 @@ func (l *listing) check() error {
 	}
 	if l.limit < 0 {
 		return usagef("--limit %d: want a positive number (0 for all)", l.limit)
+	}
+	for _, lb := range l.labels {
+		// A label no task can carry would match nothing, silently.
+		if _, err := taskgraph.Rules.Labels("label", []string{lb}); err != nil {
+			var inv *taskgraph.InvalidError
+			if errors.As(err, &inv) {
+				return usagef("--label %s", inv.Reason)
+			}
+			return err
+		}
 	}
 	return nil
 }

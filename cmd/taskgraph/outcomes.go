@@ -169,6 +169,9 @@ func cmdExplain(e *env) error {
 	})
 }
 
+// maxPlanFile is the largest plan file, in bytes, that plan reads.
+const maxPlanFile = 64 << 20
+
 func cmdPlan(e *env) error {
 	if err := e.wantArgs(1); err != nil {
 		return usagef("want a plan FILE (or - for stdin)")
@@ -182,9 +185,14 @@ func cmdPlan(e *env) error {
 		defer f.Close()
 		r = f
 	}
-	data, err := io.ReadAll(r)
+	// Read at most maxPlanFile (and a byte, to tell): /dev/zero or an
+	// endless pipe is refused instead of read until memory runs out.
+	data, err := io.ReadAll(io.LimitReader(r, maxPlanFile+1))
 	if err != nil {
 		return err
+	}
+	if len(data) > maxPlanFile {
+		return fmt.Errorf("%s: the plan is larger than %d MiB: split it into several plans (tasks of one may name those of another by key)", e.args[0], maxPlanFile>>20)
 	}
 	plan, err := agenttools.ParsePlan(data)
 	if err != nil {

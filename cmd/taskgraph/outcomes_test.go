@@ -85,6 +85,12 @@ func TestPriorityAndLabelCommands(t *testing.T) {
 	assert.Equal(t, "[ ] #3: write the guide\n", ok(t, dir, "list", "--status", "pending"))
 	assert.Equal(t, "[ ] #3: write the guide\n", ok(t, dir, "list", "--ready"))
 	assert.Equal(t, "No tasks match.\n", ok(t, dir, "list", "--label", "nothing"))
+	// A label no task can carry is a usage error, not "No tasks match.".
+	for _, cmd := range []string{"list", "ready"} {
+		r := tg(t, dir, cmd, "--label", "Frontend")
+		assert.Equal(t, exitUsage, r.code, cmd)
+		assert.Contains(t, r.stderr, `taskgraph `+cmd+`: --label "Frontend" is not a label: use 1 to 64 lower-case letters, digits and -_.:/ (e.g. "frontend")`, cmd)
+	}
 
 	// show and --json carry the new fields.
 	assert.Contains(t, ok(t, dir, "show", "2"), "priority:    P0\nlabels:      api, backend\n")
@@ -142,8 +148,15 @@ func TestPlanCommand(t *testing.T) {
 	}
 	assert.Equal(t, 4, strings.Count(ok(t, dir, "list"), "\n"), "nothing of a bad plan was created")
 
+	// An endless or huge input is refused once it passes the limit, with
+	// a message, instead of being read into memory until the process dies.
+	r := sh(t, dir, `head -c 70000000 /dev/zero | taskgraph plan -`)
+	assert.Equal(t, exitError, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "taskgraph plan: -: the plan is larger than 64 MiB")
+	assert.Equal(t, 4, strings.Count(ok(t, dir, "list"), "\n"), "nothing of a huge plan was created")
+
 	// From stdin, as an array; --json gives the tasks.
-	r := sh(t, dir, `echo '[{"key": "docs", "subject": "Write docs", "after": ["ui"]}]' | taskgraph plan - --json`)
+	r = sh(t, dir, `echo '[{"key": "docs", "subject": "Write docs", "after": ["ui"]}]' | taskgraph plan - --json`)
 	require.Equal(t, 0, r.code, r.stderr)
 	var tasks []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &tasks))
