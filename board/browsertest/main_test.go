@@ -252,9 +252,20 @@ func click(t *testing.T, ctx context.Context, selector string) {
 // typeInto types text into an input.
 func typeInto(t *testing.T, ctx context.Context, selector, text string) {
 	t.Helper()
-	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(selector), text, chromedp.NodeVisible)); err != nil {
-		t.Fatalf("typing into %s: %v", selector, err)
+	// A live update may replace the field between finding it and typing
+	// into it (the page re-renders the open task when it changes): then
+	// type again, into the new field, from empty.
+	var err error
+	for range 3 {
+		clear := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (e) e.value = ""; })()`, selector)
+		if _, err = chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](clear)); err != nil {
+			continue
+		}
+		if err = chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(selector), text, chromedp.NodeVisible)); err == nil {
+			return
+		}
 	}
+	t.Fatalf("typing into %s: %v", selector, err)
 }
 
 // screenshot writes the page as name.png into $TASKGRAPH_SCREENSHOT_DIR, if
