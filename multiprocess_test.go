@@ -77,20 +77,10 @@ func TestMultiProcessClaimNext(t *testing.T) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for p := range procs {
-		cmd := worker(t, "claimnext", dir, fmt.Sprint("proc-", p))
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		wg.Go(func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				id, err := strconv.ParseInt(sc.Text(), 10, 64)
-				assert.NoError(t, err)
-				mu.Lock()
-				claims[tg.ID(id)]++
-				mu.Unlock()
-			}
-			assert.NoError(t, cmd.Wait())
+		claimedBy(t, &wg, "claimnext", dir, fmt.Sprint("proc-", p), func(id tg.ID) {
+			mu.Lock()
+			claims[id]++
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -101,6 +91,26 @@ func TestMultiProcessClaimNext(t *testing.T) {
 	b, err := s.Board(ctx)
 	require.NoError(t, err)
 	assert.Len(t, b.InProgress, tasks)
+}
+
+// claimedBy starts a worker process in role that prints the id of each task
+// it claims, one a line, and calls claimed for each, in wg until the worker
+// has exited.
+func claimedBy(t *testing.T, wg *sync.WaitGroup, role, dir, arg string, claimed func(tg.ID)) {
+	t.Helper()
+	cmd := worker(t, role, dir, arg)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	wg.Go(func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			id, err := strconv.ParseInt(sc.Text(), 10, 64)
+			assert.NoError(t, err)
+			claimed(tg.ID(id))
+		}
+		assert.NoError(t, cmd.Wait())
+	})
 }
 
 // A lock held by a process that then dies is released by the kernel.
@@ -255,20 +265,11 @@ func TestMultiProcessLabelledAgents(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, label := range []string{"frontend", "backend"} {
 		for w := range 2 {
-			cmd := worker(t, "labelled", dir, fmt.Sprint(label, "-", w))
-			out, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			wg.Go(func() {
-				sc := bufio.NewScanner(out)
-				for sc.Scan() {
-					id, err := strconv.ParseInt(sc.Text(), 10, 64)
-					assert.NoError(t, err)
-					mu.Lock()
-					claims = append(claims, taskgraphtest.Claim{Label: label, Worker: w, Task: tg.Task{ID: tg.ID(id), Owner: fmt.Sprint(label, "-", w)}})
-					mu.Unlock()
-				}
-				assert.NoError(t, cmd.Wait())
+			owner := fmt.Sprint(label, "-", w)
+			claimedBy(t, &wg, "labelled", dir, owner, func(id tg.ID) {
+				mu.Lock()
+				claims = append(claims, taskgraphtest.Claim{Label: label, Worker: w, Task: tg.Task{ID: id, Owner: owner}})
+				mu.Unlock()
 			})
 		}
 	}
