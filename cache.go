@@ -79,16 +79,22 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 		return false, fmt.Errorf("taskgraph: read change log: %w", err)
 	}
 	whole := changelog.Whole(buf[:n])
+	start := s.logOff
 	s.logOff += int64(len(whole))
 	// The tasks of announced writes whose record has not followed: their
 	// writer died after the announcement, or its record was lost.
 	var pending map[ID]bool
+	pos := start
 	for line := range strings.Lines(string(whole)) {
+		at := pos
+		pos += int64(len(line))
 		r, ok := changelog.Parse(strings.TrimSuffix(line, "\n"))
 		if !ok {
 			continue
 		}
 		switch r.Kind {
+		case changelog.Checkpoint:
+			s.ckptOff = at
 		case changelog.Intent:
 			rescan = rescan || r.Mtime != s.dirMtime
 			if pending == nil {
@@ -109,6 +115,14 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 	for _, id := range slices.Sorted(maps.Keys(pending)) {
 		if err := s.reload(id); err != nil {
 			return false, err
+		}
+	}
+	if len(pending) > 0 && s.gc {
+		// No record of those files makes them durable: their writer
+		// died before it. Whatever of them this store now returns must
+		// survive a power loss.
+		if err := s.fs.SyncFS(s.dirf); err != nil {
+			return false, fmt.Errorf("taskgraph: make an unrecorded write durable: %w", err)
 		}
 	}
 	return rescan, nil
@@ -175,6 +189,7 @@ func (s *FileStore) openLog() error {
 		return unusable(fi.Mode())
 	}
 	s.log, s.logIno = f, atomicfile.FileID(fi)
+	s.logGen++
 	return nil
 }
 
@@ -261,7 +276,45 @@ func (s *FileStore) scan() error {
 		return err
 	}
 	s.dirMtime = dfi.ModTime().UnixNano()
+	if s.gc {
+		if err := s.afterScan(); err != nil {
+			return err
+		}
+	}
 	s.scanned = true
+	return nil
+}
+
+// afterScan finishes a scan with group commit: after a restart of the
+// machine it replays the log onto the files (which needs the exclusive
+// lock), and it makes what the scan read durable, since files renamed
+// since the last checkpoint may not be yet.
+func (s *FileStore) afterScan() error {
+	due, err := s.restartDue()
+	if err != nil {
+		return err
+	}
+	if due {
+		if !s.exclusive {
+			return errNeedExclusive
+		}
+		if err := s.openLog(); err != nil {
+			return err
+		}
+		replayed, err := s.replayAfterReboot()
+		if err != nil {
+			return err
+		}
+		if replayed {
+			return s.scan()
+		}
+	}
+	if err := s.fs.SyncFS(s.dirf); err != nil {
+		return fmt.Errorf("taskgraph: sync %s: %w", s.dir, err)
+	}
+	s.logSync.mu.Lock()
+	s.logSync.advance(s.logGen, s.logOff)
+	s.logSync.mu.Unlock()
 	return nil
 }
 

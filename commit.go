@@ -29,6 +29,11 @@ type fileSystem interface {
 	// OpenRead opens name for reading without following a symlink and
 	// without blocking (a FIFO in place of a file must not hang a reader).
 	OpenRead(name string) (*os.File, error)
+	// SyncData makes the content of f durable (fdatasync).
+	SyncData(f *os.File) error
+	// SyncFS makes everything on the filesystem of the directory d
+	// durable (syncfs).
+	SyncFS(d *os.File) error
 }
 
 // dirFS is the fileSystem of a real directory: every step goes through
@@ -49,6 +54,8 @@ func (d dirFS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, erro
 }
 
 func (dirFS) Append(f *os.File, data []byte) error { _, err := f.Write(data); return err }
+func (dirFS) SyncData(f *os.File) error            { return atomicfile.SyncData(f) }
+func (dirFS) SyncFS(d *os.File) error              { return atomicfile.SyncFS(d) }
 func (d dirFS) OpenRead(name string) (*os.File, error) {
 	return atomicfile.OpenIn(d.dirf, d.root, name, os.O_RDONLY, 0)
 }
@@ -171,9 +178,15 @@ func (s *FileStore) raiseHighWater(id ID) error {
 	return nil
 }
 
-// writeFile replaces name atomically; an error means it was not replaced.
+// writeFile replaces name atomically and durably (but for the directory
+// entry: see syncDir); an error means it was not replaced.
 func (s *FileStore) writeFile(name string, data []byte) error {
-	if err := atomicfile.Replace(s.fs, name, data, s.cfg.filePerm, !s.cfg.noSync); err != nil {
+	return s.replaceFile(name, data, !s.cfg.noSync)
+}
+
+// replaceFile replaces name atomically, fsyncing it first if durable.
+func (s *FileStore) replaceFile(name string, data []byte, durable bool) error {
+	if err := atomicfile.Replace(s.fs, name, data, s.cfg.filePerm, durable); err != nil {
 		return fmt.Errorf("taskgraph: write %s: %w", filepath.Join(s.dir, name), err)
 	}
 	return nil
@@ -226,11 +239,23 @@ func (s *FileStore) commit(p *plan) error {
 		if err := s.raiseHighWater(ID(j.HighWater)); err != nil {
 			return err
 		}
-		if err := s.applyFiles(j); err != nil {
+		// With group commit the change-log record makes the file
+		// durable (groupcommit.go), after the lock is let go.
+		if err := s.applyFiles(j, !s.gc); err != nil {
 			return err
 		}
 		finish = s.syncDir
+		if s.gc {
+			finish = nil
+		}
 	} else {
+		if s.gc {
+			// This write is durable on its own when it returns; what
+			// it read must be too, before it can outlast it.
+			if err := s.syncLogLocked(); err != nil {
+				return err
+			}
+		}
 		data, err := journal.Encode(j)
 		if err != nil {
 			return fmt.Errorf("taskgraph: encode journal: %w", err)
@@ -240,11 +265,31 @@ func (s *FileStore) commit(p *plan) error {
 		}
 		finish = func() error { return s.finishJournal(j) }
 	}
-	if err := s.finish(j, finish); err != nil {
-		return err
+	if finish != nil {
+		if err := s.finish(j, finish); err != nil {
+			return err
+		}
 	}
 	s.removeTemps()
-	s.recordLog(j)
+	if err := s.recordLog(j); err != nil {
+		// The write stands, visible to every store, but nothing made it
+		// durable.
+		s.scanned = false
+		return &unknownOutcomeError{err: err}
+	}
+	return nil
+}
+
+// syncLogLocked makes the change log durable up to where this store has
+// read or written it, under the lock.
+func (s *FileStore) syncLogLocked() error {
+	if s.log == nil {
+		return nil
+	}
+	f := s.log
+	if err := s.logSync.wait(s.logGen, s.logOff, func() error { return s.fs.SyncData(f) }); err != nil {
+		return fmt.Errorf("taskgraph: sync change log: %w", err)
+	}
 	return nil
 }
 
@@ -264,11 +309,12 @@ func (s *FileStore) finish(j *journal.Journal, steps func() error) error {
 	return &unknownOutcomeError{err: err}
 }
 
-// applyFiles writes and removes the task files of j, in id order. With one
-// file, an error means it was not changed.
-func (s *FileStore) applyFiles(j *journal.Journal) error {
+// applyFiles writes and removes the task files of j, in id order, each
+// fsynced first if durable. With one file, an error means it was not
+// changed.
+func (s *FileStore) applyFiles(j *journal.Journal, durable bool) error {
 	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
-		if err := s.writeFile(taskFileName(ID(id)), []byte(j.Put[id])); err != nil {
+		if err := s.replaceFile(taskFileName(ID(id)), []byte(j.Put[id]), durable && !s.cfg.noSync); err != nil {
 			return err
 		}
 	}
@@ -291,7 +337,7 @@ func (s *FileStore) finishJournal(j *journal.Journal) error {
 	if err := s.raiseHighWater(ID(j.HighWater)); err != nil {
 		return err
 	}
-	if err := s.applyFiles(j); err != nil {
+	if err := s.applyFiles(j, true); err != nil {
 		return err
 	}
 	if err := s.fs.Remove(journalFileName); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -436,16 +482,32 @@ func (s *FileStore) replayJournal(j *journal.Journal) error {
 			return err
 		}
 	}
-	s.recordLog(j)
-	return nil
+	return s.recordLog(j)
 }
 
 // prepareLog opens the change log, compacting it first if it has grown
 // large. It runs before a commit's files are written so that creating or
 // replacing the log is part of the directory change the commit records.
+// With group commit a new log starts with a checkpoint, made durable with
+// its directory entry before any record relies on it.
 func (s *FileStore) prepareLog() error {
 	if err := s.openLog(); err != nil {
 		return err
+	}
+	if s.gc && s.logOff == 0 {
+		fi, err := s.log.Stat()
+		if err != nil {
+			return fmt.Errorf("taskgraph: change log: %w", err)
+		}
+		if fi.Size() == 0 {
+			if err := s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)); err != nil {
+				return err
+			}
+			if err := s.fs.SyncFS(s.dirf); err != nil {
+				return fmt.Errorf("taskgraph: make the new change log durable: %w", err)
+			}
+			s.ckptOff = 0
+		}
 	}
 	if s.logOff < maxLogSize {
 		return nil
@@ -453,16 +515,43 @@ func (s *FileStore) prepareLog() error {
 	return s.replaceLog()
 }
 
-// replaceLog replaces the change log with an empty file and opens it.
-// Every other store sees its new inode and rescans the directory, so no
-// record of the old log needs to reach them; this store is current and
-// starts over at offset 0.
+// replaceLog replaces the change log with a new file and opens it. Every
+// other store sees its new inode and rescans the directory, so no record
+// of the old log needs to reach them; this store is current and starts
+// over. With group commit the old log's records are what makes recent
+// writes durable: a syncfs first makes their files durable, and the new
+// log, a checkpoint, is durable before it replaces the old.
 func (s *FileStore) replaceLog() error {
-	if err := atomicfile.Replace(s.fs, logFileName, nil, 0o644, false); err != nil {
+	var first []byte
+	if s.gc {
+		if err := s.fs.SyncFS(s.dirf); err != nil {
+			return fmt.Errorf("taskgraph: replace change log: %w", err)
+		}
+		first = changelog.AppendCheckpoint(nil, s.boot)
+	}
+	if err := atomicfile.Replace(s.fs, logFileName, first, 0o644, s.gc); err != nil {
 		return fmt.Errorf("taskgraph: replace change log: %w", err)
 	}
-	s.logOff = 0
-	return s.openLog()
+	if s.gc {
+		if err := s.syncDir(); err != nil {
+			return err
+		}
+	}
+	s.closeLog()
+	if err := s.openLog(); err != nil {
+		return err
+	}
+	s.logOff, s.ckptOff = int64(len(first)), 0
+	return nil
+}
+
+// closeLog closes the change log this store has open.
+func (s *FileStore) closeLog() {
+	if s.log != nil {
+		s.log.Close()
+		s.log = nil
+	}
+	s.logChecked = false
 }
 
 // announce appends to the change log, before the commit point, the ids the
@@ -485,23 +574,28 @@ func (s *FileStore) announce(j *journal.Journal) error {
 	return nil
 }
 
-// recordLog appends the record of a committed write to the change log. The
-// log is a hint; if the append fails, the write still stands, and the log
-// is replaced (or, failing that, removed) so that every other store sees a
-// new log and rescans the directory rather than trust a log that lacks it.
-func (s *FileStore) recordLog(j *journal.Journal) {
+// recordLog appends the record of a committed write to the change log. If
+// the append fails, the write still stands, and the log is replaced (or,
+// failing that, removed) so that every other store sees a new log and
+// rescans the directory rather than trust a log that lacks it. With group
+// commit the record was also what would make the write durable: a syncfs
+// does instead, and only if that fails is an error returned.
+func (s *FileStore) recordLog(j *journal.Journal) error {
 	if s.appendLog(j) == nil {
-		return
+		return nil
+	}
+	if s.gc {
+		if err := s.fs.SyncFS(s.dirf); err != nil {
+			return fmt.Errorf("taskgraph: the change log takes no record, and the write cannot be made durable: %w", err)
+		}
 	}
 	if s.replaceLog() == nil {
-		return
+		return nil
 	}
-	if s.log != nil {
-		s.log.Close()
-		s.log = nil
-	}
+	s.closeLog()
 	_ = s.fs.Remove(logFileName)
 	s.logIno, s.logOff = 0, 0
+	return nil
 }
 
 // appendLog records which tasks j changed, with their new content and
@@ -557,6 +651,9 @@ func (s *FileStore) appendRecord(rec []byte) error {
 		return fmt.Errorf("taskgraph: append change log: %w", err)
 	}
 	s.logOff = size + int64(len(rec))
+	if s.gc {
+		s.logSync.appended(s.logGen, s.logOff)
+	}
 	return nil
 }
 

@@ -82,6 +82,19 @@ func (p *plan) changedIDs() []ID {
 type hub struct {
 	mu   sync.Mutex
 	subs map[*watcher]struct{}
+	// With holding set, publish keeps events in held until the store
+	// takes them (take) to deliver once the changes are durable.
+	holding bool
+	held    []Event
+}
+
+// take returns the events held since the last take.
+func (h *hub) take() []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	evs := h.held
+	h.held = nil
+	return evs
 }
 
 // active reports whether anyone watches, so that a store skips computing
@@ -98,6 +111,24 @@ func (h *hub) publish(evs []Event) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.holding {
+		h.held = append(h.held, evs...)
+		return
+	}
+	h.deliverLocked(evs)
+}
+
+// deliver hands evs to every watcher now.
+func (h *hub) deliver(evs []Event) {
+	if len(evs) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deliverLocked(evs)
+}
+
+func (h *hub) deliverLocked(evs []Event) {
 	for w := range h.subs {
 		w.push(evs)
 	}

@@ -96,6 +96,20 @@ func (f *faultFS) Sync(file *os.File) error {
 	return f.fileSystem.Sync(file)
 }
 
+func (f *faultFS) SyncData(file *os.File) error {
+	if err := f.fail("fsync"); err != nil {
+		return &os.PathError{Op: "fdatasync", Path: file.Name(), Err: err}
+	}
+	return f.fileSystem.SyncData(file)
+}
+
+func (f *faultFS) SyncFS(dir *os.File) error {
+	if err := f.fail("fsync"); err != nil {
+		return &os.PathError{Op: "syncfs", Path: dir.Name(), Err: err}
+	}
+	return f.fileSystem.SyncFS(dir)
+}
+
 func (f *faultFS) Rename(oldname, newname string) error {
 	if err := f.fail("rename"); err != nil {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}

@@ -83,6 +83,17 @@ type FileStore struct {
 	temps               []string // temporary files of dead writers, found by the last scan
 	hub                 hub      // this store's watchers, told of every change to the cache
 
+	// Group commit (groupcommit.go). gc: single-file writes are made
+	// durable by syncing the change log. logGen counts the logs this
+	// store has opened; ckptOff is the offset of the log's last
+	// checkpoint; exclusive says how the lock is held now.
+	gc        bool
+	boot      string
+	logGen    uint64
+	ckptOff   int64
+	exclusive bool
+	logSync   logSync
+
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch
 }
@@ -132,6 +143,17 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		stamps: make(map[ID]stamp),
 		fs:     newDirFS(root, dirf),
 		done:   make(chan struct{}),
+	}
+	if atomicfile.GroupCommit && !cfg.noSync && !cfg.syncFiles {
+		// Without a boot id a restart cannot be told from a crash of
+		// the process: then every write keeps its own fsyncs.
+		s.boot = bootID()
+		s.gc = s.boot != ""
+	}
+	if s.gc {
+		s.hub.holding = true
+		s.logSync.cond.L = &s.logSync.mu
+		s.logSync.publish = s.hub.deliver
 	}
 	return s, nil
 }
@@ -209,8 +231,10 @@ func (s *FileStore) Close() error {
 }
 
 // acquire takes the store's semaphore and the directory lock, replays a
-// pending journal and brings the cache up to date.
-func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func(), err error) {
+// pending journal and brings the cache up to date. release lets go of
+// both and then makes durable what the operation read or wrote (see
+// makeDurable); its error is the operation's.
+func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func() error, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -223,12 +247,50 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 		<-s.sem
 		return nil, ErrClosed
 	}
-	unlock, err := s.lock.lock(ctx, exclusive)
-	if err != nil {
-		<-s.sem
-		return nil, err
+	for {
+		unlock, err := s.lock.lock(ctx, exclusive)
+		if err != nil {
+			<-s.sem
+			return nil, err
+		}
+		s.exclusive = exclusive
+		err = s.prepare()
+		if errors.Is(err, errNeedExclusive) && !exclusive {
+			// Finishing another writer's work is a write: take the
+			// lock exclusive and look again, since another process
+			// may have done it in between.
+			unlock()
+			exclusive = true
+			continue
+		}
+		if err != nil {
+			// Rebuild the cache from scratch next time rather than
+			// trust one that an error left half refreshed.
+			s.scanned = false
+			unlock()
+			<-s.sem
+			return nil, err
+		}
+		return func() error {
+			gen, off, log, evs := s.logGen, s.logOff, s.log, s.hub.take()
+			unlock()
+			<-s.sem
+			if !s.gc {
+				return nil
+			}
+			return s.makeDurable(gen, off, log, evs)
+		}, nil
 	}
-	release = func() { unlock(); <-s.sem }
+}
+
+// errNeedExclusive: the directory holds work of a writer that died (a
+// journal, or records a restart may have kept from the files), which only
+// the exclusive lock may finish.
+var errNeedExclusive = errors.New("taskgraph: needs the exclusive lock")
+
+// prepare brings the store up to date under the lock: it validates and
+// replays a pending journal and refreshes the cache.
+func (s *FileStore) prepare() error {
 	s.journalErr = nil
 	var j *journal.Journal
 	if _, err := s.root.Lstat(journalFileName); err == nil {
@@ -240,31 +302,16 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 		case errors.As(err, &ce):
 			s.journalErr, j = err, nil
 		case err != nil:
-			release()
-			return nil, err
+			return err
 		}
-		if j != nil && !exclusive {
-			// Finishing another writer's journal is a write: take the
-			// lock exclusive and read the journal again, since another
-			// process may have replayed it in between.
-			unlock()
-			if unlock, err = s.lock.lock(ctx, true); err != nil {
-				<-s.sem
-				return nil, err
-			}
-			release = func() { unlock(); <-s.sem }
-			if j, err = s.readJournal(); errors.As(err, &ce) {
-				s.journalErr, j = err, nil
-			} else if err != nil {
-				release()
-				return nil, err
-			}
+		if j != nil && !s.exclusive {
+			return errNeedExclusive
 		}
 	}
 	// The cache is brought up to date first, so that the records a replay
 	// appends to the change log come after every record this store has
 	// read.
-	err = s.refresh()
+	err := s.refresh()
 	if err == nil && len(s.g.broken) > 0 {
 		// Files that cannot be used are few, and someone may have fixed
 		// one in place: each is checked again, since while any is broken
@@ -274,14 +321,7 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 	if err == nil && j != nil {
 		err = s.replayJournal(j)
 	}
-	if err != nil {
-		// Rebuild the cache from scratch next time rather than trust
-		// one that an error left half refreshed.
-		s.scanned = false
-		release()
-		return nil, err
-	}
-	return release, nil
+	return err
 }
 
 func (s *FileStore) read(ctx context.Context, check []ID, fn func(*graph) error) error {
@@ -289,11 +329,13 @@ func (s *FileStore) read(ctx context.Context, check []ID, fn func(*graph) error)
 	if err != nil {
 		return err
 	}
-	defer release()
-	if _, err := s.verify(check); err != nil {
-		return err
+	if _, err = s.verify(check); err == nil {
+		err = fn(s.g)
 	}
-	return fn(s.g)
+	if derr := release(); err == nil {
+		err = derr
+	}
+	return err
 }
 
 func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) error {
@@ -301,41 +343,59 @@ func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan
 	if err != nil {
 		return err
 	}
-	defer release()
+	committed, err := s.writeLocked(mk, done)
+	if derr := release(); derr != nil {
+		if committed {
+			// Visible to every store, but perhaps not durable.
+			return withHint(&unknownOutcomeError{err: derr})
+		}
+		if err == nil {
+			err = derr
+		}
+	}
+	return err
+}
+
+// writeLocked decides and commits a write under the exclusive lock, and
+// reports whether it committed.
+func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) (committed bool, err error) {
 	if s.journalErr != nil {
-		return s.journalErr
+		return false, s.journalErr
 	}
 	// The meta file is read under the lock before every write: another
 	// process may have raised it, or someone may have fixed it.
 	if err := s.readMeta(); err != nil {
-		return err
+		return false, err
 	}
 	if s.metaErr != nil {
-		return s.metaErr
+		return false, s.metaErr
 	}
 	for attempt := 0; ; attempt++ {
 		p, err := mk(s.g, s.cfg.now().UTC())
 		if err != nil {
-			return err
+			return false, err
 		}
 		// Prove that what the decision read is what is on disk; if a
 		// writer that bypasses the lock changed it, decide again.
 		changed, err := s.verify(p.read)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if changed {
 			if attempt < 3 {
 				continue
 			}
-			return fmt.Errorf("taskgraph: task files keep changing under the lock (a program writing .tasks without taking it?): %w", ErrConflict)
+			return false, fmt.Errorf("taskgraph: task files keep changing under the lock (a program writing .tasks without taking it?): %w", ErrConflict)
 		}
 		if err := s.commit(p); err != nil {
-			return withHint(err)
+			return errors.Is(err, ErrUnknownOutcome), withHint(err)
 		}
 		s.hub.change(s.g, p.changedIDs(), func() { s.g.apply(p) })
 		done(s.g, p)
-		return nil
+		if s.gc {
+			s.checkpoint()
+		}
+		return true, nil
 	}
 }
 

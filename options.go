@@ -12,7 +12,9 @@ type config struct {
 	now      func() time.Time
 	noSync   bool
 	noCreate bool
-	filePerm fs.FileMode
+	// syncFiles: every write fsyncs its own files, no group commit.
+	syncFiles bool
+	filePerm  fs.FileMode
 }
 
 func newConfig(opts []Option) config {
@@ -33,6 +35,20 @@ func WithClock(now func() time.Time) Option {
 // may lose or reorder recent writes. Use it for tests and throwaway plans.
 func WithoutSync() Option {
 	return func(c *config) { c.noSync = true }
+}
+
+// WithSyncEachWrite makes every write durable on its own, as before group
+// commit: its task files are fsynced and renamed and the directory fsynced
+// before it returns, so each costs the full rename protocol and writers
+// take turns flushing. Use it only where something reads the task files
+// without taking the store's lock and must find them durable after a power
+// loss — for example a backup that copies the directory. By default (on
+// Linux) a write is made durable by its change-log record, synced once for
+// every writer waiting (group commit), and the renamed files reach the disk
+// at the next checkpoint; see the README's Performance section. Elsewhere
+// every write already works this way.
+func WithSyncEachWrite() Option {
+	return func(c *config) { c.syncFiles = true }
 }
 
 // WithFilePerm sets the permission bits of new task files (default 0644,

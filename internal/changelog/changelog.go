@@ -11,6 +11,7 @@
 //	P <id> <ino> <size> <mtime> <task JSON>   task id was written, as this
 //	D <id>                                    task id was deleted
 //	M <mtime>                                 the directory's mtime after a write
+//	C <boot id>                               every write before this line is durable in its files
 //
 // A writer appends I before its commit point and P, D and M after it. A
 // reader that finds an I not followed by the P or D of each id it names
@@ -18,6 +19,14 @@
 // files; one whose own view of the directory's mtime differs from the I's
 // rescans the directory. So a record lost after the commit point never
 // leaves a reader stale. Readers of older versions skip I lines.
+//
+// The log is also the redo log of group commit: a write's P and D lines,
+// ended by its M line, are one record, appended in one write, and a write
+// is durable once the log is synced past it. C, a checkpoint, says that
+// every file the records before it name was synced: after a crash of the
+// machine (another boot id than the last checkpoint's) the records after
+// the last C are replayed onto the files. A record without its M (a torn
+// append) was never acknowledged and is never replayed.
 package changelog
 
 import (
@@ -36,6 +45,8 @@ const (
 	Delete Kind = 'D' // a task file was removed
 	Mtime  Kind = 'M' // the directory's modification time after a write
 	Intent Kind = 'I' // a write about to commit, and the mtime before it
+	// Checkpoint: every write recorded before it is durable in its files.
+	Checkpoint Kind = 'C'
 )
 
 // Stamp identifies one version of a file: a replaced file has a new inode.
@@ -53,6 +64,7 @@ type Record struct {
 	Content []byte
 	Mtime   int64   // Mtime, Intent
 	IDs     []int64 // Intent
+	Boot    string  // Checkpoint: the boot id of the machine that synced
 }
 
 // AppendPut appends the record of a task file written with content (JSON
@@ -76,6 +88,15 @@ func AppendIntent(buf []byte, mtime int64, ids []int64) []byte {
 		buf = fmt.Appendf(buf, " %d", id)
 	}
 	return append(buf, '\n')
+}
+
+// AppendCheckpoint appends a checkpoint made during boot (a boot id
+// without spaces or newlines; "" is written as "-", an unknown boot).
+func AppendCheckpoint(buf []byte, boot string) []byte {
+	if boot == "" || strings.ContainsAny(boot, " \n") {
+		boot = "-"
+	}
+	return fmt.Appendf(buf, "C %s\n", boot)
 }
 
 // Whole returns the complete lines at the start of buf: everything up to
@@ -113,6 +134,14 @@ func Parse(line string) (r Record, ok bool) {
 			r.IDs = append(r.IDs, n)
 		}
 		return r, true
+	case "C":
+		if rest == "" || strings.ContainsAny(rest, " ") {
+			return Record{}, false
+		}
+		if rest == "-" {
+			rest = ""
+		}
+		return Record{Kind: Checkpoint, Boot: rest}, true
 	case "D":
 		n, err := strconv.ParseInt(rest, 10, 64)
 		return Record{Kind: Delete, ID: n}, err == nil && n > 0
@@ -134,4 +163,77 @@ func Parse(line string) (r Record, ok bool) {
 		return r, true
 	}
 	return Record{}, false
+}
+
+// Change is the state the log's records leave one task in: its content,
+// or deleted.
+type Change struct {
+	Deleted bool
+	Content []byte // the task file, when not Deleted
+}
+
+// Redo returns the state each task is left in by the whole records of log
+// (whole lines, as Whole returns), the later record winning. A record is
+// the P and D lines of one write ended by its M line; lines of a write
+// whose M never came (the append was torn, or the writer died in it) are
+// dropped when the next I or C line starts another write, and never
+// count. A P line whose content was damaged makes its record count for
+// nothing, since it cannot be replayed.
+func Redo(log []byte) map[int64]Change {
+	final := map[int64]Change{}
+	var group map[int64]Change
+	damaged := false
+	for line := range strings.Lines(string(log)) {
+		r, ok := Parse(strings.TrimSuffix(line, "\n"))
+		if !ok {
+			if group != nil {
+				damaged = true
+			}
+			continue
+		}
+		switch r.Kind {
+		case Intent, Checkpoint:
+			group, damaged = nil, false
+		case Put, Delete:
+			if group == nil {
+				group = map[int64]Change{}
+			}
+			if r.Kind == Delete {
+				group[r.ID] = Change{Deleted: true}
+			} else if r.Content == nil {
+				damaged = true
+			} else {
+				group[r.ID] = Change{Content: r.Content}
+			}
+		case Mtime:
+			if !damaged {
+				for id, c := range group {
+					final[id] = c
+				}
+			}
+			group, damaged = nil, false
+		}
+	}
+	return final
+}
+
+// LastCheckpoint returns the offset in log of its last whole C line and the
+// record it holds, or ok false if log has none.
+func LastCheckpoint(log []byte) (off int, r Record, ok bool) {
+	log = Whole(log)
+	for end := len(log); end > 0; {
+		i := bytes.LastIndex(log[:end], []byte("C "))
+		if i < 0 {
+			return 0, Record{}, false
+		}
+		end = i
+		if i > 0 && log[i-1] != '\n' {
+			continue // inside a line
+		}
+		nl := bytes.IndexByte(log[i:], '\n')
+		if r, ok := Parse(string(log[i : i+nl])); ok && r.Kind == Checkpoint {
+			return i, r, true
+		}
+	}
+	return 0, Record{}, false
 }

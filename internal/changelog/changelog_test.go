@@ -14,6 +14,8 @@ func TestRoundTrip(t *testing.T) {
 	buf = AppendDelete(buf, 8)
 	buf = AppendMtime(buf, 99)
 	buf = AppendIntent(buf, 98, []int64{4, 5})
+	buf = AppendCheckpoint(buf, "d0d614c2-746e")
+	buf = AppendCheckpoint(buf, "")
 	var got []Record
 	for line := range strings.Lines(string(Whole(buf))) {
 		r, ok := Parse(strings.TrimSuffix(line, "\n"))
@@ -25,6 +27,8 @@ func TestRoundTrip(t *testing.T) {
 		{Kind: Delete, ID: 8},
 		{Kind: Mtime, Mtime: 99},
 		{Kind: Intent, Mtime: 98, IDs: []int64{4, 5}},
+		{Kind: Checkpoint, Boot: "d0d614c2-746e"},
+		{Kind: Checkpoint},
 	}, got)
 }
 
@@ -35,7 +39,7 @@ func TestTornLines(t *testing.T) {
 	r, ok := Parse("P 3 1 2")
 	require.True(t, ok)
 	require.Equal(t, Record{Kind: Put, ID: 3}, r)
-	for _, bad := range []string{"", "P", "P x", "P -1 1 2 3 {}", "D", "D 0", "M x", "Q 1", "garbage", "I", "I 5", "I x 1", "I 5 0", "I 5 1 y"} {
+	for _, bad := range []string{"", "P", "P x", "P -1 1 2 3 {}", "D", "D 0", "M x", "Q 1", "garbage", "I", "I 5", "I x 1", "I 5 0", "I 5 1 y", "C", "C ", "C a b"} {
 		_, ok := Parse(bad)
 		require.False(t, ok, bad)
 	}
@@ -49,11 +53,20 @@ func FuzzParse(f *testing.F) {
 	f.Add("D 5\nM 77\n", 3)
 	f.Add("P 1 2 3 4 {}\nP 9", 14)
 	f.Add("I 77 1 2\nP 1 2 3 4 {}\n", 9)
+	f.Add("C b\nI 77 1\nP 1 2 3 4 {}\nM 78\nC c\n", 30)
 	f.Fuzz(func(t *testing.T, log string, cut int) {
 		if cut < 0 || cut > len(log) {
 			cut = len(log)
 		}
 		whole := Whole([]byte(log[:cut]))
+		for id, c := range Redo(whole) {
+			require.Positive(t, id)
+			require.True(t, c.Deleted != (c.Content != nil))
+		}
+		if off, r, ok := LastCheckpoint(whole); ok {
+			require.Equal(t, Checkpoint, r.Kind)
+			require.True(t, off == 0 || whole[off-1] == '\n')
+		}
 		require.True(t, len(whole) == 0 || whole[len(whole)-1] == '\n')
 		for line := range strings.Lines(string(whole)) {
 			line = strings.TrimSuffix(line, "\n")
@@ -80,4 +93,38 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRedo: whole records count, the later winning; a record without its
+// M line, or with a damaged line, never does.
+func TestRedo(t *testing.T) {
+	var log []byte
+	log = AppendCheckpoint(log, "boot")
+	log = AppendIntent(log, 1, []int64{1, 2})
+	log = AppendMtime(AppendPut(AppendPut(log, 1, Stamp{1, 1, 1}, []byte(`{"id":1,"rev":1}`)), 2, Stamp{2, 2, 2}, []byte(`{"id":2}`)), 2)
+	log = AppendIntent(log, 2, []int64{1})
+	log = AppendMtime(AppendPut(log, 1, Stamp{3, 3, 3}, []byte(`{"id":1,"rev":2}`)), 3)
+	log = AppendIntent(log, 3, []int64{2})
+	log = AppendDelete(log, 2) // torn: no M
+	log = AppendIntent(log, 3, []int64{3})
+	log = append(log, "P 3 1 2\n"...) // damaged content
+	log = AppendMtime(log, 4)
+	log = AppendIntent(log, 4, []int64{4})
+	log = AppendPut(log, 4, Stamp{4, 4, 4}, []byte(`{"id":4}`)) // the tail, torn
+	require.Equal(t, map[int64]Change{
+		1: {Content: []byte(`{"id":1,"rev":2}`)},
+		2: {Content: []byte(`{"id":2}`)},
+	}, Redo(log))
+
+	off, r, ok := LastCheckpoint(log)
+	require.True(t, ok)
+	require.Zero(t, off)
+	require.Equal(t, "boot", r.Boot)
+	log = AppendCheckpoint(log, "later")
+	off, r, ok = LastCheckpoint(append(log, "C torn"...))
+	require.True(t, ok)
+	require.Equal(t, "later", r.Boot)
+	require.Equal(t, "C later\n", string(log[off:]))
+	_, _, ok = LastCheckpoint([]byte("P 1 2 3 4 {\"x\":\"C y\"}\nM 5\n"))
+	require.False(t, ok, "a C inside a line is not a checkpoint")
 }

@@ -1,0 +1,307 @@
+package taskgraph
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/taskgraph/taskgraph/internal/atomicfile"
+	"github.com/taskgraph/taskgraph/internal/changelog"
+)
+
+// Group commit.
+//
+// A write of one task file is made durable by its change-log record, not
+// by fsyncing the file: under the lock the writer renames the new file into
+// place (no fsync) and appends the record, which holds the file's full
+// content; then, after letting go of the lock, it syncs the log
+// (fdatasync). Writers that arrive while a sync is in flight append theirs
+// meanwhile and share the next one — within a process by the leader and
+// follower of logSync, across processes because one fdatasync of the log
+// makes durable everything any process appended to it before the call. So
+// no writer waits for a disk flush while holding the lock, and a flush
+// serves every writer queued behind it.
+//
+// The renamed files become durable at the next checkpoint: every
+// checkpointInterval bytes of log a writer syncs the whole filesystem
+// (syncfs) under the lock and appends a C line carrying the machine's boot
+// id. After a power loss the first store to open the directory finds a
+// last checkpoint of another boot and replays the records after it onto
+// the files (replayAfterReboot), so no acknowledged write is lost.
+//
+// The visibility rule: no store returns a write that a power loss could
+// still undo. Every operation, on its way out, makes sure the log is
+// durable up to where this store has read or written it (release), and
+// events are published only once the changes they report are durable.
+//
+// A write of several files keeps the full protocol (a durable journal,
+// fsynced files, an fsynced directory), after first syncing the log so
+// that nothing it read can be lost while it stays.
+
+// bootID is atomicfile.BootID; tests replace it to stage a restart.
+var bootID = atomicfile.BootID
+
+// checkpointInterval is how much log a checkpoint covers: about a thousand
+// writes, so a replay after a power loss reads at most this much, and a
+// checkpoint's syncfs is spread over as many writes.
+const checkpointInterval = 512 << 10
+
+// logSync is one store's group commit of its change log: it remembers how
+// far the log is known durable and lets one goroutine sync at a time while
+// the others wait for it. Batches of events wait here until the changes
+// they report are durable.
+type logSync struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	syncing bool
+	gen     uint64 // which log (a store counts the logs it opens) durable refers to
+	durable int64  // the log of gen is durable up to here
+	queue   []heldEvents
+	publish func([]Event)
+	// How far this store has appended to the log of endGen: a sync that
+	// starts now covers at least that much.
+	endGen uint64
+	end    int64
+}
+
+// appended notes that this store appended to the log gen up to off.
+func (ls *logSync) appended(gen uint64, off int64) {
+	ls.mu.Lock()
+	ls.endGen, ls.end = gen, off
+	ls.mu.Unlock()
+}
+
+// heldEvents are the events of changes recorded in log gen before off.
+type heldEvents struct {
+	gen uint64
+	off int64
+	evs []Event
+}
+
+func (ls *logSync) covers(gen uint64, off int64) bool {
+	return gen < ls.gen || (gen == ls.gen && off <= ls.durable)
+}
+
+// advance records that the log gen is durable up to off and publishes the
+// events that waited for it, in order. Called with mu held.
+func (ls *logSync) advance(gen uint64, off int64) {
+	if !ls.covers(gen, off) {
+		ls.gen, ls.durable = gen, off
+	}
+	n := 0
+	for n < len(ls.queue) && ls.covers(ls.queue[n].gen, ls.queue[n].off) {
+		ls.publish(ls.queue[n].evs)
+		n++
+	}
+	ls.queue = slices.Delete(ls.queue, 0, n)
+}
+
+// hold queues evs until the log gen is durable up to off.
+func (ls *logSync) hold(gen uint64, off int64, evs []Event) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if len(evs) > 0 {
+		ls.queue = append(ls.queue, heldEvents{gen, off, evs})
+	}
+	ls.advance(ls.gen, ls.durable)
+}
+
+// wait returns once the log gen is durable up to off, syncing it with
+// sync unless a sync in flight or done since covers it. The sync covers
+// everything appended to the log before it starts, so the leader claims
+// all of that for the followers queued behind it.
+func (ls *logSync) wait(gen uint64, off int64, sync func() error) error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for {
+		if ls.covers(gen, off) {
+			return nil
+		}
+		if !ls.syncing {
+			break
+		}
+		ls.cond.Wait()
+	}
+	ls.syncing = true
+	upTo := off
+	if ls.endGen == gen {
+		upTo = max(off, ls.end)
+	}
+	ls.mu.Unlock()
+	err := sync()
+	ls.mu.Lock()
+	ls.syncing = false
+	ls.cond.Broadcast()
+	if err != nil {
+		return err
+	}
+	ls.advance(gen, upTo)
+	return nil
+}
+
+// dropQueue publishes every held batch: a sync failed, and the changes are
+// in the directory for every other store to see, durable or not.
+func (ls *logSync) dropQueue() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for _, h := range ls.queue {
+		ls.publish(h.evs)
+	}
+	ls.queue = nil
+}
+
+// makeDurable is the last step of every operation, after the lock is let
+// go: it makes the change log durable up to where the operation read or
+// wrote it, and then publishes the operation's events. If the log cannot
+// be synced, syncfs makes everything durable instead; only if that fails
+// too is the error returned. The caller reports it as ErrUnknownOutcome for
+// a write that committed.
+func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, evs []Event) error {
+	s.logSync.hold(gen, off, evs)
+	if f == nil {
+		return nil
+	}
+	err := s.logSync.wait(gen, off, func() error { return s.fs.SyncData(f) })
+	if err == nil {
+		return nil
+	}
+	// After a failed fdatasync the kernel may have dropped the dirty
+	// pages, so syncing the log again could succeed without them. syncfs
+	// reports the error to every caller that has not seen it.
+	if ferr := s.fs.SyncFS(s.dirf); ferr != nil {
+		s.logSync.dropQueue()
+		return fmt.Errorf("taskgraph: the change log could not be made durable: %w", errors.Join(err, ferr))
+	}
+	s.logSync.mu.Lock()
+	s.logSync.advance(gen, off)
+	s.logSync.mu.Unlock()
+	return nil
+}
+
+// checkpoint makes every file renamed so far durable with one syncfs and
+// says so in the log, so that a replay after a power loss starts there. It
+// runs under the exclusive lock, after a commit, when the log has grown
+// checkpointInterval since the last one. A failure is left for the next
+// write to try again: the records since the last checkpoint still hold
+// every write.
+func (s *FileStore) checkpoint() {
+	if s.logOff-s.ckptOff < checkpointInterval {
+		return
+	}
+	if s.fs.SyncFS(s.dirf) != nil {
+		return
+	}
+	off := s.logOff
+	if s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)) == nil {
+		s.ckptOff = off
+	}
+}
+
+// replayAfterReboot replays the records after the log's last checkpoint
+// (restartDue found it, and that it is of another boot) onto the files:
+// each task a whole record names is made what the last such record says,
+// unless its file is already at that rev or a later one. Then it syncs
+// the files and checkpoints. It runs under the exclusive lock, after a
+// scan has loaded every file into the cache; replayed reports whether any
+// file changed (the caller scans again).
+func (s *FileStore) replayAfterReboot() (replayed bool, err error) {
+	data := make([]byte, s.logOff-s.ckptOff)
+	if _, err := s.log.ReadAt(data, s.ckptOff); err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("taskgraph: read change log: %w", err)
+	}
+	final := changelog.Redo(changelog.Whole(data))
+	for _, id := range slices.Sorted(maps.Keys(final)) {
+		changed, err := s.redo(ID(id), final[id])
+		if err != nil {
+			return false, err
+		}
+		replayed = replayed || changed
+	}
+	if err := s.fs.SyncFS(s.dirf); err != nil {
+		return false, fmt.Errorf("taskgraph: replay after restart: %w", err)
+	}
+	off := s.logOff
+	if err := s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)); err != nil {
+		return false, err
+	}
+	s.ckptOff = off
+	return replayed, nil
+}
+
+// redo makes the file of id what c says, if it is behind it: missing,
+// unreadable (a file created just before a power loss may be empty) or
+// at an earlier rev. A deleted id is never allocated again, so a file of it
+// is an old version and is removed.
+func (s *FileStore) redo(id ID, c changelog.Change) (bool, error) {
+	cur, hasCur := s.g.tasks[id]
+	_, broken := s.g.broken[id]
+	if c.Deleted {
+		if !hasCur && !broken {
+			return false, nil
+		}
+		if err := s.fs.Remove(taskFileName(id)); err != nil {
+			return false, fmt.Errorf("taskgraph: replay after restart: delete task %d: %w", id, err)
+		}
+		return true, nil
+	}
+	t, err := decodeTask(id, c.Content)
+	if err != nil {
+		return false, nil // not a task this store wrote: leave the file
+	}
+	if hasCur && !broken && cur.Rev >= t.Rev {
+		return false, nil
+	}
+	data, err := encodeTask(t)
+	if err != nil {
+		return false, nil
+	}
+	if err := atomicfile.Replace(s.fs, taskFileName(id), data, s.cfg.filePerm, true); err != nil {
+		return false, fmt.Errorf("taskgraph: replay after restart: write task %d: %w", id, err)
+	}
+	return true, nil
+}
+
+// restartDue reports whether the log's last checkpoint was made during
+// another boot of the machine, so that records after it may be missing
+// from the files. A log without any checkpoint was written without group
+// commit, by a version whose every write synced its own files: nothing is
+// due. It reads only the log's tail, where a checkpoint is found within
+// checkpointInterval of the end, and learns the checkpoint's offset.
+func (s *FileStore) restartDue() (bool, error) {
+	if s.logIno == 0 || s.logOff == 0 {
+		return false, nil
+	}
+	f, err := s.fs.OpenRead(logFileName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("taskgraph: read change log: %w", err)
+	}
+	defer f.Close()
+	size := s.logOff
+	for tail := min(size, 2*checkpointInterval); ; tail = size {
+		buf := make([]byte, tail)
+		if _, err := f.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
+			return false, fmt.Errorf("taskgraph: read change log: %w", err)
+		}
+		skip := 0
+		if tail < size {
+			// Begin at a line: a "C " inside one is not a checkpoint.
+			skip = bytes.IndexByte(buf, '\n') + 1
+		}
+		if off, ck, ok := changelog.LastCheckpoint(buf[skip:]); ok {
+			s.ckptOff = size - tail + int64(skip+off)
+			return ck.Boot != s.boot, nil
+		}
+		if tail == size {
+			return false, nil
+		}
+	}
+}
