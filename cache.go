@@ -202,7 +202,7 @@ func (s *FileStore) scan() error {
 	}
 	s.logIno, s.logOff = 0, 0
 	if fi, err := s.root.Lstat(logFileName); err == nil && fi.Mode().IsRegular() {
-		s.logIno, s.logOff = atomicfile.FileID(fi), fi.Size()
+		s.logIno, s.logOff = atomicfile.FileID(fi), s.wholeLines(fi.Size())
 	}
 	d, err := s.root.Open(".")
 	if err != nil {
@@ -316,6 +316,25 @@ func (s *FileStore) afterScan() error {
 	s.logSync.advance(s.logGen, s.logOff)
 	s.logSync.mu.Unlock()
 	return nil
+}
+
+// wholeLines returns where the last whole line of a change log of size
+// bytes ends: before a line a writer was killed in the middle of, so that
+// the next append starts a line of its own instead of ending that one.
+func (s *FileStore) wholeLines(size int64) int64 {
+	if size == 0 {
+		return 0
+	}
+	f, err := s.fs.OpenRead(logFileName)
+	if err != nil {
+		return size
+	}
+	defer f.Close()
+	var last [1]byte
+	if n, _ := f.ReadAt(last[:], size-1); n == 1 && last[0] != '\n' {
+		return size - 1 // appendRecord ends the torn line first
+	}
+	return size
 }
 
 // isTempName reports whether name is a temporary file of a replacement of

@@ -97,7 +97,7 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 	}
 	data := make([]byte, fi.Size()+1) // +1 sees a file that grew since the stat
 	n, err := io.ReadFull(f, data)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, nil, fmt.Errorf("taskgraph: read %s: %w", path, err)
 	}
 	return fi, data[:n], nil

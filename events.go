@@ -85,16 +85,37 @@ type hub struct {
 	// With holding set, publish keeps events in held until the store
 	// takes them (take) to deliver once the changes are durable.
 	holding bool
-	held    []Event
+	held    []delivery
 }
 
-// take returns the events held since the last take.
-func (h *hub) take() []Event {
+// delivery is events for the watchers that were subscribed when the
+// change happened: one that subscribes later starts from a view that
+// already holds it.
+type delivery struct {
+	to  []*watcher
+	evs []Event
+}
+
+// take returns the deliveries held since the last take.
+func (h *hub) take() []delivery {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	evs := h.held
+	ds := h.held
 	h.held = nil
-	return evs
+	return ds
+}
+
+// deliver hands each delivery to its watchers that are still subscribed.
+func (h *hub) deliver(ds []delivery) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, d := range ds {
+		for _, w := range d.to {
+			if _, ok := h.subs[w]; ok {
+				w.push(d.evs)
+			}
+		}
+	}
 }
 
 // active reports whether anyone watches, so that a store skips computing
@@ -112,23 +133,9 @@ func (h *hub) publish(evs []Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.holding {
-		h.held = append(h.held, evs...)
+		h.held = append(h.held, delivery{slices.Collect(maps.Keys(h.subs)), evs})
 		return
 	}
-	h.deliverLocked(evs)
-}
-
-// deliver hands evs to every watcher now.
-func (h *hub) deliver(evs []Event) {
-	if len(evs) == 0 {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.deliverLocked(evs)
-}
-
-func (h *hub) deliverLocked(evs []Event) {
 	for w := range h.subs {
 		w.push(evs)
 	}

@@ -50,7 +50,7 @@ var bootID = atomicfile.BootID
 // checkpointInterval is how much log a checkpoint covers: about a thousand
 // writes, so a replay after a power loss reads at most this much, and a
 // checkpoint's syncfs is spread over as many writes.
-const checkpointInterval = 512 << 10
+var checkpointInterval int64 = 512 << 10
 
 // logSync is one store's group commit of its change log: it remembers how
 // far the log is known durable and lets one goroutine sync at a time while
@@ -63,7 +63,7 @@ type logSync struct {
 	gen     uint64 // which log (a store counts the logs it opens) durable refers to
 	durable int64  // the log of gen is durable up to here
 	queue   []heldEvents
-	publish func([]Event)
+	publish func([]delivery)
 	// How far this store has appended to the log of endGen: a sync that
 	// starts now covers at least that much.
 	endGen uint64
@@ -81,7 +81,7 @@ func (ls *logSync) appended(gen uint64, off int64) {
 type heldEvents struct {
 	gen uint64
 	off int64
-	evs []Event
+	ds  []delivery
 }
 
 func (ls *logSync) covers(gen uint64, off int64) bool {
@@ -96,18 +96,18 @@ func (ls *logSync) advance(gen uint64, off int64) {
 	}
 	n := 0
 	for n < len(ls.queue) && ls.covers(ls.queue[n].gen, ls.queue[n].off) {
-		ls.publish(ls.queue[n].evs)
+		ls.publish(ls.queue[n].ds)
 		n++
 	}
 	ls.queue = slices.Delete(ls.queue, 0, n)
 }
 
-// hold queues evs until the log gen is durable up to off.
-func (ls *logSync) hold(gen uint64, off int64, evs []Event) {
+// hold queues ds until the log gen is durable up to off.
+func (ls *logSync) hold(gen uint64, off int64, ds []delivery) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if len(evs) > 0 {
-		ls.queue = append(ls.queue, heldEvents{gen, off, evs})
+	if len(ds) > 0 {
+		ls.queue = append(ls.queue, heldEvents{gen, off, ds})
 	}
 	ls.advance(ls.gen, ls.durable)
 }
@@ -151,7 +151,7 @@ func (ls *logSync) dropQueue() {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	for _, h := range ls.queue {
-		ls.publish(h.evs)
+		ls.publish(h.ds)
 	}
 	ls.queue = nil
 }
@@ -162,9 +162,13 @@ func (ls *logSync) dropQueue() {
 // be synced, syncfs makes everything durable instead; only if that fails
 // too is the error returned. The caller reports it as ErrUnknownOutcome for
 // a write that committed.
-func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, evs []Event) error {
-	s.logSync.hold(gen, off, evs)
+func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ds []delivery) error {
+	s.logSync.hold(gen, off, ds)
 	if f == nil {
+		// No log open: nothing was recorded, nothing to sync.
+		s.logSync.mu.Lock()
+		s.logSync.advance(gen, off)
+		s.logSync.mu.Unlock()
 		return nil
 	}
 	err := s.logSync.wait(gen, off, func() error { return s.fs.SyncData(f) })
