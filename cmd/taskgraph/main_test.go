@@ -705,6 +705,11 @@ func graphInDB(t *testing.T, url, graph string) bool {
 	pool, err := pgxpool.New(ctx, url)
 	require.NoError(t, err)
 	defer pool.Close()
+	var exists bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT to_regclass('taskgraph_graphs') IS NOT NULL`).Scan(&exists))
+	if !exists {
+		return false // a database where taskgraph never ran
+	}
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM taskgraph_graphs WHERE name = $1`, graph).Scan(&n))
 	return n > 0
