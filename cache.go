@@ -196,13 +196,20 @@ func (s *FileStore) openLog() error {
 // scan reads the whole directory: it loads every task file whose stamp
 // differs from the cache and drops the ones that are gone.
 func (s *FileStore) scan() error {
+	s.scans++
 	dfi, err := s.dirf.Stat()
 	if err != nil {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
+	prevIno := s.logIno
 	s.logIno, s.logOff = 0, 0
 	if fi, err := s.root.Lstat(logFileName); err == nil && fi.Mode().IsRegular() {
 		s.logIno, s.logOff = atomicfile.FileID(fi), s.wholeLines(fi.Size())
+	}
+	if s.logIno != prevIno {
+		// The log open here is not the directory's any more: appending
+		// to it would reach no one.
+		s.closeLog()
 	}
 	d, err := s.root.Open(".")
 	if err != nil {

@@ -25,10 +25,13 @@ const (
 	metaFileName    = ".taskgraph.meta"    // the id high-water mark
 	journalFileName = ".taskgraph.journal" // a multi-file write in progress
 	logFileName     = ".taskgraph.log"     // which tasks each write changed
-	maxLogSize      = 8 << 20
 	taskFilePrefix  = "task_"
 	taskFileSuffix  = ".json"
 )
+
+// maxLogSize is the size at which the change log is replaced by a new one
+// (a variable for tests).
+var maxLogSize int64 = 8 << 20
 
 // FileStore is a Store on a directory of task files, shared safely by every
 // process and goroutine that opens the same directory.
@@ -81,6 +84,7 @@ type FileStore struct {
 	// used: reads go on, writes refuse with them.
 	metaErr, journalErr error
 	temps               []string // temporary files of dead writers, found by the last scan
+	scans               int      // how many times the directory was read whole, for tests
 	hub                 hub      // this store's watchers, told of every change to the cache
 
 	// Group commit (groupcommit.go). gc: single-file writes are made

@@ -228,3 +228,54 @@ func (s *FileStore) restartDueNow() (bool, error) {
 	defer release()
 	return s.restartDue()
 }
+
+// TestReplacedLogReachesEveryone: a store that learns by a scan that the
+// change log was replaced appends its records to the new log, so the
+// others follow its writes from the log instead of rescanning the
+// directory at each of them (they did: its records went to the replaced
+// file, and 2 processes at 10,000 tasks made 188 writes/s).
+func TestReplacedLogReachesEveryone(t *testing.T) {
+	restore := maxLogSize
+	maxLogSize = 32 << 10
+	t.Cleanup(func() { maxLogSize = restore })
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := openPair(t, dir)
+	first, err := a.Create(ctx, NewTask{Subject: "first"})
+	require.NoError(t, err)
+	_, err = b.Get(ctx, first.ID)
+	require.NoError(t, err)
+	_, err = b.Create(ctx, NewTask{Subject: "b has the log open"})
+	require.NoError(t, err)
+	ino := func() uint64 {
+		fi, err := os.Stat(filepath.Join(dir, logFileName))
+		require.NoError(t, err)
+		return stampOf(fi).Ino
+	}
+	before := ino()
+	for ino() == before {
+		_, err := a.Create(ctx, NewTask{Subject: "fill the log"})
+		require.NoError(t, err)
+	}
+	_, err = b.List(ctx) // b sees the new log, and rescans once
+	require.NoError(t, err)
+	scans := a.scans
+	for i := range 20 {
+		t2, err := b.Create(ctx, NewTask{Subject: fmt.Sprint("by b ", i)})
+		require.NoError(t, err)
+		got, err := a.Get(ctx, t2.ID)
+		require.NoError(t, err)
+		require.Equal(t, t2.Subject, got.Subject)
+	}
+	assert.Equal(t, scans, a.scans, "a followed b's writes from the log")
+}
+
+func openPair(t *testing.T, dir string) (*FileStore, *FileStore) {
+	a, err := Open(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	b, err := Open(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
