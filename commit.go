@@ -54,8 +54,11 @@ func (d dirFS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, erro
 }
 
 func (dirFS) Append(f *os.File, data []byte) error { _, err := f.Write(data); return err }
-func (dirFS) SyncData(f *os.File) error            { return atomicfile.SyncData(f) }
-func (dirFS) SyncFS(d *os.File) error              { return atomicfile.SyncFS(d) }
+func (d dirFS) Exchange(oldname, newname string) error {
+	return atomicfile.ExchangeIn(d.dirf, oldname, newname)
+}
+func (dirFS) SyncData(f *os.File) error { return atomicfile.SyncData(f) }
+func (dirFS) SyncFS(d *os.File) error   { return atomicfile.SyncFS(d) }
 func (d dirFS) OpenRead(name string) (*os.File, error) {
 	return atomicfile.OpenIn(d.dirf, d.root, name, os.O_RDONLY, 0)
 }

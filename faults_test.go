@@ -117,6 +117,13 @@ func (f *faultFS) Rename(oldname, newname string) error {
 	return f.fileSystem.Rename(oldname, newname)
 }
 
+func (f *faultFS) Exchange(oldname, newname string) error {
+	if err := f.fail("rename"); err != nil {
+		return &os.LinkError{Op: "exchange", Old: oldname, New: newname, Err: err}
+	}
+	return f.fileSystem.Exchange(oldname, newname)
+}
+
 func (f *faultFS) Remove(name string) error {
 	if err := f.fail("unlink"); err != nil {
 		return &os.PathError{Op: "remove", Path: name, Err: err}

@@ -36,7 +36,9 @@ type version struct {
 	synced bool // fsynced before its rename
 }
 
-func (p *powerFS) record(name string, v *version) {
+// before notes the durable version of name, before a first change to it
+// since the last syncfs.
+func (p *powerFS) before(name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.versions[name]; !ok {
@@ -46,6 +48,11 @@ func (p *powerFS) record(name string, v *version) {
 		}
 		p.versions[name] = []*version{durable}
 	}
+}
+
+func (p *powerFS) record(name string, v *version) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.versions[name] = append(p.versions[name], v)
 }
 
@@ -71,6 +78,7 @@ func (p *powerFS) Rename(oldname, newname string) error {
 		p.mu.Lock()
 		v = &version{data: data, synced: p.synced[oldname]}
 		p.mu.Unlock()
+		p.before(newname)
 	}
 	if err := p.fileSystem.Rename(oldname, newname); err != nil {
 		return err
@@ -81,10 +89,30 @@ func (p *powerFS) Rename(oldname, newname string) error {
 	return nil
 }
 
+func (p *powerFS) Exchange(oldname, newname string) error {
+	data, err := os.ReadFile(filepath.Join(p.dir, oldname))
+	if err != nil {
+		return err
+	}
+	if _, isTask := parseTaskFileName(newname); isTask {
+		p.before(newname)
+	}
+	if err := p.fileSystem.Exchange(oldname, newname); err != nil {
+		return err
+	}
+	if _, isTask := parseTaskFileName(newname); isTask {
+		p.mu.Lock()
+		synced := p.synced[oldname]
+		p.mu.Unlock()
+		p.record(newname, &version{data: data, synced: synced})
+	}
+	return nil
+}
+
 func (p *powerFS) Remove(name string) error {
 	_, isTask := parseTaskFileName(name)
 	if isTask {
-		// Recorded first: the durable version is the one still there.
+		p.before(name)
 		p.record(name, nil)
 	}
 	return p.fileSystem.Remove(name)
