@@ -120,6 +120,10 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 			if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
 				add(ProblemCorrupt, name, 0, "the lock file is %v: remove it; until then every write is refused, and reads go on without the lock", notRegular(fi.Mode()))
 			}
+		case name == syncFileName:
+			if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+				add(ProblemCorrupt, name, 0, "the sync file is %v: remove it; until then every process syncs the change log on its own (slower, still durable)", notRegular(fi.Mode()))
+			}
 		case name == logFileName:
 			if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
 				add(ProblemCorrupt, name, 0, "the change log is %v: remove it; until then every write is refused (reads go on)", notRegular(fi.Mode()))

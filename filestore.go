@@ -230,6 +230,15 @@ func (s *FileStore) Close() error {
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
 	}
+	s.logSync.mu.Lock()
+	for s.logSync.syncing {
+		s.logSync.cond.Wait()
+	}
+	if s.logSync.shared != nil {
+		errs = append(errs, s.logSync.shared.Close())
+		s.logSync.shared = nil
+	}
+	s.logSync.mu.Unlock()
 	errs = append(errs, s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
 }
@@ -276,13 +285,13 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 			return nil, err
 		}
 		return func() error {
-			gen, off, log, evs := s.logGen, s.logOff, s.log, s.hub.take()
+			gen, off, log, ino, evs := s.logGen, s.logOff, s.log, s.logIno, s.hub.take()
 			unlock()
 			<-s.sem
 			if !s.gc {
 				return nil
 			}
-			return s.makeDurable(gen, off, log, evs)
+			return s.makeDurable(gen, off, log, ino, evs)
 		}, nil
 	}
 }

@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,10 @@ type logSync struct {
 	// starts now covers at least that much.
 	endGen uint64
 	end    int64
+	// shared is the sync file (see sharedSync), opened by the first sync;
+	// nil if it cannot be used. Only the syncing goroutine touches it.
+	shared      *os.File
+	sharedTried bool
 }
 
 // appended notes that this store appended to the log gen up to off.
@@ -162,7 +167,7 @@ func (ls *logSync) dropQueue() {
 // be synced, syncfs makes everything durable instead; only if that fails
 // too is the error returned. The caller reports it as ErrUnknownOutcome for
 // a write that committed.
-func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ds []delivery) error {
+func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64, ds []delivery) error {
 	s.logSync.hold(gen, off, ds)
 	if f == nil {
 		// No log open: nothing was recorded, nothing to sync.
@@ -171,7 +176,7 @@ func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ds []delivery
 		s.logSync.mu.Unlock()
 		return nil
 	}
-	err := s.logSync.wait(gen, off, func() error { return s.fs.SyncData(f) })
+	err := s.logSync.wait(gen, off, func() error { return s.sharedSync(f, ino, off) })
 	if err == nil {
 		return nil
 	}
@@ -308,4 +313,58 @@ func (s *FileStore) restartDue() (bool, error) {
 			return false, nil
 		}
 	}
+}
+
+// syncFileName is the file through which the processes sharing a
+// directory share their syncs of the change log: its flock is held by the
+// one syncing, and it holds the inode of the log and the offset up to
+// which that log was last made durable.
+const syncFileName = ".taskgraph.sync"
+
+// sharedSync makes the log f (inode ino) durable up to off, unless a sync
+// by another process since covers it: it waits for the sync in flight
+// (the sync file's flock), then syncs only if the offset recorded there
+// falls short. So one fdatasync serves the writers of every process that
+// queued behind it. Without a usable sync file it syncs on its own.
+func (s *FileStore) sharedSync(f *os.File, ino uint64, off int64) error {
+	ls := &s.logSync
+	if !ls.sharedTried {
+		ls.sharedTried = true
+		ls.shared = s.openSyncFile()
+	}
+	sf := ls.shared
+	if sf == nil || flock(sf, lockExclusive) != nil {
+		return s.fs.SyncData(f)
+	}
+	defer flock(sf, lockUnlock)
+	var rec [16]byte
+	if n, _ := sf.ReadAt(rec[:], 0); n == len(rec) &&
+		binary.LittleEndian.Uint64(rec[:8]) == ino && int64(binary.LittleEndian.Uint64(rec[8:])) >= off {
+		return nil // made durable by another process meanwhile
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return s.fs.SyncData(f)
+	}
+	if err := s.fs.SyncData(f); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(rec[:8], ino)
+	binary.LittleEndian.PutUint64(rec[8:], uint64(fi.Size()))
+	_, _ = sf.WriteAt(rec[:], 0) // a hint: if lost, the next one syncs again
+	return nil
+}
+
+// openSyncFile opens the sync file, creating it, or returns nil if it is
+// not a regular file or cannot be opened (a read-only directory).
+func (s *FileStore) openSyncFile() *os.File {
+	f, err := s.fs.OpenFile(syncFileName, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil
+	}
+	return f
 }
