@@ -100,104 +100,15 @@ func TestCrashRecovery(t *testing.T) {
 	s := openStore(t, dir)
 	_, err := s.Create(ctx, tg.NewTask{Subject: "counter"})
 	require.NoError(t, err)
-	created, deleted := map[tg.ID]bool{}, map[tg.ID]bool{}
-	kinds := map[string]int{}
-	counter := 0
+	l := newLedger()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range rounds {
-		cmd := worker(t, "mutate", dir, "")
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		acks := make(chan string, 1<<16)
-		started := make(chan struct{})
-		go func() {
-			var once sync.Once
-			defer once.Do(func() { close(started) }) // a worker that died early
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				acks <- sc.Text()
-				once.Do(func() { close(started) })
-			}
-			close(acks)
-		}()
 		// Let it do some work, then kill it wherever it is.
-		<-started
-		time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		_ = cmd.Wait()
-		for a := range acks {
-			f := strings.Fields(a)
-			kinds[f[0]]++
-			n, _ := strconv.Atoi(f[1])
-			switch f[0] {
-			case "C":
-				created[tg.ID(n)] = true
-			case "P":
-				for _, id := range f[1:] {
-					n, _ := strconv.Atoi(id)
-					created[tg.ID(n)] = true
-				}
-			case "D":
-				deleted[tg.ID(n)] = true
-			case "N":
-				counter = n
-			}
-		}
-
-		fresh, err := tg.Open(dir)
-		require.NoError(t, err)
-		all, err := fresh.List(ctx)
-		require.NoError(t, err, "round %d: every file parses", round)
-		byID := map[tg.ID]tg.Task{}
-		for _, task := range all {
-			byID[task.ID] = task
-		}
-		var vanished []tg.ID
-		for id := range created {
-			_, ok := byID[id]
-			switch {
-			case deleted[id]:
-				assert.False(t, ok, "round %d: acknowledged delete of %d", round, id)
-			case !ok:
-				vanished = append(vanished, id)
-				deleted[id] = true
-			}
-		}
-		// The one mutation in flight at the kill may have been a delete
-		// that committed without its acknowledgement.
-		assert.LessOrEqual(t, len(vanished), 1, "round %d: acknowledged creates lost: %v", round, vanished)
-		n, _ := byID[1].Metadata["n"].(float64)
-		assert.GreaterOrEqual(t, int(n), counter, "round %d: acknowledged counter", round)
-		assert.LessOrEqual(t, int(n), counter+1, "round %d: counter moved by at most the one unacknowledged update", round)
-		counter = int(n) // an unacknowledged update may have landed: the file is the truth now
-		for _, task := range all {
-			for _, b := range task.BlockedBy {
-				assert.Contains(t, byID, b, "round %d: task %d names deleted %d: a detach was half done", round, task.ID, b)
-			}
-			if p, ok := task.Metadata["blocks"].(float64); ok {
-				if pt, exists := byID[tg.ID(p)]; exists {
-					assert.Contains(t, pt.BlockedBy, task.ID, "round %d: create of %d with Blocks was half done", round, task.ID)
-				}
-			}
-			if part, ok := task.Metadata["part"].(float64); ok {
-				// A plan's three ids are consecutive: each is there, or
-				// was deleted since.
-				first := task.ID - tg.ID(part)
-				for id := first; id < first+3; id++ {
-					_, ok := byID[id]
-					assert.True(t, ok || deleted[id], "round %d: plan %d..%d has task %d but not %d: half created", round, first, first+2, task.ID, id)
-				}
-			}
-		}
-		// What is there now was committed, acknowledged or not: from now
-		// on only a delete may take it away.
-		for id := range byID {
-			created[id] = true
-		}
-		_, err = os.Stat(filepath.Join(dir, ".taskgraph.journal"))
-		assert.True(t, os.IsNotExist(err), "round %d: the journal was replayed", round)
-		require.NoError(t, fresh.Close())
+		l.run(t, worker(t, "mutate", dir, ""), func(cmd *exec.Cmd) {
+			time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		})
+		l.verify(t, dir, round)
 		if t.Failed() {
 			return
 		}
@@ -207,7 +118,121 @@ func TestCrashRecovery(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Claim(ctx, next.ID, "survivor")
 	require.NoError(t, err)
-	t.Logf("%d rounds, acknowledged mutations by kind %v, counter %d", rounds, kinds, counter)
+	t.Logf("%d rounds, acknowledged mutations by kind %v, counter %d", rounds, l.kinds, l.counter)
+}
+
+// ledger is what the crash tests know of a directory that mutateForever
+// workers write: every mutation they acknowledged, and what verify found
+// there since (acknowledged or not, a mutation there has happened).
+type ledger struct {
+	created, deleted map[tg.ID]bool
+	kinds            map[string]int
+	counter          int
+}
+
+func newLedger() *ledger {
+	return &ledger{created: map[tg.ID]bool{}, deleted: map[tg.ID]bool{}, kinds: map[string]int{}}
+}
+
+// run starts the worker cmd, calls stop once it has acknowledged its first
+// mutation (stop kills it, or lets it kill itself), waits for it to end
+// and records its acknowledgements.
+func (l *ledger) run(t *testing.T, cmd *exec.Cmd, stop func(*exec.Cmd)) {
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	acks := make(chan string, 1<<16)
+	started := make(chan struct{})
+	go func() {
+		var once sync.Once
+		defer once.Do(func() { close(started) }) // a worker that died early
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			acks <- sc.Text()
+			once.Do(func() { close(started) })
+		}
+		close(acks)
+	}()
+	<-started
+	stop(cmd)
+	_ = cmd.Wait()
+	for a := range acks {
+		f := strings.Fields(a)
+		l.kinds[f[0]]++
+		n, _ := strconv.Atoi(f[1])
+		switch f[0] {
+		case "C":
+			l.created[tg.ID(n)] = true
+		case "P":
+			for _, id := range f[1:] {
+				n, _ := strconv.Atoi(id)
+				l.created[tg.ID(n)] = true
+			}
+		case "D":
+			l.deleted[tg.ID(n)] = true
+		case "N":
+			l.counter = n
+		}
+	}
+}
+
+// verify opens the directory after a kill and checks that every
+// acknowledged mutation is there and every multi-file one whole.
+func (l *ledger) verify(t *testing.T, dir string, round int) {
+	t.Helper()
+	fresh, err := tg.Open(dir)
+	require.NoError(t, err)
+	defer fresh.Close()
+	all, err := fresh.List(ctx)
+	require.NoError(t, err, "round %d: every file parses", round)
+	byID := map[tg.ID]tg.Task{}
+	for _, task := range all {
+		byID[task.ID] = task
+	}
+	var vanished []tg.ID
+	for id := range l.created {
+		_, ok := byID[id]
+		switch {
+		case l.deleted[id]:
+			assert.False(t, ok, "round %d: acknowledged delete of %d", round, id)
+		case !ok:
+			vanished = append(vanished, id)
+			l.deleted[id] = true
+		}
+	}
+	// The one mutation in flight at the kill may have been a delete
+	// that committed without its acknowledgement.
+	assert.LessOrEqual(t, len(vanished), 1, "round %d: acknowledged creates lost: %v", round, vanished)
+	n, _ := byID[1].Metadata["n"].(float64)
+	assert.GreaterOrEqual(t, int(n), l.counter, "round %d: acknowledged counter", round)
+	assert.LessOrEqual(t, int(n), l.counter+1, "round %d: counter moved by at most the one unacknowledged update", round)
+	l.counter = int(n) // an unacknowledged update may have landed: the file is the truth now
+	for _, task := range all {
+		for _, b := range task.BlockedBy {
+			assert.Contains(t, byID, b, "round %d: task %d names deleted %d: a detach was half done", round, task.ID, b)
+		}
+		if p, ok := task.Metadata["blocks"].(float64); ok {
+			if pt, exists := byID[tg.ID(p)]; exists {
+				assert.Contains(t, pt.BlockedBy, task.ID, "round %d: create of %d with Blocks was half done", round, task.ID)
+			}
+		}
+		if part, ok := task.Metadata["part"].(float64); ok {
+			// A plan's three ids are consecutive: each is there, or
+			// was deleted since.
+			first := task.ID - tg.ID(part)
+			for id := first; id < first+3; id++ {
+				_, ok := byID[id]
+				assert.True(t, ok || l.deleted[id], "round %d: plan %d..%d has task %d but not %d: half created", round, first, first+2, task.ID, id)
+			}
+		}
+	}
+	// What is there now was committed, acknowledged or not: from now
+	// on only a delete may take it away.
+	for id := range byID {
+		l.created[id] = true
+	}
+	_, err = os.Stat(filepath.Join(dir, ".taskgraph.journal"))
+	assert.True(t, os.IsNotExist(err), "round %d: the journal was replayed", round)
 }
 
 func TestRestartKeepsTasksAndIDs(t *testing.T) {

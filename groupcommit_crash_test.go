@@ -1,0 +1,85 @@
+//go:build linux
+
+package taskgraph_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	tg "github.com/taskgraph/taskgraph"
+)
+
+func init() {
+	roles["mutatekill"] = mutateThenKill // registered here, beside its test
+}
+
+// mutateThenKill is mutateForever in a store that checkpoints every 8 KiB
+// of change log and replaces the log at 32 KiB, killing itself with
+// SIGKILL at the step its argument names ("syncfs:3": the third syncfs).
+func mutateThenKill(s *tg.FileStore, dir, arg string) int {
+	kind, n, _ := strings.Cut(arg, ":")
+	at, _ := strconv.Atoi(n)
+	tg.SetLogLimits(8<<10, 32<<10)
+	tg.KillAt(s, kind, at)
+	return mutateForever(s, dir, "")
+}
+
+// TestKilledInGroupCommit kills a writer with SIGKILL inside each step of
+// group commit — while it syncs the change log for the writers queued
+// behind it (after letting go of the lock), in a checkpoint's syncfs, and
+// as it puts a new change log in place of a full one — at a random
+// position each round, and checks, as TestCrashRecovery does, that every
+// acknowledged mutation is there, none is half done, and the store goes on.
+func TestKilledInGroupCommit(t *testing.T) {
+	rounds := 12
+	if testing.Short() {
+		rounds = 4
+	}
+	within := map[string]int{"syncdata": 200, "syncfs": 15, "logswap": 3}
+	for _, kind := range []string{"syncdata", "syncfs", "logswap"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir)
+			_, err := s.Create(ctx, tg.NewTask{Subject: "counter"})
+			require.NoError(t, err)
+			l := newLedger()
+			rng := rand.New(rand.NewPCG(uint64(len(kind)), 3))
+			for round := range rounds {
+				at := 1 + rng.IntN(within[kind])
+				l.run(t, worker(t, "mutatekill", dir, fmt.Sprintf("%s:%d", kind, at)), func(cmd *exec.Cmd) {
+					// It kills itself; a worker that never reaches the
+					// step is a failure of the test.
+					done := make(chan struct{})
+					go func() {
+						select {
+						case <-done:
+						case <-time.After(60 * time.Second):
+							cmd.Process.Kill()
+						}
+					}()
+					state, _ := cmd.Process.Wait()
+					close(done)
+					ws, _ := state.Sys().(syscall.WaitStatus)
+					require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "round %d: the worker died at %s %d by SIGKILL (%v)", round, kind, at, state)
+				})
+				l.verify(t, dir, round)
+				if t.Failed() {
+					return
+				}
+			}
+			next, err := s.Create(ctx, tg.NewTask{Subject: "after the crashes"})
+			require.NoError(t, err)
+			_, err = s.Claim(ctx, next.ID, "survivor")
+			require.NoError(t, err)
+			t.Logf("%d kills at %s, acknowledged mutations by kind %v", rounds, kind, l.kinds)
+		})
+	}
+}
