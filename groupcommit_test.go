@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -306,4 +308,138 @@ func openPair(t *testing.T, dir string) (*FileStore, *FileStore) {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	return a, b
+}
+
+// gateFS holds every sync of the change log until the test lets it go.
+type gateFS struct {
+	fileSystem
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gateFS) SyncData(f *os.File) error {
+	g.entered <- struct{}{}
+	<-g.gate
+	return g.fileSystem.SyncData(f)
+}
+
+// TestNoStoreReturnsAWriteBeforeItIsDurable: while the writer's sync of
+// the change log is in flight, its write is in the directory and in the
+// log, yet another store neither returns it nor reports it to a watcher;
+// both happen once the sync is done — the other store then needs no sync
+// of its own.
+func TestNoStoreReturnsAWriteBeforeItIsDurable(t *testing.T) {
+	ctx := context.Background()
+	a, b := openPair(t, t.TempDir())
+	_, err := a.Create(ctx, NewTask{Subject: "before"})
+	require.NoError(t, err)
+	_, err = b.List(ctx)
+	require.NoError(t, err)
+	events, err := b.Watch(ctx)
+	require.NoError(t, err)
+	ga := &gateFS{fileSystem: a.fs, entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	a.fs = ga
+	var open sync.Once
+	letGo := func() { open.Do(func() { close(ga.gate) }) }
+	t.Cleanup(letGo) // before the stores close, should the test fail
+	gb := &gateFS{fileSystem: b.fs, entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	close(gb.gate)
+	b.fs = gb
+
+	created := make(chan error, 1)
+	go func() {
+		_, err := a.Create(ctx, NewTask{Subject: "not durable yet"})
+		created <- err
+	}()
+	select {
+	case <-ga.entered: // a has let go of the lock and syncs
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer never synced the change log")
+	}
+	listed := make(chan []Task, 1)
+	go func() {
+		ts, err := b.List(ctx)
+		assert.NoError(t, err)
+		listed <- ts
+	}()
+	select {
+	case <-created:
+		t.Fatal("the writer returned before its write was durable")
+	case ts := <-listed:
+		t.Fatalf("another store returned the write before it was durable: %v", ts)
+	case e := <-events:
+		t.Fatalf("a watcher was told of the write before it was durable: %v", e)
+	case <-time.After(300 * time.Millisecond):
+	}
+	letGo()
+	require.NoError(t, <-created)
+	ts := <-listed
+	require.Len(t, ts, 2)
+	assert.Equal(t, "not durable yet", ts[1].Subject)
+	select {
+	case e := <-events:
+		assert.Equal(t, Created, e.Kind)
+		assert.Equal(t, ID(2), e.Task.ID)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event once durable")
+	}
+	select {
+	case <-gb.entered:
+		t.Fatal("the other store synced again what the writer's sync covered")
+	default:
+	}
+}
+
+// slowSyncFS makes every sync of the change log take 2 ms, as a slow disk
+// does, and counts them.
+type slowSyncFS struct {
+	fileSystem
+	syncs *atomic.Int64
+}
+
+func (s slowSyncFS) SyncData(f *os.File) error {
+	s.syncs.Add(1)
+	time.Sleep(2 * time.Millisecond)
+	return s.fileSystem.SyncData(f)
+}
+
+// TestWritersShareSyncs: writers that arrive while a sync is in flight
+// share the next one — the goroutines of one store (logSync), and stores
+// that each have their own descriptors, as processes do (the sync file).
+func TestWritersShareSyncs(t *testing.T) {
+	ctx := context.Background()
+	for _, stores := range []int{1, 4} {
+		t.Run(fmt.Sprint(stores, " stores"), func(t *testing.T) {
+			dir := t.TempDir()
+			var syncs atomic.Int64
+			var all []*FileStore
+			for range stores {
+				s, err := Open(dir)
+				require.NoError(t, err)
+				t.Cleanup(func() { s.Close() })
+				_, err = s.List(ctx)
+				require.NoError(t, err)
+				s.fs = slowSyncFS{s.fs, &syncs}
+				all = append(all, s)
+			}
+			const writers, each = 8, 20
+			var wg sync.WaitGroup
+			for w := range writers {
+				s := all[w%stores]
+				wg.Go(func() {
+					for range each {
+						_, err := s.Create(ctx, NewTask{Subject: "shared"})
+						assert.NoError(t, err)
+					}
+				})
+			}
+			wg.Wait()
+			ts, err := all[0].List(ctx)
+			require.NoError(t, err)
+			require.Len(t, ts, writers*each)
+			n := syncs.Load()
+			t.Logf("%d writes, %d syncs of the change log: %.1f writes per sync", writers*each, n, float64(writers*each)/float64(n))
+			assert.Less(t, n, int64(writers*each/2), "syncs are shared")
+		})
+	}
 }
