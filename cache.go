@@ -196,7 +196,7 @@ func (s *FileStore) openLog() error {
 // scan reads the whole directory: it loads every task file whose stamp
 // differs from the cache and drops the ones that are gone.
 func (s *FileStore) scan() error {
-	s.scans++
+	s.stats.scans.Add(1)
 	dfi, err := s.dirf.Stat()
 	if err != nil {
 		return fmt.Errorf("taskgraph: %w", err)

@@ -290,7 +290,7 @@ func (s *FileStore) syncLogLocked() error {
 		return nil
 	}
 	f := s.log
-	if err := s.logSync.wait(s.logGen, s.logOff, func() error { return s.fs.SyncData(f) }); err != nil {
+	if err := s.logSync.wait(s.logGen, s.logOff, func() error { return s.syncData(f) }); err != nil {
 		return fmt.Errorf("taskgraph: sync change log: %w", err)
 	}
 	return nil

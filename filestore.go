@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -84,7 +85,7 @@ type FileStore struct {
 	// used: reads go on, writes refuse with them.
 	metaErr, journalErr error
 	temps               []string // temporary files of dead writers, found by the last scan
-	scans               int      // how many times the directory was read whole, for tests
+	stats               struct{ writes, syncs, checkpoints, scans atomic.Int64 }
 	hub                 hub      // this store's watchers, told of every change to the cache
 
 	// Group commit (groupcommit.go). gc: single-file writes are made
@@ -215,6 +216,26 @@ func syncPath(path string) error {
 
 // Dir returns the directory the store was opened on.
 func (s *FileStore) Dir() string { return s.dir }
+
+// Stats counts what a FileStore has done since Open; see [FileStore.Stats].
+type Stats struct {
+	Writes      int64 // writes committed
+	Syncs       int64 // fdatasyncs of the change log: Writes/Syncs is how many writes one sync served
+	Checkpoints int64 // syncfs checkpoints of the files renamed since the last
+	Scans       int64 // reads of the whole directory (the first operation's, and rescans)
+}
+
+// Stats returns the store's counters: how well group commit shares syncs
+// (a sync made by another process counts for none of this store's), and
+// how often the cache had to read the whole directory.
+func (s *FileStore) Stats() Stats {
+	return Stats{
+		Writes:      s.stats.writes.Load(),
+		Syncs:       s.stats.syncs.Load(),
+		Checkpoints: s.stats.checkpoints.Load(),
+		Scans:       s.stats.scans.Load(),
+	}
+}
 
 // Close releases the store's descriptors and ends its watches, and returns
 // the errors of closing them. Tasks are already on disk.
@@ -403,6 +424,7 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 		if err := s.commit(p); err != nil {
 			return errors.Is(err, ErrUnknownOutcome), withHint(err)
 		}
+		s.stats.writes.Add(1)
 		s.hub.change(s.g, p.changedIDs(), func() { s.g.apply(p) })
 		done(s.g, p)
 		if s.gc {

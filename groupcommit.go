@@ -206,6 +206,7 @@ func (s *FileStore) checkpoint() {
 	if s.fs.SyncFS(s.dirf) != nil {
 		return
 	}
+	s.stats.checkpoints.Add(1)
 	off := s.logOff
 	if s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)) == nil {
 		s.ckptOff = off
@@ -334,7 +335,7 @@ func (s *FileStore) sharedSync(f *os.File, ino uint64, off int64) error {
 	}
 	sf := ls.shared
 	if sf == nil || flock(sf, lockExclusive) != nil {
-		return s.fs.SyncData(f)
+		return s.syncData(f)
 	}
 	defer flock(sf, lockUnlock)
 	var rec [16]byte
@@ -344,15 +345,21 @@ func (s *FileStore) sharedSync(f *os.File, ino uint64, off int64) error {
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return s.fs.SyncData(f)
+		return s.syncData(f)
 	}
-	if err := s.fs.SyncData(f); err != nil {
+	if err := s.syncData(f); err != nil {
 		return err
 	}
 	binary.LittleEndian.PutUint64(rec[:8], ino)
 	binary.LittleEndian.PutUint64(rec[8:], uint64(fi.Size()))
 	_, _ = sf.WriteAt(rec[:], 0) // a hint: if lost, the next one syncs again
 	return nil
+}
+
+// syncData syncs the change log f, and counts it.
+func (s *FileStore) syncData(f *os.File) error {
+	s.stats.syncs.Add(1)
+	return s.fs.SyncData(f)
 }
 
 // openSyncFile opens the sync file, creating it, or returns nil if it is

@@ -289,7 +289,7 @@ func TestReplacedLogReachesEveryone(t *testing.T) {
 	}
 	_, err = b.List(ctx) // b sees the new log, and rescans once
 	require.NoError(t, err)
-	scans := a.scans
+	scans := a.Stats().Scans
 	for i := range 20 {
 		t2, err := b.Create(ctx, NewTask{Subject: fmt.Sprint("by b ", i)})
 		require.NoError(t, err)
@@ -297,7 +297,7 @@ func TestReplacedLogReachesEveryone(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, t2.Subject, got.Subject)
 	}
-	assert.Equal(t, scans, a.scans, "a followed b's writes from the log")
+	assert.Equal(t, scans, a.Stats().Scans, "a followed b's writes from the log")
 }
 
 func openPair(t *testing.T, dir string) (*FileStore, *FileStore) {

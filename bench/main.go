@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -42,6 +43,7 @@ type Result struct {
 	Op      string  `json:"op"`
 	Median  float64 `json:"median_us"`
 	P90     float64 `json:"p90_us"`
+	P99     float64 `json:"p99_us,omitempty"`
 	Ratio   float64 `json:"ratio_to_floor"`
 	Samples int     `json:"samples"`
 	Note    string  `json:"note,omitempty"`
@@ -52,8 +54,13 @@ type Report struct {
 	GoVersion string   `json:"go"`
 	CPUs      int      `json:"cpus"`
 	FloorUS   float64  `json:"floor_write_us"`
+	AppendUS  float64  `json:"floor_append_us"` // a 300-byte append and fdatasync: the floor of a group-committed write
 	ReadUS    float64  `json:"floor_read_us"`
-	Results   []Result `json:"results"`
+	// SyscallsPerWrite is the I/O system calls of one ClaimNext or
+	// Complete (strace -c; 0 without strace), by kind in SyscallKinds.
+	SyscallsPerWrite float64  `json:"syscalls_per_write,omitempty"`
+	SyscallKinds     string   `json:"syscall_kinds,omitempty"`
+	Results          []Result `json:"results"`
 }
 
 func main() {
@@ -110,16 +117,17 @@ func main() {
 	}
 
 	rep := Report{GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}
-	var floors, reads []time.Duration
+	var floors, appends, reads []time.Duration
 	// floorHere measures the floor in dir, right before the figures that
 	// are compared with it; ratios use this local floor.
 	floorHere := func(dir string, n int) float64 {
 		w, r := floor(filepath.Join(dir, ".floor"), n)
 		floors, reads = append(floors, w...), append(reads, r...)
+		appends = append(appends, appendFloor(filepath.Join(dir, ".floor"), n)...)
 		return median(w)
 	}
 	local := floorHere(root, 300)
-	fmt.Printf("floor: durable write %.0f µs (median of 300, 300-byte file, re-measured beside every group)\n", local)
+	fmt.Printf("floor: durable write %.0f µs, durable append %.0f µs (medians of 300, 300 bytes, re-measured beside every group)\n", local, median(appends))
 	add := func(r Result) {
 		r.Ratio = r.Median / local
 		rep.Results = append(rep.Results, r)
@@ -161,10 +169,16 @@ func main() {
 		dir := filepath.Join(root, fmt.Sprintf("throughput-%d", p))
 		buildReady(dir, throughputTasks)
 		local = floorHere(dir, 100)
-		opsPerSec := throughput(p, throughputTasks, "-work", dir)
-		perOp := 1e6 / opsPerSec
+		tp := throughput(p, throughputTasks, "-work", dir)
+		perOp := 1e6 / tp.opsPerSec
 		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p), Median: perOp, P90: perOp,
-			Note: fmt.Sprintf("%.0f ops/s = %.0f%% of 1/floor", opsPerSec, 100*opsPerSec*local/1e6)})
+			Note: fmt.Sprintf("%.0f ops/s = %.2f× 1/floor, %.2f× 1/append; %.1f writes per fdatasync", tp.opsPerSec, tp.opsPerSec*local/1e6, tp.opsPerSec*median(appends)/1e6, tp.writesPerSync)})
+		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("latency %d procs", p), Median: pct(tp.latencies, 50), P90: pct(tp.latencies, 90), P99: pct(tp.latencies, 99),
+			Note: fmt.Sprintf("one ClaimNext or Complete; p99 %.0f µs", pct(tp.latencies, 99))})
+	}
+	if _, err := exec.LookPath("strace"); err == nil {
+		rep.SyscallsPerWrite, rep.SyscallKinds = syscallsPerWrite(root)
+		fmt.Printf("I/O system calls per write: %.1f (%s)\n", rep.SyscallsPerWrite, rep.SyscallKinds)
 	}
 
 	if *pgURL != "" {
@@ -172,7 +186,7 @@ func main() {
 			add(r)
 		}
 	}
-	rep.FloorUS, rep.ReadUS = median(floors), median(reads)
+	rep.FloorUS, rep.AppendUS, rep.ReadUS = median(floors), median(appends), median(reads)
 	if *svgOut != "" {
 		if err := os.WriteFile(*svgOut, []byte(chart(rep)), 0o644); err != nil {
 			log.Fatal(err)
@@ -443,26 +457,60 @@ func readLoop(dir string) {
 	fmt.Println(time.Since(start).Microseconds())
 }
 
+// throughputResult is what the worker processes of one run did.
+type throughputResult struct {
+	opsPerSec     float64         // writes per second over all of them
+	latencies     []time.Duration // of every write
+	writesPerSync float64         // writes per fdatasync of the change log, over all of them
+}
+
+// workReport is what a -work process prints when it is done.
+type workReport struct {
+	LatenciesNS []int64 `json:"latencies_ns"`
+	Writes      int64   `json:"writes"`
+	Syncs       int64   `json:"syncs"`
+}
+
 // throughput runs p copies of this program with args, each doing
-// ClaimNext+Complete until no task is ready, and returns write operations
-// per second over all of them.
-func throughput(p, tasks int, args ...string) float64 {
+// ClaimNext+Complete until no task is ready.
+func throughput(p, tasks int, args ...string) throughputResult {
 	start := time.Now()
-	var wg sync.WaitGroup
+	var (
+		wg            sync.WaitGroup
+		mu            sync.Mutex
+		res           throughputResult
+		writes, syncs int64
+	)
 	for range p {
 		cmd := exec.Command(os.Args[0], args...)
 		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			log.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			log.Fatal(err)
 		}
 		wg.Go(func() {
+			var r workReport
+			if err := json.NewDecoder(out).Decode(&r); err != nil {
+				log.Fatalf("worker report: %v", err)
+			}
 			if err := cmd.Wait(); err != nil {
 				log.Fatal(err)
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, ns := range r.LatenciesNS {
+				res.latencies = append(res.latencies, time.Duration(ns))
+			}
+			writes, syncs = writes+r.Writes, syncs+r.Syncs
 		})
 	}
 	wg.Wait()
-	return float64(2*tasks) / time.Since(start).Seconds()
+	res.opsPerSec = float64(2*tasks) / time.Since(start).Seconds()
+	res.writesPerSync = float64(writes) / float64(max(syncs, 1))
+	return res
 }
 
 func work(dir string) {
@@ -471,28 +519,117 @@ func work(dir string) {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	drain(s)
+	lat := drain(s)
+	st := s.Stats()
+	r := workReport{Writes: st.Writes, Syncs: st.Syncs}
+	for _, d := range lat {
+		r.LatenciesNS = append(r.LatenciesNS, d.Nanoseconds())
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+		log.Fatal(err)
+	}
 }
 
-// drain is a worker: ClaimNext+Complete until no task is ready.
-func drain(s taskgraph.Store) {
+// drain is a worker: ClaimNext+Complete until no task is ready. It
+// returns the time each of them took.
+func drain(s taskgraph.Store) []time.Duration {
 	owner := fmt.Sprint("worker-", os.Getpid())
+	var lat []time.Duration
 	for {
+		start := time.Now()
 		t, err := s.ClaimNext(ctx, owner)
 		if errors.Is(err, taskgraph.ErrNoReady) {
-			return
+			return lat
 		}
 		if err != nil {
 			log.Fatal(err)
 		}
+		lat = append(lat, time.Since(start))
+		start = time.Now()
 		if _, err := s.Complete(ctx, t.ID, owner); err != nil {
 			log.Fatal(err)
 		}
+		lat = append(lat, time.Since(start))
 	}
 }
 
+// appendFloor measures the floor of a group-committed write: append 300
+// bytes to a file and fdatasync it, n times.
+func appendFloor(dir string, n int) []time.Duration {
+	f, err := os.OpenFile(filepath.Join(dir, "journal"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	data := []byte(strings.Repeat("x", 299) + "\n")
+	var ds []time.Duration
+	for range n {
+		start := time.Now()
+		if _, err := f.Write(data); err != nil {
+			log.Fatal(err)
+		}
+		if err := datasync(f); err != nil {
+			log.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	return ds
+}
+
+// syscallsPerWrite counts the I/O system calls of one ClaimNext or Complete
+// with strace -c: a worker drains 200 ready tasks, another 1,200, and the
+// difference is divided by the 2,000 writes between them, so that opening
+// the store counts for nothing. The Go runtime's calls are left out.
+func syscallsPerWrite(root string) (float64, string) {
+	runtimeCalls := map[string]bool{}
+	for _, c := range strings.Fields("futex nanosleep epoll_pwait sched_yield tgkill rt_sigreturn getpid madvise mmap munmap rt_sigprocmask rt_sigaction sigaltstack mprotect rseq set_robust_list gettid clone clone3 execve") {
+		runtimeCalls[c] = true
+	}
+	counts := make([]map[string]float64, 2)
+	for i, n := range []int{200, 1200} {
+		dir := filepath.Join(root, fmt.Sprintf("syscalls-%d", n))
+		buildReady(dir, n)
+		out := filepath.Join(root, fmt.Sprintf("strace-%d.txt", n))
+		cmd := exec.Command("strace", "-f", "-c", "-o", out, os.Args[0], "-work", dir)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			log.Fatalf("strace: %v", err)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			log.Fatal(err)
+		}
+		counts[i] = map[string]float64{}
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 5 || f[len(f)-1] == "total" || f[0][0] < '0' || f[0][0] > '9' {
+				continue
+			}
+			calls, err := strconv.Atoi(f[3])
+			if err == nil {
+				counts[i][f[len(f)-1]] = float64(calls)
+			}
+		}
+	}
+	var total float64
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(counts[1])) {
+		d := (counts[1][k] - counts[0][k]) / 2000
+		if runtimeCalls[k] || d < 0.05 {
+			continue
+		}
+		total += d
+		kinds = append(kinds, fmt.Sprintf("%s %.1f", k, d))
+	}
+	return total, strings.Join(kinds, ", ")
+}
+
 func printTable(rep Report) {
-	fmt.Printf("\ntaskgraph benchmark (%s, %d CPUs); floor = durable write %.0f µs, read %.0f µs\n\n", rep.GoVersion, rep.CPUs, rep.FloorUS, rep.ReadUS)
+	fmt.Printf("\ntaskgraph benchmark (%s, %d CPUs); floor = durable write %.0f µs, durable append %.0f µs, read %.0f µs\n", rep.GoVersion, rep.CPUs, rep.FloorUS, rep.AppendUS, rep.ReadUS)
+	if rep.SyscallsPerWrite > 0 {
+		fmt.Printf("I/O system calls per write: %.1f (%s)\n", rep.SyscallsPerWrite, rep.SyscallKinds)
+	}
+	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "shape\tN\top\tmedian µs\tp90 µs\t× floor\tnote\t")
 	for _, r := range rep.Results {

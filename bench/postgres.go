@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"log"
 	"math/rand/v2"
@@ -57,7 +58,7 @@ func benchPostgres(url string, ns []int, samples, throughputTasks int, workers [
 		if err := s.Load(ctx, tasks); err != nil {
 			log.Fatal(err)
 		}
-		opsPerSec := throughput(p, throughputTasks, "-pg", url, "-pgwork", graph)
+		opsPerSec := throughput(p, throughputTasks, "-pg", url, "-pgwork", graph).opsPerSec
 		if p == 1 {
 			single = opsPerSec
 		}
@@ -80,7 +81,13 @@ func pgWorker(url, graph string) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	drain(s)
+	r := workReport{}
+	for _, d := range drain(s) {
+		r.LatenciesNS = append(r.LatenciesNS, d.Nanoseconds())
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+		log.Fatal(err)
+	}
 }
 
 // dagTasks is the layered DAG of build, as tasks to Load.

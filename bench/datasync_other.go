@@ -1,0 +1,8 @@
+//go:build !linux
+
+package main
+
+import "os"
+
+// datasync is fsync where fdatasync is not used.
+func datasync(f *os.File) error { return f.Sync() }
