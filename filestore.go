@@ -86,7 +86,7 @@ type FileStore struct {
 	metaErr, journalErr error
 	temps               []string // temporary files of dead writers, found by the last scan
 	stats               struct{ writes, syncs, checkpoints, scans atomic.Int64 }
-	hub                 hub      // this store's watchers, told of every change to the cache
+	hub                 hub // this store's watchers, told of every change to the cache
 
 	// Group commit (groupcommit.go). gc: single-file writes are made
 	// durable by syncing the change log. logGen counts the logs this

@@ -51,11 +51,11 @@ type Result struct {
 
 // Report is the whole run, as written by -json.
 type Report struct {
-	GoVersion string   `json:"go"`
-	CPUs      int      `json:"cpus"`
-	FloorUS   float64  `json:"floor_write_us"`
-	AppendUS  float64  `json:"floor_append_us"` // a 300-byte append and fdatasync: the floor of a group-committed write
-	ReadUS    float64  `json:"floor_read_us"`
+	GoVersion string  `json:"go"`
+	CPUs      int     `json:"cpus"`
+	FloorUS   float64 `json:"floor_write_us"`
+	AppendUS  float64 `json:"floor_append_us"` // a 300-byte append and fdatasync: the floor of a group-committed write
+	ReadUS    float64 `json:"floor_read_us"`
 	// SyscallsPerWrite is the I/O system calls of one ClaimNext or
 	// Complete (strace -c; 0 without strace), by kind in SyscallKinds.
 	SyscallsPerWrite float64  `json:"syscalls_per_write,omitempty"`
