@@ -99,11 +99,12 @@ func TestFileFormat(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o644)&^umask(), fi.Mode().Perm(), "default permissions")
 
-	// Only task files, the lock, the log and no temporary files.
+	// Only task files, the lock, the log, the sync file and no temporary
+	// files.
 	names, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, n := range names {
-		assert.Contains(t, []string{"task_1.json", "task_2.json", ".taskgraph.lock", ".taskgraph.log"}, n.Name())
+		assert.Contains(t, []string{"task_1.json", "task_2.json", ".taskgraph.lock", ".taskgraph.log", ".taskgraph.sync"}, n.Name())
 	}
 }
 

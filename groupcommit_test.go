@@ -161,9 +161,9 @@ func (p *powerFS) lose(t *testing.T, rng *rand.Rand) (reverted int) {
 // torn record at the end of the log — the first store of the next boot
 // replays the log, and every acknowledged write is there, nothing else.
 func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
-	restore := checkpointInterval
+	restore, realBoot := checkpointInterval, bootID
 	checkpointInterval = 4 << 10 // a checkpoint every few writes, so losses cross them
-	t.Cleanup(func() { checkpointInterval = restore })
+	t.Cleanup(func() { checkpointInterval, bootID = restore, realBoot })
 	ctx := context.Background()
 	rounds := 60
 	if testing.Short() {
@@ -215,7 +215,6 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		require.NoError(t, after.Close())
 		replays++
 	}
-	bootID = func() string { return "" }
 	t.Logf("%d power losses, %d task files put back to an older version", replays, reverted)
 	assert.Greater(t, reverted, rounds, "the losses did revert files")
 }
@@ -300,6 +299,7 @@ func TestReplacedLogReachesEveryone(t *testing.T) {
 	assert.Equal(t, scans, a.Stats().Scans, "a followed b's writes from the log")
 }
 
+// openPair opens two stores on dir, with group commit.
 func openPair(t *testing.T, dir string) (*FileStore, *FileStore) {
 	a, err := Open(dir)
 	require.NoError(t, err)
@@ -307,6 +307,7 @@ func openPair(t *testing.T, dir string) (*FileStore, *FileStore) {
 	b, err := Open(dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
+	require.True(t, a.gc && b.gc, "group commit is on")
 	return a, b
 }
 
@@ -351,6 +352,8 @@ func TestNoStoreReturnsAWriteBeforeItIsDurable(t *testing.T) {
 	}()
 	select {
 	case <-entered: // a has let go of the lock, and a sync is in flight
+	case err := <-created:
+		t.Fatalf("the write returned without a sync of the change log: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("nobody synced the change log")
 	}
@@ -410,6 +413,7 @@ func TestWritersShareSyncs(t *testing.T) {
 				s, err := Open(dir)
 				require.NoError(t, err)
 				t.Cleanup(func() { s.Close() })
+				require.True(t, s.gc, "group commit is on")
 				_, err = s.List(ctx)
 				require.NoError(t, err)
 				s.fs = slowSyncFS{s.fs, &syncs}
@@ -431,6 +435,12 @@ func TestWritersShareSyncs(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, ts, writers*each)
 			n := syncs.Load()
+			var counted int64
+			for _, s := range all {
+				counted += s.Stats().Syncs
+			}
+			assert.Equal(t, n, counted, "Stats counts every sync")
+			require.NotZero(t, n)
 			t.Logf("%d writes, %d syncs of the change log: %.1f writes per sync", writers*each, n, float64(writers*each)/float64(n))
 			assert.Less(t, n, int64(writers*each/2), "syncs are shared")
 		})
