@@ -446,3 +446,34 @@ func TestWritersShareSyncs(t *testing.T) {
 		})
 	}
 }
+
+// TestGarbageSyncFile: whatever the sync file holds — garbage, a torn
+// record, a record of another log, megabytes — a write still syncs the
+// change log itself and succeeds, and the next one is shared again.
+func TestGarbageSyncFile(t *testing.T) {
+	ctx := context.Background()
+	for name, content := range map[string][]byte{
+		"garbage":     []byte("not a sync record at all"),
+		"torn":        {1, 2, 3},
+		"other log":   append(make([]byte, 8), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f),
+		"megabytes":   make([]byte, 4<<20),
+		"empty":       {},
+		"nul and ffs": {0, 0xff, 0, 0xff, 0, 0xff, 0, 0xff, 0, 0xff, 0, 0xff, 0, 0xff, 0, 0xff},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, syncFileName), content, 0o644))
+			a, b := openPair(t, dir)
+			for i := range 3 {
+				before := a.Stats().Syncs
+				_, err := a.Create(ctx, NewTask{Subject: fmt.Sprint("write ", i)})
+				require.NoError(t, err)
+				assert.Equal(t, before+1, a.Stats().Syncs, "the write synced the change log")
+			}
+			ts, err := b.List(ctx)
+			require.NoError(t, err)
+			assert.Len(t, ts, 3)
+			assert.Zero(t, b.Stats().Syncs, "b found a's syncs in the sync file")
+		})
+	}
+}
