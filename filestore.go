@@ -39,11 +39,16 @@ var maxLogSize int64 = 8 << 20
 //
 // Every write takes an exclusive flock on the directory, brings its cache up
 // to date (see below), re-checks the files the decision depends on, and
-// replaces files atomically: it writes a temporary file in the directory,
-// fsyncs it and renames it over the old one, then the directory is fsynced
-// so the rename itself survives a power loss. A write that touches
-// several files first writes a journal holding all of them, so after a crash
-// either all or none of it is visible; the next writer replays it.
+// replaces files atomically: it writes a temporary file in the directory
+// and renames it over the old one. On Linux a write of one file is made
+// durable by its record in the change log, synced once for every writer
+// waiting, in any process (group commit; see groupcommit.go and
+// WithSyncEachWrite); elsewhere the file is fsynced before the rename and
+// the directory after it. A write that touches several files first writes
+// a durable journal holding all of them, so after a crash either all or
+// none of it is visible; the next writer replays it. A write returns only
+// once it is durable, and no operation returns a change, nor a watch
+// reports it, before it is.
 //
 // The cache: each write announces the ids it is about to change in a small
 // change log (.taskgraph.log) before its commit point, and records their

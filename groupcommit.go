@@ -24,10 +24,12 @@ import (
 // content; then, after letting go of the lock, it syncs the log
 // (fdatasync). Writers that arrive while a sync is in flight append theirs
 // meanwhile and share the next one — within a process by the leader and
-// follower of logSync, across processes because one fdatasync of the log
-// makes durable everything any process appended to it before the call. So
-// no writer waits for a disk flush while holding the lock, and a flush
-// serves every writer queued behind it.
+// followers of logSync, across processes through the sync file: one
+// fdatasync of the log makes durable everything any process appended to it
+// before the call, so the process holding the sync file's flock syncs and
+// records how far, and the ones queued on the flock find their record
+// covered. So no writer waits for a disk flush while holding the lock, and
+// a flush serves every writer queued behind it.
 //
 // The renamed files become durable at the next checkpoint: every
 // checkpointInterval bytes of log a writer syncs the whole filesystem

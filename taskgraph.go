@@ -18,11 +18,13 @@
 //
 // # The design in one page
 //
-// Files. A task is task_<id>.json (codec.go). Beside the tasks live four
+// Files. A task is task_<id>.json (codec.go). Beside the tasks live
 // dot-files the reference's glob never sees: .taskgraph.lock (the flock),
 // .taskgraph.meta (the id high-water mark, so ids are never reused),
-// .taskgraph.log (which tasks each write changed) and, only during a
-// write that touches several files, .taskgraph.journal.
+// .taskgraph.log (what each write changed: the cache's feed and the redo
+// log of group commit), .taskgraph.sync (how far the log is durable,
+// shared by the processes) and, only during a write that touches several
+// files, .taskgraph.journal.
 //
 // Lock (lock.go). Every write holds an exclusive flock on .taskgraph.lock
 // for its whole read-decide-write cycle; reads take it shared, so they
@@ -34,8 +36,19 @@
 // asks the rulebook ([Rules]) whether the change is allowed — the same
 // functions MemStore and pgstore call, so every store decides alike — and
 // computes the full set of files to write. One file is written to a
-// temporary name, fsynced, and renamed over the task (internal/atomicfile);
-// then the directory is fsynced. The rename is the commit point.
+// temporary name and put in place of the task by an atomic rename (or an
+// exchange of the two names, internal/atomicfile). The rename is the
+// commit point.
+//
+// Group commit (groupcommit.go). The write's change-log record holds the
+// file's whole content, so on Linux the record, not an fsync of the file,
+// makes it durable: after letting go of the lock the writer syncs the log
+// (fdatasync), and one sync serves every writer that appended before it,
+// in this process and in others (the sync file's flock). No store returns
+// a write, or reports it to a watcher, before the log is durable past it.
+// The renamed files reach the disk at checkpoints (one syncfs every 512
+// KiB of log); after a power loss the first store to open the directory
+// replays the records since the last checkpoint onto the files.
 //
 // Journal (commit.go). A write of several files (a create with Blocks, a
 // delete with Detach, an edge edit) first writes every new file into one
@@ -45,8 +58,8 @@
 // after validating every entry. A write is never stored in part.
 //
 // Cache (cache.go). A FileStore keeps every task decoded in memory with a
-// reverse-edge index and a heap of ready ids, so a write costs one durable
-// write whatever the size of the graph. After each commit the writer
+// reverse-edge index and a heap of ready ids, so a write costs the same
+// whatever the size of the graph. After each commit the writer
 // appends the changed ids to .taskgraph.log; other stores read only the
 // log's new tail and reload those files, and rescan the directory when the
 // log was replaced or the directory changed behind their back.
