@@ -177,6 +177,14 @@ func (s *FileStore) raiseHighWater(id ID) error {
 	if err := s.writeFile(metaFileName, append(data, '\n')); err != nil {
 		return err
 	}
+	if s.gc {
+		// A group-committed delete syncs no directory, and its log
+		// record does not raise the mark: the new meta file must be
+		// durable before the deletion it protects can be.
+		if err := s.syncDir(); err != nil {
+			return err
+		}
+	}
 	s.hwm = id
 	return nil
 }

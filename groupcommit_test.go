@@ -62,6 +62,14 @@ func (p *powerFS) Sync(f *os.File) error {
 	if err := p.fileSystem.Sync(f); err != nil {
 		return err
 	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		// The directory's entries are durable now; of the files, only
+		// the meta file is always fsynced before its rename.
+		p.mu.Lock()
+		delete(p.versions, metaFileName)
+		p.mu.Unlock()
+		return nil
+	}
 	// A temporary file fsynced before its rename: note it by name.
 	p.mu.Lock()
 	p.synced[filepath.Base(f.Name())] = true
@@ -71,6 +79,7 @@ func (p *powerFS) Sync(f *os.File) error {
 
 func (p *powerFS) Rename(oldname, newname string) error {
 	_, isTask := parseTaskFileName(newname)
+	isTask = isTask || newname == metaFileName
 	var v *version
 	if isTask {
 		data, err := os.ReadFile(filepath.Join(p.dir, oldname))
@@ -185,6 +194,9 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		}
 		want, err := s.List(ctx)
 		require.NoError(t, err)
+		last, err := s.Create(ctx, NewTask{Subject: "last"})
+		require.NoError(t, err)
+		require.NoError(t, s.Delete(ctx, last.ID)) // the highest id is deleted: only the meta file keeps it
 		require.NoError(t, s.Close())
 
 		reverted += pfs.lose(t, rng)
@@ -210,8 +222,9 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		due, err := after.restartDueNow()
 		require.NoError(t, err)
 		assert.False(t, due, "round %d", round)
-		_, err = after.Create(ctx, NewTask{Subject: "next boot"})
+		next, err := after.Create(ctx, NewTask{Subject: "next boot"})
 		require.NoError(t, err)
+		assert.Greater(t, next.ID, last.ID, "round %d: a deleted id is never allocated again", round)
 		require.NoError(t, after.Close())
 		replays++
 	}
