@@ -94,7 +94,7 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 		}
 		switch r.Kind {
 		case changelog.Checkpoint:
-			s.ckptOff = at
+			s.ckptOff, s.ckptKnown = at, true
 		case changelog.Intent:
 			rescan = rescan || r.Mtime != s.dirMtime
 			if pending == nil {
@@ -283,7 +283,7 @@ func (s *FileStore) scan() error {
 		return err
 	}
 	s.dirMtime = dfi.ModTime().UnixNano()
-	if s.gc {
+	if s.redoLog() {
 		if err := s.afterScan(); err != nil {
 			return err
 		}

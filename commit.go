@@ -54,11 +54,8 @@ func (d dirFS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, erro
 }
 
 func (dirFS) Append(f *os.File, data []byte) error { _, err := f.Write(data); return err }
-func (d dirFS) Exchange(oldname, newname string) error {
-	return atomicfile.ExchangeIn(d.dirf, oldname, newname)
-}
-func (dirFS) SyncData(f *os.File) error { return atomicfile.SyncData(f) }
-func (dirFS) SyncFS(d *os.File) error   { return atomicfile.SyncFS(d) }
+func (dirFS) SyncData(f *os.File) error            { return atomicfile.SyncData(f) }
+func (dirFS) SyncFS(d *os.File) error              { return atomicfile.SyncFS(d) }
 func (d dirFS) OpenRead(name string) (*os.File, error) {
 	return atomicfile.OpenIn(d.dirf, d.root, name, os.O_RDONLY, 0)
 }
@@ -242,11 +239,15 @@ func (s *FileStore) commit(p *plan) error {
 		j.Del = append(j.Del, int64(id))
 		j.HighWater = max(j.HighWater, int64(id))
 	}
-	if err := s.announce(j); err != nil {
+	single := len(p.put)+len(p.del) == 1
+	// A write of several files is durable on its own when it returns: what
+	// it read must be too, and no replay after a restart may take its files
+	// back to a record older than it. So it checkpoints first.
+	if err := s.announce(j, !single && s.redoLog()); err != nil {
 		return err
 	}
 	var finish func() error
-	if len(p.put)+len(p.del) == 1 {
+	if single {
 		if err := s.raiseHighWater(ID(j.HighWater)); err != nil {
 			return err
 		}
@@ -260,13 +261,6 @@ func (s *FileStore) commit(p *plan) error {
 			finish = nil
 		}
 	} else {
-		if s.gc {
-			// This write is durable on its own when it returns; what
-			// it read must be too, before it can outlast it.
-			if err := s.syncLogLocked(); err != nil {
-				return err
-			}
-		}
 		data, err := journal.Encode(j)
 		if err != nil {
 			return fmt.Errorf("taskgraph: encode journal: %w", err)
@@ -287,19 +281,6 @@ func (s *FileStore) commit(p *plan) error {
 		// durable.
 		s.scanned = false
 		return &unknownOutcomeError{err: err}
-	}
-	return nil
-}
-
-// syncLogLocked makes the change log durable up to where this store has
-// read or written it, under the lock.
-func (s *FileStore) syncLogLocked() error {
-	if s.log == nil {
-		return nil
-	}
-	f := s.log
-	if err := s.logSync.wait(s.logGen, s.logOff, func() error { return s.syncData(f) }); err != nil {
-		return fmt.Errorf("taskgraph: sync change log: %w", err)
 	}
 	return nil
 }
@@ -476,7 +457,7 @@ func (s *FileStore) replayJournal(j *journal.Journal) error {
 	if err := s.prepareLog(); err != nil {
 		return err
 	}
-	if err := s.announce(j); err != nil {
+	if err := s.announce(j, s.redoLog()); err != nil {
 		return err
 	}
 	if err := s.finish(j, func() error { return s.finishJournal(j) }); err != nil {
@@ -505,19 +486,28 @@ func (s *FileStore) prepareLog() error {
 	if err := s.openLog(); err != nil {
 		return err
 	}
-	if s.gc && s.logOff == 0 {
+	if s.redoLog() && s.logOff == 0 {
 		fi, err := s.log.Stat()
 		if err != nil {
 			return fmt.Errorf("taskgraph: change log: %w", err)
 		}
 		if fi.Size() == 0 {
+			s.forgetSyncs()
 			if err := s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)); err != nil {
 				return err
 			}
 			if err := s.fs.SyncFS(s.dirf); err != nil {
 				return fmt.Errorf("taskgraph: make the new change log durable: %w", err)
 			}
-			s.ckptOff = 0
+			s.ckptOff, s.ckptKnown = 0, true
+		}
+	}
+	if s.gc && !s.ckptKnown {
+		// A log an older version wrote, or a store without group commit:
+		// records from here on are replayed after a restart only after a
+		// checkpoint.
+		if err := s.checkpointNow(); err != nil {
+			return err
 		}
 	}
 	if s.logOff < maxLogSize {
@@ -534,16 +524,17 @@ func (s *FileStore) prepareLog() error {
 // log, a checkpoint, is durable before it replaces the old.
 func (s *FileStore) replaceLog() error {
 	var first []byte
-	if s.gc {
+	if s.redoLog() {
 		if err := s.fs.SyncFS(s.dirf); err != nil {
 			return fmt.Errorf("taskgraph: replace change log: %w", err)
 		}
 		first = changelog.AppendCheckpoint(nil, s.boot)
+		s.forgetSyncs()
 	}
-	if err := atomicfile.Replace(s.fs, logFileName, first, 0o644, s.gc); err != nil {
+	if err := atomicfile.Replace(s.fs, logFileName, first, 0o644, s.redoLog()); err != nil {
 		return fmt.Errorf("taskgraph: replace change log: %w", err)
 	}
-	if s.gc {
+	if s.redoLog() {
 		if err := s.syncDir(); err != nil {
 			return err
 		}
@@ -552,7 +543,7 @@ func (s *FileStore) replaceLog() error {
 	if err := s.openLog(); err != nil {
 		return err
 	}
-	s.logOff, s.ckptOff = int64(len(first)), 0
+	s.logOff, s.ckptOff, s.ckptKnown = int64(len(first)), 0, s.redoLog()
 	return nil
 }
 
@@ -573,10 +564,25 @@ func (s *FileStore) closeLog() {
 // fails, a new log takes its place, which makes every other store rescan;
 // only if that fails too is the write refused, before anything of it is
 // written.
-func (s *FileStore) announce(j *journal.Journal) error {
+//
+// With checkpoint it first makes everything durable with syncfs and puts
+// a checkpoint line before the announcement, in the same append.
+func (s *FileStore) announce(j *journal.Journal, checkpoint bool) error {
 	ids := append(slices.Sorted(maps.Keys(j.Put)), j.Del...)
-	err := s.appendRecord(changelog.AppendIntent(nil, s.dirMtime, ids))
+	var rec []byte
+	if checkpoint {
+		if err := s.fs.SyncFS(s.dirf); err != nil {
+			return fmt.Errorf("taskgraph: checkpoint: %w", err)
+		}
+		s.stats.checkpoints.Add(1)
+		rec = changelog.AppendCheckpoint(nil, s.boot)
+	}
+	start := s.logOff
+	err := s.appendRecord(changelog.AppendIntent(rec, s.dirMtime, ids))
 	if err == nil {
+		if checkpoint {
+			s.ckptOff, s.ckptKnown = start, true
+		}
 		return nil
 	}
 	if rerr := s.replaceLog(); rerr != nil {

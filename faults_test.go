@@ -117,13 +117,6 @@ func (f *faultFS) Rename(oldname, newname string) error {
 	return f.fileSystem.Rename(oldname, newname)
 }
 
-func (f *faultFS) Exchange(oldname, newname string) error {
-	if err := f.fail("rename"); err != nil {
-		return &os.LinkError{Op: "exchange", Old: oldname, New: newname, Err: err}
-	}
-	return f.fileSystem.Exchange(oldname, newname)
-}
-
 func (f *faultFS) Remove(name string) error {
 	if err := f.fail("unlink"); err != nil {
 		return &os.PathError{Op: "remove", Path: name, Err: err}
@@ -156,7 +149,7 @@ func fixedClock() time.Time { return fixedNow }
 func faultTemplate(t *testing.T) string {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open(dir, WithoutSync(), WithClock(fixedClock))
+	s, err := Open(dir, WithClock(fixedClock))
 	require.NoError(t, err)
 	defer s.Close()
 	for _, subj := range []string{"a", "b", "c", "d"} {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -98,11 +99,13 @@ type FileStore struct {
 	// store has opened; ckptOff is the offset of the log's last
 	// checkpoint; exclusive says how the lock is held now.
 	gc        bool
-	boot      string
+	boot      string // the boot id; "" when the log is no redo log here (see redoLog)
+	ckptKnown bool   // the log has a checkpoint, at ckptOff
 	logGen    uint64
 	ckptOff   int64
 	exclusive bool
 	logSync   logSync
+	inflight  sync.WaitGroup // operations between acquire and the end of their release
 
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch
@@ -154,11 +157,13 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		fs:     newDirFS(root, dirf),
 		done:   make(chan struct{}),
 	}
-	if atomicfile.GroupCommit && !cfg.noSync && !cfg.syncFiles {
+	if atomicfile.GroupCommit && !cfg.noSync {
 		// Without a boot id a restart cannot be told from a crash of
-		// the process: then every write keeps its own fsyncs.
+		// the process: then every write keeps its own fsyncs. A store
+		// that keeps them by choice (WithSyncEachWrite) still keeps the
+		// log a redo log for the others (redoLog).
 		s.boot = bootID()
-		s.gc = s.boot != ""
+		s.gc = s.boot != "" && !cfg.syncFiles
 	}
 	if s.gc {
 		s.hub.holding = true
@@ -252,6 +257,9 @@ func (s *FileStore) Close() error {
 	}
 	s.closed = true
 	close(s.done)
+	// An operation that let go of the semaphore may still be making its
+	// write durable with the descriptors closed below.
+	s.inflight.Wait()
 	var errs []error
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
@@ -310,14 +318,21 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 			<-s.sem
 			return nil, err
 		}
+		s.inflight.Add(1)
 		return func() error {
-			gen, off, log, ino, evs := s.logGen, s.logOff, s.log, s.logIno, s.hub.take()
+			defer s.inflight.Done()
+			gen, off, log, ino := s.logGen, s.logOff, s.log, s.logIno
+			if s.gc {
+				// Queued in the order of the operations, which the
+				// semaphore gives.
+				s.logSync.hold(gen, off, s.hub.take())
+			}
 			unlock()
 			<-s.sem
 			if !s.gc {
 				return nil
 			}
-			return s.makeDurable(gen, off, log, ino, evs)
+			return s.makeDurable(gen, off, log, ino)
 		}, nil
 	}
 }

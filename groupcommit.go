@@ -47,6 +47,12 @@ import (
 // fsynced files, an fsynced directory), after first syncing the log so
 // that nothing it read can be lost while it stays.
 
+// redoLog reports whether this store keeps the change log a redo log:
+// checkpoints, a durable replacement, the replay after a restart. Every
+// store on Linux does, also one that syncs each write itself, so that it
+// never undoes what group-committing stores on the same directory rely on.
+func (s *FileStore) redoLog() bool { return s.boot != "" }
+
 // bootID is atomicfile.BootID; tests replace it to stage a restart.
 var bootID = atomicfile.BootID
 
@@ -120,10 +126,10 @@ func (ls *logSync) hold(gen uint64, off int64, ds []delivery) {
 }
 
 // wait returns once the log gen is durable up to off, syncing it with
-// sync unless a sync in flight or done since covers it. The sync covers
-// everything appended to the log before it starts, so the leader claims
-// all of that for the followers queued behind it.
-func (ls *logSync) wait(gen uint64, off int64, sync func() error) error {
+// sync unless a sync in flight or done since covers it. The leader asks
+// sync for everything this store appended so far, for the followers
+// queued behind it, and claims no more than that.
+func (ls *logSync) wait(gen uint64, off int64, sync func(upTo int64) error) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	for {
@@ -141,7 +147,7 @@ func (ls *logSync) wait(gen uint64, off int64, sync func() error) error {
 		upTo = max(off, ls.end)
 	}
 	ls.mu.Unlock()
-	err := sync()
+	err := sync(upTo)
 	ls.mu.Lock()
 	ls.syncing = false
 	ls.cond.Broadcast()
@@ -165,12 +171,12 @@ func (ls *logSync) dropQueue() {
 
 // makeDurable is the last step of every operation, after the lock is let
 // go: it makes the change log durable up to where the operation read or
-// wrote it, and then publishes the operation's events. If the log cannot
+// wrote it, which publishes the operation's events (queued by hold, in
+// the order of the operations, before the lock was let go). If the log cannot
 // be synced, syncfs makes everything durable instead; only if that fails
 // too is the error returned. The caller reports it as ErrUnknownOutcome for
 // a write that committed.
-func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64, ds []delivery) error {
-	s.logSync.hold(gen, off, ds)
+func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) error {
 	if f == nil {
 		// No log open: nothing was recorded, nothing to sync.
 		s.logSync.mu.Lock()
@@ -178,7 +184,7 @@ func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64, d
 		s.logSync.mu.Unlock()
 		return nil
 	}
-	err := s.logSync.wait(gen, off, func() error { return s.sharedSync(f, ino, off) })
+	err := s.logSync.wait(gen, off, func(upTo int64) error { return s.sharedSync(f, ino, upTo) })
 	if err == nil {
 		return nil
 	}
@@ -202,17 +208,26 @@ func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64, d
 // write to try again: the records since the last checkpoint still hold
 // every write.
 func (s *FileStore) checkpoint() {
-	if s.logOff-s.ckptOff < checkpointInterval {
-		return
+	if s.logOff-s.ckptOff >= checkpointInterval {
+		_ = s.checkpointNow()
 	}
-	if s.fs.SyncFS(s.dirf) != nil {
-		return
+}
+
+// checkpointNow syncs everything with syncfs and appends a checkpoint to
+// the log: every checkpointInterval, and before the first group-committed
+// write to a log without one. (A write of several files checkpoints in its
+// announcement; see announce.)
+func (s *FileStore) checkpointNow() error {
+	if err := s.fs.SyncFS(s.dirf); err != nil {
+		return fmt.Errorf("taskgraph: checkpoint: %w", err)
 	}
 	s.stats.checkpoints.Add(1)
 	off := s.logOff
-	if s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)) == nil {
-		s.ckptOff = off
+	if err := s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)); err != nil {
+		return err
 	}
+	s.ckptOff, s.ckptKnown = off, true
+	return nil
 }
 
 // replayAfterReboot replays the records after the log's last checkpoint
@@ -242,7 +257,7 @@ func (s *FileStore) replayAfterReboot() (replayed bool, err error) {
 	if err := s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)); err != nil {
 		return false, err
 	}
-	s.ckptOff = off
+	s.ckptOff, s.ckptKnown = off, true
 	return replayed, nil
 }
 
@@ -309,10 +324,11 @@ func (s *FileStore) restartDue() (bool, error) {
 			skip = bytes.IndexByte(buf, '\n') + 1
 		}
 		if off, ck, ok := changelog.LastCheckpoint(buf[skip:]); ok {
-			s.ckptOff = size - tail + int64(skip+off)
+			s.ckptOff, s.ckptKnown = size-tail+int64(skip+off), true
 			return ck.Boot != s.boot, nil
 		}
 		if tail == size {
+			s.ckptKnown = false
 			return false, nil
 		}
 	}
@@ -325,7 +341,8 @@ func (s *FileStore) restartDue() (bool, error) {
 const syncFileName = ".taskgraph.sync"
 
 // sharedSync makes the log f (inode ino) durable up to off, unless a sync
-// by another process since covers it: it waits for the sync in flight
+// by another process since covers it (the record is cleared whenever a log
+// is created or replaced, so a reused inode number never matches): it waits for the sync in flight
 // (the sync file's flock), then syncs only if the offset recorded there
 // falls short. So one fdatasync serves the writers of every process that
 // queued behind it. Without a usable sync file it syncs on its own.
@@ -356,6 +373,23 @@ func (s *FileStore) sharedSync(f *os.File, ino uint64, off int64) error {
 	binary.LittleEndian.PutUint64(rec[8:], uint64(fi.Size()))
 	_, _ = sf.WriteAt(rec[:], 0) // a hint: if lost, the next one syncs again
 	return nil
+}
+
+// forgetSyncs clears the sync file's record, under its flock, when this
+// store creates or replaces the change log: the new log may get the inode
+// number of the old, and no offset of the old says anything of it. A sync
+// file that cannot be used holds no record anyone reads.
+func (s *FileStore) forgetSyncs() {
+	f := s.openSyncFile()
+	if f == nil {
+		return
+	}
+	defer f.Close()
+	if flock(f, lockExclusive) != nil {
+		return
+	}
+	defer flock(f, lockUnlock)
+	_ = f.Truncate(0)
 }
 
 // syncData syncs the change log f, and counts it.

@@ -100,26 +100,6 @@ func (p *powerFS) Rename(oldname, newname string) error {
 	return nil
 }
 
-func (p *powerFS) Exchange(oldname, newname string) error {
-	data, err := os.ReadFile(filepath.Join(p.dir, oldname))
-	if err != nil {
-		return err
-	}
-	if _, isTask := parseTaskFileName(newname); isTask {
-		p.before(newname)
-	}
-	if err := p.fileSystem.Exchange(oldname, newname); err != nil {
-		return err
-	}
-	if _, isTask := parseTaskFileName(newname); isTask {
-		p.mu.Lock()
-		synced := p.synced[oldname]
-		p.mu.Unlock()
-		p.record(newname, &version{data: data, synced: synced})
-	}
-	return nil
-}
-
 func (p *powerFS) Remove(name string) error {
 	_, isTask := parseTaskFileName(name)
 	if isTask {

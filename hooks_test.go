@@ -79,13 +79,6 @@ func (k *killFS) Rename(oldname, newname string) error {
 	return k.fileSystem.Rename(oldname, newname)
 }
 
-func (k *killFS) Exchange(oldname, newname string) error {
-	if newname == logFileName {
-		k.step("logswap")
-	}
-	return k.fileSystem.Exchange(oldname, newname)
-}
-
 // dropFS loses the at-th append to the change log silently: it reports
 // success but writes nothing, as a writer that died right there would
 // leave the log.

@@ -36,9 +36,8 @@
 // asks the rulebook ([Rules]) whether the change is allowed — the same
 // functions MemStore and pgstore call, so every store decides alike — and
 // computes the full set of files to write. One file is written to a
-// temporary name and put in place of the task by an atomic rename (or an
-// exchange of the two names, internal/atomicfile). The rename is the
-// commit point.
+// temporary name and renamed over the task (internal/atomicfile). The
+// rename is the commit point.
 //
 // Group commit (groupcommit.go). The write's change-log record holds the
 // file's whole content, so on Linux the record, not an fsync of the file,
