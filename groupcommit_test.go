@@ -3,6 +3,7 @@
 package taskgraph
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -63,10 +64,15 @@ func (p *powerFS) Sync(f *os.File) error {
 		return err
 	}
 	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		// The directory's entries are durable now; of the files, only
-		// the meta file is always fsynced before its rename.
+		// The directory's entries are durable now: a file whose latest
+		// version was fsynced before its rename (or that is removed)
+		// keeps only that version.
 		p.mu.Lock()
-		delete(p.versions, metaFileName)
+		for name, vs := range p.versions {
+			if v := vs[len(vs)-1]; v == nil || v.synced {
+				p.versions[name] = []*version{v}
+			}
+		}
 		p.mu.Unlock()
 		return nil
 	}
@@ -177,9 +183,41 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		last, err := s.Create(ctx, NewTask{Subject: "last"})
 		require.NoError(t, err)
 		require.NoError(t, s.Delete(ctx, last.ID)) // the highest id is deleted: only the meta file keeps it
+		want, err = s.List(ctx)
+		require.NoError(t, err)
+		// Half the rounds end with a write of several files whose
+		// record the loss takes: its files are durable (journal,
+		// fsyncs), the log ends at its announcement. Either outcome is
+		// right; a mix is not.
+		var wantAfter []Task
+		inFlight := rng.IntN(2) == 0
+		if inFlight {
+			// A task with a dependent, written since the last
+			// checkpoint, then deleted with Detach: two files.
+			x, err := s.Create(ctx, NewTask{Subject: "x"})
+			require.NoError(t, err)
+			_, err = s.Create(ctx, NewTask{Subject: "y", BlockedBy: []ID{x.ID}})
+			require.NoError(t, err)
+			_, err = s.Update(ctx, x.ID, Patch{Description: ptr("changed")})
+			require.NoError(t, err)
+			want, err = s.List(ctx)
+			require.NoError(t, err)
+			require.NoError(t, s.Delete(ctx, x.ID, Detach()))
+			wantAfter, err = s.List(ctx)
+			require.NoError(t, err)
+		}
 		require.NoError(t, s.Close())
 
 		reverted += pfs.lose(t, rng)
+		if inFlight {
+			log := filepath.Join(dir, logFileName)
+			data, err := os.ReadFile(log)
+			require.NoError(t, err)
+			i := bytes.LastIndex(data, []byte("\nI "))
+			require.Positive(t, i)
+			end := i + 1 + bytes.IndexByte(data[i+1:], '\n') + 1
+			require.NoError(t, os.Truncate(log, int64(end)))
+		}
 		if rng.IntN(2) == 0 {
 			// A record appended but never synced, torn by the loss.
 			f, err := os.OpenFile(filepath.Join(dir, logFileName), os.O_WRONLY|os.O_APPEND, 0)
@@ -193,7 +231,11 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		require.NoError(t, err)
 		got, err := after.List(ctx)
 		require.NoError(t, err, "round %d", round)
-		assert.Equal(t, want, got, "round %d: every acknowledged write, nothing else", round)
+		if inFlight && !assert.ObjectsAreEqual(want, got) {
+			assert.Equal(t, wantAfter, got, "round %d: the write in flight is all there or not at all", round)
+		} else {
+			assert.Equal(t, want, got, "round %d: every acknowledged write, nothing else", round)
+		}
 		problems, err := Check(ctx, dir)
 		require.NoError(t, err)
 		assert.Empty(t, problems, "round %d", round)
@@ -209,7 +251,7 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		replays++
 	}
 	t.Logf("%d power losses, %d task files put back to an older version", replays, reverted)
-	assert.Greater(t, reverted, rounds, "the losses did revert files")
+	assert.Greater(t, reverted, rounds/4, "the losses did revert files")
 }
 
 // randomWrite makes one write of a kind chosen by rng; refusals are fine.
