@@ -512,3 +512,48 @@ func TestGarbageSyncFile(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaderSyncsForItsFollowers: a leader whose own record the sync file
+// already covers (another process synced past it) still syncs for the
+// followers of its store that appended after that, instead of claiming
+// their records durable.
+func TestLeaderSyncsForItsFollowers(t *testing.T) {
+	ctx := context.Background()
+	a, b := openPair(t, t.TempDir())
+	_, err := a.Create(ctx, NewTask{Subject: "a has the log open"})
+	require.NoError(t, err)
+	_, err = b.Create(ctx, NewTask{Subject: "b syncs past it"}) // the sync file now covers b's record
+	require.NoError(t, err)
+	fi, err := os.Stat(filepath.Join(a.dir, logFileName))
+	require.NoError(t, err)
+	synced := fi.Size()
+	// A goroutine of a appended after that (staged), and the leader's own
+	// record ends at synced.
+	a.logSync.appended(a.logGen, synced+50)
+	before := a.Stats().Syncs
+	require.NoError(t, a.makeDurable(a.logGen, synced, a.log, a.logIno))
+	assert.Equal(t, before+1, a.Stats().Syncs, "the leader synced for its follower")
+	assert.True(t, a.logSync.covers(a.logGen, synced+50))
+}
+
+// TestNewLogForgetsSyncs: replacing the change log clears the sync file,
+// whose record names the old log by its inode number — a number the new
+// log may be given again.
+func TestNewLogForgetsSyncs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, _ := openPair(t, dir)
+	_, err := a.Create(ctx, NewTask{Subject: "synced"})
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, syncFileName))
+	require.NoError(t, err)
+	require.Len(t, data, 16, "a record of the old log")
+	release, err := a.acquire(ctx, true)
+	require.NoError(t, err)
+	require.NoError(t, a.prepareLog())
+	require.NoError(t, a.replaceLog())
+	data, err = os.ReadFile(filepath.Join(dir, syncFileName))
+	require.NoError(t, err)
+	assert.Empty(t, data, "no record says anything of the new log")
+	require.NoError(t, release())
+}
