@@ -52,7 +52,6 @@ func (r rootFS) Rename(oldname, newname string) error {
 }
 func (r rootFS) Remove(name string) error { return r.root.Remove(name) }
 
-
 // Replace replaces name atomically with a file holding data: it writes a
 // temporary file beside it, fsyncs it if durable, and renames it over name.
 // It does not fsync the directory; the caller does, once for all the files
