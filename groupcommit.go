@@ -44,8 +44,9 @@ import (
 // events are published only once the changes they report are durable.
 //
 // A write of several files keeps the full protocol (a durable journal,
-// fsynced files, an fsynced directory), after first syncing the log so
-// that nothing it read can be lost while it stays.
+// fsynced files, an fsynced directory), after a checkpoint in its
+// announcement: nothing it read can be lost while it stays, and no replay
+// takes its files back to a record older than it.
 
 // redoLog reports whether this store keeps the change log a redo log:
 // checkpoints, a durable replacement, the replay after a restart. Every
