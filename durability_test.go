@@ -113,12 +113,17 @@ func TestCrashRecovery(t *testing.T) {
 			return
 		}
 	}
-	// The store keeps working.
+	goesOn(t, s)
+	t.Logf("%d rounds, acknowledged mutations by kind %v, counter %d", rounds, l.kinds, l.counter)
+}
+
+// goesOn checks that a store open all along still writes after the kills.
+func goesOn(t *testing.T, s *tg.FileStore) {
+	t.Helper()
 	next, err := s.Create(ctx, tg.NewTask{Subject: "after the crashes"})
 	require.NoError(t, err)
 	_, err = s.Claim(ctx, next.ID, "survivor")
 	require.NoError(t, err)
-	t.Logf("%d rounds, acknowledged mutations by kind %v, counter %d", rounds, l.kinds, l.counter)
 }
 
 // ledger is what the crash tests know of a directory that mutateForever

@@ -5,6 +5,8 @@ package taskgraph
 import (
 	"os"
 	"syscall"
+
+	"github.com/taskgraph/taskgraph/internal/atomicfile"
 )
 
 // The operations of flock(2).
@@ -17,22 +19,5 @@ const (
 
 // flock applies flock(2) operation how to f, retrying on EINTR.
 func flock(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			if ferr = syscall.Flock(int(fd), how); ferr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	if ferr != nil {
-		return &os.PathError{Op: "flock", Path: f.Name(), Err: ferr}
-	}
-	return nil
+	return atomicfile.Control(f, "flock", func(fd int) error { return syscall.Flock(fd, how) })
 }

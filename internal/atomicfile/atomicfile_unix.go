@@ -25,3 +25,28 @@ func FileID(fi os.FileInfo) uint64 {
 func OpenNoFollow(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 }
+
+// Control runs the system call fn on f's descriptor, again while it is
+// interrupted (EINTR); a file closed meanwhile gives os.ErrClosed, never a
+// call on a reused descriptor. An error of fn comes back as a
+// *os.PathError of op.
+func Control(f *os.File, op string, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			if ferr = fn(int(fd)); ferr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if ferr != nil {
+		return &os.PathError{Op: op, Path: f.Name(), Err: ferr}
+	}
+	return nil
+}

@@ -16,7 +16,7 @@ const GroupCommit = true
 // to f before the call, by any process, in one flush — which is what lets
 // writers that arrive during a sync share the next one.
 func SyncData(f *os.File) error {
-	return control(f, func(fd int) error { return unix.Fdatasync(fd) })
+	return Control(f, "fdatasync", unix.Fdatasync)
 }
 
 // SyncFS makes everything written to the filesystem holding f durable
@@ -24,30 +24,7 @@ func SyncData(f *os.File) error {
 // call instead of one fsync per file. Since Linux 5.8 it reports writeback
 // errors of the filesystem since f was opened.
 func SyncFS(f *os.File) error {
-	return control(f, func(fd int) error { return unix.Syncfs(fd) })
-}
-
-// control runs fn on f's descriptor; a file closed meanwhile gives
-// os.ErrClosed, never a call on a reused descriptor.
-func control(f *os.File, fn func(fd int) error) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			if ferr = fn(int(fd)); ferr != unix.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	if ferr != nil {
-		return &os.PathError{Op: "sync", Path: f.Name(), Err: ferr}
-	}
-	return nil
+	return Control(f, "syncfs", unix.Syncfs)
 }
 
 // BootID identifies the running boot of the machine: it changes at every
