@@ -121,7 +121,7 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 		// No record of those files makes them durable: their writer
 		// died before it. Whatever of them this store now returns must
 		// survive a power loss.
-		if err := s.fs.SyncFS(s.dirf); err != nil {
+		if err := s.syncFS(); err != nil {
 			return false, fmt.Errorf("taskgraph: make an unrecorded write durable: %w", err)
 		}
 	}
@@ -316,7 +316,7 @@ func (s *FileStore) afterScan() error {
 			return s.scan()
 		}
 	}
-	if err := s.fs.SyncFS(s.dirf); err != nil {
+	if err := s.syncFS(); err != nil {
 		return fmt.Errorf("taskgraph: sync %s: %w", s.dir, err)
 	}
 	s.logSync.mu.Lock()

@@ -496,7 +496,7 @@ func (s *FileStore) prepareLog() error {
 			if err := s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)); err != nil {
 				return err
 			}
-			if err := s.fs.SyncFS(s.dirf); err != nil {
+			if err := s.syncFS(); err != nil {
 				return fmt.Errorf("taskgraph: make the new change log durable: %w", err)
 			}
 			s.ckptOff, s.ckptKnown = 0, true
@@ -525,7 +525,7 @@ func (s *FileStore) prepareLog() error {
 func (s *FileStore) replaceLog() error {
 	var first []byte
 	if s.redoLog() {
-		if err := s.fs.SyncFS(s.dirf); err != nil {
+		if err := s.syncFS(); err != nil {
 			return fmt.Errorf("taskgraph: replace change log: %w", err)
 		}
 		first = changelog.AppendCheckpoint(nil, s.boot)
@@ -571,7 +571,7 @@ func (s *FileStore) announce(j *journal.Journal, checkpoint bool) error {
 	ids := append(slices.Sorted(maps.Keys(j.Put)), j.Del...)
 	var rec []byte
 	if checkpoint {
-		if err := s.fs.SyncFS(s.dirf); err != nil {
+		if err := s.syncFS(); err != nil {
 			return fmt.Errorf("taskgraph: checkpoint: %w", err)
 		}
 		s.stats.checkpoints.Add(1)
@@ -602,7 +602,7 @@ func (s *FileStore) recordLog(j *journal.Journal) error {
 		return nil
 	}
 	if s.gc {
-		if err := s.fs.SyncFS(s.dirf); err != nil {
+		if err := s.syncFS(); err != nil {
 			return fmt.Errorf("taskgraph: the change log takes no record, and the write cannot be made durable: %w", err)
 		}
 	}

@@ -106,6 +106,8 @@ type FileStore struct {
 	exclusive bool
 	logSync   logSync
 	inflight  sync.WaitGroup // operations between acquire and the end of their release
+	// syncFSFailed: see groupcommit.go.
+	syncFSFailed atomic.Bool
 
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch

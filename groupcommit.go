@@ -192,7 +192,11 @@ func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) e
 	// After a failed fdatasync the kernel may have dropped the dirty
 	// pages, so syncing the log again could succeed without them. syncfs
 	// reports the error to every caller that has not seen it.
-	if ferr := s.fs.SyncFS(s.dirf); ferr != nil {
+	if s.syncFSFailed.Load() {
+		s.logSync.dropQueue()
+		return fmt.Errorf("taskgraph: the change log could not be made durable (and a syncfs failed before): %w", err)
+	}
+	if ferr := s.syncFS(); ferr != nil {
 		s.logSync.dropQueue()
 		return fmt.Errorf("taskgraph: the change log could not be made durable: %w", errors.Join(err, ferr))
 	}
@@ -214,12 +218,17 @@ func (s *FileStore) checkpoint() {
 	}
 }
 
+// syncFSFailed records that a syncfs of this store failed. syncfs reports
+// a writeback error once to each descriptor, so after one failed — even in
+// a checkpoint, whose failure costs nothing else — a later syncfs that
+// succeeds proves nothing, and makeDurable no longer falls back on it.
+
 // checkpointNow syncs everything with syncfs and appends a checkpoint to
 // the log: every checkpointInterval, and before the first group-committed
 // write to a log without one. (A write of several files checkpoints in its
 // announcement; see announce.)
 func (s *FileStore) checkpointNow() error {
-	if err := s.fs.SyncFS(s.dirf); err != nil {
+	if err := s.syncFS(); err != nil {
 		return fmt.Errorf("taskgraph: checkpoint: %w", err)
 	}
 	s.stats.checkpoints.Add(1)
@@ -251,7 +260,7 @@ func (s *FileStore) replayAfterReboot() (replayed bool, err error) {
 		}
 		replayed = replayed || changed
 	}
-	if err := s.fs.SyncFS(s.dirf); err != nil {
+	if err := s.syncFS(); err != nil {
 		return false, fmt.Errorf("taskgraph: replay after restart: %w", err)
 	}
 	off := s.logOff
@@ -391,6 +400,16 @@ func (s *FileStore) forgetSyncs() {
 	}
 	defer flock(f, lockUnlock)
 	_ = f.Truncate(0)
+}
+
+// syncFS syncs the directory's filesystem, and remembers a failure (see
+// syncFSFailed).
+func (s *FileStore) syncFS() error {
+	err := s.fs.SyncFS(s.dirf)
+	if err != nil {
+		s.syncFSFailed.Store(true)
+	}
+	return err
 }
 
 // syncData syncs the change log f, and counts it.

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -556,4 +557,50 @@ func TestNewLogForgetsSyncs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, data, "no record says anything of the new log")
 	require.NoError(t, release())
+}
+
+// failSyncFSFS fails every syncfs while fail is set, and every fdatasync
+// while failData is.
+type failSyncFSFS struct {
+	fileSystem
+	fail, failData *atomic.Bool
+}
+
+func (f failSyncFSFS) SyncFS(d *os.File) error {
+	if f.fail.Load() {
+		return &os.PathError{Op: "syncfs", Path: d.Name(), Err: syscall.EIO}
+	}
+	return f.fileSystem.SyncFS(d)
+}
+
+func (f failSyncFSFS) SyncData(file *os.File) error {
+	if f.failData.Load() {
+		return &os.PathError{Op: "fdatasync", Path: file.Name(), Err: syscall.EIO}
+	}
+	return f.fileSystem.SyncData(file)
+}
+
+// TestFailedSyncFSIsNotForgotten: once a syncfs failed (here in a
+// checkpoint, which the write that made it does not report), a later
+// failed sync of the change log is not covered by a syncfs that succeeds,
+// since that success proves nothing after the error was reported once:
+// the write is of unknown outcome.
+func TestFailedSyncFSIsNotForgotten(t *testing.T) {
+	restore := checkpointInterval
+	checkpointInterval = 1 // every write checkpoints
+	t.Cleanup(func() { checkpointInterval = restore })
+	ctx := context.Background()
+	a, _ := openPair(t, t.TempDir())
+	var fail, failData atomic.Bool
+	a.fs = failSyncFSFS{a.fs, &fail, &failData}
+	_, err := a.Create(ctx, NewTask{Subject: "checkpointed"})
+	require.NoError(t, err)
+	fail.Store(true)
+	_, err = a.Create(ctx, NewTask{Subject: "its checkpoint fails"})
+	require.NoError(t, err, "a failed checkpoint does not fail the write: its record is synced")
+	fail.Store(false)
+	failData.Store(true)
+	_, err = a.Create(ctx, NewTask{Subject: "its sync fails"})
+	require.ErrorIs(t, err, ErrUnknownOutcome)
+	require.ErrorIs(t, err, syscall.EIO)
 }
