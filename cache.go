@@ -319,9 +319,7 @@ func (s *FileStore) afterScan() error {
 	if err := s.syncFS(); err != nil {
 		return fmt.Errorf("taskgraph: sync %s: %w", s.dir, err)
 	}
-	s.logSync.mu.Lock()
-	s.logSync.advance(s.logGen, s.logOff)
-	s.logSync.mu.Unlock()
+	s.logSync.durableTo(s.logGen, s.logOff)
 	return nil
 }
 

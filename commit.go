@@ -486,26 +486,22 @@ func (s *FileStore) prepareLog() error {
 	if err := s.openLog(); err != nil {
 		return err
 	}
+	fresh := false
 	if s.redoLog() && s.logOff == 0 {
 		fi, err := s.log.Stat()
 		if err != nil {
 			return fmt.Errorf("taskgraph: change log: %w", err)
 		}
-		if fi.Size() == 0 {
+		if fresh = fi.Size() == 0; fresh {
 			s.forgetSyncs()
-			if err := s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)); err != nil {
-				return err
-			}
-			if err := s.syncFS(); err != nil {
-				return fmt.Errorf("taskgraph: make the new change log durable: %w", err)
-			}
-			s.ckptOff, s.ckptKnown = 0, true
 		}
 	}
-	if s.gc && !s.ckptKnown {
-		// A log an older version wrote, or a store without group commit:
-		// records from here on are replayed after a restart only after a
-		// checkpoint.
+	// A new log starts with a checkpoint (its syncfs also makes the new
+	// entry durable before any record relies on it); so does a log an
+	// older version or a store without group commit wrote, before the
+	// first group-committed record, which is replayed after a restart
+	// only after a checkpoint.
+	if fresh || (s.gc && !s.ckptKnown) {
 		if err := s.checkpointNow(); err != nil {
 			return err
 		}
@@ -525,10 +521,10 @@ func (s *FileStore) prepareLog() error {
 func (s *FileStore) replaceLog() error {
 	var first []byte
 	if s.redoLog() {
-		if err := s.syncFS(); err != nil {
+		var err error
+		if first, err = s.checkpointLine(); err != nil {
 			return fmt.Errorf("taskgraph: replace change log: %w", err)
 		}
-		first = changelog.AppendCheckpoint(nil, s.boot)
 		s.forgetSyncs()
 	}
 	if err := atomicfile.Replace(s.fs, logFileName, first, 0o644, s.redoLog()); err != nil {
@@ -571,11 +567,10 @@ func (s *FileStore) announce(j *journal.Journal, checkpoint bool) error {
 	ids := append(slices.Sorted(maps.Keys(j.Put)), j.Del...)
 	var rec []byte
 	if checkpoint {
-		if err := s.syncFS(); err != nil {
-			return fmt.Errorf("taskgraph: checkpoint: %w", err)
+		var err error
+		if rec, err = s.checkpointLine(); err != nil {
+			return err
 		}
-		s.stats.checkpoints.Add(1)
-		rec = changelog.AppendCheckpoint(nil, s.boot)
 	}
 	start := s.logOff
 	err := s.appendRecord(changelog.AppendIntent(rec, s.dirMtime, ids))

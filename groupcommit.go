@@ -116,6 +116,14 @@ func (ls *logSync) advance(gen uint64, off int64) {
 	ls.queue = slices.Delete(ls.queue, 0, n)
 }
 
+// durableTo records that the log gen is durable up to off (a syncfs made
+// it so, or there was nothing to sync).
+func (ls *logSync) durableTo(gen uint64, off int64) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.advance(gen, off)
+}
+
 // hold queues ds until the log gen is durable up to off.
 func (ls *logSync) hold(gen uint64, off int64, ds []delivery) {
 	ls.mu.Lock()
@@ -180,9 +188,7 @@ func (ls *logSync) dropQueue() {
 func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) error {
 	if f == nil {
 		// No log open: nothing was recorded, nothing to sync.
-		s.logSync.mu.Lock()
-		s.logSync.advance(gen, off)
-		s.logSync.mu.Unlock()
+		s.logSync.durableTo(gen, off)
 		return nil
 	}
 	err := s.logSync.wait(gen, off, func(upTo int64) error { return s.sharedSync(f, ino, upTo) })
@@ -200,9 +206,7 @@ func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) e
 		s.logSync.dropQueue()
 		return fmt.Errorf("taskgraph: the change log could not be made durable: %w", errors.Join(err, ferr))
 	}
-	s.logSync.mu.Lock()
-	s.logSync.advance(gen, off)
-	s.logSync.mu.Unlock()
+	s.logSync.durableTo(gen, off)
 	return nil
 }
 
@@ -228,16 +232,27 @@ func (s *FileStore) checkpoint() {
 // write to a log without one. (A write of several files checkpoints in its
 // announcement; see announce.)
 func (s *FileStore) checkpointNow() error {
-	if err := s.syncFS(); err != nil {
-		return fmt.Errorf("taskgraph: checkpoint: %w", err)
+	line, err := s.checkpointLine()
+	if err != nil {
+		return err
 	}
-	s.stats.checkpoints.Add(1)
 	off := s.logOff
-	if err := s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)); err != nil {
+	if err := s.appendRecord(line); err != nil {
 		return err
 	}
 	s.ckptOff, s.ckptKnown = off, true
 	return nil
+}
+
+// checkpointLine makes every file renamed so far durable with one syncfs
+// and returns the checkpoint line that says so, for the caller to append
+// (or to start a new log with).
+func (s *FileStore) checkpointLine() ([]byte, error) {
+	if err := s.syncFS(); err != nil {
+		return nil, fmt.Errorf("taskgraph: checkpoint: %w", err)
+	}
+	s.stats.checkpoints.Add(1)
+	return changelog.AppendCheckpoint(nil, s.boot), nil
 }
 
 // replayAfterReboot replays the records after the log's last checkpoint
@@ -260,14 +275,9 @@ func (s *FileStore) replayAfterReboot() (replayed bool, err error) {
 		}
 		replayed = replayed || changed
 	}
-	if err := s.syncFS(); err != nil {
+	if err := s.checkpointNow(); err != nil {
 		return false, fmt.Errorf("taskgraph: replay after restart: %w", err)
 	}
-	off := s.logOff
-	if err := s.appendRecord(changelog.AppendCheckpoint(nil, s.boot)); err != nil {
-		return false, err
-	}
-	s.ckptOff, s.ckptKnown = off, true
 	return replayed, nil
 }
 
