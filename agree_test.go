@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	tg "github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/taskgraphtest"
+	tg "github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/taskgraphtest"
 )
 
 // openAgree returns a FileStore on the driver's clock, in a new directory.

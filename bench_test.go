@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"testing"
 
-	tg "github.com/taskgraph/taskgraph"
+	tg "github.com/taskgraph-dev/taskgraph"
 )
 
 // Hot-path benchmarks for benchstat comparisons in review. The full

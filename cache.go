@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/taskgraph/taskgraph/internal/atomicfile"
-	"github.com/taskgraph/taskgraph/internal/changelog"
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/changelog"
 )
 
 // refresh brings the cache up to date with the directory.

@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/taskgraph/taskgraph/internal/atomicfile"
-	"github.com/taskgraph/taskgraph/internal/changelog"
-	"github.com/taskgraph/taskgraph/internal/journal"
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/changelog"
+	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
 
 // fileSystem is every step a FileStore takes on its directory that can

@@ -5,8 +5,8 @@ package taskgraph_test
 import (
 	"testing"
 
-	tg "github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/taskgraphtest"
+	tg "github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/taskgraphtest"
 )
 
 func TestConformanceFileStore(t *testing.T) {

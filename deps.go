@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskgraph/taskgraph/internal/graphpath"
-	"github.com/taskgraph/taskgraph/internal/jsonvalue"
+	"github.com/taskgraph-dev/taskgraph/internal/graphpath"
+	"github.com/taskgraph-dev/taskgraph/internal/jsonvalue"
 )
 
 // This file holds the dependency logic: the pure functions over a slice of

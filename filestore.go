@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/taskgraph/taskgraph/internal/atomicfile"
-	"github.com/taskgraph/taskgraph/internal/changelog"
-	"github.com/taskgraph/taskgraph/internal/journal"
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/changelog"
+	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
 
 // Names of the files a FileStore keeps beside the task files. They start

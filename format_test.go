@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	tg "github.com/taskgraph/taskgraph"
+	tg "github.com/taskgraph-dev/taskgraph"
 )
 
 // TestReferenceDirectory opens a directory exactly as the reference's

@@ -1,4 +1,4 @@
-module github.com/taskgraph/taskgraph
+module github.com/taskgraph-dev/taskgraph
 
 go 1.25.0
 

@@ -12,8 +12,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/taskgraph/taskgraph/internal/atomicfile"
-	"github.com/taskgraph/taskgraph/internal/changelog"
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/changelog"
 )
 
 // Group commit.

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	tg "github.com/taskgraph/taskgraph"
+	tg "github.com/taskgraph-dev/taskgraph"
 )
 
 // within runs fn and fails the test if it has not returned after d: an

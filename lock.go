@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/taskgraph/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 )
 
 // lockFileName is the lock file inside the task directory. It is created on

@@ -6,7 +6,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/taskgraph/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 )
 
 // The operations of flock(2).

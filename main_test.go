@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	tg "github.com/taskgraph/taskgraph"
+	tg "github.com/taskgraph-dev/taskgraph"
 )
 
 // TestMain lets the test binary re-execute itself as a worker process: the

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	tg "github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/taskgraphtest"
+	tg "github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/taskgraphtest"
 )
 
 // Two stores on one directory (as two processes would have) see each

@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/taskgraph/taskgraph/internal/jsonvalue"
+	"github.com/taskgraph-dev/taskgraph/internal/jsonvalue"
 )
 
 // Rulebook holds the rules of the task graph — what each operation may do

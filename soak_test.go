@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	tg "github.com/taskgraph/taskgraph"
+	tg "github.com/taskgraph-dev/taskgraph"
 )
 
 // event is one successful write, as a soak worker saw it return.

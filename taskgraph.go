@@ -75,7 +75,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/taskgraph/taskgraph/internal/jsonvalue"
+	"github.com/taskgraph-dev/taskgraph/internal/jsonvalue"
 )
 
 // ID identifies a task. IDs are positive, allocated in increasing order and

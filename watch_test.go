@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	tg "github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/taskgraphtest"
+	tg "github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/taskgraphtest"
 )
 
 // TestWatch sees changes made through another store on the same directory

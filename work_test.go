@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	tg "github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/taskgraphtest"
+	tg "github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/taskgraphtest"
 )
 
 // layered creates layers of width tasks, each blocked by two tasks of the

@@ -54,7 +54,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 // Result is what a tool call gives back to the model: the text to show it

@@ -7,8 +7,8 @@ import (
 	"log"
 	"strings"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
 )
 
 // A harness offers the tools to a model and runs the calls it makes. The

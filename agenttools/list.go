@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 // DefaultListLimit is how many tasks task_list shows unless the model

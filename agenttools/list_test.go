@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
 )
 
 // listGraph is 1 completed, 2 in progress (agent-2), 3 ready, 4 blocked

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 // get shows a task in full and, for one that cannot start now, the line

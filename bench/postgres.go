@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/pgstore"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/pgstore"
 )
 
 // benchPostgres measures pgstore beside the file store: the same operations

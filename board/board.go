@@ -60,7 +60,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 //go:embed static

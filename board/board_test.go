@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/board"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/board"
 )
 
 const token = "test-token-0123456789"

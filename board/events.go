@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 // heartbeat is how often an idle event stream carries a comment, so that a

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http/httptest"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/board"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/board"
 )
 
 // A board serves one page and its API; here the API's snapshot of a

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 // Snapshot is the whole graph as the page shows it: what GET /api/board

@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 // Metadata keys this package writes besides the unknown fields themselves.

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/claudecode"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/claudecode"
 )
 
 func TestImport(t *testing.T) {

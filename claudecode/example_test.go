@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/claudecode"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/claudecode"
 )
 
 // Import moves a Claude Code task list (normally ~/.claude/tasks/<list>/)

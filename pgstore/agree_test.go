@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/pgstore"
-	"github.com/taskgraph/taskgraph/taskgraphtest"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/pgstore"
+	"github.com/taskgraph-dev/taskgraph/taskgraphtest"
 )
 
 // The store decides as MemStore does, operation by operation, with leases

@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/internal/graphpath"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/graphpath"
 )
 
 // This file holds the cycle search over the table and the count of

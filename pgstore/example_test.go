@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/pgstore"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/pgstore"
 )
 
 // Agents on different machines share a graph by opening it by name in one

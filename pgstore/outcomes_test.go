@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/pgstore"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/pgstore"
 )
 
 // TestMigrateFromVersion3: a database at schema version 3 (before

@@ -38,7 +38,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 //go:embed migrations/*.sql

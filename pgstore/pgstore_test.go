@@ -20,9 +20,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/pgstore"
-	"github.com/taskgraph/taskgraph/taskgraphtest"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/pgstore"
+	"github.com/taskgraph-dev/taskgraph/taskgraphtest"
 )
 
 var ctx = context.Background()

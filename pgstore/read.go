@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 // Get implements taskgraph.Store. It is one query, outside a transaction.

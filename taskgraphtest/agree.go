@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	tg "github.com/taskgraph/taskgraph"
+	tg "github.com/taskgraph-dev/taskgraph"
 )
 
 // NewStoreWithClock returns a new, empty store that reads the time from

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	tg "github.com/taskgraph/taskgraph"
+	tg "github.com/taskgraph-dev/taskgraph"
 )
 
 func memStore(t *testing.T, now func() time.Time) tg.Store { return tg.NewMemStore(tg.WithClock(now)) }

@@ -3,8 +3,8 @@ package taskgraphtest_test
 import (
 	"testing"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/taskgraphtest"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/taskgraphtest"
 )
 
 // A backend runs the suite from one of its own tests. The test is written

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	tg "github.com/taskgraph/taskgraph"
+	tg "github.com/taskgraph-dev/taskgraph"
 )
 
 // watchLapse checks that a lease that lapses is reported as a Lapsed event

@@ -10,8 +10,8 @@ import (
 
 	"github.com/tiktoken-go/tokenizer"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
 )
 
 // The budgets of issue 12.

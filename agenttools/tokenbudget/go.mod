@@ -1,11 +1,11 @@
-module github.com/taskgraph/taskgraph/agenttools/tokenbudget
+module github.com/taskgraph-dev/taskgraph/agenttools/tokenbudget
 
 go 1.26
 
-replace github.com/taskgraph/taskgraph => ../..
+replace github.com/taskgraph-dev/taskgraph => ../..
 
 require (
-	github.com/taskgraph/taskgraph v0.0.0
+	github.com/taskgraph-dev/taskgraph v0.0.0
 	github.com/tiktoken-go/tokenizer v0.10.0
 )
 

@@ -10,7 +10,7 @@ import (
 	"log"
 	"os"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 func main() {

@@ -1,10 +1,10 @@
-module github.com/taskgraph/taskgraph/board/browsertest
+module github.com/taskgraph-dev/taskgraph/board/browsertest
 
 go 1.25.0
 
 require (
 	github.com/chromedp/chromedp v0.23.1
-	github.com/taskgraph/taskgraph v0.0.0
+	github.com/taskgraph-dev/taskgraph v0.0.0
 )
 
 require (
@@ -14,4 +14,4 @@ require (
 	golang.org/x/sys v0.47.0 // indirect
 )
 
-replace github.com/taskgraph/taskgraph => ../..
+replace github.com/taskgraph-dev/taskgraph => ../..

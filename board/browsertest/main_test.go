@@ -16,7 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 // burstEnv makes the test binary a writer process for TestLargeGraph:

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/agenttools"
-	"github.com/taskgraph/taskgraph/claudecode"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph/claudecode"
 )
 
 // taskJSON is a task as --json and export print it: the fields a model sees

@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 // editable is the part of a task a person edits.

@@ -32,8 +32,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
 )
 
 const usage = `taskgraph is a durable task graph shared by agents and people.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
 )
 
 // stranded returns the tasks that cause strands, as of now, in s.

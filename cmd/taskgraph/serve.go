@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskgraph/taskgraph/board"
+	"github.com/taskgraph-dev/taskgraph/board"
 )
 
 // serveHelp is the help of taskgraph serve.

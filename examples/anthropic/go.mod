@@ -1,10 +1,10 @@
-module github.com/taskgraph/taskgraph/examples/anthropic
+module github.com/taskgraph-dev/taskgraph/examples/anthropic
 
 go 1.25.0
 
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.17.0
-	github.com/taskgraph/taskgraph v0.0.0
+	github.com/taskgraph-dev/taskgraph v0.0.0
 )
 
 require (
@@ -31,4 +31,4 @@ require (
 	golang.org/x/sys v0.47.0 // indirect
 )
 
-replace github.com/taskgraph/taskgraph => ../..
+replace github.com/taskgraph-dev/taskgraph => ../..

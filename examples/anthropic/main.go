@@ -18,8 +18,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
 )
 
 // toolParams turns agenttools' tools into the SDK's tool definitions.

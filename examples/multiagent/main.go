@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 var plan = []struct {

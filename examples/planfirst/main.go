@@ -25,8 +25,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskgraph/taskgraph"
-	"github.com/taskgraph/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
 )
 
 // The plan the scripted model writes: the one tool call of its turn.

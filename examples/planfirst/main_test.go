@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskgraph/taskgraph"
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 func TestPlanFirst(t *testing.T) {
