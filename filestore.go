@@ -109,6 +109,8 @@ type FileStore struct {
 	// syncFSFailed: see groupcommit.go.
 	syncFSFailed atomic.Bool
 
+	durability Durability // chosen at Open
+
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch
 }
@@ -166,6 +168,14 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		// log a redo log for the others (redoLog).
 		s.boot = bootID()
 		s.gc = s.boot != "" && !cfg.syncFiles
+	}
+	switch {
+	case cfg.noSync:
+		s.durability = Durability{Protocol: ProtocolNoSync, Reason: "WithoutSync: nothing is fsynced"}
+	case s.gc:
+		s.durability = Durability{Protocol: ProtocolGroupCommit}
+	default:
+		s.durability = Durability{Protocol: ProtocolSyncEachWrite}
 	}
 	if s.gc {
 		s.hub.holding = true

@@ -14,6 +14,8 @@ type config struct {
 	noCreate bool
 	// syncFiles: every write fsyncs its own files, no group commit.
 	syncFiles bool
+	// groupCommit: group commit even where the filesystem is not proven.
+	groupCommit bool
 	filePerm  fs.FileMode
 }
 
@@ -49,6 +51,15 @@ func WithoutSync() Option {
 // every write already works this way.
 func WithSyncEachWrite() Option {
 	return func(c *config) { c.syncFiles = true }
+}
+
+// WithGroupCommit makes a FileStore use group commit on any filesystem,
+// also one where the power-loss test has not proven it safe (see the
+// README's table) and where Open would otherwise choose the full protocol.
+// It is for that test, and for a filesystem you have proven yourself with
+// it; WithSyncEachWrite and WithoutSync win over it.
+func WithGroupCommit() Option {
+	return func(c *config) { c.groupCommit = true }
 }
 
 // WithFilePerm sets the permission bits of new task files (default 0644,
