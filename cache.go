@@ -84,17 +84,24 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 	// The tasks of announced writes whose record has not followed: their
 	// writer died after the announcement, or its record was lost.
 	var pending map[ID]bool
+	// The tasks of the record being read whose content it gave, and
+	// whether a line of it was damaged: a whole record is what a replay
+	// would restore (see replayable).
+	var group []ID
+	damaged := false
 	pos := start
 	for line := range strings.Lines(string(whole)) {
 		at := pos
 		pos += int64(len(line))
 		r, ok := changelog.Parse(strings.TrimSuffix(line, "\n"))
 		if !ok {
+			damaged = true
 			continue
 		}
 		switch r.Kind {
 		case changelog.Checkpoint:
-			s.ckptOff, s.ckptKnown = at, true
+			s.ckptOff, s.ckptKnown = at, r.Dir == "" || s.dirID == "" || r.Dir == s.dirID
+			group, damaged = nil, false
 		case changelog.Intent:
 			rescan = rescan || r.Mtime != s.dirMtime
 			if pending == nil {
@@ -103,13 +110,26 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 			for _, id := range r.IDs {
 				pending[ID(id)] = true
 			}
+			group, damaged = nil, false
 		case changelog.Put, changelog.Delete:
 			delete(pending, ID(r.ID))
-			if err := s.applyRecord(r); err != nil {
+			fromRecord, err := s.applyRecord(r)
+			if err != nil {
 				return false, err
+			}
+			if fromRecord {
+				group = append(group, ID(r.ID))
+			} else if r.Kind == changelog.Put {
+				damaged = true
 			}
 		case changelog.Mtime:
 			s.dirMtime = r.Mtime
+			if !damaged {
+				for _, id := range group {
+					s.recEnd[id] = pos
+				}
+			}
+			group, damaged = nil, false
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(pending)) {
@@ -131,24 +151,19 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 // applyRecord applies one change-log record. A Put carries the file's new
 // content and stamp, so following another process's writes costs no file
 // reads; one whose content is damaged (a writer killed in mid-append) only
-// costs a reload from the file, which is always safe.
-func (s *FileStore) applyRecord(r changelog.Record) error {
-	switch r.Kind {
-	case changelog.Delete:
-		return s.reload(ID(r.ID))
-	case changelog.Put:
-		id := ID(r.ID)
-		if r.Content != nil {
-			if t, err := decodeTask(id, r.Content); err == nil {
-				s.g.maxID = max(s.g.maxID, id)
-				s.hub.change(s.g, []ID{id}, func() { s.g.put(t) })
-				s.stamps[id] = r.Stamp
-				return nil
-			}
+// costs a reload from the file, which is always safe. fromRecord reports
+// whether a Put was applied from the record's content.
+func (s *FileStore) applyRecord(r changelog.Record) (fromRecord bool, err error) {
+	id := ID(r.ID)
+	if r.Kind == changelog.Put && r.Content != nil {
+		if t, err := decodeTask(id, r.Content); err == nil {
+			s.g.maxID = max(s.g.maxID, id)
+			s.hub.change(s.g, []ID{id}, func() { s.g.put(t) })
+			s.stamps[id] = r.Stamp
+			return true, nil
 		}
-		return s.reload(id)
 	}
-	return nil
+	return false, s.reload(id)
 }
 
 // openLog opens (creating if needed) the change log the directory has now.
@@ -188,6 +203,9 @@ func (s *FileStore) openLog() error {
 		f.Close()
 		return unusable(fi.Mode())
 	}
+	if atomicfile.FileID(fi) != s.logIno {
+		clear(s.recEnd) // offsets in another log
+	}
 	s.log, s.logIno = f, atomicfile.FileID(fi)
 	s.logGen++
 	return nil
@@ -210,6 +228,7 @@ func (s *FileStore) scan() error {
 		// The log open here is not the directory's any more: appending
 		// to it would reach no one.
 		s.closeLog()
+		clear(s.recEnd)
 	}
 	d, err := s.root.Open(".")
 	if err != nil {
@@ -301,10 +320,16 @@ func (s *FileStore) afterScan() error {
 	if err != nil {
 		return err
 	}
-	if due {
-		if !s.exclusive {
-			return errNeedExclusive
+	if due != logCurrent && !s.exclusive {
+		return errNeedExclusive
+	}
+	switch due {
+	case logSetAside:
+		if err := s.setAsideLog(); err != nil {
+			return err
 		}
+		return s.scan()
+	case logReplay:
 		if err := s.openLog(); err != nil {
 			return err
 		}
@@ -319,6 +344,7 @@ func (s *FileStore) afterScan() error {
 	if err := s.syncFS(); err != nil {
 		return fmt.Errorf("taskgraph: sync %s: %w", s.dir, err)
 	}
+	s.syncedIno, s.syncedOff = s.logIno, s.logOff
 	s.logSync.durableTo(s.logGen, s.logOff)
 	return nil
 }

@@ -252,8 +252,16 @@ func (s *FileStore) commit(p *plan) error {
 			return err
 		}
 		// With group commit the change-log record makes the file
-		// durable (groupcommit.go), after the lock is let go.
-		if err := s.applyFiles(j, !s.gc); err != nil {
+		// durable (groupcommit.go), after the lock is let go — unless
+		// the version it replaces could not be restored from the log.
+		durable := !s.gc
+		for id := range j.Put {
+			if s.gc && !s.replayable(ID(id)) {
+				durable = true
+				s.stats.fileSyncs.Add(1)
+			}
+		}
+		if err := s.applyFiles(j, durable); err != nil {
 			return err
 		}
 		finish = s.syncDir
@@ -630,14 +638,27 @@ func (s *FileStore) appendLog(j *journal.Journal) error {
 	}
 	for _, id := range j.Del {
 		delete(s.stamps, ID(id))
-		rec = changelog.AppendDelete(rec, id)
+		var rev int64 // the deleted version's, so that a replay deletes only it
+		if t, ok := s.g.tasks[ID(id)]; ok {
+			rev = t.Rev
+		}
+		rec = changelog.AppendDelete(rec, id, rev)
 	}
 	dfi, err := s.dirf.Stat()
 	if err != nil {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
 	s.dirMtime = dfi.ModTime().UnixNano()
-	return s.appendRecord(changelog.AppendMtime(rec, s.dirMtime))
+	if err := s.appendRecord(changelog.AppendMtime(rec, s.dirMtime)); err != nil {
+		return err
+	}
+	for id := range j.Put {
+		s.recEnd[ID(id)] = s.logOff
+	}
+	for _, id := range j.Del {
+		delete(s.recEnd, ID(id))
+	}
+	return nil
 }
 
 // appendRecord appends rec, whole lines, to the change log.

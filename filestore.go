@@ -18,6 +18,7 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 	"github.com/taskgraph-dev/taskgraph/internal/changelog"
+	"github.com/taskgraph-dev/taskgraph/internal/fsinfo"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
 
@@ -91,7 +92,7 @@ type FileStore struct {
 	// used: reads go on, writes refuse with them.
 	metaErr, journalErr error
 	temps               []string // temporary files of dead writers, found by the last scan
-	stats               struct{ writes, syncs, checkpoints, scans atomic.Int64 }
+	stats               struct{ writes, syncs, fileSyncs, checkpoints, scans atomic.Int64 }
 	hub                 hub // this store's watchers, told of every change to the cache
 
 	// Group commit (groupcommit.go). gc: single-file writes are made
@@ -105,11 +106,21 @@ type FileStore struct {
 	ckptOff   int64
 	exclusive bool
 	logSync   logSync
+	// recEnd: where, in the log open here, the record of each cached
+	// task's version ends, when it is known (see replayable). syncedIno
+	// and syncedOff: the log known durable up to there by the syncfs
+	// after a scan. syncHint: the sync file, opened to read how far other
+	// processes synced the log.
+	recEnd               map[ID]int64
+	syncedIno            uint64
+	syncedOff            int64
+	syncHint             *os.File
 	inflight  sync.WaitGroup // operations between acquire and the end of their release
 	// syncFSFailed: see groupcommit.go.
 	syncFSFailed atomic.Bool
 
 	durability Durability // chosen at Open
+	dirID      string     // the directory's identity on its filesystem (fsinfo.DirID), in checkpoints
 
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch
@@ -158,31 +169,52 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		sem:    make(chan struct{}, 1),
 		g:      newGraph(),
 		stamps: make(map[ID]stamp),
+		recEnd: make(map[ID]int64),
 		fs:     newDirFS(root, dirf),
 		done:   make(chan struct{}),
 	}
-	if atomicfile.GroupCommit && !cfg.noSync {
-		// Without a boot id a restart cannot be told from a crash of
-		// the process: then every write keeps its own fsyncs. A store
-		// that keeps them by choice (WithSyncEachWrite) still keeps the
-		// log a redo log for the others (redoLog).
-		s.boot = bootID()
-		s.gc = s.boot != "" && !cfg.syncFiles
-	}
-	switch {
-	case cfg.noSync:
-		s.durability = Durability{Protocol: ProtocolNoSync, Reason: "WithoutSync: nothing is fsynced"}
-	case s.gc:
-		s.durability = Durability{Protocol: ProtocolGroupCommit}
-	default:
-		s.durability = Durability{Protocol: ProtocolSyncEachWrite}
-	}
+	s.chooseProtocol()
 	if s.gc {
 		s.hub.holding = true
 		s.logSync.cond.L = &s.logSync.mu
 		s.logSync.publish = s.hub.deliver
 	}
 	return s, nil
+}
+
+// chooseProtocol decides, from the directory's filesystem and the options,
+// whether single-file writes are group-committed (see groupCommitSafe).
+func (s *FileStore) chooseProtocol() {
+	info := fsinfo.Probe(s.dirf)
+	s.durability = Durability{Protocol: ProtocolSyncEachWrite, Filesystem: info.String()}
+	safe, why := groupCommitSafe(info)
+	switch {
+	case s.cfg.noSync:
+		s.durability.Protocol, why = ProtocolNoSync, "WithoutSync: nothing is fsynced"
+	case !atomicfile.GroupCommit:
+		why = "group commit needs fdatasync and syncfs, which this system lacks"
+	default:
+		// Without a boot id a restart cannot be told from a crash of
+		// the process: then every write keeps its own fsyncs. A store
+		// that keeps them (by choice, or on an unproven filesystem)
+		// still keeps the log a redo log for the others (redoLog).
+		s.boot = bootID()
+		s.dirID = fsinfo.DirID(s.dirf)
+		switch {
+		case s.boot == "":
+			why = "the boot id is unknown, so a restart cannot be told from a crash"
+		case s.cfg.syncFiles:
+			why = "WithSyncEachWrite"
+		case s.cfg.groupCommit && !safe:
+			s.gc, why = true, "WithGroupCommit, although not proven here: "+why
+		case s.cfg.groupCommit, safe:
+			s.gc = true
+		}
+	}
+	if s.gc {
+		s.durability.Protocol = ProtocolGroupCommit
+	}
+	s.durability.Reason = why
 }
 
 // makeDir makes sure dir is a directory. It creates it and any missing
@@ -243,6 +275,7 @@ func (s *FileStore) Dir() string { return s.dir }
 type Stats struct {
 	Writes      int64 // writes committed
 	Syncs       int64 // fdatasyncs of the change log: Writes/Syncs is how many writes one sync served
+	FileSyncs   int64 // task files fsynced before a group-committed rename (see FileStore.Durability)
 	Checkpoints int64 // syncfs checkpoints of the files renamed since the last
 	Scans       int64 // reads of the whole directory (the first operation's, and rescans)
 }
@@ -254,6 +287,7 @@ func (s *FileStore) Stats() Stats {
 	return Stats{
 		Writes:      s.stats.writes.Load(),
 		Syncs:       s.stats.syncs.Load(),
+		FileSyncs:   s.stats.fileSyncs.Load(),
 		Checkpoints: s.stats.checkpoints.Load(),
 		Scans:       s.stats.scans.Load(),
 	}
@@ -275,6 +309,9 @@ func (s *FileStore) Close() error {
 	var errs []error
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
+	}
+	if s.syncHint != nil {
+		errs = append(errs, s.syncHint.Close())
 	}
 	s.logSync.mu.Lock()
 	for s.logSync.syncing {
@@ -544,6 +581,7 @@ func (s *FileStore) install(id ID, fi os.FileInfo, t *Task, err error) {
 	// An id that was ever seen was allocated, even if its task is gone by
 	// now: it must never be allocated again.
 	s.g.maxID = max(s.g.maxID, id)
+	delete(s.recEnd, id) // read from the file, not from a record
 	s.hub.change(s.g, []ID{id}, func() {
 		switch {
 		case fi == nil:

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 
@@ -252,58 +253,100 @@ func (s *FileStore) checkpointLine() ([]byte, error) {
 		return nil, fmt.Errorf("taskgraph: checkpoint: %w", err)
 	}
 	s.stats.checkpoints.Add(1)
-	return changelog.AppendCheckpoint(nil, s.boot), nil
+	return changelog.AppendCheckpoint(nil, s.boot, s.dirID), nil
 }
 
 // replayAfterReboot replays the records after the log's last checkpoint
-// (restartDue found it, and that it is of another boot) onto the files:
-// each task a whole record names is made what the last such record says,
-// unless its file is already at that rev or a later one. Then it syncs
-// the files and checkpoints. It runs under the exclusive lock, after a
-// scan has loaded every file into the cache; replayed reports whether any
-// file changed (the caller scans again).
-func (s *FileStore) replayAfterReboot() (replayed bool, err error) {
+// (restartDue found it, and that it is of another boot) onto the files
+// (see redo), moves aside the files the power loss left empty that no
+// record explains (see moveAsideLost), then syncs and checkpoints. It runs
+// under the exclusive lock, after a scan has loaded every file into the
+// cache; changed reports whether any file changed (the caller scans again).
+func (s *FileStore) replayAfterReboot() (changed bool, err error) {
 	data := make([]byte, s.logOff-s.ckptOff)
 	if _, err := s.log.ReadAt(data, s.ckptOff); err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("taskgraph: read change log: %w", err)
 	}
-	final := changelog.Redo(changelog.Whole(data))
-	for _, id := range slices.Sorted(maps.Keys(final)) {
-		changed, err := s.redo(ID(id), final[id])
+	history := changelog.Redo(changelog.Whole(data))
+	for _, id := range slices.Sorted(maps.Keys(history)) {
+		c, err := s.redo(ID(id), history[id])
 		if err != nil {
 			return false, err
 		}
-		replayed = replayed || changed
+		changed = changed || c
+	}
+	moved, err := s.moveAsideLost(history)
+	if err != nil {
+		return false, err
 	}
 	if err := s.checkpointNow(); err != nil {
 		return false, fmt.Errorf("taskgraph: replay after restart: %w", err)
 	}
-	return replayed, nil
+	return changed || moved, nil
 }
 
-// redo makes the file of id what c says, if it is behind it: missing,
-// unreadable (a file created just before a power loss may be empty) or
-// at an earlier rev. A deleted id is never allocated again, so a file of it
-// is an old version and is removed.
-func (s *FileStore) redo(id ID, c changelog.Change) (bool, error) {
-	cur, hasCur := s.g.tasks[id]
-	_, broken := s.g.broken[id]
-	if c.Deleted {
-		if !hasCur && !broken {
+// redo makes the file of id what the last of its changes h says, if h
+// continues the version the file holds: the file is at the rev the first
+// change replaced, at a rev one of the changes wrote (replayed in part), or
+// damaged by the power loss (empty, zero-filled or undecodable: a rename
+// that reached the disk before its data), or missing (a new file whose
+// rename was lost). Anything else — a file edited since, or records that are not
+// this file's — is left as it is: the files win.
+func (s *FileStore) redo(id ID, h []changelog.Change) (bool, error) {
+	revs := make([]int64, len(h)) // the rev each change leaves (a deletion: the rev it deleted)
+	var base int64                // the rev the first change replaced
+	for i, c := range h {
+		rev := c.Rev
+		if !c.Deleted {
+			t, err := decodeTask(id, c.Content)
+			if err != nil {
+				return false, nil // not a task this store wrote
+			}
+			rev = t.Rev
+		}
+		switch {
+		case i == 0 && c.Deleted:
+			base = rev
+		case i == 0:
+			base = rev - 1
+		case h[i-1].Deleted:
+			return false, nil // ids are never reused: nothing follows a deletion
+		case c.Deleted && rev != revs[i-1], !c.Deleted && rev != revs[i-1]+1:
+			return false, nil // a gap: not one chain of writes
+		}
+		revs[i] = rev
+	}
+	last := h[len(h)-1]
+	rev, state, err := s.fileVersion(id)
+	if err != nil {
+		return false, err
+	}
+	switch state {
+	case fileMissing:
+		if last.Deleted {
 			return false, nil
 		}
-		if err := s.fs.Remove(taskFileName(id)); err != nil {
+	case fileDamaged:
+	case fileAt:
+		if last.Deleted && rev == revs[len(revs)-1] {
+			break // its deletion was lost
+		}
+		if !last.Deleted && rev == revs[len(revs)-1] {
+			return false, nil // up to date
+		}
+		if rev != base && !slices.Contains(revs[:len(revs)-1], rev) {
+			return false, nil // not a version these records continue
+		}
+	default:
+		return false, nil // not a regular file: Check reports it
+	}
+	if last.Deleted {
+		if err := s.fs.Remove(taskFileName(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return false, fmt.Errorf("taskgraph: replay after restart: delete task %d: %w", id, err)
 		}
 		return true, nil
 	}
-	t, err := decodeTask(id, c.Content)
-	if err != nil {
-		return false, nil // not a task this store wrote: leave the file
-	}
-	if hasCur && !broken && cur.Rev >= t.Rev {
-		return false, nil
-	}
+	t, _ := decodeTask(id, last.Content)
 	data, err := encodeTask(t)
 	if err != nil {
 		return false, nil
@@ -314,29 +357,133 @@ func (s *FileStore) redo(id ID, c changelog.Change) (bool, error) {
 	return true, nil
 }
 
-// restartDue reports whether the log's last checkpoint was made during
-// another boot of the machine, so that records after it may be missing
-// from the files. A log without any checkpoint was written without group
-// commit, by a version whose every write synced its own files: nothing is
-// due. It reads only the log's tail, where a checkpoint is found within
-// checkpointInterval of the end, and learns the checkpoint's offset.
-func (s *FileStore) restartDue() (bool, error) {
-	if s.logIno == 0 || s.logOff == 0 {
+// The states of a task file that the replay after a restart tells apart.
+const (
+	fileMissing = iota
+	fileDamaged // empty, zero-filled or undecodable
+	fileAt      // a task at some rev
+	fileOther   // not a regular file, or over the size limit
+)
+
+// fileVersion reads the file of id for the replay.
+func (s *FileStore) fileVersion(id ID) (rev int64, state int, err error) {
+	fi, data, err := readFile(s.fs, s.root, s.dir, taskFileName(id), maxFileSize)
+	var ce *CorruptError
+	switch {
+	case errors.As(err, &ce):
+		return 0, fileOther, nil
+	case err != nil:
+		return 0, 0, err
+	case fi == nil:
+		return 0, fileMissing, nil
+	}
+	t, err := decodeTask(id, data)
+	if err != nil {
+		return 0, fileDamaged, nil
+	}
+	return t.Rev, fileAt, nil
+}
+
+// lostDirName is where the replay after a restart moves the task files a
+// power loss left empty or zero-filled that no record explains: a create
+// in flight, never acknowledged, whose rename reached the disk before its
+// data. The store never reads it; Check reports what is in it.
+const lostDirName = ".taskgraph.lost"
+
+// moveAsideLost moves into lostDirName every task file that is empty or
+// zero-filled and that no record since the last checkpoint names (an
+// acknowledged write always has one, and is replayed instead).
+func (s *FileStore) moveAsideLost(history map[int64][]changelog.Change) (bool, error) {
+	var lost []ID
+	for _, id := range slices.Sorted(maps.Keys(s.g.broken)) {
+		if _, named := history[int64(id)]; named {
+			continue
+		}
+		fi, data, err := readFile(s.fs, s.root, s.dir, taskFileName(id), maxFileSize)
+		if err == nil && fi != nil && !slices.ContainsFunc(data, func(b byte) bool { return b != 0 }) {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) == 0 {
 		return false, nil
+	}
+	if err := s.root.Mkdir(lostDirName, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return false, fmt.Errorf("taskgraph: replay after restart: %w", err)
+	}
+	stamp := s.cfg.now().UTC().Format("20060102T150405.000000000Z")
+	for _, id := range lost {
+		to := filepath.Join(lostDirName, taskFileName(id)+"."+stamp)
+		if err := s.root.Rename(taskFileName(id), to); err != nil {
+			return false, fmt.Errorf("taskgraph: replay after restart: move aside the empty %s: %w", taskFileName(id), err)
+		}
+	}
+	if err := syncIn(s.root, lostDirName); err != nil {
+		return false, fmt.Errorf("taskgraph: replay after restart: %w", err)
+	}
+	return true, s.syncDir()
+}
+
+// syncIn fsyncs the directory name inside root.
+func syncIn(root *os.Root, name string) error {
+	d, err := root.Open(name)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// setAsideLogPrefix begins the name a change log gets when it is set
+// aside: its last checkpoint was made in another directory (the directory
+// was copied or restored with its log), so its records are not this
+// directory's to replay. The store never reads it; Check reports it.
+const setAsideLogPrefix = ".taskgraph.log.set-aside-"
+
+// setAsideLog renames the change log out of the way (see
+// setAsideLogPrefix): the files as they are win.
+func (s *FileStore) setAsideLog() error {
+	to := setAsideLogPrefix + s.cfg.now().UTC().Format("20060102T150405.000000000Z")
+	if err := s.root.Rename(logFileName, to); err != nil {
+		return fmt.Errorf("taskgraph: set aside a change log of another directory: %w", err)
+	}
+	s.closeLog()
+	s.logIno, s.logOff, s.ckptKnown = 0, 0, false
+	return s.syncDir()
+}
+
+// What the log's last checkpoint asks of a store that opens the directory.
+const (
+	logCurrent  = iota // made in this boot, or no checkpoint: nothing to do
+	logReplay          // made in another boot: replay what follows it
+	logSetAside        // made in another directory after a restart: set the log aside
+)
+
+// restartDue reads the log's last checkpoint and says what it asks (see
+// logCurrent). A log without any checkpoint was written without group
+// commit, by a version whose every write synced its own files: nothing is
+// due. A checkpoint of another directory (a copy, a restore) is not this
+// directory's: after a restart its records are set aside, in this boot the
+// next group-committed write checkpoints here first. It reads only the
+// log's tail, where a checkpoint is found within checkpointInterval of the
+// end, learns the checkpoint's offset and, when the checkpoint is this
+// directory's, which cached versions the records after it hold (recEnd).
+func (s *FileStore) restartDue() (int, error) {
+	if s.logIno == 0 || s.logOff == 0 {
+		return logCurrent, nil
 	}
 	f, err := s.fs.OpenRead(logFileName)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return logCurrent, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("taskgraph: read change log: %w", err)
+		return 0, fmt.Errorf("taskgraph: read change log: %w", err)
 	}
 	defer f.Close()
 	size := s.logOff
 	for tail := min(size, 2*checkpointInterval); ; tail = size {
 		buf := make([]byte, tail)
 		if _, err := f.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
-			return false, fmt.Errorf("taskgraph: read change log: %w", err)
+			return 0, fmt.Errorf("taskgraph: read change log: %w", err)
 		}
 		skip := 0
 		if tail < size {
@@ -344,14 +491,76 @@ func (s *FileStore) restartDue() (bool, error) {
 			skip = bytes.IndexByte(buf, '\n') + 1
 		}
 		if off, ck, ok := changelog.LastCheckpoint(buf[skip:]); ok {
-			s.ckptOff, s.ckptKnown = size-tail+int64(skip+off), true
-			return ck.Boot != s.boot, nil
+			at := size - tail + int64(skip+off)
+			// A checkpoint that does not say its directory comes from an
+			// older version, on this directory.
+			mine := ck.Dir == "" || s.dirID == "" || ck.Dir == s.dirID
+			s.ckptOff, s.ckptKnown = at, mine
+			switch {
+			case ck.Boot != s.boot && mine:
+				return logReplay, nil
+			case ck.Boot != s.boot:
+				return logSetAside, nil
+			case mine:
+				s.noteRecords(buf[skip+off:], at)
+			}
+			return logCurrent, nil
 		}
 		if tail == size {
 			s.ckptKnown = false
-			return false, nil
+			return logCurrent, nil
 		}
 	}
+}
+
+// noteRecords learns, from the log after the checkpoint at offset at, the
+// end of the last record of each cached task whose file is still the
+// version that record wrote (its stamp): see replayable.
+func (s *FileStore) noteRecords(log []byte, at int64) {
+	for id, h := range changelog.Redo(changelog.Whole(log)) {
+		c := h[len(h)-1]
+		if !c.Deleted && s.stamps[ID(id)] == c.Stamp {
+			s.recEnd[ID(id)] = at + int64(c.End)
+		}
+	}
+}
+
+// replayable reports whether the version of id's file that a write is about
+// to replace can be restored from the change log after a power loss: its
+// record comes after the last checkpoint and is durable. If it cannot, the
+// file is that version's only durable copy, and a group-committed write
+// must not rename an unsynced file over it — a power loss may keep the
+// rename and lose the data (ext4's unwritten extents, noauto_da_alloc,
+// XFS), leaving neither version — so it fsyncs the new file first: about
+// once per task per checkpoint. A new task replaces nothing.
+func (s *FileStore) replayable(id ID) bool {
+	if _, exists := s.stamps[id]; !exists {
+		return true
+	}
+	end, ok := s.recEnd[id]
+	if !ok || !s.ckptKnown || end <= s.ckptOff {
+		return false
+	}
+	if s.logIno == s.syncedIno && end <= s.syncedOff {
+		return true
+	}
+	s.logSync.mu.Lock()
+	covered := s.logSync.covers(s.logGen, end)
+	s.logSync.mu.Unlock()
+	return covered || s.syncedElsewhere(end)
+}
+
+// syncedElsewhere reports whether the sync file says that another process
+// made the log durable up to end.
+func (s *FileStore) syncedElsewhere(end int64) bool {
+	if s.syncHint == nil {
+		if s.syncHint = s.openSyncFile(); s.syncHint == nil {
+			return false
+		}
+	}
+	var rec [16]byte
+	n, _ := s.syncHint.ReadAt(rec[:], 0)
+	return n == len(rec) && binary.LittleEndian.Uint64(rec[:8]) == s.logIno && int64(binary.LittleEndian.Uint64(rec[8:])) >= end
 }
 
 // syncFileName is the file through which the processes sharing a

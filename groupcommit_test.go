@@ -171,7 +171,7 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		dir := t.TempDir()
 		boot := fmt.Sprintf("boot-%d-a", round)
 		bootID = func() string { return boot }
-		s, err := Open(dir, WithClock(fixedClock))
+		s, err := Open(dir, WithClock(fixedClock), WithGroupCommit())
 		require.NoError(t, err)
 		require.True(t, s.gc, "group commit is on")
 		pfs := &powerFS{fileSystem: s.fs, dir: dir, versions: map[string][]*version{}, synced: map[string]bool{}}
@@ -228,7 +228,7 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 			require.NoError(t, f.Close())
 		}
 		boot = fmt.Sprintf("boot-%d-b", round) // the machine restarted
-		after, err := Open(dir, WithClock(fixedClock))
+		after, err := Open(dir, WithClock(fixedClock), WithGroupCommit())
 		require.NoError(t, err)
 		got, err := after.List(ctx)
 		require.NoError(t, err, "round %d", round)
@@ -284,14 +284,15 @@ func randomWrite(ctx context.Context, s *FileStore, rng *rand.Rand) {
 	}
 }
 
-// restartDueNow is restartDue under the lock.
+// restartDueNow is whether restartDue asks for a replay, under the lock.
 func (s *FileStore) restartDueNow() (bool, error) {
 	release, err := s.acquire(context.Background(), false)
 	if err != nil {
 		return false, err
 	}
 	defer release()
-	return s.restartDue()
+	due, err := s.restartDue()
+	return due == logReplay, err
 }
 
 // TestReplacedLogReachesEveryone: a store that learns by a scan that the
@@ -337,10 +338,10 @@ func TestReplacedLogReachesEveryone(t *testing.T) {
 
 // openPair opens two stores on dir, with group commit.
 func openPair(t *testing.T, dir string) (*FileStore, *FileStore) {
-	a, err := Open(dir)
+	a, err := Open(dir, WithGroupCommit())
 	require.NoError(t, err)
 	t.Cleanup(func() { a.Close() })
-	b, err := Open(dir)
+	b, err := Open(dir, WithGroupCommit())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	require.True(t, a.gc && b.gc, "group commit is on")
@@ -446,7 +447,7 @@ func TestWritersShareSyncs(t *testing.T) {
 			var syncs atomic.Int64
 			var all []*FileStore
 			for range stores {
-				s, err := Open(dir)
+				s, err := Open(dir, WithGroupCommit())
 				require.NoError(t, err)
 				t.Cleanup(func() { s.Close() })
 				require.True(t, s.gc, "group commit is on")

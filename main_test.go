@@ -54,7 +54,7 @@ func runRole(role, dir, arg string) int {
 		fmt.Fprintf(os.Stderr, "no worker role %q\n", role)
 		return 2
 	}
-	s, err := tg.Open(dir)
+	s, err := tg.Open(dir, testProtocol())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -113,10 +113,25 @@ func snapshot(t *testing.T, dir string) map[string]string {
 
 var ctx = context.Background()
 
-// openStore opens a FileStore on dir that the test closes when it ends.
+// testProtocol is the durability protocol of the stores the tests open
+// with openStore and of the worker processes: group commit, whatever the
+// filesystem of the test's temporary directory (which may not be one where
+// Open chooses it), or the full protocol when TASKGRAPH_TEST_PROTOCOL is
+// sync-each-write (.ci/run runs the package both ways). The power-loss
+// test on real filesystem images (powerloss/) proves which one Open
+// chooses where.
+func testProtocol() tg.Option {
+	if os.Getenv("TASKGRAPH_TEST_PROTOCOL") == string(tg.ProtocolSyncEachWrite) {
+		return tg.WithSyncEachWrite()
+	}
+	return tg.WithGroupCommit()
+}
+
+// openStore opens a FileStore on dir that the test closes when it ends,
+// with testProtocol unless opts say otherwise.
 func openStore(t testing.TB, dir string, opts ...tg.Option) *tg.FileStore {
 	t.Helper()
-	s, err := tg.Open(dir, opts...)
+	s, err := tg.Open(dir, append([]tg.Option{testProtocol()}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s

@@ -9,9 +9,9 @@
 //
 //	I <mtime> <id>...                         a write of these tasks is about to commit; the directory's mtime before it
 //	P <id> <ino> <size> <mtime> <task JSON>   task id was written, as this
-//	D <id>                                    task id was deleted
+//	D <id> [<rev>]                            task id, at rev, was deleted
 //	M <mtime>                                 the directory's mtime after a write
-//	C <boot id>                               every write before this line is durable in its files
+//	C <boot id> [<dir id>]                    every write before this line is durable in its files
 //
 // A writer appends I before its commit point and P, D and M after it. A
 // reader that finds an I not followed by the P or D of each id it names
@@ -26,11 +26,14 @@
 // every file the records before it name was synced: after a crash of the
 // machine (another boot id than the last checkpoint's) the records after
 // the last C are replayed onto the files. A record without its M (a torn
-// append) was never acknowledged and is never replayed.
+// append) was never acknowledged and is never replayed. The dir id ties a
+// checkpoint to the directory that wrote it (its inode and birth time): a
+// log copied or restored elsewhere is not replayed there.
 package changelog
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -60,11 +63,13 @@ type Stamp struct {
 type Record struct {
 	Kind    Kind
 	ID      int64 // Put, Delete
+	Rev     int64 // Delete: the rev of the task deleted; 0 if not said
 	Stamp   Stamp // Put, when Content is set
 	Content []byte
 	Mtime   int64   // Mtime, Intent
 	IDs     []int64 // Intent
 	Boot    string  // Checkpoint: the boot id of the machine that synced
+	Dir     string  // Checkpoint: the directory it was made in; "" if not said (older versions)
 }
 
 // AppendPut appends the record of a task file written with content (JSON
@@ -74,8 +79,10 @@ func AppendPut(buf []byte, id int64, st Stamp, content []byte) []byte {
 	return append(append(buf, content...), '\n')
 }
 
-// AppendDelete appends the record of a removed task file.
-func AppendDelete(buf []byte, id int64) []byte { return fmt.Appendf(buf, "D %d\n", id) }
+// AppendDelete appends the record of a removed task file, which held rev.
+func AppendDelete(buf []byte, id, rev int64) []byte {
+	return fmt.Appendf(buf, "D %d %d\n", id, rev)
+}
 
 // AppendMtime appends the record of the directory's mtime after a write.
 func AppendMtime(buf []byte, mtime int64) []byte { return fmt.Appendf(buf, "M %d\n", mtime) }
@@ -90,13 +97,17 @@ func AppendIntent(buf []byte, mtime int64, ids []int64) []byte {
 	return append(buf, '\n')
 }
 
-// AppendCheckpoint appends a checkpoint made during boot (a boot id
-// without spaces or newlines; "" is written as "-", an unknown boot).
-func AppendCheckpoint(buf []byte, boot string) []byte {
+// AppendCheckpoint appends a checkpoint made during boot in the directory
+// dir (ids without spaces or newlines; a boot "" is written as "-", an
+// unknown boot; a dir "" is left out).
+func AppendCheckpoint(buf []byte, boot, dir string) []byte {
 	if boot == "" || strings.ContainsAny(boot, " \n") {
 		boot = "-"
 	}
-	return fmt.Appendf(buf, "C %s\n", boot)
+	if dir == "" || strings.ContainsAny(dir, " \n") {
+		return fmt.Appendf(buf, "C %s\n", boot)
+	}
+	return fmt.Appendf(buf, "C %s %s\n", boot, dir)
 }
 
 // Whole returns the complete lines at the start of buf: everything up to
@@ -135,16 +146,24 @@ func Parse(line string) (r Record, ok bool) {
 		}
 		return r, true
 	case "C":
-		if rest == "" || strings.ContainsAny(rest, " ") {
+		boot, dir, _ := strings.Cut(rest, " ")
+		if boot == "" || strings.ContainsAny(dir, " ") || (dir == "" && strings.HasSuffix(rest, " ")) {
 			return Record{}, false
 		}
-		if rest == "-" {
-			rest = ""
+		if boot == "-" {
+			boot = ""
 		}
-		return Record{Kind: Checkpoint, Boot: rest}, true
+		return Record{Kind: Checkpoint, Boot: boot, Dir: dir}, true
 	case "D":
-		n, err := strconv.ParseInt(rest, 10, 64)
-		return Record{Kind: Delete, ID: n}, err == nil && n > 0
+		id, rev, hasRev := strings.Cut(rest, " ")
+		n, err := strconv.ParseInt(id, 10, 64)
+		r := Record{Kind: Delete, ID: n}
+		if hasRev {
+			var rerr error
+			r.Rev, rerr = strconv.ParseInt(rev, 10, 64)
+			err = errors.Join(err, rerr)
+		}
+		return r, err == nil && n > 0 && r.Rev >= 0
 	case "P":
 		f := strings.SplitN(rest, " ", 5)
 		n, err := strconv.ParseInt(f[0], 10, 64)
@@ -165,25 +184,30 @@ func Parse(line string) (r Record, ok bool) {
 	return Record{}, false
 }
 
-// Change is the state the log's records leave one task in: its content,
-// or deleted.
+// Change is the state one record leaves a task in: its content, or
+// deleted.
 type Change struct {
 	Deleted bool
+	Rev     int64  // when Deleted: the rev of the task deleted (0 if not said)
 	Content []byte // the task file, when not Deleted
+	Stamp   Stamp  // the file written, when not Deleted
+	End     int    // where the record (its M line) ends in the log
 }
 
-// Redo returns the state each task is left in by the whole records of log
-// (whole lines, as Whole returns), the later record winning. A record is
-// the P and D lines of one write ended by its M line; lines of a write
-// whose M never came (the append was torn, or the writer died in it) are
-// dropped when the next I or C line starts another write, and never
-// count. A P line whose content was damaged makes its record count for
-// nothing, since it cannot be replayed.
-func Redo(log []byte) map[int64]Change {
-	final := map[int64]Change{}
+// Redo returns, for each task, the changes the whole records of log (whole
+// lines, as Whole returns) made to it, in order. A record is the P and D
+// lines of one write ended by its M line; lines of a write whose M never
+// came (the append was torn, or the writer died in it) are dropped when
+// the next I or C line starts another write, and never count. A P line
+// whose content was damaged makes its record count for nothing, since it
+// cannot be replayed.
+func Redo(log []byte) map[int64][]Change {
+	history := map[int64][]Change{}
 	var group map[int64]Change
 	damaged := false
+	pos := 0
 	for line := range strings.Lines(string(log)) {
+		pos += len(line)
 		r, ok := Parse(strings.TrimSuffix(line, "\n"))
 		if !ok {
 			if group != nil {
@@ -199,22 +223,23 @@ func Redo(log []byte) map[int64]Change {
 				group = map[int64]Change{}
 			}
 			if r.Kind == Delete {
-				group[r.ID] = Change{Deleted: true}
+				group[r.ID] = Change{Deleted: true, Rev: r.Rev}
 			} else if r.Content == nil {
 				damaged = true
 			} else {
-				group[r.ID] = Change{Content: r.Content}
+				group[r.ID] = Change{Content: r.Content, Stamp: r.Stamp}
 			}
 		case Mtime:
 			if !damaged {
 				for id, c := range group {
-					final[id] = c
+					c.End = pos
+					history[id] = append(history[id], c)
 				}
 			}
 			group, damaged = nil, false
 		}
 	}
-	return final
+	return history
 }
 
 // LastCheckpoint returns the offset in log of its last whole C line and the

@@ -11,11 +11,12 @@ import (
 func TestRoundTrip(t *testing.T) {
 	var buf []byte
 	buf = AppendPut(buf, 7, Stamp{Ino: 9, Size: 12, Mtime: 13}, []byte(`{"id":7}`))
-	buf = AppendDelete(buf, 8)
+	buf = AppendDelete(buf, 8, 3)
 	buf = AppendMtime(buf, 99)
 	buf = AppendIntent(buf, 98, []int64{4, 5})
-	buf = AppendCheckpoint(buf, "d0d614c2-746e")
-	buf = AppendCheckpoint(buf, "")
+	buf = AppendCheckpoint(buf, "d0d614c2-746e", "")
+	buf = AppendCheckpoint(buf, "", "")
+	buf = AppendCheckpoint(buf, "b", "1f.2a")
 	var got []Record
 	for line := range strings.Lines(string(Whole(buf))) {
 		r, ok := Parse(strings.TrimSuffix(line, "\n"))
@@ -24,11 +25,12 @@ func TestRoundTrip(t *testing.T) {
 	}
 	require.Equal(t, []Record{
 		{Kind: Put, ID: 7, Stamp: Stamp{Ino: 9, Size: 12, Mtime: 13}, Content: []byte(`{"id":7}`)},
-		{Kind: Delete, ID: 8},
+		{Kind: Delete, ID: 8, Rev: 3},
 		{Kind: Mtime, Mtime: 99},
 		{Kind: Intent, Mtime: 98, IDs: []int64{4, 5}},
 		{Kind: Checkpoint, Boot: "d0d614c2-746e"},
 		{Kind: Checkpoint},
+		{Kind: Checkpoint, Boot: "b", Dir: "1f.2a"},
 	}, got)
 }
 
@@ -39,7 +41,7 @@ func TestTornLines(t *testing.T) {
 	r, ok := Parse("P 3 1 2")
 	require.True(t, ok)
 	require.Equal(t, Record{Kind: Put, ID: 3}, r)
-	for _, bad := range []string{"", "P", "P x", "P -1 1 2 3 {}", "D", "D 0", "M x", "Q 1", "garbage", "I", "I 5", "I x 1", "I 5 0", "I 5 1 y", "C", "C ", "C a b"} {
+	for _, bad := range []string{"", "P", "P x", "P -1 1 2 3 {}", "D", "D 0", "D 1 x", "D 1 -1", "D 1 2 3", "M x", "Q 1", "garbage", "I", "I 5", "I x 1", "I 5 0", "I 5 1 y", "C", "C ", "C a b c", "C a "} {
 		_, ok := Parse(bad)
 		require.False(t, ok, bad)
 	}
@@ -59,9 +61,13 @@ func FuzzParse(f *testing.F) {
 			cut = len(log)
 		}
 		whole := Whole([]byte(log[:cut]))
-		for id, c := range Redo(whole) {
+		for id, h := range Redo(whole) {
 			require.Positive(t, id)
-			require.True(t, c.Deleted != (c.Content != nil))
+			for i, c := range h {
+				require.True(t, c.Deleted != (c.Content != nil))
+				require.True(t, c.End > 0 && c.End <= len(whole) && whole[c.End-1] == '\n')
+				require.True(t, i == 0 || c.End > h[i-1].End, "in log order")
+			}
 		}
 		if off, r, ok := LastCheckpoint(whole); ok {
 			require.Equal(t, Checkpoint, r.Kind)
@@ -99,28 +105,30 @@ func FuzzParse(f *testing.F) {
 // M line, or with a damaged line, never does.
 func TestRedo(t *testing.T) {
 	var log []byte
-	log = AppendCheckpoint(log, "boot")
+	log = AppendCheckpoint(log, "boot", "")
 	log = AppendIntent(log, 1, []int64{1, 2})
 	log = AppendMtime(AppendPut(AppendPut(log, 1, Stamp{1, 1, 1}, []byte(`{"id":1,"rev":1}`)), 2, Stamp{2, 2, 2}, []byte(`{"id":2}`)), 2)
+	first := len(log)
 	log = AppendIntent(log, 2, []int64{1})
 	log = AppendMtime(AppendPut(log, 1, Stamp{3, 3, 3}, []byte(`{"id":1,"rev":2}`)), 3)
+	second := len(log)
 	log = AppendIntent(log, 3, []int64{2})
-	log = AppendDelete(log, 2) // torn: no M
+	log = AppendDelete(log, 2, 1) // torn: no M
 	log = AppendIntent(log, 3, []int64{3})
 	log = append(log, "P 3 1 2\n"...) // damaged content
 	log = AppendMtime(log, 4)
 	log = AppendIntent(log, 4, []int64{4})
 	log = AppendPut(log, 4, Stamp{4, 4, 4}, []byte(`{"id":4}`)) // the tail, torn
-	require.Equal(t, map[int64]Change{
-		1: {Content: []byte(`{"id":1,"rev":2}`)},
-		2: {Content: []byte(`{"id":2}`)},
+	require.Equal(t, map[int64][]Change{
+		1: {{Content: []byte(`{"id":1,"rev":1}`), Stamp: Stamp{1, 1, 1}, End: first}, {Content: []byte(`{"id":1,"rev":2}`), Stamp: Stamp{3, 3, 3}, End: second}},
+		2: {{Content: []byte(`{"id":2}`), Stamp: Stamp{2, 2, 2}, End: first}},
 	}, Redo(log))
 
 	off, r, ok := LastCheckpoint(log)
 	require.True(t, ok)
 	require.Zero(t, off)
 	require.Equal(t, "boot", r.Boot)
-	log = AppendCheckpoint(log, "later")
+	log = AppendCheckpoint(log, "later", "")
 	off, r, ok = LastCheckpoint(append(log, "C torn"...))
 	require.True(t, ok)
 	require.Equal(t, "later", r.Boot)

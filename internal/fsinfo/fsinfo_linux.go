@@ -1,0 +1,90 @@
+package fsinfo
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Probe describes the filesystem holding the open directory d: the mount
+// whose device is d's (from /proc/self/mountinfo) and, for ext4, every
+// option in effect (from /proc/fs/ext4/<device>/options, the only place
+// that shows defaults such as data=ordered or dioread_nolock, and that
+// shows no data= at all without a journal). A part that cannot be read is
+// left out; Type "" means unknown.
+func Probe(d *os.File) Info {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
+		return Info{}
+	}
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return Info{}
+	}
+	info, source, ok := mountOf(data, unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)))
+	if !ok {
+		return Info{}
+	}
+	if info.Type == "ext4" {
+		info.Options = append(info.Options, ext4Options(source)...)
+	}
+	return info
+}
+
+// mountOf finds the mount of device major:minor in mountinfo: its type,
+// source and options (the mount point's, then the superblock's).
+func mountOf(mountinfo []byte, major, minor uint32) (Info, string, bool) {
+	want := fmt.Sprintf("%d:%d", major, minor)
+	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 6 || len(g) < 3 || f[2] != want {
+			continue
+		}
+		opts := append(strings.Split(f[5], ","), strings.Split(g[2], ",")...)
+		return Info{Type: g[0], Options: opts}, g[1], true
+	}
+	return Info{}, "", false
+}
+
+// ext4Options reads every option in effect on the ext4 filesystem of the
+// block device source.
+func ext4Options(source string) []string {
+	dev, err := filepath.EvalSymlinks(source) // /dev/mapper/x → /dev/dm-0
+	if err != nil {
+		dev = source
+	}
+	data, err := os.ReadFile(filepath.Join("/proc/fs/ext4", filepath.Base(dev), "options"))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(data))
+}
+
+// DirID identifies the open directory d on its filesystem: its inode
+// number and birth time, which a rename or a move within the filesystem
+// keeps and a copy or a restore elsewhere does not. "" if not known.
+func DirID(d *os.File) string {
+	var stx unix.Statx_t
+	err := unix.Statx(int(d.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_BTIME, &stx)
+	if err != nil {
+		return ""
+	}
+	id := strconv.FormatUint(stx.Ino, 16)
+	if stx.Mask&unix.STATX_BTIME != 0 {
+		id += "." + strconv.FormatInt(stx.Btime.Sec, 16) + "." + strconv.FormatUint(uint64(stx.Btime.Nsec), 16)
+	}
+	return id
+}
