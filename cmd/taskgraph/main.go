@@ -302,7 +302,8 @@ func describe(err error) string {
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"dir": true, "store": true, "graph": true, "owner": true, "lease": true,
 	"desc": true, "after": true, "blocks": true, "format": true, "claude-code": true, "from": true, "tools": true,
-	"priority": true, "label": true, "key": true, "status": true, "owned-by": true, "limit": true, "result": true}
+	"priority": true, "label": true, "key": true, "status": true, "owned-by": true, "limit": true, "result": true,
+	"addr": true, "max-streams": true}
 
 // commandFirst moves flags given before the command after it, so that
 // `taskgraph --owner x claim 1` works like `taskgraph claim 1 --owner x`.
