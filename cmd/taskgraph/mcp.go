@@ -92,10 +92,10 @@ func sessionOwner() string {
 }
 
 func flagsMCP(fs *flag.FlagSet) func(e *env) error {
-	lease := fs.Duration("lease", 0, "lease every claim for this `DURATION` (e.g. 30m): a session that dies lets go of its tasks when it lapses, and task_renew extends it (default: claims never lapse)")
+	lease := leaseFlag(fs, "lease every claim for this `DURATION` (e.g. 30m): a session that dies lets go of its tasks when it lapses, and task_renew extends it (default: claims never lapse)")
 	sets := fs.String("tools", "taskgraph", "the tool `SET`s to serve: taskgraph (task_create, task_list, ...), claude-code (Claude Code's TaskCreate, TaskGet, TaskUpdate, TaskList), or taskgraph,claude-code")
 	return func(e *env) error {
-		if err := leaseFlag(*lease); err != nil {
+		if err := lease.check(); err != nil {
 			return err
 		}
 		if _, err := mcpTools(*sets, taskgraph.NewMemStore()); err != nil {
@@ -106,8 +106,8 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 			owner = sessionOwner()
 		}
 		opts := []agenttools.Option{agenttools.WithOwner(owner)}
-		if *lease > 0 {
-			opts = append(opts, agenttools.WithLease(*lease))
+		if lease.d > 0 {
+			opts = append(opts, agenttools.WithLease(lease.d))
 		}
 		return e.withNoArgs(func(s store) error {
 			fmt.Fprintf(e.stderr, "taskgraph mcp: serving %s as %q\n", e.where(), owner)
