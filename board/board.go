@@ -34,7 +34,8 @@
 //	GET  /                          the page
 //	GET  /static/...                its script, stylesheet, layout worker and dagre
 //	GET  /api/board                 a Snapshot, as JSON
-//	GET  /api/events                Server-Sent Events: "snapshot" events carrying a Snapshot, at once and after each change
+//	GET  /api/events                Server-Sent Events: "snapshot" events carrying a Snapshot, at once and after each change;
+//	                                503 with Retry-After past WithMaxStreams open streams
 //	POST /api/tasks                 create a task (CreateRequest); 201 and the task
 //	POST /api/tasks/{id}/release    release a claim (ReleaseRequest)
 //	POST /api/tasks/{id}/reopen     move a completed, failed or cancelled task back to pending (ReopenRequest)
@@ -73,6 +74,10 @@ const TokenHeader = "X-Taskgraph-Token"
 // to a page: changes that come faster are coalesced into one snapshot.
 const DefaultInterval = 100 * time.Millisecond
 
+// DefaultMaxStreams is how many event streams (open pages) a board serves
+// at once unless WithMaxStreams says otherwise.
+const DefaultMaxStreams = 256
+
 // contentSecurityPolicy lets the page load only what the board serves.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; worker-src 'self'; style-src 'self'; " +
 	"img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -86,6 +91,7 @@ type config struct {
 	hosts    []string
 	title    string
 	interval time.Duration
+	streams  int
 }
 
 // AllowWrites turns on the page's actions: release a claim, reopen a task,
@@ -114,6 +120,13 @@ func WithTitle(title string) Option { return func(c *config) { c.title = title }
 // (default DefaultInterval).
 func WithInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
 
+// WithMaxStreams sets how many event streams — pages following the board
+// live — the board serves at once (default DefaultMaxStreams; n < 1 means
+// the default). Each holds a connection, a goroutine and its buffers while
+// it is open; one past the limit is refused with 503 Service Unavailable
+// and Retry-After until another closes.
+func WithMaxStreams(n int) Option { return func(c *config) { c.streams = n } }
+
 // Server is the board of one store: an http.Handler serving the page, its
 // assets, the snapshot API and the event stream. Create it with New and
 // Close it when done.
@@ -140,6 +153,9 @@ func New(store taskgraph.Store, opts ...Option) *Server {
 	}
 	if c.interval <= 0 {
 		c.interval = DefaultInterval
+	}
+	if c.streams < 1 {
+		c.streams = DefaultMaxStreams
 	}
 	s := &Server{store: store, cfg: c, mux: http.NewServeMux()}
 	s.hub = newHub(s)

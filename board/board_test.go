@@ -781,3 +781,97 @@ func TestPageIsSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// getEvents opens an event stream and returns the response, open.
+func getEvents(t *testing.T, srv *httptest.Server) *http.Response {
+	t.Helper()
+	resp, err := srv.Client().Get(srv.URL + "/api/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// The board serves at most DefaultMaxStreams event streams at once: one
+// more is refused with 503, a message that says the limit and what to do,
+// and Retry-After; when a stream closes, a new one gets in.
+func TestEventStreamLimit(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		opts  []board.Option
+		limit int
+	}{
+		{"default", nil, board.DefaultMaxStreams},
+		{"WithMaxStreams", []board.Option{board.WithMaxStreams(3)}, 3},
+		{"WithMaxStreams(0) is the default", []board.Option{board.WithMaxStreams(0)}, board.DefaultMaxStreams},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if board.DefaultMaxStreams < 16 || board.DefaultMaxStreams > 4096 {
+				t.Fatalf("DefaultMaxStreams = %d, not a sane default", board.DefaultMaxStreams)
+			}
+			srv, _ := server(t, c.opts...)
+			srv.Client().Transport.(*http.Transport).MaxIdleConnsPerHost = c.limit + 2
+			open := make([]*http.Response, 0, c.limit)
+			t.Cleanup(func() {
+				for _, r := range open {
+					r.Body.Close()
+				}
+			})
+			for i := range c.limit {
+				resp := getEvents(t, srv)
+				if resp.StatusCode != http.StatusOK {
+					resp.Body.Close()
+					t.Fatalf("stream %d of %d: %d", i+1, c.limit, resp.StatusCode)
+				}
+				open = append(open, resp)
+			}
+			refused := getEvents(t, srv)
+			data, _ := io.ReadAll(refused.Body)
+			refused.Body.Close()
+			if refused.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("stream %d past a limit of %d: %d %s", c.limit+1, c.limit, refused.StatusCode, data)
+			}
+			if refused.Header.Get("Retry-After") == "" {
+				t.Error("no Retry-After on the refusal")
+			}
+			var body board.ErrorResponse
+			if err := json.Unmarshal(data, &body); err != nil {
+				t.Fatalf("refusal %q is not JSON: %v", data, err)
+			}
+			for _, want := range []string{fmt.Sprint(c.limit), "close", "WithMaxStreams"} {
+				if !strings.Contains(body.Error, want) {
+					t.Errorf("refusal %q does not say %q", body.Error, want)
+				}
+			}
+			// The other endpoints still answer.
+			if resp, err := srv.Client().Get(srv.URL + "/api/board"); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /api/board at the stream limit: %v %v", resp, err)
+			} else {
+				resp.Body.Close()
+			}
+
+			// Closing one lets a new one in, once the server has seen it go.
+			open[0].Body.Close()
+			open = open[1:]
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				resp := getEvents(t, srv)
+				if resp.StatusCode == http.StatusOK {
+					open = append(open, resp)
+					break
+				}
+				resp.Body.Close()
+				if time.Now().After(deadline) {
+					t.Fatalf("a stream closed, and a new one is still refused 10s later: %d", resp.StatusCode)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			// And the limit holds again.
+			resp := getEvents(t, srv)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("past the limit again: %d", resp.StatusCode)
+			}
+		})
+	}
+}

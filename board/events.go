@@ -3,6 +3,7 @@ package board
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -15,6 +16,18 @@ const heartbeat = 25 * time.Second
 
 var errClosed = errors.New("board: server closed")
 
+// streamsFull is the refusal of an event stream past the limit.
+type streamsFull struct{ limit int }
+
+func (e streamsFull) Error() string {
+	return fmt.Sprintf("too many live pages: this board already serves its limit of %d event streams at once; "+
+		"close board pages or tabs you no longer watch and reload this one, or start the board with a higher limit "+
+		"(taskgraph serve --max-streams, board.WithMaxStreams)", e.limit)
+}
+
+// retryAfter is the Retry-After, in seconds, of a refused event stream.
+const retryAfter = "10"
+
 // subscribe adds a page to the hub and starts watching the store if it is
 // the first.
 func (h *hub) subscribe() (*subscriber, error) {
@@ -22,6 +35,9 @@ func (h *hub) subscribe() (*subscriber, error) {
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, errClosed
+	}
+	if len(h.subs) >= h.s.cfg.streams {
+		return nil, streamsFull{h.s.cfg.streams}
 	}
 	sub := &subscriber{ch: make(chan []byte, 1)}
 	h.subs[sub] = struct{}{}
@@ -155,6 +171,9 @@ func (h *hub) broadcast(data []byte) {
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	sub, err := s.hub.subscribe()
 	if err != nil {
+		if errors.As(err, new(streamsFull)) {
+			w.Header().Set("Retry-After", retryAfter)
+		}
 		httpError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}

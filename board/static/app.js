@@ -135,8 +135,16 @@
     es.addEventListener("error", () => {
       stats.connected = false;
       const l = $("live");
-      l.textContent = "reconnecting…";
       l.className = "live off";
+      if (es.readyState === EventSource.CLOSED) {
+        // The server answered, and refused the stream (too many pages
+        // follow the board, or it is shutting down): the browser does not
+        // retry such a refusal by itself.
+        l.textContent = "not live (refused by the server: too many open pages?); retrying";
+        setTimeout(connect, 10000 + Math.random() * 5000);
+        return;
+      }
+      l.textContent = "reconnecting…";
     });
     es.addEventListener("snapshot", (e) => {
       stats.lastSnapshotBytes = e.data.length;

@@ -502,28 +502,59 @@ func (e *env) withTask(f func(s store, t taskgraph.Task) error) error {
 	})
 }
 
-// leaseFlag is a duration flag that must not be negative.
-func leaseFlag(d time.Duration) error {
-	if d < 0 {
-		return usagef("--lease %s: a lease cannot be negative (0 means none)", d)
+// durationFlag is a duration flag that keeps the text it was given, for
+// messages.
+type durationFlag struct {
+	d    time.Duration
+	text string
+}
+
+func (f *durationFlag) String() string {
+	if f.text != "" {
+		return f.text
+	}
+	return f.d.String()
+}
+
+func (f *durationFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("not a duration such as 30m")
+	}
+	f.d, f.text = d, v
+	return nil
+}
+
+// leaseFlag defines --lease, a duration that must not be negative: check
+// says so.
+func leaseFlag(fs *flag.FlagSet, usage string) *durationFlag {
+	f := &durationFlag{}
+	fs.Var(f, "lease", usage)
+	return f
+}
+
+// check refuses a negative lease.
+func (f *durationFlag) check() error {
+	if f.d < 0 {
+		return usagef("--lease %s: a lease cannot be negative; give how long a claim should last, e.g. 30m (0 means claims never lapse)", f)
 	}
 	return nil
 }
 
 func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 	return func(fs *flag.FlagSet) func(e *env) error {
-		lease := fs.Duration("lease", 0, "lease the claim for this long (e.g. 30m); renew it with taskgraph renew")
+		lease := leaseFlag(fs, "lease the claim for this `DURATION` (e.g. 30m); renew it with taskgraph renew")
 		var labels stringList
 		if next {
 			fs.Var(&labels, "label", "take only a task with this `LABEL` (repeat or comma-separate: all of them)")
 		}
 		return func(e *env) error {
-			if err := leaseFlag(*lease); err != nil {
+			if err := lease.check(); err != nil {
 				return err
 			}
 			var opts []taskgraph.ClaimOption
-			if *lease > 0 {
-				opts = append(opts, taskgraph.WithLease(*lease))
+			if lease.d > 0 {
+				opts = append(opts, taskgraph.WithLease(lease.d))
 			}
 			if len(labels) > 0 {
 				opts = append(opts, taskgraph.WithLabels(labels...))
@@ -616,11 +647,13 @@ func cmdRenew(e *env) error {
 		return err
 	}
 	ttl, err := time.ParseDuration(e.args[1])
-	if err != nil {
+	switch {
+	case strings.HasPrefix(e.args[1], "-"):
+		return usagef("%s: a lease cannot be negative; give how long from now it should last, e.g. 30m", e.args[1])
+	case err != nil:
 		return usagef("%q is not a duration such as 30m", e.args[1])
-	}
-	if ttl <= 0 {
-		return usagef("%s: a lease must be renewed for a positive duration", e.args[1])
+	case ttl == 0:
+		return usagef("%s: a lease must be renewed for a positive duration, e.g. 30m", e.args[1])
 	}
 	return e.withStore(func(s store) error {
 		t, err := s.Renew(e.ctx, ids[0], e.owner, ttl)

@@ -302,7 +302,8 @@ func describe(err error) string {
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"dir": true, "store": true, "graph": true, "owner": true, "lease": true,
 	"desc": true, "after": true, "blocks": true, "format": true, "claude-code": true, "from": true, "tools": true,
-	"priority": true, "label": true, "key": true, "status": true, "owned-by": true, "limit": true, "result": true}
+	"priority": true, "label": true, "key": true, "status": true, "owned-by": true, "limit": true, "result": true,
+	"addr": true, "max-streams": true}
 
 // commandFirst moves flags given before the command after it, so that
 // `taskgraph --owner x claim 1` works like `taskgraph claim 1 --owner x`.
@@ -323,22 +324,64 @@ func commandFirst(args []string) []string {
 }
 
 // parseInterspersed parses flags wherever they appear among the arguments,
-// as git and go do: `add "api" --after 1` works.
+// as git and go do: `add "api" --after 1` works. An argument that reads as
+// a negative number or duration (-1, -5m) and is not a flag's value is an
+// argument, not an unknown flag, so that `renew 1 -5m` is refused for the
+// negative lease it asks for.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos, after []string
 	if i := slices.Index(args, "--"); i >= 0 {
 		args, after = args[:i], args[i+1:]
 	}
 	for {
-		if err := fs.Parse(args); err != nil {
+		head, rest := args, []string(nil)
+		if i := negativeArg(fs, args); i >= 0 {
+			head, rest = args[:i], args[i:]
+		}
+		if err := fs.Parse(head); err != nil {
 			return nil, err
 		}
-		if fs.NArg() == 0 {
+		if fs.NArg() > 0 {
+			// Stopped at an argument: take it, and go on after it.
+			pos = append(pos, fs.Arg(0))
+			args = append(slices.Clone(fs.Args()[1:]), rest...)
+			continue
+		}
+		if len(rest) == 0 {
 			return append(pos, after...), nil
 		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
+}
+
+// negativeNumber matches an argument such as -1, -1.5 or -30m.
+var negativeNumber = regexp.MustCompile(`^-\.?[0-9]`)
+
+// negativeArg returns the index of the first argument that reads as a
+// negative number and is not the value of the flag before it, or -1.
+func negativeArg(fs *flag.FlagSet, args []string) int {
+	value := false // the argument is the value of the flag before it
+	for i, a := range args {
+		if value {
+			value = false
+			continue
+		}
+		if negativeNumber.MatchString(a) {
+			return i
+		}
+		name, ok := strings.CutPrefix(a, "-")
+		if !ok || name == "" || strings.Contains(name, "=") {
+			continue
+		}
+		name = strings.TrimPrefix(name, "-")
+		if f := fs.Lookup(name); f != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				value = true
+			}
+		}
+	}
+	return -1
 }
 
 func envOr(key, def string) string {

@@ -328,17 +328,54 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// Every duration on the command line — --lease of claim, next and mcp,
+// renew's DURATION — refuses a negative value as a usage error that says
+// so, however it is written: -5m as an argument is a negative duration,
+// not an unknown flag.
 func TestNegativeDurationsAreUsageErrors(t *testing.T) {
 	dir := project(t)
 	ok(t, dir, "add", "a")
-	for _, args := range [][]string{
-		{"next", "--lease", "-5s"}, {"claim", "1", "--lease=-1m"}, {"mcp", "--lease", "-1s"},
-		{"renew", "1", "-5m"}, {"renew", "1", "0s"}, {"next", "--lease", "soon"},
-	} {
-		r := tg(t, dir, args...)
-		assert.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+	ok(t, dir, "add", "b")
+	ok(t, dir, "claim", "2", "--owner", "holder")
+	negative := "a lease cannot be negative"
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"next", "--lease", "-5s"}, "--lease -5s: " + negative},
+		{[]string{"next", "--lease=-5s"}, "--lease -5s: " + negative},
+		{[]string{"claim", "1", "--lease=-1m"}, "--lease -1m: " + negative},
+		{[]string{"claim", "1", "--lease", "-1.5h"}, "--lease -1.5h: " + negative},
+		{[]string{"claim", "--lease", "-1s", "1"}, "--lease -1s: " + negative},
+		{[]string{"--lease", "-1s", "claim", "1"}, "--lease -1s: " + negative},
+		{[]string{"mcp", "--lease", "-1s"}, "--lease -1s: " + negative},
+		{[]string{"mcp", "--lease=-1h"}, "--lease -1h: " + negative},
+		{[]string{"renew", "2", "-1s", "--owner", "holder"}, "-1s: " + negative},
+		{[]string{"renew", "2", "-5m", "--owner", "holder"}, "-5m: " + negative},
+		{[]string{"renew", "2", "--owner", "holder", "-5m"}, "-5m: " + negative},
+		{[]string{"renew", "--json", "2", "-1h30m", "--owner", "holder"}, "-1h30m: " + negative},
+		{[]string{"renew", "2", "--owner", "holder", "--", "-1s"}, "-1s: " + negative},
+		{[]string{"renew", "2", "-1", "--owner", "holder"}, "-1: " + negative},
+		{[]string{"renew", "2", "0s", "--owner", "holder"}, "0s: a lease must be renewed for a positive duration"},
+		{[]string{"renew", "2", "soon", "--owner", "holder"}, `"soon" is not a duration such as 30m`},
+		{[]string{"next", "--lease", "soon"}, `invalid value "soon" for flag -lease: not a duration such as 30m`},
+		// A negative number where an id belongs is a bad id, not a flag.
+		{[]string{"show", "-1"}, `"-1" is not a task id`},
+		{[]string{"renew", "-1", "30m"}, `"-1" is not a task id`},
+	}
+	for _, c := range cases {
+		r := tg(t, dir, c.args...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", c.args, r.stderr)
+		assert.Contains(t, r.stderr, c.want, "%v", c.args)
+		assert.NotContains(t, r.stderr, "flag provided but not defined", "%v", c.args)
 	}
 	assert.Equal(t, "pending", showJSON(t, dir, 1)["status"], "nothing was claimed")
+	assert.NotContains(t, showJSON(t, dir, 2), "leaseExpiresAt", "nothing was renewed")
+	// A flag still takes a value that looks negative, and other flags work around it.
+	ok(t, dir, "renew", "2", "--owner", "holder", "--json", "30m")
+	r := tg(t, dir, "list", "--limit", "-1")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "--limit -1: want a positive number")
 }
 
 func TestHelpAndVersion(t *testing.T) {

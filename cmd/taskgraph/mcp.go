@@ -92,10 +92,10 @@ func sessionOwner() string {
 }
 
 func flagsMCP(fs *flag.FlagSet) func(e *env) error {
-	lease := fs.Duration("lease", 0, "lease every claim for this `DURATION` (e.g. 30m): a session that dies lets go of its tasks when it lapses, and task_renew extends it (default: claims never lapse)")
+	lease := leaseFlag(fs, "lease every claim for this `DURATION` (e.g. 30m): a session that dies lets go of its tasks when it lapses, and task_renew extends it (default: claims never lapse)")
 	sets := fs.String("tools", "taskgraph", "the tool `SET`s to serve: taskgraph (task_create, task_list, ...), claude-code (Claude Code's TaskCreate, TaskGet, TaskUpdate, TaskList), or taskgraph,claude-code")
 	return func(e *env) error {
-		if err := leaseFlag(*lease); err != nil {
+		if err := lease.check(); err != nil {
 			return err
 		}
 		if _, err := mcpTools(*sets, taskgraph.NewMemStore()); err != nil {
@@ -106,8 +106,8 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 			owner = sessionOwner()
 		}
 		opts := []agenttools.Option{agenttools.WithOwner(owner)}
-		if *lease > 0 {
-			opts = append(opts, agenttools.WithLease(*lease))
+		if lease.d > 0 {
+			opts = append(opts, agenttools.WithLease(lease.d))
 		}
 		return e.withNoArgs(func(s store) error {
 			fmt.Fprintf(e.stderr, "taskgraph mcp: serving %s as %q\n", e.where(), owner)
@@ -133,12 +133,119 @@ func serveMCP(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writ
 	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(filterFrames(in, pw, w)) }()
-	err := server.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: w})
+	err := server.Run(ctx, &answeringTransport{&mcp.IOTransport{Reader: pr, Writer: w}})
 	pr.Close()
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err
+}
+
+// answeringTransport is a Transport whose connection answers every
+// request it has read before it reports the end of its input.
+//
+// The SDK's connection, told of the end of its input, cancels the requests
+// in flight and refuses to write their replies: a tool call read just
+// before stdin closed could be applied — a task claimed — and never
+// reported. answeringConn holds the end of the input back until every
+// request read has been answered (or the session is closed).
+type answeringTransport struct{ mcp.Transport }
+
+func (t *answeringTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &answeringConn{Connection: c, pending: map[jsonrpc.ID]bool{}, changed: make(chan struct{}), closed: make(chan struct{})}, nil
+}
+
+// answeringConn tracks the requests read and not yet answered.
+type answeringConn struct {
+	mcp.Connection
+	mu        sync.Mutex
+	pending   map[jsonrpc.ID]bool
+	changed   chan struct{} // closed, and replaced, when pending shrinks
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+// sessionLong are the methods whose requests last as long as the session:
+// they are not waited for.
+var sessionLong = map[string]bool{"subscriptions/listen": true}
+
+func (c *answeringConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		c.drain(ctx)
+		return nil, err
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		c.mu.Lock()
+		switch {
+		case req.IsCall() && !sessionLong[req.Method]:
+			// A second request with an id in flight is refused by the
+			// SDK with a reply to no id: it is not waited for.
+			if !c.pending[req.ID] {
+				c.pending[req.ID] = true
+			}
+		case req.Method == "notifications/cancelled":
+			// A cancelled request may go unanswered.
+			var p struct {
+				RequestID any `json:"requestId"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil {
+				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+					c.answered(id)
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+	return msg, nil
+}
+
+func (c *answeringConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		c.answered(resp.ID)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// answered forgets the request id; c.mu is held.
+func (c *answeringConn) answered(id jsonrpc.ID) {
+	if c.pending[id] {
+		delete(c.pending, id)
+		close(c.changed)
+		c.changed = make(chan struct{})
+	}
+}
+
+// drain waits until every request read has been answered, the connection
+// is closed, or ctx is done.
+func (c *answeringConn) drain(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		n, changed := len(c.pending), c.changed
+		c.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-c.closed:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *answeringConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Connection.Close()
 }
 
 // lockedWriter serialises the server's messages and the filter's error

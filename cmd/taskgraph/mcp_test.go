@@ -364,3 +364,56 @@ func TestMCPIdentityPerProcess(t *testing.T) {
 	text, _ = named.call(14, "task_claim_next", `{}`)
 	assert.Contains(t, text, `"owner": "named-agent"`)
 }
+
+// Requests written in one go, and stdin closed at once: every request read
+// is answered before the process exits, and the graph holds exactly what
+// the replies say — no claim made and never reported.
+func TestMCPAnswersEveryRequestBeforeExit(t *testing.T) {
+	for round := range 5 {
+		dir := project(t)
+		ok(t, dir, "add", "existing")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, binary, "mcp", "--owner", "eof-agent")
+		cmd.Dir = dir
+		cmd.Env = cleanEnv()
+		var in strings.Builder
+		in.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}` + "\n")
+		in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}` + "\n")
+		const creates = 8
+		ids := []any{1.0, "claim", "ping"}
+		for i := range creates {
+			id := 10 + i
+			ids = append(ids, float64(id))
+			in.WriteString(`{"jsonrpc":"2.0","id":` + jsonNum(id) + `,"method":"tools/call","params":{"name":"task_create","arguments":{"subject":"created ` + jsonNum(i) + `"}}}` + "\n")
+		}
+		in.WriteString(`{"jsonrpc":"2.0","id":"claim","method":"tools/call","params":{"name":"task_claim","arguments":{"task_id":1}}}` + "\n")
+		in.WriteString(`{"jsonrpc":"2.0","id":"ping","method":"ping"}` + "\n")
+		cmd.Stdin = strings.NewReader(in.String()) // closed as soon as it is written
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		stdout, err := cmd.Output()
+		require.NoError(t, err, "a clean exit: %s", stderr.String())
+
+		replies := map[any]map[string]any{}
+		for _, line := range strings.Split(strings.TrimSpace(string(stdout)), "\n") {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+			require.NotContains(t, replies, m["id"], "one reply a request")
+			replies[m["id"]] = m
+		}
+		for _, id := range ids {
+			require.Contains(t, replies, id, "round %d: no reply to request %v before exit; got %d replies: %s", round, id, len(replies), stdout)
+			assert.NotContains(t, replies[id], "error", "round %d: request %v", round, id)
+		}
+		require.Len(t, replies, creates+3)
+
+		// The graph holds what the replies said: every task created, the claim made.
+		var tasks []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(ok(t, dir, "list", "--json")), &tasks))
+		assert.Len(t, tasks, 1+creates)
+		claim := replies["claim"]["result"].(map[string]any)
+		assert.NotEqual(t, true, claim["isError"], claim)
+		assert.Equal(t, "eof-agent", showJSON(t, dir, 1)["owner"])
+	}
+}

@@ -23,15 +23,21 @@ It listens on 127.0.0.1:7777 unless --addr says otherwise, and refuses an
 address other than loopback without --allow-remote. It is read-only unless
 --allow-writes is given; then the page can release a claim, reopen a task,
 add an edge and create a task, and the URL printed on stdout carries the
-token those writes need. Interrupt to stop.`
+token those writes need. At most --max-streams pages (default 256) follow
+the board at once; one more is refused until another closes. Interrupt to
+stop.`
 
 func flagsServe(fs *flag.FlagSet) func(e *env) error {
 	addr := fs.String("addr", "127.0.0.1:7777", "listen on `HOST:PORT` (port 0 picks a free one)")
 	writes := fs.Bool("allow-writes", false, "let the page release claims, reopen tasks, add edges and create tasks")
 	remote := fs.Bool("allow-remote", false, "allow an --addr that is not loopback: anyone who reaches it can read the board")
+	streams := fs.Int("max-streams", board.DefaultMaxStreams, "follow at most `N` pages live at once; one more is refused with 503 until another closes")
 	return func(e *env) error {
 		if err := e.wantArgs(0); err != nil {
 			return err
+		}
+		if *streams < 1 {
+			return usagef("--max-streams %d: at least one page must be able to follow the board", *streams)
 		}
 		host, _, err := net.SplitHostPort(*addr)
 		if err != nil {
@@ -41,7 +47,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			return usagef("--addr %s is not a loopback address: anyone who can reach it could read the board; add --allow-remote if that is meant", *addr)
 		}
 		return e.withStore(func(s store) error {
-			opts := []board.Option{board.WithTitle(e.where())}
+			opts := []board.Option{board.WithTitle(e.where()), board.WithMaxStreams(*streams)}
 			if *writes {
 				opts = append(opts, board.AllowWrites())
 			}

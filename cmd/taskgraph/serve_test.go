@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startServe runs `taskgraph serve` on a free port and returns its URL.
+func startServe(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = cleanEnv()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	go io.Copy(io.Discard, stdout)
+	return strings.TrimSpace(line)
+}
+
+// taskgraph serve --max-streams N follows N pages at once and refuses one
+// more with 503 and a message saying the limit and what to do; a page that
+// closes makes room.
+func TestServeStreamLimit(t *testing.T) {
+	dir := project(t)
+	ok(t, dir, "add", "a")
+	url := startServe(t, dir, "--max-streams", "2")
+	client := &http.Client{Transport: &http.Transport{}}
+	get := func() *http.Response {
+		t.Helper()
+		resp, err := client.Get(url + "api/events")
+		require.NoError(t, err)
+		return resp
+	}
+	one, two := get(), get()
+	defer two.Body.Close()
+	require.Equal(t, http.StatusOK, one.StatusCode)
+	require.Equal(t, http.StatusOK, two.StatusCode)
+	three := get()
+	data, _ := io.ReadAll(three.Body)
+	three.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, three.StatusCode, "%s", data)
+	var body struct{ Error string }
+	require.NoError(t, json.Unmarshal(data, &body), "%s", data)
+	assert.Contains(t, body.Error, "limit of 2 event streams")
+	assert.Contains(t, body.Error, "--max-streams")
+	assert.NotEmpty(t, three.Header.Get("Retry-After"))
+
+	one.Body.Close()
+	require.Eventually(t, func() bool {
+		resp := get()
+		if resp.StatusCode == http.StatusOK {
+			t.Cleanup(func() { resp.Body.Close() })
+			return true
+		}
+		resp.Body.Close()
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "a closed page makes room")
+
+	for _, n := range []string{"0", "-1"} {
+		r := tg(t, dir, "serve", "--max-streams", n)
+		assert.Equal(t, exitUsage, r.code, "--max-streams %s: %s", n, r.stderr)
+		assert.Contains(t, r.stderr, "--max-streams "+n+": at least one page")
+	}
+}
