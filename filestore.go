@@ -111,10 +111,10 @@ type FileStore struct {
 	// and syncedOff: the log known durable up to there by the syncfs
 	// after a scan. syncHint: the sync file, opened to read how far other
 	// processes synced the log.
-	recEnd               map[ID]int64
-	syncedIno            uint64
-	syncedOff            int64
-	syncHint             *os.File
+	recEnd    map[ID]int64
+	syncedIno uint64
+	syncedOff int64
+	syncHint  *os.File
 	inflight  sync.WaitGroup // operations between acquire and the end of their release
 	// syncFSFailed: see groupcommit.go.
 	syncFSFailed atomic.Bool

@@ -16,7 +16,7 @@ type config struct {
 	syncFiles bool
 	// groupCommit: group commit even where the filesystem is not proven.
 	groupCommit bool
-	filePerm  fs.FileMode
+	filePerm    fs.FileMode
 }
 
 func newConfig(opts []Option) config {
