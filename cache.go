@@ -203,6 +203,10 @@ func (s *FileStore) openLog() error {
 		f.Close()
 		return unusable(fi.Mode())
 	}
+	if n := atomicfile.Links(fi); n > 1 {
+		f.Close()
+		return &CorruptError{Path: path, Err: hardLinked("change log", n, "every write is refused (reads go on)")}
+	}
 	if atomicfile.FileID(fi) != s.logIno {
 		clear(s.recEnd) // offsets in another log
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 )
 
 // Problem is one thing Check found wrong with a task directory.
@@ -34,6 +36,8 @@ const (
 	ProblemTempFile     ProblemKind = "temp-file"     // left by a writer that died
 	ProblemJournal      ProblemKind = "journal"       // a multi-file write waiting to be finished
 	ProblemIgnored      ProblemKind = "ignored"       // looks like a task file but is not named like one
+	ProblemSetAside     ProblemKind = "set-aside"     // a change log of another directory, set aside after a restart
+	ProblemLost         ProblemKind = "lost"          // a file a power loss left empty, moved aside
 )
 
 // Check reads the task directory dir without changing anything in it and
@@ -71,6 +75,18 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 	var problems []Problem
 	add := func(kind ProblemKind, name string, id ID, format string, args ...any) {
 		problems = append(problems, Problem{Kind: kind, Path: filepath.Join(dir, name), ID: id, Message: fmt.Sprintf(format, args...)})
+	}
+	// sidecar reports a sidecar written in place that is not a regular
+	// file or has other hard links; until says what happens meanwhile.
+	sidecar := func(name, what, until string) {
+		fi, err := root.Lstat(name)
+		switch {
+		case err != nil:
+		case !fi.Mode().IsRegular():
+			add(ProblemCorrupt, name, 0, "the %s is %v: remove it; until then %s", what, notRegular(fi.Mode()), until)
+		case atomicfile.Links(fi) > 1:
+			add(ProblemCorrupt, name, 0, "%v", hardLinked(what, atomicfile.Links(fi), until))
+		}
 	}
 	g := newGraph()
 	fsys := newDirFS(root, d)
@@ -121,12 +137,24 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 				add(ProblemCorrupt, name, 0, "the lock file is %v: remove it; until then every write is refused, and reads go on without the lock", notRegular(fi.Mode()))
 			}
 		case name == syncFileName:
-			if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-				add(ProblemCorrupt, name, 0, "the sync file is %v: remove it; until then every process syncs the change log on its own (slower, still durable)", notRegular(fi.Mode()))
-			}
+			sidecar(name, "sync file", "every process syncs the change log on its own (slower, still durable)")
 		case name == logFileName:
-			if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-				add(ProblemCorrupt, name, 0, "the change log is %v: remove it; until then every write is refused (reads go on)", notRegular(fi.Mode()))
+			sidecar(name, "change log", "every write is refused (reads go on)")
+		case strings.HasPrefix(name, setAsideLogPrefix):
+			add(ProblemSetAside, name, 0, "a change log set aside after a restart: its last checkpoint was made in another directory (this one was copied or restored with it), so its records were not replayed here and the task files as they are won; taskgraph never reads it: delete it once you have looked")
+		case name == lostDirName:
+			lost, err := root.Open(name)
+			if err != nil {
+				return nil, fmt.Errorf("taskgraph: check: %w", err)
+			}
+			entries, err := lost.Readdirnames(-1)
+			lost.Close()
+			if err != nil {
+				return nil, fmt.Errorf("taskgraph: check: %w", err)
+			}
+			slices.Sort(entries)
+			for _, e := range entries {
+				add(ProblemLost, filepath.Join(name, e), 0, "a task file a power loss left empty or zero-filled, of a write that was never acknowledged (no record names it), moved here so that the directory works on; taskgraph never reads it: delete it once you have looked")
 			}
 		case isTempName(name):
 			add(ProblemTempFile, name, 0, "a temporary file left by a writer that died: the next write removes it (it is safe to delete)")

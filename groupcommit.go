@@ -644,9 +644,16 @@ func (s *FileStore) openSyncFile() *os.File {
 	if err != nil {
 		return nil
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || atomicfile.Links(fi) > 1 {
 		f.Close()
-		return nil
+		return nil // written in place: never through a link to another file
 	}
 	return f
+}
+
+// hardLinked is the problem of a sidecar written in place (the change log,
+// the sync file) that has n hard links: it may be another file too, which
+// a write to it would change. until says what happens meanwhile.
+func hardLinked(what string, n uint64, until string) error {
+	return fmt.Errorf("the %s has %d hard links, so it may be another file too, which taskgraph would change by writing it: remove it; until then %s", what, n, until)
 }

@@ -19,6 +19,14 @@ func FileID(fi os.FileInfo) uint64 {
 	return 0
 }
 
+// Links returns the number of hard links to the file fi describes.
+func Links(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
 // OpenNoFollow opens path for reading, failing if it is a symlink. It opens
 // without blocking, so that a FIFO or device put in place of a file cannot
 // hang the caller; the caller checks that it got a regular file.

@@ -14,5 +14,8 @@ var ErrPlatform = errors.ErrUnsupported
 // FileID is not available on Windows.
 func FileID(fi os.FileInfo) uint64 { return 0 }
 
+// Links is not known on Windows: 1.
+func Links(fi os.FileInfo) uint64 { return 1 }
+
 // OpenNoFollow is not available on Windows.
 func OpenNoFollow(path string) (*os.File, error) { return nil, errors.ErrUnsupported }
