@@ -161,6 +161,12 @@ func (s *FileStore) raiseHighWater(id ID) error {
 		// least this much (a write reads it under the lock first).
 		return nil
 	}
+	if n := len(s.g.ids); n > 0 && s.g.ids[n-1] > id {
+		// A task with a higher id is still there: no id up to it can
+		// be allocated, and its own deletion will raise the mark. So a
+		// delete frees space on a full disk without writing a file.
+		return nil
+	}
 	if err := s.readMeta(); err != nil {
 		return err
 	}
@@ -588,10 +594,18 @@ func (s *FileStore) announce(j *journal.Journal, checkpoint bool) error {
 		}
 		return nil
 	}
-	if rerr := s.replaceLog(); rerr != nil {
-		return fmt.Errorf("taskgraph: the change log takes no record (%w), and cannot be replaced: %w", err, rerr)
+	rerr := s.replaceLog()
+	if rerr == nil {
+		return nil
 	}
-	return nil
+	if len(j.Put) == 0 && s.fs.Remove(logFileName) == nil {
+		// A delete on a full disk: without a log every other store
+		// rescans, and the delete frees the space the next log needs.
+		s.closeLog()
+		s.logIno, s.logOff = 0, 0
+		return nil
+	}
+	return fmt.Errorf("taskgraph: the change log takes no record (%w), and cannot be replaced: %w", err, rerr)
 }
 
 // recordLog appends the record of a committed write to the change log. If

@@ -292,6 +292,25 @@ func TestDiskFull(t *testing.T) {
 	again, err := fresh.List(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, len(all), len(again))
+
+	// Not one byte left: a delete still frees space, and then writes
+	// go on.
+	pad, err := os.Create(filepath.Join(dir, "pad"))
+	require.NoError(t, err)
+	for _, err = pad.Write(make([]byte, 4096)); err == nil; _, err = pad.Write(make([]byte, 4096)) {
+	}
+	for _, err = pad.Write(make([]byte, 1)); err == nil; _, err = pad.Write(make([]byte, 1)) {
+	}
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.NoError(t, pad.Close())
+	for _, task := range all[1:] {
+		require.NoError(t, s.Delete(ctx, task.ID), "a delete frees space on a full disk")
+	}
+	_, err = s.Create(ctx, tg.NewTask{Subject: "after the deletes"})
+	require.NoError(t, err)
+	rest, err := openStore(t, dir).List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, rest, 2)
 }
 
 func TestReadOnlyDirectory(t *testing.T) {
