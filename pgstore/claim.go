@@ -68,7 +68,8 @@ const readyCondition = `(t.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest
 // labels of WithLabels checked on the way: concurrent callers skip the
 // rows others have locked instead of waiting for them, and none can claim
 // a row another has claimed. When no task is ready, or the first ready
-// one needs the Rulebook's full check, it claims by the Rulebook in a
+// one needs the Rulebook's full check (it is too big, or it changed while
+// the statement ran), it claims by the Rulebook in a
 // transaction.
 func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.ClaimOption) (taskgraph.Task, error) {
 	if err := s.usable(ctx); err != nil {
@@ -113,8 +114,9 @@ const claimOrder = `ORDER BY priority, id`
 // claimReady claims the most urgent ready task that carries labels ($7)
 // with one statement: the Rulebook's Claim of a ready pending task,
 // written in SQL. It writes only if the claimed version certainly passes
-// Rules.Stored (fitsSQL); if not, it returns the task unclaimed with fits
-// false. It returns pgx.ErrNoRows if no task is ready.
+// Rules.Stored (fitsSQL) and no write to the task committed while the
+// statement ran (unchangedSQL); if not, it returns the task unclaimed with
+// fits false. It returns pgx.ErrNoRows if no task is ready.
 func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, labels []string, at *time.Time) (t taskgraph.Task, fits bool, err error) {
 	var blocks []int64
 	err = retry(ctx, func() (err error) {
@@ -142,10 +144,25 @@ var claimReadySQL = `WITH pick AS (` + pickReady + `), c AS (SELECT ` + nowSQL(4
 
 // pickReady selects and locks the first ready task in claim order that
 // carries the labels $7, skipping rows others have locked, with whether
-// its claim by $2 fits (fitsSQL).
-const pickReady = `SELECT t.id, ` + fitsSQL + ` AS fits FROM taskgraph_tasks t
+// its claim by $2 fits (fitsSQL) and the row is as the statement's
+// snapshot saw it (unchangedSQL).
+const pickReady = `SELECT t.id, ` + fitsSQL + ` AND ` + unchangedSQL + ` AS fits FROM taskgraph_tasks t
 	WHERE graph = $1 AND status = 'pending' AND labels @> $7::text[] AND ` + readyCondition + `
 	` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
+
+// unchangedSQL holds when the row t is the version the statement's
+// snapshot saw, false when a transaction that committed after the
+// snapshot was taken has written it since: FOR UPDATE then locks the
+// newest version and re-evaluates the statement on it (EvalPlanQual), but
+// readyCondition still reads the blockers as of the old snapshot, so it
+// may see a blocker completed that has just been reopened. Reopen (and
+// every write that adds a blocker) writes the dependent's row for this
+// reason, so a concurrent claim sees it changed; the claim is then left to
+// the Rulebook's transaction, whose statements see the new state. The
+// subquery is one fetch by tuple id, on the page just read, made only for
+// the row the statement picks (it is in the select list, not the WHERE);
+// it finds the new version invisible to the old snapshot.
+const unchangedSQL = `coalesce((SELECT true FROM taskgraph_tasks s WHERE s.ctid = t.ctid), false)`
 
 // fitsSQL holds when a claim of the row t by owner $2 certainly passes
 // Rules.Stored: its rev ($5 is the highest) can advance, and an upper

@@ -25,7 +25,13 @@ func (s *Store) Cancel(ctx context.Context, id taskgraph.ID, reason string) (tas
 
 // Reopen implements taskgraph.Store. The dependents are locked with the
 // task, as by Complete: none can be claimed while the decision that they
-// are not started stands.
+// are not started stands. Reopening a completed task also writes each
+// dependent's row, unchanged: a ClaimNext whose snapshot predates this
+// transaction's commit, and which reaches a dependent's row only after
+// it, still reads the task as completed, but finds the dependent's row
+// changed and leaves the claim to the Rulebook's check (unchangedSQL).
+// Locking the row is not enough: a claim that finds the row unlocked and
+// unchanged re-checks nothing.
 func (s *Store) Reopen(ctx context.Context, id taskgraph.ID) (taskgraph.Task, error) {
 	var out taskgraph.Task
 	err := s.begin(ctx, func(tx pgx.Tx) error {
@@ -38,8 +44,17 @@ func (s *Store) Reopen(ctx context.Context, id taskgraph.ID) (taskgraph.Task, er
 		for i, d := range deps {
 			ids[i], st[d.ID] = d.ID, d.Status
 		}
+		finished := t.Status == taskgraph.Completed
 		if err := taskgraph.Rules.Reopen(t, now, ids, st.status); err != nil {
 			return err
+		}
+		if finished && len(ids) > 0 {
+			// The same values: no notification (the trigger skips a write
+			// that changes nothing), no new rev, but a new row version.
+			if _, err := tx.Exec(ctx, `UPDATE taskgraph_tasks SET blocked_by = blocked_by WHERE graph = $1 AND id = ANY($2)`,
+				s.graph, int64s(ids)); err != nil {
+				return err
+			}
 		}
 		out, err = s.save(ctx, tx, t, updateTask)
 		return err

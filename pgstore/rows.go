@@ -78,22 +78,37 @@ func (s *Store) lock(ctx context.Context, tx pgx.Tx, id taskgraph.ID, at *time.T
 // decision about id that depends on whether they have started (Complete
 // reports which it readied, Reopen refuses if one has started). It returns
 // id's task and its dependents in id order, with the time of the operation.
+//
+// The dependents are looked up by a second statement, sent in the same
+// round trip, so that its snapshot is taken once id is locked: a write
+// that adds a blocker holds a lock on the blocker's row until it commits
+// (statuses, lock), so every dependent committed before id was locked is
+// found, and none can be added until this transaction ends. One statement
+// would miss a dependent whose creator committed while it waited for id.
 func (s *Store) lockWithDependents(ctx context.Context, tx pgx.Tx, id taskgraph.ID) (*taskgraph.Task, []*taskgraph.Task, time.Time, error) {
-	locked, order, now, err := s.lockTasks(ctx, tx, s.at(), `(id = $3 OR blocked_by @> ARRAY[$3::bigint])`, id)
-	if err != nil {
+	var t *taskgraph.Task
+	var now time.Time
+	var deps []*taskgraph.Task
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+columns+`, `+nowSQL(3)+` FROM taskgraph_tasks WHERE graph = $1 AND id = $2 FOR UPDATE`, s.graph, id, s.at()).QueryRow(func(row pgx.Row) error {
+		got, err := scanTask(row, &now)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return taskgraph.Rules.Missing(id)
+		}
+		t = &got
+		return err
+	})
+	b.Queue(`SELECT `+columns+` FROM taskgraph_tasks WHERE graph = $1 AND blocked_by @> ARRAY[$2::bigint] ORDER BY id FOR UPDATE`, s.graph, id).Query(func(rows pgx.Rows) error {
+		list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanTask(r) })
+		for i := range list {
+			deps = append(deps, &list[i])
+		}
+		return err
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, now, err
 	}
-	t := locked[id]
-	if t == nil {
-		return nil, nil, now, taskgraph.Rules.Missing(id)
-	}
-	var deps []*taskgraph.Task
-	for _, d := range order {
-		if d != id {
-			deps = append(deps, locked[d])
-		}
-	}
-	return t, deps, now, nil
+	return t, deps, now.UTC(), nil
 }
 
 // lockTasks reads the tasks that match where for update, in id order,

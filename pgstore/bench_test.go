@@ -1,0 +1,43 @@
+package pgstore_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskgraph-dev/taskgraph"
+)
+
+// BenchmarkClaimNext measures ClaimNext's one-statement claim of a ready
+// task, each with a completed blocker, on one connection:
+//
+//	go test -run '^$' -bench ClaimNext ./pgstore
+func BenchmarkClaimNext(b *testing.B) {
+	p := pool(b)
+	graph := graphName(b)
+	s := open(b, p, graph)
+	const batch = 5000
+	next := taskgraph.ID(1)
+	load := func() {
+		tasks := []taskgraph.Task{{ID: next, Subject: "done", Status: taskgraph.Completed}}
+		for i := 1; i <= batch; i++ {
+			tasks = append(tasks, taskgraph.Task{ID: next + taskgraph.ID(i), Subject: "ready", Status: taskgraph.Pending, BlockedBy: []taskgraph.ID{next}})
+		}
+		require.NoError(b, s.Load(b.Context(), tasks))
+		next += batch + 1
+	}
+	load()
+	left := batch
+	b.ResetTimer()
+	for range b.N {
+		if left == 0 {
+			b.StopTimer()
+			load()
+			left = batch
+			b.StartTimer()
+		}
+		_, err := s.ClaimNext(ctx, "w")
+		require.NoError(b, err)
+		left--
+	}
+}
