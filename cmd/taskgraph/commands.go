@@ -759,6 +759,13 @@ func cmdCheck(e *env) error {
 	if err != nil {
 		return err
 	}
+	// Which protocol a store on dir chooses, and why (Open reads nothing
+	// of the directory: it only looks at its filesystem).
+	var durability taskgraph.Durability
+	if s, err := taskgraph.Open(dir, taskgraph.WithoutCreate()); err == nil {
+		durability = s.Durability()
+		s.Close()
+	}
 	if e.json {
 		type pj struct {
 			Kind    taskgraph.ProblemKind `json:"kind"`
@@ -779,6 +786,9 @@ func cmdCheck(e *env) error {
 		}
 		if len(problems) == 0 {
 			fmt.Fprintf(e.stdout, "%s: no problems\n", dir)
+		}
+		if durability.Protocol != "" {
+			fmt.Fprintf(e.stdout, "durability: %s\n", durability)
 		}
 	}
 	if len(problems) > 0 {

@@ -668,6 +668,7 @@ func TestCheckCommand(t *testing.T) {
 	dir := project(t)
 	ok(t, dir, "add", "a")
 	assert.Contains(t, ok(t, dir, "check"), "no problems")
+	assert.Contains(t, ok(t, dir, "check"), "durability: ", "check says which protocol a store chooses here, and why")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".tasks", "task_2.json"), []byte("{"), 0o644))
 	r := tg(t, dir, "check", "--json")
 	assert.Equal(t, 1, r.code)
