@@ -81,13 +81,8 @@ type FileStore struct {
 	g        *graph
 	stamps   map[ID]stamp
 	hwm      ID // high-water mark in the meta file
-	log      *os.File
-	logIno   uint64
-	logOff   int64
+	log      changeLog
 	dirMtime int64 // directory mtime that the cache accounts for
-	// logChecked: refresh found the log open here to be the directory's,
-	// read to its end, in the current hold of the lock.
-	logChecked bool
 	// metaErr and journalErr report a meta or journal file that cannot be
 	// used: reads go on, writes refuse with them.
 	metaErr, journalErr error
@@ -96,25 +91,11 @@ type FileStore struct {
 	hub                 hub // this store's watchers, told of every change to the cache
 
 	// Group commit (groupcommit.go). gc: single-file writes are made
-	// durable by syncing the change log. logGen counts the logs this
-	// store has opened; ckptOff is the offset of the log's last
-	// checkpoint; exclusive says how the lock is held now.
+	// durable by syncing the change log; exclusive says how the lock is
+	// held now.
 	gc        bool
 	boot      string // the boot id; "" when the log is no redo log here (see redoLog)
-	ckptKnown bool   // the log has a checkpoint, at ckptOff
-	logGen    uint64
-	ckptOff   int64
 	exclusive bool
-	logSync   logSync
-	// recEnd: where, in the log open here, the record of each cached
-	// task's version ends, when it is known (see replayable). syncedIno
-	// and syncedOff: the log known durable up to there by the syncfs
-	// after a scan. syncHint: the sync file, opened to read how far other
-	// processes synced the log.
-	recEnd    map[ID]int64
-	syncedIno uint64
-	syncedOff int64
-	syncHint  *os.File
 	inflight  sync.WaitGroup // operations between acquire and the end of their release
 	// syncFSFailed: see groupcommit.go.
 	syncFSFailed atomic.Bool
@@ -169,15 +150,15 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		sem:    make(chan struct{}, 1),
 		g:      newGraph(),
 		stamps: make(map[ID]stamp),
-		recEnd: make(map[ID]int64),
+		log:    changeLog{recEnd: make(map[ID]int64)},
 		fs:     newDirFS(root, dirf),
 		done:   make(chan struct{}),
 	}
 	s.chooseProtocol()
 	if s.gc {
 		s.hub.holding = true
-		s.logSync.cond.L = &s.logSync.mu
-		s.logSync.publish = s.hub.deliver
+		s.log.sync.cond.L = &s.log.sync.mu
+		s.log.sync.publish = s.hub.deliver
 	}
 	return s, nil
 }
@@ -307,21 +288,21 @@ func (s *FileStore) Close() error {
 	// write durable with the descriptors closed below.
 	s.inflight.Wait()
 	var errs []error
-	if s.log != nil {
-		errs = append(errs, s.log.Close())
+	if s.log.f != nil {
+		errs = append(errs, s.log.f.Close())
 	}
-	if s.syncHint != nil {
-		errs = append(errs, s.syncHint.Close())
+	if s.log.syncHint != nil {
+		errs = append(errs, s.log.syncHint.Close())
 	}
-	s.logSync.mu.Lock()
-	for s.logSync.syncing {
-		s.logSync.cond.Wait()
+	s.log.sync.mu.Lock()
+	for s.log.sync.syncing {
+		s.log.sync.cond.Wait()
 	}
-	if s.logSync.shared != nil {
-		errs = append(errs, s.logSync.shared.Close())
-		s.logSync.shared = nil
+	if s.log.sync.shared != nil {
+		errs = append(errs, s.log.sync.shared.Close())
+		s.log.sync.shared = nil
 	}
-	s.logSync.mu.Unlock()
+	s.log.sync.mu.Unlock()
 	errs = append(errs, s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
 }
@@ -370,11 +351,11 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 		s.inflight.Add(1)
 		return func() error {
 			defer s.inflight.Done()
-			gen, off, log, ino := s.logGen, s.logOff, s.log, s.logIno
+			gen, off, log, ino := s.log.gen, s.log.off, s.log.f, s.log.ino
 			if s.gc {
 				// Queued in the order of the operations, which the
 				// semaphore gives.
-				s.logSync.hold(gen, off, s.hub.take())
+				s.log.sync.hold(gen, off, s.hub.take())
 			}
 			unlock()
 			<-s.sem
@@ -581,7 +562,7 @@ func (s *FileStore) install(id ID, fi os.FileInfo, t *Task, err error) {
 	// An id that was ever seen was allocated, even if its task is gone by
 	// now: it must never be allocated again.
 	s.g.maxID = max(s.g.maxID, id)
-	delete(s.recEnd, id) // read from the file, not from a record
+	delete(s.log.recEnd, id) // read from the file, not from a record
 	s.hub.change(s.g, []ID{id}, func() {
 		switch {
 		case fi == nil:

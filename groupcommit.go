@@ -1,7 +1,6 @@
 package taskgraph
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -189,10 +188,10 @@ func (ls *logSync) dropQueue() {
 func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) error {
 	if f == nil {
 		// No log open: nothing was recorded, nothing to sync.
-		s.logSync.durableTo(gen, off)
+		s.log.sync.durableTo(gen, off)
 		return nil
 	}
-	err := s.logSync.wait(gen, off, func(upTo int64) error { return s.sharedSync(f, ino, upTo) })
+	err := s.log.sync.wait(gen, off, func(upTo int64) error { return s.sharedSync(f, ino, upTo) })
 	if err == nil {
 		return nil
 	}
@@ -200,61 +199,21 @@ func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) e
 	// pages, so syncing the log again could succeed without them. syncfs
 	// reports the error to every caller that has not seen it.
 	if s.syncFSFailed.Load() {
-		s.logSync.dropQueue()
+		s.log.sync.dropQueue()
 		return fmt.Errorf("taskgraph: the change log could not be made durable (and a syncfs failed before): %w", err)
 	}
 	if ferr := s.syncFS(); ferr != nil {
-		s.logSync.dropQueue()
+		s.log.sync.dropQueue()
 		return fmt.Errorf("taskgraph: the change log could not be made durable: %w", errors.Join(err, ferr))
 	}
-	s.logSync.durableTo(gen, off)
+	s.log.sync.durableTo(gen, off)
 	return nil
-}
-
-// checkpoint makes every file renamed so far durable with one syncfs and
-// says so in the log, so that a replay after a power loss starts there. It
-// runs under the exclusive lock, after a commit, when the log has grown
-// checkpointInterval since the last one. A failure is left for the next
-// write to try again: the records since the last checkpoint still hold
-// every write.
-func (s *FileStore) checkpoint() {
-	if s.logOff-s.ckptOff >= checkpointInterval {
-		_ = s.checkpointNow()
-	}
 }
 
 // syncFSFailed records that a syncfs of this store failed. syncfs reports
 // a writeback error once to each descriptor, so after one failed — even in
 // a checkpoint, whose failure costs nothing else — a later syncfs that
 // succeeds proves nothing, and makeDurable no longer falls back on it.
-
-// checkpointNow syncs everything with syncfs and appends a checkpoint to
-// the log: every checkpointInterval, and before the first group-committed
-// write to a log without one. (A write of several files checkpoints in its
-// announcement; see announce.)
-func (s *FileStore) checkpointNow() error {
-	line, err := s.checkpointLine()
-	if err != nil {
-		return err
-	}
-	off := s.logOff
-	if err := s.appendRecord(line); err != nil {
-		return err
-	}
-	s.ckptOff, s.ckptKnown = off, true
-	return nil
-}
-
-// checkpointLine makes every file renamed so far durable with one syncfs
-// and returns the checkpoint line that says so, for the caller to append
-// (or to start a new log with).
-func (s *FileStore) checkpointLine() ([]byte, error) {
-	if err := s.syncFS(); err != nil {
-		return nil, fmt.Errorf("taskgraph: checkpoint: %w", err)
-	}
-	s.stats.checkpoints.Add(1)
-	return changelog.AppendCheckpoint(nil, s.boot, s.dirID), nil
-}
 
 // replayAfterReboot replays the records after the log's last checkpoint
 // (restartDue found it, and that it is of another boot) onto the files
@@ -263,8 +222,8 @@ func (s *FileStore) checkpointLine() ([]byte, error) {
 // under the exclusive lock, after a scan has loaded every file into the
 // cache; changed reports whether any file changed (the caller scans again).
 func (s *FileStore) replayAfterReboot() (changed bool, err error) {
-	data := make([]byte, s.logOff-s.ckptOff)
-	if _, err := s.log.ReadAt(data, s.ckptOff); err != nil && !errors.Is(err, io.EOF) {
+	data := make([]byte, s.log.off-s.log.ckptOff)
+	if _, err := s.log.f.ReadAt(data, s.log.ckptOff); err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("taskgraph: read change log: %w", err)
 	}
 	history := changelog.Redo(changelog.Whole(data))
@@ -447,7 +406,7 @@ func (s *FileStore) setAsideLog() error {
 		return fmt.Errorf("taskgraph: set aside a change log of another directory: %w", err)
 	}
 	s.closeLog()
-	s.logIno, s.logOff, s.ckptKnown = 0, 0, false
+	s.log.ino, s.log.off, s.log.ckptKnown = 0, 0, false
 	return s.syncDir()
 }
 
@@ -457,111 +416,6 @@ const (
 	logReplay          // made in another boot: replay what follows it
 	logSetAside        // made in another directory after a restart: set the log aside
 )
-
-// restartDue reads the log's last checkpoint and says what it asks (see
-// logCurrent). A log without any checkpoint was written without group
-// commit, by a version whose every write synced its own files: nothing is
-// due. A checkpoint of another directory (a copy, a restore) is not this
-// directory's: after a restart its records are set aside, in this boot the
-// next group-committed write checkpoints here first. It reads only the
-// log's tail, where a checkpoint is found within checkpointInterval of the
-// end, learns the checkpoint's offset and, when the checkpoint is this
-// directory's, which cached versions the records after it hold (recEnd).
-func (s *FileStore) restartDue() (int, error) {
-	if s.logIno == 0 || s.logOff == 0 {
-		return logCurrent, nil
-	}
-	f, err := s.fs.OpenRead(logFileName)
-	if errors.Is(err, fs.ErrNotExist) {
-		return logCurrent, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("taskgraph: read change log: %w", err)
-	}
-	defer f.Close()
-	size := s.logOff
-	for tail := min(size, 2*checkpointInterval); ; tail = size {
-		buf := make([]byte, tail)
-		if _, err := f.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("taskgraph: read change log: %w", err)
-		}
-		skip := 0
-		if tail < size {
-			// Begin at a line: a "C " inside one is not a checkpoint.
-			skip = bytes.IndexByte(buf, '\n') + 1
-		}
-		if off, ck, ok := changelog.LastCheckpoint(buf[skip:]); ok {
-			at := size - tail + int64(skip+off)
-			// A checkpoint that does not say its directory comes from an
-			// older version, on this directory.
-			mine := ck.Dir == "" || s.dirID == "" || ck.Dir == s.dirID
-			s.ckptOff, s.ckptKnown = at, mine
-			switch {
-			case ck.Boot != s.boot && mine:
-				return logReplay, nil
-			case ck.Boot != s.boot:
-				return logSetAside, nil
-			case mine:
-				s.noteRecords(buf[skip+off:], at)
-			}
-			return logCurrent, nil
-		}
-		if tail == size {
-			s.ckptKnown = false
-			return logCurrent, nil
-		}
-	}
-}
-
-// noteRecords learns, from the log after the checkpoint at offset at, the
-// end of the last record of each cached task whose file is still the
-// version that record wrote (its stamp): see replayable.
-func (s *FileStore) noteRecords(log []byte, at int64) {
-	for id, h := range changelog.Redo(changelog.Whole(log)) {
-		c := h[len(h)-1]
-		if !c.Deleted && s.stamps[ID(id)] == c.Stamp {
-			s.recEnd[ID(id)] = at + int64(c.End)
-		}
-	}
-}
-
-// replayable reports whether the version of id's file that a write is about
-// to replace can be restored from the change log after a power loss: its
-// record comes after the last checkpoint and is durable. If it cannot, the
-// file is that version's only durable copy, and a group-committed write
-// must not rename an unsynced file over it — a power loss may keep the
-// rename and lose the data (ext4's unwritten extents, noauto_da_alloc,
-// XFS), leaving neither version — so it fsyncs the new file first: about
-// once per task per checkpoint. A new task replaces nothing.
-func (s *FileStore) replayable(id ID) bool {
-	if _, exists := s.stamps[id]; !exists {
-		return true
-	}
-	end, ok := s.recEnd[id]
-	if !ok || !s.ckptKnown || end <= s.ckptOff {
-		return false
-	}
-	if s.logIno == s.syncedIno && end <= s.syncedOff {
-		return true
-	}
-	s.logSync.mu.Lock()
-	covered := s.logSync.covers(s.logGen, end)
-	s.logSync.mu.Unlock()
-	return covered || s.syncedElsewhere(end)
-}
-
-// syncedElsewhere reports whether the sync file says that another process
-// made the log durable up to end.
-func (s *FileStore) syncedElsewhere(end int64) bool {
-	if s.syncHint == nil {
-		if s.syncHint = s.openSyncFile(); s.syncHint == nil {
-			return false
-		}
-	}
-	var rec [16]byte
-	n, _ := s.syncHint.ReadAt(rec[:], 0)
-	return n == len(rec) && binary.LittleEndian.Uint64(rec[:8]) == s.logIno && int64(binary.LittleEndian.Uint64(rec[8:])) >= end
-}
 
 // syncFileName is the file through which the processes sharing a
 // directory share their syncs of the change log: its flock is held by the
@@ -576,7 +430,7 @@ const syncFileName = ".taskgraph.sync"
 // falls short. So one fdatasync serves the writers of every process that
 // queued behind it. Without a usable sync file it syncs on its own.
 func (s *FileStore) sharedSync(f *os.File, ino uint64, off int64) error {
-	ls := &s.logSync
+	ls := &s.log.sync
 	if !ls.sharedTried {
 		ls.sharedTried = true
 		ls.shared = s.openSyncFile()

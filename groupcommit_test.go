@@ -531,11 +531,11 @@ func TestLeaderSyncsForItsFollowers(t *testing.T) {
 	synced := fi.Size()
 	// A goroutine of a appended after that (staged), and the leader's own
 	// record ends at synced.
-	a.logSync.appended(a.logGen, synced+50)
+	a.log.sync.appended(a.log.gen, synced+50)
 	before := a.Stats().Syncs
-	require.NoError(t, a.makeDurable(a.logGen, synced, a.log, a.logIno))
+	require.NoError(t, a.makeDurable(a.log.gen, synced, a.log.f, a.log.ino))
 	assert.Equal(t, before+1, a.Stats().Syncs, "the leader synced for its follower")
-	assert.True(t, a.logSync.covers(a.logGen, synced+50))
+	assert.True(t, a.log.sync.covers(a.log.gen, synced+50))
 }
 
 // TestNewLogForgetsSyncs: replacing the change log clears the sync file,
