@@ -1,0 +1,3 @@
+package powerloss
+
+func oneOp() error { return nil }
