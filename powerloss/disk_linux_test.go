@@ -301,12 +301,21 @@ func copySparse(src, dst string) error {
 // threads is stopped: only then has none a system call half done that
 // could still send a write.
 func stopAll(pids []int) error {
+	return stopWith(pids, "TtZX")
+}
+
+// stopWith is stopAll accepting the thread states in ok. A process traced
+// by a stopped tracer (strace) never reaches the group stop of its own
+// SIGSTOP: the tracer it must report to is stopped. Each of its threads
+// stops at its next system call instead; one asleep in a system call (S:
+// a futex, epoll, nanosleep of the Go runtime) writes nothing.
+func stopWith(pids []int, ok string) error {
 	for _, p := range pids {
 		_ = syscall.Kill(p, syscall.SIGSTOP)
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for _, p := range pids {
-		for !allStopped(p) {
+		for !allIn(p, ok) {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("process %d did not stop", p)
 			}
@@ -316,9 +325,9 @@ func stopAll(pids []int) error {
 	return nil
 }
 
-// allStopped reports whether every thread of pid is stopped (T or t) or
-// the process is gone.
-func allStopped(pid int) bool {
+// allIn reports whether every thread of pid is in one of the states in
+// ok (see proc(5)) or gone.
+func allIn(pid int, ok string) bool {
 	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
 	for _, s := range stats {
 		data, err := os.ReadFile(s)
@@ -329,7 +338,7 @@ func allStopped(pid int) bool {
 		// may itself hold spaces or parentheses.
 		rest := string(data[bytes.LastIndexByte(data, ')')+1:])
 		f := strings.Fields(rest)
-		if len(f) > 0 && f[0] != "T" && f[0] != "t" && f[0] != "Z" && f[0] != "X" {
+		if len(f) > 0 && !strings.Contains(ok, f[0]) {
 			return false
 		}
 	}

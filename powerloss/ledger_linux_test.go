@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -145,12 +146,13 @@ func (h *history) add(e entry, line string) {
 // verdict is what the checker found in one round.
 type verdict struct {
 	Durability  taskgraph.Durability
-	Checked     int      // acknowledged writes
-	Lost        []string // acknowledged writes not found
-	Undone      []string // reads of a version that is no longer there
-	NeedsPerson []string // what a person would have to repair
-	Log         string   // the change log's tail as found, when something was lost
+	Checked     int                  // acknowledged writes
+	Lost        []string             // acknowledged writes not found
+	Undone      []string             // reads of a version that is no longer there
+	NeedsPerson []string             // what a person would have to repair
+	Log         string               // the change log's tail as found, when something was lost
 	Chosen      taskgraph.Durability // what taskgraph.Open(dir) chooses here
+	Before      map[int64]string     // the task files as found, before the store opened them
 }
 
 // verify compares the tasks found (by id) with the history; before holds
@@ -158,7 +160,13 @@ type verdict struct {
 func (h *history) verify(found map[int64]taskgraph.Task, before map[int64]string, v *verdict) {
 	v.Checked = h.ackedCount
 	report := func(id int64, what string) string {
-		return fmt.Sprintf("task %d: %s\n    file before the store opened it: %q\n    ledger:\n      %s", id, what, before[id], strings.Join(lastLines(h.lines[id], 8), "\n      "))
+		file, ok := before[id]
+		if ok {
+			file = strconv.Quote(file)
+		} else {
+			file = "(no such file)"
+		}
+		return fmt.Sprintf("task %d: %s\n    file before the store opened it: %s\n    ledger:\n      %s", id, what, file, strings.Join(lastLines(h.lines[id], 8), "\n      "))
 	}
 	for _, id := range sortedKeys(h.deleted) {
 		if _, ok := found[id]; ok {
@@ -173,7 +181,7 @@ func (h *history) verify(found map[int64]taskgraph.Task, before map[int64]string
 		case !ok && h.delIntent[id]:
 			// A delete was in flight: it may have happened.
 		case !ok:
-			v.Lost = append(v.Lost, report(id, fmt.Sprintf("acknowledged at rev %d, now missing", a.Rev)))
+			v.Lost = append(v.Lost, report(id, fmt.Sprintf("acknowledged at rev %d, now missing or unreadable", a.Rev)))
 		case cur.Rev < a.Rev:
 			v.Lost = append(v.Lost, report(id, fmt.Sprintf("acknowledged at rev %d, now at rev %d", a.Rev, cur.Rev)))
 		case cur.Rev == a.Rev && digest(cur) != a.Sum:
@@ -186,7 +194,7 @@ func (h *history) verify(found map[int64]taskgraph.Task, before map[int64]string
 		switch {
 		case !ok && (h.delIntent[id] || h.deleted[id]):
 		case !ok:
-			v.Undone = append(v.Undone, report(id, fmt.Sprintf("the reader was shown rev %d, now missing", rev)))
+			v.Undone = append(v.Undone, report(id, fmt.Sprintf("the reader was shown rev %d, now missing or unreadable", rev)))
 		case cur.Rev < rev:
 			v.Undone = append(v.Undone, report(id, fmt.Sprintf("the reader was shown rev %d, now at rev %d", rev, cur.Rev)))
 		}

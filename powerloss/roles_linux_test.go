@@ -268,7 +268,7 @@ func checker() error {
 		return err
 	}
 	before, tail := rawTasks(dir), logTail(dir)
-	var v verdict
+	v := verdict{Before: before}
 	defer func() {
 		data, _ := json.MarshalIndent(v, "", "  ")
 		_ = os.WriteFile(os.Getenv(outEnv), data, 0o644)
@@ -289,17 +289,18 @@ func checker() error {
 			c.Close()
 		}
 	}
+	// List returns the tasks it could read even when it fails on a
+	// corrupt file: the acknowledged writes are judged on those.
 	ts, err := s.List(ctx)
 	if err != nil {
-		v.NeedsPerson = append(v.NeedsPerson, "List: "+err.Error()+"\n"+tail)
-		return nil
+		v.NeedsPerson = append(v.NeedsPerson, "List: "+err.Error())
 	}
 	found := map[int64]taskgraph.Task{}
 	for _, t := range ts {
 		found[int64(t.ID)] = t
 	}
 	h.verify(found, before, &v)
-	if len(v.Lost)+len(v.Undone) > 0 {
+	if len(v.Lost)+len(v.Undone)+len(v.NeedsPerson) > 0 {
 		v.Log = tail
 	}
 	problems, err := taskgraph.Check(ctx, dir)
@@ -349,8 +350,10 @@ func logTail(dir string) string {
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	for i, l := range lines {
 		if len(l) > 200 {
-			lines[i] = l[:200] + "..."
+			l = l[:200] + "..."
 		}
+		// A log cut by the power may end in zeros: show them.
+		lines[i] = strings.TrimSuffix(strings.TrimPrefix(strconv.Quote(l), `"`), `"`)
 	}
 	return ".taskgraph.log (" + strconv.Itoa(len(data)) + " bytes), last lines:\n      " + strings.Join(lastLines(lines, 12), "\n      ")
 }
