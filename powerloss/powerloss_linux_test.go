@@ -222,7 +222,9 @@ func keepFailure(t *testing.T, cfg fsConfig, mode, cut string, v verdict) {
 	}
 	_ = os.MkdirAll(failuresDir, 0o755)
 	kept, _ := filepath.Glob(filepath.Join(failuresDir, "*.img"))
-	if len(kept) < maxFailures {
+	if len(kept) >= maxFailures {
+		fmt.Fprintf(&b, "image not kept: %s already holds %d; remove them to keep new ones\n", failuresDir, len(kept))
+	} else {
 		name := filepath.Join(failuresDir, fmt.Sprintf("%s-%s-%d", cfg.Name, mode, time.Now().UnixNano()))
 		if err := os.Rename(cut, name+".img"); err == nil {
 			_ = os.WriteFile(name+".txt", []byte(b.String()), 0o644)
