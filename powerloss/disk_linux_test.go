@@ -1,0 +1,365 @@
+package powerloss
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// workRoot holds everything a run makes: images, mount points, ledgers.
+// It is on tmpfs, so the images cost no disk and copy fast. A run lives
+// in run-<pid>, so the next run can tell (and clean) what a killed one
+// left behind.
+const workRoot = "/dev/shm/taskgraph-powerloss"
+
+// failuresDir keeps the images of failed rounds for a person to look at.
+const failuresDir = "/dev/shm/powerloss-failures"
+
+// maxFailures is how many failed images failuresDir keeps at most.
+const maxFailures = 4
+
+// fsConfig is one filesystem as the test makes and mounts it.
+type fsConfig struct {
+	Name  string   // as in the table and TASKGRAPH_POWERLOSS_FS
+	Mkfs  []string // the command, before the image path
+	Opts  string   // mount options, "" for the defaults
+	Size  int64    // image size
+	Types string   // the filesystem type for mount -t
+}
+
+// configs are the filesystems the test knows. mkfs.xfs refuses less than
+// 300 MB; the images are sparse, so the size costs only what is written.
+var configs = []fsConfig{
+	{Name: "ext4", Types: "ext4", Mkfs: []string{"mkfs.ext4", "-q", "-F", "-T", "default"}, Size: 128 << 20},
+	{Name: "ext4-noauto_da_alloc", Types: "ext4", Mkfs: []string{"mkfs.ext4", "-q", "-F", "-T", "default"}, Opts: "noauto_da_alloc", Size: 128 << 20},
+	{Name: "ext4-data=writeback", Types: "ext4", Mkfs: []string{"mkfs.ext4", "-q", "-F", "-T", "default"}, Opts: "data=writeback", Size: 128 << 20},
+	{Name: "xfs", Types: "xfs", Mkfs: []string{"mkfs.xfs", "-q", "-f"}, Size: 320 << 20},
+	{Name: "btrfs", Types: "btrfs", Mkfs: []string{"mkfs.btrfs", "-q", "-f"}, Size: 128 << 20},
+}
+
+func configNamed(name string) (fsConfig, bool) {
+	for _, c := range configs {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return fsConfig{}, false
+}
+
+// requireMachine skips, loudly, where the test cannot run at all (not
+// root, no loop devices), and fails where only a program is missing: a
+// missing mkfs is fixed by scripts/install-fstools, and skipping would
+// hide that the test never ran.
+func requireMachine(t *testing.T, cfgs []fsConfig) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("POWER-LOSS TEST NOT RUN: it must run as root (it makes loop devices, mounts filesystems and mount namespaces); run: sudo go test ./powerloss -run TestPowerLoss -v")
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		t.Skipf("POWER-LOSS TEST NOT RUN: no /dev/loop-control (%v): this machine or container has no loop devices; load the loop module (modprobe loop) or give the container access to /dev/loop*", err)
+	}
+	for _, prog := range []string{"losetup", "mount", "umount", "unshare", "cp"} {
+		_, err := exec.LookPath(prog)
+		require.NoErrorf(t, err, "%s is missing: install util-linux and coreutils", prog)
+	}
+	for _, c := range cfgs {
+		_, err := exec.LookPath(c.Mkfs[0])
+		require.NoErrorf(t, err, "%s is missing, so %s cannot be tested: run bash scripts/install-fstools", c.Mkfs[0], c.Name)
+	}
+}
+
+// run runs a command and returns its output, failing the test with it on
+// error.
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	require.NoErrorf(t, err, "%s %s: %s", name, strings.Join(args, " "), out)
+	return strings.TrimSpace(string(out))
+}
+
+// runDir makes this run's directory under workRoot, after cleaning what
+// earlier runs left, and removes it (with every mount and loop device in
+// it) when the test ends.
+func runDir(t *testing.T) string {
+	t.Helper()
+	cleanStale()
+	dir := filepath.Join(workRoot, fmt.Sprintf("run-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	t.Cleanup(func() { releaseUnder(dir); _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// cleanStale releases the mounts and loop devices of runs whose process is
+// gone (killed by a timeout, say) and removes their files.
+func cleanStale() {
+	ents, _ := os.ReadDir(workRoot)
+	for _, e := range ents {
+		pid, ok := runPid(e.Name())
+		if !ok || syscall.Kill(pid, 0) == nil {
+			continue
+		}
+		dir := filepath.Join(workRoot, e.Name())
+		releaseUnder(dir)
+		_ = os.RemoveAll(dir)
+	}
+}
+
+func runPid(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "run-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+	return pid, err == nil
+}
+
+// releaseUnder unmounts every mount point under dir (deepest first) and
+// detaches every loop device whose backing file is under dir.
+func releaseUnder(dir string) {
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	lines := strings.Split(string(mounts), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			_ = exec.Command("umount", "-l", f[1]).Run()
+		}
+	}
+	loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, bf := range loops {
+		data, _ := os.ReadFile(bf)
+		if strings.HasPrefix(string(data), dir+"/") {
+			dev := "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(bf)))
+			_ = exec.Command("losetup", "-d", dev).Run()
+		}
+	}
+}
+
+// disk is one image file attached to a loop device and mounted. Its
+// methods are idempotent, so a cleanup can always call them.
+type disk struct {
+	t     *testing.T
+	cfg   fsConfig
+	image string
+	loop  string // "/dev/loopN" while attached
+	mnt   string // the mount point while mounted
+}
+
+// newImage makes the image file and the filesystem in it.
+func newImage(t *testing.T, cfg fsConfig, image string) {
+	t.Helper()
+	f, err := os.Create(image)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(cfg.Size))
+	require.NoError(t, f.Close())
+	run(t, cfg.Mkfs[0], append(cfg.Mkfs[1:], image)...)
+}
+
+// attach attaches image to a free loop device and mounts it at mnt.
+func attach(t *testing.T, cfg fsConfig, image, mnt string) *disk {
+	t.Helper()
+	d := &disk{t: t, cfg: cfg, image: image}
+	t.Cleanup(d.release)
+	d.loop = run(t, "losetup", "--find", "--show", image)
+	require.NoError(t, os.MkdirAll(mnt, 0o755))
+	args := []string{"-t", cfg.Types}
+	if cfg.Opts != "" {
+		args = append(args, "-o", cfg.Opts)
+	}
+	run(t, "mount", append(args, d.loop, mnt)...)
+	d.mnt = mnt
+	return d
+}
+
+// release unmounts and detaches. btrfs remembers devices by filesystem
+// id: forgetting the detached one lets a copy with the same id mount.
+func (d *disk) release() {
+	if d.mnt != "" {
+		if out, err := exec.Command("umount", d.mnt).CombinedOutput(); err != nil {
+			d.t.Logf("umount %s: %v: %s (unmounting lazily)", d.mnt, err, out)
+			_ = exec.Command("umount", "-l", d.mnt).Run()
+		}
+		d.mnt = ""
+	}
+	if d.loop != "" {
+		if out, err := exec.Command("losetup", "-d", d.loop).CombinedOutput(); err != nil {
+			d.t.Logf("losetup -d %s: %v: %s", d.loop, err, out)
+		}
+		d.loop = ""
+		if d.cfg.Types == "btrfs" {
+			_ = exec.Command("btrfs", "device", "scan", "--forget").Run()
+		}
+	}
+}
+
+// ioCounters returns the loop device's requests in flight and the
+// counters that move with every write it completes: writes, sectors
+// written, discards, flushes (see Documentation/block/stat.rst).
+func (d *disk) ioCounters() (inflight string, writes string, err error) {
+	name := filepath.Base(d.loop)
+	in, err := os.ReadFile("/sys/block/" + name + "/inflight")
+	if err != nil {
+		return "", "", err
+	}
+	st, err := os.ReadFile("/sys/block/" + name + "/stat")
+	if err != nil {
+		return "", "", err
+	}
+	f := strings.Fields(string(st))
+	if len(f) < 17 {
+		return "", "", fmt.Errorf("short stat: %q", st)
+	}
+	return strings.Join(strings.Fields(string(in)), " "), strings.Join([]string{f[4], f[6], f[11], f[15]}, " "), nil
+}
+
+// quiet waits, up to a second, until the device has nothing in flight and
+// its counters hold still for 20 ms, and returns the counters.
+func (d *disk) quiet() (string, bool) {
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		in1, w1, err1 := d.ioCounters()
+		time.Sleep(20 * time.Millisecond)
+		in2, w2, err2 := d.ioCounters()
+		if err1 == nil && err2 == nil && in1 == "0 0" && in2 == "0 0" && w1 == w2 {
+			return w2, true
+		}
+	}
+	return "", false
+}
+
+// snapshot copies the image to dst while nothing writes to the device —
+// the power cut. It reports false (and why) if the device was not quiet
+// or wrote during the copy: then the copy may mix two moments.
+func (d *disk) snapshot(dst string) (bool, string) {
+	before, ok := d.quiet()
+	if !ok {
+		return false, "the device did not become idle"
+	}
+	if err := copySparse(d.image, dst); err != nil {
+		return false, "copy: " + err.Error()
+	}
+	in, after, err := d.ioCounters()
+	if err != nil || in != "0 0" || after != before {
+		return false, fmt.Sprintf("I/O during the copy (inflight %q, counters %q then %q)", in, before, after)
+	}
+	return true, ""
+}
+
+// copySparse copies src to dst, keeping holes (an image is mostly holes).
+func copySparse(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	fi, err := in.Stat()
+	if err != nil {
+		out.Close()
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	zero := make([]byte, len(buf))
+	var off int64
+	for {
+		n, rerr := io.ReadFull(in, buf)
+		if n > 0 && !bytes.Equal(buf[:n], zero[:n]) {
+			if _, err := out.WriteAt(buf[:n], off); err != nil {
+				out.Close()
+				return err
+			}
+		}
+		off += int64(n)
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			out.Close()
+			return rerr
+		}
+	}
+	if err := out.Truncate(fi.Size()); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// stopAll sends SIGSTOP to every process and waits until each of their
+// threads is stopped: only then has none a system call half done that
+// could still send a write.
+func stopAll(pids []int) error {
+	return stopWith(pids, "TtZX")
+}
+
+// stopWith is stopAll accepting the thread states in ok. A process traced
+// by a stopped tracer (strace) never reaches the group stop of its own
+// SIGSTOP: the tracer it must report to is stopped. Each of its threads
+// stops at its next system call instead; one asleep in a system call (S:
+// a futex, epoll, nanosleep of the Go runtime) writes nothing.
+func stopWith(pids []int, ok string) error {
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGSTOP)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for _, p := range pids {
+		for !allIn(p, ok) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("process %d did not stop", p)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// allIn reports whether every thread of pid is in one of the states in
+// ok (see proc(5)) or gone.
+func allIn(pid int, ok string) bool {
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	for _, s := range stats {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			continue
+		}
+		// The state follows the command name in parentheses, which
+		// may itself hold spaces or parentheses.
+		rest := string(data[bytes.LastIndexByte(data, ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) > 0 && !strings.Contains(ok, f[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// newBootID writes a fresh boot id to a file, for the checker's mount
+// namespace to show as /proc/sys/kernel/random/boot_id.
+func newBootID(t *testing.T, path string) {
+	t.Helper()
+	id, err := os.ReadFile("/proc/sys/kernel/random/uuid")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, id, 0o644))
+}
+
+// afterRestart returns a command that runs the test binary in role with
+// env in a new mount namespace whose boot id is the one in bootFile: to
+// the store, the machine has restarted.
+func afterRestart(bootFile, role string, env ...string) *exec.Cmd {
+	script := `mount --bind "$1" /proc/sys/kernel/random/boot_id && shift && exec "$@"`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", bootFile, os.Args[0], "-test.run=^TestPowerLoss$")
+	cmd.Env = append(os.Environ(), append(env, roleEnv+"="+role)...)
+	return cmd
+}

@@ -1,0 +1,42 @@
+// Package powerloss holds the power-loss test of taskgraph's FileStore on
+// real filesystem images. It has no code of its own: everything is in its
+// tests, which run only on Linux, as root, with loop devices.
+//
+// # The method
+//
+// Each round makes a filesystem (ext4 with its default mount options, ext4
+// with noauto_da_alloc, ext4 with data=writeback, xfs, btrfs) in an image
+// file on tmpfs, attaches it to a loop device and mounts it. Several
+// writer processes (the test binary, re-executed) share one task
+// directory there and loop over random writes; a reader lists and gets;
+// an "other program" writes and fsyncs unrelated files on the same
+// filesystem, whose fsyncs commit the filesystem's journal at moments the
+// store does not choose. Every process appends to a ledger outside the
+// image, one write(2) a line: before each write what it is about to do,
+// after each write that returned nil what the store told it (ids, revs,
+// content), and for the reader every (id, rev) it was shown.
+//
+// After a random 1–4 s every process is stopped with SIGSTOP. Once the loop
+// device has no I/O in flight, the image file is copied; if the device's
+// write counters moved during the copy, the round is dropped (and
+// counted). The copy then holds exactly the writes the kernel had sent to
+// the disk: what a disk that keeps every write it receives holds at a
+// power cut, everything still in the page cache lost. The copy is
+// mounted and a checker process opens the store in a mount namespace
+// whose /proc/sys/kernel/random/boot_id is new, as after a restart, and
+// verifies against the ledgers that no acknowledged write was lost, no
+// read was undone, and the directory needs no person to repair it.
+//
+// # Its limit
+//
+// The copy is the disk as the kernel left it, not as a real disk may: a
+// drive that loses its volatile write cache, reorders writes the kernel
+// sent without a flush between them, or tears a sector is not modelled.
+// So the test proves that the store asks the filesystem for the right
+// order and flushes (the part that depends on the filesystem's own
+// ordering rules, delayed allocation and journal commits made by other
+// programs), not that a given drive honours flushes. A round cuts at one
+// random moment; many rounds (TASKGRAPH_POWERLOSS_ROUNDS) are needed to
+// say much, and the deterministic cases pin down the orders known to be
+// dangerous.
+package powerloss
