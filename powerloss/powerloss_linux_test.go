@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -60,6 +61,10 @@ func TestPowerLoss(t *testing.T) {
 			t.Run(cfg.Name+"/"+mode, func(t *testing.T) {
 				for i := range rounds {
 					round(t, cfg, mode, filepath.Join(base, fmt.Sprintf("%s-%s-%d", cfg.Name, mode, i)), r, rw)
+				}
+				if rw.Rounds > 0 {
+					// The store knew the filesystem it was on.
+					assert.True(t, strings.HasPrefix(rw.Chosen.Filesystem, cfg.Types), "%s: Open saw %q", cfg.Name, rw.Chosen.Filesystem)
 				}
 			})
 		}
@@ -241,21 +246,27 @@ func optsSuffix(cfg fsConfig) string {
 	return "," + cfg.Opts
 }
 
-// formatTable renders the rows as a Markdown table.
+// formatTable renders the rows as a Markdown table: per filesystem, the
+// protocol Open chooses there (and why), then a row per mode with the
+// protocol the writers used.
 func formatTable(rows []*row) string {
 	var b strings.Builder
-	b.WriteString("| filesystem | mode | protocol chosen | rounds | dropped | acknowledged writes checked | lost | undone reads | rounds needing a person |\n")
+	b.WriteString("| filesystem | mode | protocol used | rounds | dropped | acknowledged writes checked | lost | undone reads | rounds needing a person |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		chosen := string(r.Chosen.Protocol)
-		if r.Chosen.Reason != "" || r.Chosen.Filesystem != "" {
-			chosen += fmt.Sprintf(" (%s; %s)", r.Chosen.Filesystem, r.Chosen.Reason)
-		}
-		mode := r.Mode
+		mode := "chosen by Open"
 		if r.Mode == modeGroupCommit {
 			mode = "group commit forced"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %d | %d |\n", r.FS, mode, chosen, r.Rounds, r.Dropped, r.Checked, r.Lost, r.Undone, r.NeedsPerson)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %d | %d |\n", r.FS, mode, r.Durability.Protocol, r.Rounds, r.Dropped, r.Checked, r.Lost, r.Undone, r.NeedsPerson)
+	}
+	b.WriteString("\nWhat Open chooses, and why:\n\n")
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.FS] {
+			seen[r.FS] = true
+			fmt.Fprintf(&b, "- %s: %s on %s: %s\n", r.FS, r.Chosen.Protocol, r.Chosen.Filesystem, r.Chosen.Reason)
+		}
 	}
 	return b.String()
 }

@@ -4,7 +4,10 @@
 // belongs to.
 package fsinfo
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Info describes the filesystem holding a directory.
 type Info struct {
@@ -45,6 +48,8 @@ func (i Info) String() string {
 		k, _, _ := strings.Cut(o, "=")
 		switch k {
 		case "data", "noauto_da_alloc", "auto_da_alloc", "dioread_nolock", "dioread_lock", "nodelalloc", "sync", "dirsync":
+			// Once each, where it is in effect (the last one wins).
+			shown = slices.DeleteFunc(shown, func(s string) bool { return s == o || strings.HasPrefix(s, k+"=") })
 			shown = append(shown, o)
 		}
 	}

@@ -29,12 +29,31 @@ func Probe(d *os.File) Info {
 	}
 	info, source, ok := mountOf(data, unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)))
 	if !ok {
-		return Info{}
+		// A btrfs subvolume's files have a device number of their own,
+		// which mountinfo may not show: the filesystem says its type.
+		var sfs unix.Statfs_t
+		if err := unix.Fstatfs(int(d.Fd()), &sfs); err != nil {
+			return Info{}
+		}
+		return Info{Type: magics[int64(sfs.Type)]}
 	}
 	if info.Type == "ext4" {
 		info.Options = append(info.Options, ext4Options(source)...)
 	}
 	return info
+}
+
+// magics names the filesystems by their statfs magic number, where
+// mountinfo does not say (the names are mountinfo's).
+var magics = map[int64]string{
+	unix.EXT4_SUPER_MAGIC:      "ext4",
+	unix.XFS_SUPER_MAGIC:       "xfs",
+	unix.BTRFS_SUPER_MAGIC:     "btrfs",
+	unix.TMPFS_MAGIC:           "tmpfs",
+	unix.OVERLAYFS_SUPER_MAGIC: "overlay",
+	unix.NFS_SUPER_MAGIC:       "nfs",
+	unix.FUSE_SUPER_MAGIC:      "fuse",
+	unix.V9FS_MAGIC:            "9p",
 }
 
 // mountOf finds the mount of device major:minor in mountinfo: its type,
