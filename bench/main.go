@@ -60,6 +60,7 @@ type Report struct {
 	// Complete (strace -c; 0 without strace), by kind in SyscallKinds.
 	SyscallsPerWrite float64  `json:"syscalls_per_write,omitempty"`
 	SyscallKinds     string   `json:"syscall_kinds,omitempty"`
+	Durability       string   `json:"durability"` // the protocol of the measured stores, and why
 	Results          []Result `json:"results"`
 }
 
@@ -78,8 +79,12 @@ func main() {
 		pgSizes  = flag.String("pg-n", "", "comma-separated graph sizes for pgstore (default 1000,100000; -quick: 1000)")
 		pgWork   = flag.String("pgwork", "", "internal: ClaimNext+Complete on this pgstore graph until none is ready")
 		svgOut   = flag.String("svg", "", "also draw how the median cost of each write grows with N, as SVG, to this file")
+		protocol = flag.String("protocol", "", "durability protocol of the measured stores: group-commit or sync-each-write (default: what Open chooses on the directory's filesystem); also $TASKGRAPH_BENCH_PROTOCOL, which the worker processes inherit")
 	)
 	flag.Parse()
+	if *protocol != "" {
+		os.Setenv("TASKGRAPH_BENCH_PROTOCOL", *protocol)
+	}
 	switch {
 	case *coldOnly != "":
 		cold(*coldOnly)
@@ -128,6 +133,11 @@ func main() {
 	}
 	local := floorHere(root, 300)
 	fmt.Printf("floor: durable write %.0f µs, durable append %.0f µs (medians of 300, 300 bytes, re-measured beside every group)\n", local, median(appends))
+	if s, err := taskgraph.Open(root, protocolOptions()...); err == nil {
+		rep.Durability = s.Durability().String()
+		s.Close()
+	}
+	fmt.Printf("durability: %s\n", rep.Durability)
 	add := func(r Result) {
 		r.Ratio = r.Median / local
 		rep.Results = append(rep.Results, r)
@@ -313,7 +323,7 @@ func buildReady(dir string, n int) {
 
 // measure times each operation on a warm, durable store.
 func measure(dir, shape string, n, samples int, opts ...taskgraph.Option) []Result {
-	s, err := taskgraph.Open(dir, opts...)
+	s, err := taskgraph.Open(dir, append(protocolOptions(), opts...)...)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -407,6 +417,22 @@ func self(flag, dir string) (time.Duration, string) {
 		rss = f[1]
 	}
 	return time.Duration(us * 1e3), rss
+}
+
+// protocolOptions is the durability protocol -protocol asks for, or none
+// (what Open chooses).
+func protocolOptions() []taskgraph.Option {
+	switch p := os.Getenv("TASKGRAPH_BENCH_PROTOCOL"); taskgraph.Protocol(p) {
+	case taskgraph.ProtocolGroupCommit:
+		return []taskgraph.Option{taskgraph.WithGroupCommit()}
+	case taskgraph.ProtocolSyncEachWrite:
+		return []taskgraph.Option{taskgraph.WithSyncEachWrite()}
+	case "":
+		return nil
+	default:
+		log.Fatalf("-protocol %q: want group-commit or sync-each-write", p)
+		return nil
+	}
 }
 
 func cold(dir string) {
@@ -514,7 +540,7 @@ func throughput(p, tasks int, args ...string) throughputResult {
 }
 
 func work(dir string) {
-	s, err := taskgraph.Open(dir)
+	s, err := taskgraph.Open(dir, protocolOptions()...)
 	if err != nil {
 		log.Fatal(err)
 	}
