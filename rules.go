@@ -239,24 +239,6 @@ func label(field, l string) error {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf("%.80q is not a label: use 1 to %d lower-case letters, digits and -_.:/ (e.g. \"frontend\")", l, MaxLabel)}
 }
 
-// Priority validates a priority that a write would store in field.
-func (Rulebook) Priority(field string, p Priority) error {
-	if p.Valid() {
-		return nil
-	}
-	return &InvalidError{Field: field, Reason: fmt.Sprintf("%d is not a priority: use 0 (P0, most urgent) to 4 (P4, least); the default is 2", int(p))}
-}
-
-// ParsePriority reads a priority written "P0" to "P4" (or "p1") or "0"
-// to "4". It returns an *InvalidError for anything else.
-func ParsePriority(s string) (Priority, error) {
-	d := strings.TrimPrefix(strings.TrimPrefix(s, "P"), "p")
-	if len(d) == 1 && '0' <= d[0] && d[0] <= '4' {
-		return Priority(d[0] - '0'), nil
-	}
-	return 0, &InvalidError{Field: "priority", Reason: fmt.Sprintf("%.20q is not a priority: use P0 (most urgent) to P4 (least), or 0 to 4; the default is P2", s)}
-}
-
 // Filters validates what filters select, for List and Board, before
 // anything is read, and returns it: statuses must be known, the owner
 // text (see Text), labels well formed (they come back sorted).
@@ -264,7 +246,7 @@ func (Rulebook) Filters(filters []Filter) (Selection, error) {
 	c := applyOptions[filterConfig](filters)
 	for _, st := range c.statuses {
 		if !st.Valid() {
-			return Selection{}, &InvalidError{Field: "status", Reason: fmt.Sprintf("%q is not %s", st, statusList)}
+			return Selection{}, statusError("status", string(st))
 		}
 	}
 	if c.owner != nil {
@@ -282,9 +264,6 @@ func (Rulebook) Filters(filters []Filter) (Selection, error) {
 	}
 	return Selection{Statuses: statuses, Owner: c.owner, Labels: labels, ReadyOnly: c.readyOnly, Limit: c.limit}, nil
 }
-
-// statusList names the statuses, for errors.
-const statusList = "pending, in_progress, completed, failed or cancelled"
 
 // prefixed returns err with prefix added to the field an *InvalidError
 // names, and before the message of a *NotFoundError (which it wraps), so
@@ -349,8 +328,8 @@ func (Rulebook) LoadArgs(tasks []Task) error {
 // Missing returns the error for a task id that names no task: an
 // *InvalidError for an id that cannot exist, a *NotFoundError otherwise.
 func (Rulebook) Missing(id ID) error {
-	if id <= 0 {
-		return &InvalidError{Field: "id", Reason: fmt.Sprintf("%d is not a positive task id", id)}
+	if err := Rules.ID("id", id); err != nil {
+		return err
 	}
 	return &NotFoundError{ID: id}
 }
@@ -598,7 +577,7 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 	st := *p.Status
 	switch {
 	case !st.Valid():
-		return false, &InvalidError{Field: "status", Reason: fmt.Sprintf("%q is not %s", st, statusList)}
+		return false, statusError("status", string(st))
 	case st == Failed:
 		return false, &InvalidError{Field: "status", Reason: "a task becomes failed only by Fail, which records the reason"}
 	case st == Cancelled:
@@ -654,10 +633,7 @@ func (Rulebook) ClaimArgs(owner string, lease time.Duration) error {
 	if err := Rules.Text("owner", owner); err != nil {
 		return err
 	}
-	if lease < 0 {
-		return &InvalidError{Field: "lease", Reason: "must not be negative"}
-	}
-	return nil
+	return Rules.Lease("lease", lease)
 }
 
 // ClaimNextArgs validates the arguments of ClaimNext, before any task is
@@ -703,14 +679,6 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 		t.LeaseExpiresAt = now.Add(lease)
 	}
 	return true, nil
-}
-
-// RenewArgs validates the arguments of Renew, before any task is read.
-func (Rulebook) RenewArgs(ttl time.Duration) error {
-	if ttl <= 0 {
-		return &InvalidError{Field: "ttl", Reason: "must be positive"}
-	}
-	return nil
 }
 
 // Renew extends the lease of t, which owner must hold, to ttl from now.
@@ -902,7 +870,7 @@ func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) 
 		case t.Subject == "":
 			return nil, &InvalidError{Field: field + ".subject", Reason: "must not be empty"}
 		case !t.Status.Valid():
-			return nil, &InvalidError{Field: field + ".status", Reason: fmt.Sprintf("%q is not %s", t.Status, statusList)}
+			return nil, statusError(field+".status", string(t.Status))
 		}
 		batch[t.ID] = true
 		var err error

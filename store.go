@@ -151,14 +151,12 @@ func WithLabels(labels ...string) ClaimOption {
 	return func(c *claimConfig) { c.labels = append(c.labels, labels...) }
 }
 
-// LeaseOf returns the lease that opts ask for, or 0 for none. It is for
-// Store implementations outside this package.
-func LeaseOf(opts []ClaimOption) time.Duration { return applyOptions[claimConfig](opts).lease }
-
-// LabelsOf returns the labels that opts ask ClaimNext to require, as
-// given (Rules.ClaimNextArgs validates and sorts them). It is for Store
-// implementations outside this package.
-func LabelsOf(opts []ClaimOption) []string { return applyOptions[claimConfig](opts).labels }
+// ClaimSettings is what a set of ClaimOptions asks for, validated (see
+// Rules.ClaimOptions): for Store implementations outside this package.
+type ClaimSettings struct {
+	Lease  time.Duration // 0: no lease
+	Labels []string      // all of these, sorted; ClaimNext only
+}
 
 // CompleteOption configures Complete.
 type CompleteOption func(*completeConfig)
@@ -172,9 +170,12 @@ func WithResult(text string) CompleteOption {
 	return func(c *completeConfig) { c.result = text }
 }
 
-// ResultOf returns the result that opts record, or "". It is for Store
-// implementations outside this package.
-func ResultOf(opts []CompleteOption) string { return applyOptions[completeConfig](opts).result }
+// CompleteSettings is what a set of CompleteOptions asks for, validated
+// (see Rules.CompleteOptions): for Store implementations outside this
+// package.
+type CompleteSettings struct {
+	Result string // "": none
+}
 
 // Filter selects tasks for List and Board. Filters combine: a task is
 // listed if it matches all of them.
@@ -276,9 +277,11 @@ func Detach() DeleteOption {
 	return func(c *deleteConfig) { c.detach = true }
 }
 
-// DetachOf reports whether opts include Detach. It is for Store
-// implementations outside this package.
-func DetachOf(opts []DeleteOption) bool { return applyOptions[deleteConfig](opts).detach }
+// DeleteSettings is what a set of DeleteOptions asks for (see
+// Rules.DeleteOptions): for Store implementations outside this package.
+type DeleteSettings struct {
+	Detach bool
+}
 
 // engine runs plans against a graph under whatever exclusion a store has.
 type engine interface {
@@ -367,14 +370,22 @@ func (o ops) Update(ctx context.Context, id ID, p Patch) (Task, error) {
 }
 
 func (o ops) Claim(ctx context.Context, id ID, owner string, opts ...ClaimOption) (Task, error) {
-	c := applyOptions[claimConfig](opts)
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planClaim(id, owner, c.lease, now) })
+	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) {
+		set, err := Rules.ClaimOptions(opts)
+		if err != nil {
+			return nil, err
+		}
+		return g.planClaim(id, owner, set.Lease, now)
+	})
 }
 
 func (o ops) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error) {
-	c := applyOptions[claimConfig](opts)
 	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) {
-		return g.planClaimNext(owner, c.lease, c.labels, now)
+		set, err := Rules.ClaimOptions(opts)
+		if err != nil {
+			return nil, err
+		}
+		return g.planClaimNext(owner, set.Lease, set.Labels, now)
 	})
 }
 
@@ -384,9 +395,12 @@ func (o ops) Renew(ctx context.Context, id ID, owner string, ttl time.Duration) 
 
 func (o ops) Complete(ctx context.Context, id ID, owner string, opts ...CompleteOption) (Completion, error) {
 	var c Completion
-	result := ResultOf(opts)
 	err := o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
-		return g.planComplete(id, owner, result, now)
+		set, err := Rules.CompleteOptions(opts)
+		if err != nil {
+			return nil, err
+		}
+		return g.planComplete(id, owner, set.Result, now)
 	}), func(g *graph, p *plan) {
 		c.Task = g.view(id)
 		for _, d := range g.dependents[id] {
@@ -415,9 +429,12 @@ func (o ops) Release(ctx context.Context, id ID, owner string) (Task, error) {
 }
 
 func (o ops) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
-	detach := DetachOf(opts)
 	return o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
-		return g.planDelete(id, detach, now)
+		set, err := Rules.DeleteOptions(opts)
+		if err != nil {
+			return nil, err
+		}
+		return g.planDelete(id, set.Detach, now)
 	}), func(*graph, *plan) {})
 }
 

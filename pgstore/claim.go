@@ -16,13 +16,17 @@ func (s *Store) Claim(ctx context.Context, id taskgraph.ID, owner string, opts .
 	if err := s.usable(ctx); err != nil {
 		return taskgraph.Task{}, err
 	}
-	if err := taskgraph.Rules.ClaimArgs(owner, taskgraph.LeaseOf(opts)); err != nil { // before any SQL
+	set, err := taskgraph.Rules.ClaimOptions(opts) // before any SQL
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	if err := taskgraph.Rules.ClaimArgs(owner, set.Lease); err != nil {
 		return taskgraph.Task{}, err
 	}
 	var t taskgraph.Task
-	err := s.begin(ctx, func(tx pgx.Tx) error {
+	err = s.begin(ctx, func(tx pgx.Tx) error {
 		var err error
-		t, err = s.claim(ctx, tx, id, owner, taskgraph.LeaseOf(opts), s.at())
+		t, err = s.claim(ctx, tx, id, owner, set.Lease, s.at())
 		return err
 	})
 	if err != nil {
@@ -75,8 +79,12 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 	if err := s.usable(ctx); err != nil {
 		return taskgraph.Task{}, err
 	}
-	lease := taskgraph.LeaseOf(opts)
-	labels, err := taskgraph.Rules.ClaimNextArgs(owner, lease, taskgraph.LabelsOf(opts))
+	set, err := taskgraph.Rules.ClaimOptions(opts) // before any SQL
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	lease := set.Lease
+	labels, err := taskgraph.Rules.ClaimNextArgs(owner, lease, set.Labels)
 	if err != nil {
 		return taskgraph.Task{}, err
 	}

@@ -15,12 +15,13 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 	if err := s.usable(ctx); err != nil {
 		return taskgraph.Completion{}, err
 	}
-	result := taskgraph.ResultOf(opts)
-	if err := taskgraph.Rules.CompleteArgs(result); err != nil { // before any SQL
+	set, err := taskgraph.Rules.CompleteOptions(opts) // before any SQL
+	if err != nil {
 		return taskgraph.Completion{}, err
 	}
+	result := set.Result
 	var c taskgraph.Completion
-	err := s.begin(ctx, func(tx pgx.Tx) error {
+	err = s.begin(ctx, func(tx pgx.Tx) error {
 		t, deps, now, err := s.lockWithDependents(ctx, tx, id)
 		if err != nil {
 			return err

@@ -10,7 +10,11 @@ import (
 
 // Delete implements taskgraph.Store.
 func (s *Store) Delete(ctx context.Context, id taskgraph.ID, opts ...taskgraph.DeleteOption) error {
-	detach := taskgraph.DetachOf(opts)
+	set, err := taskgraph.Rules.DeleteOptions(opts)
+	if err != nil {
+		return err
+	}
+	detach := set.Detach
 	return s.begin(ctx, func(tx pgx.Tx) error {
 		if err := s.serialise(ctx, tx); err != nil {
 			return err
