@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -162,13 +163,26 @@ func idReason(shown string) string {
 }
 
 // ParseStatus reads a status by its name: pending, in_progress,
-// completed, failed or cancelled. It returns an *InvalidError about field
-// "status", with the text of every status error, for anything else.
-func ParseStatus(s string) (Status, error) {
-	if st := Status(s); st.Valid() {
+// completed, failed or cancelled; with allowed, only one of those. It
+// returns an *InvalidError about field "status", with the text of every
+// status error ("\"done\" is not pending, …"), for anything else.
+func ParseStatus(s string, allowed ...Status) (Status, error) {
+	st := Status(s)
+	if len(allowed) == 0 && st.Valid() || slices.Contains(allowed, st) {
 		return st, nil
 	}
-	return "", statusError("status", s)
+	if len(allowed) == 0 {
+		return "", statusError("status", s)
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	list := strings.Join(names, " or ")
+	if n := len(names); n > 2 {
+		list = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
+	}
+	return "", &InvalidError{Field: "status", Reason: fmt.Sprintf("%.40q is not %s", s, list)}
 }
 
 // statusError is the error for a status name that is none of the five.

@@ -295,14 +295,15 @@ func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, erro
 	return render(t), nil
 }
 
-// toPriority checks a priority argument; nil stays nil.
+// toPriority checks a priority argument (taskgraph.ParsePriority); nil
+// stays nil.
 func toPriority(p *int64) (*taskgraph.Priority, error) {
 	if p == nil {
 		return nil, nil
 	}
-	pr := taskgraph.Priority(*p)
-	if *p < 0 || *p > 4 || !pr.Valid() {
-		return nil, fmt.Errorf("priority must be 0 (most urgent) to 4 (least), not %d", *p)
+	pr, err := taskgraph.ParsePriority(strconv.FormatInt(*p, 10))
+	if err != nil {
+		return nil, err
 	}
 	return &pr, nil
 }
@@ -347,9 +348,6 @@ func (h handlers) update(ctx context.Context, raw json.RawMessage) (string, erro
 func (h handlers) apply(ctx context.Context, in updateInput, claimWith string) (taskgraph.Task, error) {
 	if in.owner != nil && *in.owner != "" && *in.owner != h.cfg.owner {
 		return taskgraph.Task{}, fmt.Errorf("owner can only be %q (yours) or \"\" (to give back a task you hold): a task's owner is whoever claims it, so another agent takes a task with %s", h.cfg.owner, claimWith)
-	}
-	if in.status != nil && !slices.Contains(updateStatuses, *in.status) {
-		return taskgraph.Task{}, fmt.Errorf("status: %q is not pending, in_progress or completed", *in.status)
 	}
 	for try := 1; ; try++ {
 		t, err := h.store.Get(ctx, in.id)
@@ -516,7 +514,10 @@ func decodeUpdate(raw json.RawMessage) (updateInput, error) {
 		return in, err
 	}
 	if status != nil {
-		s := taskgraph.Status(*status)
+		s, err := taskgraph.ParseStatus(*status, updateStatuses...)
+		if err != nil {
+			return in, err
+		}
 		in.status = &s
 	}
 	in.owner = owner
@@ -620,10 +621,13 @@ func (h handlers) renew(ctx context.Context, raw json.RawMessage) (string, error
 	}
 	ttl := h.cfg.lease
 	switch {
-	case seconds != nil && (*seconds <= 0 || *seconds > int64(100*365*24*time.Hour/time.Second)):
-		return "", fmt.Errorf("seconds must be a positive number of seconds, not %d", *seconds)
 	case seconds != nil:
-		ttl = time.Duration(*seconds) * time.Second
+		if ttl, err = taskgraph.Rules.LeaseSeconds("seconds", *seconds); err == nil {
+			err = taskgraph.Rules.RenewArgs(ttl)
+		}
+		if err != nil {
+			return "", asField("seconds", err)
+		}
 	case ttl <= 0:
 		return "", errors.New("seconds is required: claims made here have no lease to renew by default")
 	}
@@ -773,30 +777,39 @@ func jsonKind(v json.RawMessage) string {
 	}
 }
 
-// taskID validates a task_id argument.
+// taskID validates a task_id argument (taskgraph.Rules.ID).
 func taskID(id *int64) (taskgraph.ID, error) {
 	if id == nil {
 		return 0, errors.New("task_id is required")
 	}
-	if *id <= 0 {
-		return 0, fmt.Errorf("task_id must be a task id, a positive integer, not %d", *id)
-	}
-	return taskgraph.ID(*id), nil
+	tid := taskgraph.ID(*id)
+	return tid, taskgraph.Rules.ID("task_id", tid)
 }
 
-// taskIDs validates a list of task ids given as the argument name.
+// taskIDs validates a list of task ids given as the argument name
+// (taskgraph.Rules.IDs).
 func taskIDs(name string, ids []int64) ([]taskgraph.ID, error) {
-	out := make([]taskgraph.ID, len(ids))
-	for i, id := range ids {
-		if id <= 0 {
-			return nil, fmt.Errorf("%s: %d is not a task id (task ids are positive integers)", name, id)
-		}
-		out[i] = taskgraph.ID(id)
-	}
-	if len(out) == 0 {
+	if len(ids) == 0 {
 		return nil, nil
 	}
+	out := make([]taskgraph.ID, len(ids))
+	for i, id := range ids {
+		out[i] = taskgraph.ID(id)
+	}
+	if err := taskgraph.Rules.IDs(name, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// asField returns err, an *InvalidError about a value, as about the
+// argument name that gave it.
+func asField(name string, err error) error {
+	var inv *taskgraph.InvalidError
+	if errors.As(err, &inv) {
+		return &taskgraph.InvalidError{Field: name, Reason: inv.Reason}
+	}
+	return err
 }
 
 // FormatIDs writes a list of task ids the one way the tools and the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -86,17 +85,17 @@ func (s *stringID) UnmarshalJSON(data []byte) error {
 	var text string
 	switch v := v.(type) {
 	case string:
-		text = strings.TrimPrefix(strings.TrimSpace(v), "#")
+		text = strings.TrimSpace(v)
 	case float64:
 		text = strings.TrimSpace(string(data))
 	default:
 		return errors.New("not a task id")
 	}
-	n, err := strconv.ParseInt(text, 10, 64)
-	if err != nil || n <= 0 {
-		return errors.New("not a task id")
+	id, err := taskgraph.ParseID(text)
+	if err != nil {
+		return err
 	}
-	*s = stringID(n)
+	*s = stringID(id)
 	return nil
 }
 
@@ -251,9 +250,10 @@ func (h handlers) ccUpdate(ctx context.Context, raw json.RawMessage) (string, er
 	}
 	in := updateInput{id: tid, owner: owner}
 	if status != nil {
-		s := taskgraph.Status(*status)
-		if !slices.Contains(updateStatuses, s) {
-			return "", fmt.Errorf("status: %q is not pending, in_progress, completed or deleted", *status)
+		// deleted, Claude Code's word for deleting it, was handled above.
+		s, err := taskgraph.ParseStatus(*status, taskgraph.Pending, taskgraph.InProgress, taskgraph.Completed, "deleted")
+		if err != nil {
+			return "", err
 		}
 		in.status = &s
 	}

@@ -41,9 +41,9 @@ func decodeList(raw json.RawMessage) (listInput, error) {
 		return in, err
 	}
 	if status != nil {
-		s := taskgraph.Status(*status)
-		if !s.Valid() {
-			return in, fmt.Errorf("status: %q is not one of %s", *status, statusList())
+		s, err := taskgraph.ParseStatus(*status)
+		if err != nil {
+			return in, err
 		}
 		in.status = &s
 	}
@@ -74,14 +74,6 @@ func decodeList(raw json.RawMessage) (listInput, error) {
 
 // statuses are every status a task can have, in lifecycle order.
 var statuses = []taskgraph.Status{taskgraph.Pending, taskgraph.InProgress, taskgraph.Completed, taskgraph.Failed, taskgraph.Cancelled}
-
-func statusList() string {
-	names := make([]string, len(statuses))
-	for i, s := range statuses {
-		names[i] = string(s)
-	}
-	return strings.Join(names, ", ")
-}
 
 func (h handlers) list(ctx context.Context, raw json.RawMessage) (string, error) {
 	in, err := decodeList(raw)

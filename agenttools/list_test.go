@@ -52,7 +52,7 @@ func TestListFilters(t *testing.T) {
 	for _, c := range []struct{ input, want string }{
 		{`{"limit": 0}`, "Error: limit must be between 1 and 10000, not 0"},
 		{`{"limit": "ten"}`, `Error: limit must be an integer, not the string "ten"`},
-		{`{"status": "done"}`, `Error: status: "done" is not one of pending, in_progress, completed, failed, cancelled`},
+		{`{"status": "done"}`, `Error: status: "done" is not pending, in_progress, completed, failed or cancelled`},
 		{`{"ready": "yes"}`, `Error: ready must be true or false, not the string "yes"`},
 		{`{"owner": 3}`, `Error: owner must be a string, not 3`},
 		// A label no task could carry is a mistake to point out, not a

@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 
 	"github.com/taskgraph-dev/taskgraph"
 )
@@ -153,11 +152,12 @@ type badRequest struct {
 func (e badRequest) Error() string { return e.msg }
 
 func pathID(r *http.Request) (taskgraph.ID, error) {
-	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
-		return 0, badRequest{http.StatusBadRequest, fmt.Sprintf("%q is not a task id", r.PathValue("id"))}
+	id, err := taskgraph.ParseID(r.PathValue("id"))
+	var inv *taskgraph.InvalidError
+	if errors.As(err, &inv) {
+		return 0, badRequest{http.StatusBadRequest, inv.Reason}
 	}
-	return taskgraph.ID(n), nil // the store judges whether it can exist
+	return id, err
 }
 
 // decode reads one JSON object, refusing unknown fields and trailing data.

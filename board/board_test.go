@@ -202,7 +202,7 @@ func TestValidation(t *testing.T) {
 		{"self edge", "/api/tasks/3/blockers", `{"blocker":3}`, 400, storeErr(twin.Update(ctx, 3, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{3}}))},
 		{"edge to nothing", "/api/tasks/3/blockers", `{"blocker":42}`, 404, storeErr(twin.Update(ctx, 3, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{42}}))},
 		{"edge of nothing", "/api/tasks/42/blockers", `{"blocker":1}`, 404, storeErr(twin.Update(ctx, 42, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{1}}))},
-		{"id zero", "/api/tasks/0/release", `{}`, 400, storeErr(twin.Release(ctx, 0, ""))},
+		{"id zero", "/api/tasks/0/release", `{}`, 400, `"0" is not a task id`},
 		{"release a pending task", "/api/tasks/4/release", `{}`, 400, storeErr(twin.Release(ctx, 4, ""))},
 		{"release a completed task", "/api/tasks/1/release", `{}`, 400, storeErr(twin.Release(ctx, 1, ""))},
 		{"release a claim that changed hands", "/api/tasks/2/release", `{"owner":"agent-9"}`, 409, storeErr(twin.Release(ctx, 2, "agent-9"))},

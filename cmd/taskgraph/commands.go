@@ -502,11 +502,13 @@ func (e *env) withTask(f func(s store, t taskgraph.Task) error) error {
 	})
 }
 
-// durationFlag is a duration flag that keeps the text it was given, for
-// messages.
+// durationFlag is a lease flag (taskgraph.ParseLease) that keeps the text
+// it was given, for messages. A negative lease is kept in err, for check
+// to refuse as a usage error that names the flag.
 type durationFlag struct {
 	d    time.Duration
 	text string
+	err  error
 }
 
 func (f *durationFlag) String() string {
@@ -517,11 +519,11 @@ func (f *durationFlag) String() string {
 }
 
 func (f *durationFlag) Set(v string) error {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return errors.New("not a duration such as 30m")
+	d, err := taskgraph.ParseLease(v)
+	if err != nil && !strings.HasPrefix(v, "-") {
+		return reasonOf(err)
 	}
-	f.d, f.text = d, v
+	f.d, f.text, f.err = d, v, err
 	return nil
 }
 
@@ -535,8 +537,8 @@ func leaseFlag(fs *flag.FlagSet, usage string) *durationFlag {
 
 // check refuses a negative lease.
 func (f *durationFlag) check() error {
-	if f.d < 0 {
-		return usagef("--lease %s: a lease cannot be negative; give how long a claim should last, e.g. 30m (0 means claims never lapse)", f)
+	if f.err != nil {
+		return usagef("--lease %s: %v", f, reasonOf(f.err))
 	}
 	return nil
 }
@@ -646,14 +648,12 @@ func cmdRenew(e *env) error {
 	if err != nil {
 		return err
 	}
-	ttl, err := time.ParseDuration(e.args[1])
-	switch {
-	case strings.HasPrefix(e.args[1], "-"):
-		return usagef("%s: a lease cannot be negative; give how long from now it should last, e.g. 30m", e.args[1])
-	case err != nil:
-		return usagef("%q is not a duration such as 30m", e.args[1])
-	case ttl == 0:
-		return usagef("%s: a lease must be renewed for a positive duration, e.g. 30m", e.args[1])
+	ttl, err := taskgraph.ParseLease(e.args[1])
+	if err == nil {
+		err = taskgraph.Rules.RenewArgs(ttl)
+	}
+	if err != nil {
+		return usagef("%s: %v", e.args[1], reasonOf(err))
 	}
 	return e.withStore(func(s store) error {
 		t, err := s.Renew(e.ctx, ids[0], e.owner, ttl)

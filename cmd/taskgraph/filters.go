@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -36,30 +34,35 @@ func (f *priorityFlag) String() string {
 }
 
 func (f *priorityFlag) Set(v string) error {
-	p, err := parsePriority(v)
+	p, err := taskgraph.ParsePriority(v)
 	if err != nil {
-		return err
+		return reasonOf(err)
 	}
 	f.p = &p
 	return nil
 }
 
-func parsePriority(v string) (taskgraph.Priority, error) {
-	n, err := strconv.Atoi(strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(v)), "P"))
-	p := taskgraph.Priority(n)
-	if err != nil || !p.Valid() {
-		return 0, fmt.Errorf("%q is not a priority: want P0 (most urgent) to P4", v)
+// reasonOf returns the reason of an *InvalidError, without its field, for
+// a message that names the flag or argument itself; other errors as they
+// are.
+func reasonOf(err error) error {
+	var inv *taskgraph.InvalidError
+	if errors.As(err, &inv) {
+		return errors.New(inv.Reason)
 	}
-	return p, nil
+	return err
 }
 
 // listing is the selection of list and ready: filters and a limit.
 type listing struct {
-	statuses stringList
+	statuses []taskgraph.Status
 	ownedBy  *string
 	labels   stringList
 	ready    bool
 	limit    int
+	// badStatus is the error for a --status that names no status,
+	// reported by check as a usage error.
+	badStatus error
 }
 
 // listFlags adds the selection flags to fs; all adds those that only make
@@ -69,7 +72,18 @@ func listFlags(fs *flag.FlagSet, all bool) *listing {
 	fs.Var(&l.labels, "label", "only tasks with this `LABEL` (repeat or comma-separate: all of them)")
 	fs.IntVar(&l.limit, "limit", 0, "print at most `N` tasks, the lowest ids, and say how many more there are (default: all)")
 	if all {
-		fs.Var(&l.statuses, "status", "only tasks with this `STATUS`: pending, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)")
+		fs.Func("status", "only tasks with this `STATUS`: pending, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)", func(v string) error {
+			var names stringList
+			_ = names.Set(v)
+			for _, n := range names {
+				st, err := taskgraph.ParseStatus(n)
+				if err != nil {
+					l.badStatus = err
+				}
+				l.statuses = append(l.statuses, st)
+			}
+			return nil
+		})
 		fs.Func("owned-by", "only tasks held or finished by `NAME` (\"\" for tasks without an owner)", func(v string) error {
 			l.ownedBy = &v
 			return nil
@@ -80,10 +94,8 @@ func listFlags(fs *flag.FlagSet, all bool) *listing {
 }
 
 func (l *listing) check() error {
-	for _, s := range l.statuses {
-		if !taskgraph.Status(s).Valid() {
-			return usagef("--status %q: want pending, in_progress, completed, failed or cancelled", s)
-		}
+	if l.badStatus != nil {
+		return usagef("--status %v", reasonOf(l.badStatus))
 	}
 	if l.limit < 0 {
 		return usagef("--limit %d: want a positive number (0 for all)", l.limit)
@@ -106,7 +118,7 @@ func (l *listing) check() error {
 func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
 	var out []taskgraph.Task
 	for _, t := range ts {
-		if len(l.statuses) > 0 && !slices.Contains(l.statuses, string(t.Status)) {
+		if len(l.statuses) > 0 && !slices.Contains(l.statuses, t.Status) {
 			continue
 		}
 		if l.ownedBy != nil && t.Owner != *l.ownedBy {

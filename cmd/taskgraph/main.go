@@ -26,7 +26,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -554,12 +553,14 @@ func (e *env) wantArgs(n int) error {
 	return nil
 }
 
+// parseID reads a task id argument (taskgraph.ParseID); a bad one is a
+// usage error.
 func parseID(s string) (taskgraph.ID, error) {
-	n, err := strconv.ParseInt(strings.TrimPrefix(s, "#"), 10, 64)
-	if err != nil || n <= 0 {
-		return 0, usagef("%q is not a task id (a positive integer)", s)
+	id, err := taskgraph.ParseID(s)
+	if err != nil {
+		return 0, usageError{reasonOf(err).Error()}
 	}
-	return taskgraph.ID(n), nil
+	return id, nil
 }
 
 // idList is a flag that takes ids, repeated or comma-separated.
@@ -568,12 +569,10 @@ type idList []taskgraph.ID
 func (l *idList) String() string { return agenttools.FormatIDs(*l) }
 
 func (l *idList) Set(v string) error {
-	for _, f := range strings.Split(v, ",") {
-		id, err := parseID(strings.TrimSpace(f))
-		if err != nil {
-			return err
-		}
-		*l = append(*l, id)
+	ids, err := taskgraph.ParseIDs(v)
+	if err != nil {
+		return reasonOf(err)
 	}
+	*l = append(*l, ids...)
 	return nil
 }

@@ -357,7 +357,7 @@ func TestNegativeDurationsAreUsageErrors(t *testing.T) {
 		{[]string{"renew", "2", "--owner", "holder", "--", "-1s"}, "-1s: " + negative},
 		{[]string{"renew", "2", "-1", "--owner", "holder"}, "-1: " + negative},
 		{[]string{"renew", "2", "0s", "--owner", "holder"}, "0s: a lease must be renewed for a positive duration"},
-		{[]string{"renew", "2", "soon", "--owner", "holder"}, `"soon" is not a duration such as 30m`},
+		{[]string{"renew", "2", "soon", "--owner", "holder"}, "soon: not a duration such as 30m"},
 		{[]string{"next", "--lease", "soon"}, `invalid value "soon" for flag -lease: not a duration such as 30m`},
 		// A negative number where an id belongs is a bad id, not a flag.
 		{[]string{"show", "-1"}, `"-1" is not a task id`},
