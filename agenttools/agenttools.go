@@ -535,7 +535,7 @@ func decodeUpdate(raw json.RawMessage) (updateInput, error) {
 }
 
 func (h handlers) claimOpts() []taskgraph.ClaimOption {
-	if h.cfg.lease > 0 {
+	if h.cfg.lease != 0 { // a negative one is refused by the store, as everywhere
 		return []taskgraph.ClaimOption{taskgraph.WithLease(h.cfg.lease)}
 	}
 	return nil

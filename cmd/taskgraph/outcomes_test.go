@@ -103,9 +103,17 @@ func TestPriorityAndLabelCommands(t *testing.T) {
 	assert.Equal(t, "Created #5: deploy\n", ok(t, dir, "add", "deploy", "--key", "deploy"))
 	assert.Equal(t, "#5 already has key \"deploy\": deploy (nothing added)\n", ok(t, dir, "add", "deploy again", "--key", "deploy"))
 
-	for _, args := range [][]string{{"add", "x", "--priority", "P5"}, {"add", "x", "--priority", "high"}, {"list", "--status", "done"}, {"list", "--limit", "-1"}} {
+	for _, args := range [][]string{{"add", "x", "--priority", "P5"}, {"add", "x", "--priority", "high"}, {"list", "--status", "done"}, {"list", "--limit", "-1"},
+		// One spelling of a priority everywhere (taskgraph.ParsePriority): no spaces, signs or leading zeros.
+		{"add", "x", "--priority", " p2 "}, {"add", "x", "--priority", "+2"}, {"add", "x", "--priority", "P02"}} {
 		assert.Equal(t, exitUsage, tg(t, dir, args...).code, "%v", args)
 	}
+	r = tg(t, dir, "add", "x", "--priority", "7")
+	assert.Contains(t, r.stderr, `invalid value "7" for flag -priority: 7 is not a priority: use 0 (P0, most urgent) to 4 (P4, least); the default is 2`)
+	r = tg(t, dir, "list", "--status", "pending,done")
+	assert.Contains(t, r.stderr, `--status "done" is not pending, in_progress, completed, failed or cancelled`)
+	r = tg(t, dir, "add", "x", "--after", "1,,2")
+	assert.Contains(t, r.stderr, `invalid value "1,,2" for flag -after: "" is not a task id: use a positive integer such as 12`)
 	r = tg(t, dir, "add", "x", "--label", "Not A Label")
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "is not a label")
