@@ -135,14 +135,17 @@ type claimConfig struct {
 // WithLease makes a claim lapse ttl after it is made unless the owner calls
 // Renew: an agent that dies holding a task then does not hold it forever.
 // Once the lease has expired anyone may claim the task; the previous owner
-// is recorded in Task.PrevOwner. Claims without a lease never expire.
+// is recorded in Task.PrevOwner. Claims without a lease never expire; a
+// negative ttl is refused (Rules.Lease).
 func WithLease(ttl time.Duration) ClaimOption {
 	return func(c *claimConfig) { c.lease = ttl }
 }
 
 // WithLabels makes ClaimNext consider only tasks that carry every one of
 // labels, so that an agent takes only the work meant for it. Given more
-// than once, the labels add up. Claim, which names its task, ignores it.
+// than once, the labels add up. Claim, which names its task, does not
+// select by them, but refuses malformed ones as ClaimNext does
+// (Rules.ClaimOptions).
 //
 // Cost: without labels, ClaimNext in the in-memory graph (MemStore,
 // FileStore) pops a heap, O(log n); with labels it scans the ready tasks,
