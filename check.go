@@ -48,6 +48,10 @@ const (
 //
 // Temporary files left by writers that died are removed by the next write
 // to the directory (they are reported here until then).
+//
+// Check works in two passes: classifyEntry says what each entry of the
+// directory is, in name order, loading the task files into a graph; then
+// checkTasks and checkCycles judge that graph.
 func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 	cfg := newConfig(opts)
 	root, err := os.OpenRoot(dir)
@@ -72,125 +76,186 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 		return nil, fmt.Errorf("taskgraph: check: %w", err)
 	}
 	slices.Sort(names)
-	var problems []Problem
-	add := func(kind ProblemKind, name string, id ID, format string, args ...any) {
-		problems = append(problems, Problem{Kind: kind, Path: filepath.Join(dir, name), ID: id, Message: fmt.Sprintf(format, args...)})
-	}
-	// sidecar reports a sidecar written in place that is not a regular
-	// file or has other hard links; until says what happens meanwhile.
-	sidecar := func(name, what, until string) {
-		fi, err := root.Lstat(name)
-		switch {
-		case err != nil:
-		case !fi.Mode().IsRegular():
-			add(ProblemCorrupt, name, 0, "the %s is %v: remove it; until then %s", what, notRegular(fi.Mode()), until)
-		case atomicfile.Links(fi) > 1:
-			add(ProblemCorrupt, name, 0, "%v", hardLinked(what, atomicfile.Links(fi), until))
-		}
-	}
-	g := newGraph()
-	fsys := newDirFS(root, d)
+	c := &checker{dir: dir, root: root, fsys: newDirFS(root, d), g: newGraph()}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		id, ok := parseTaskFileName(name)
-		switch {
-		case ok:
-			_, t, err := loadTaskFile(fsys, root, dir, id)
-			var ce *CorruptError
-			switch {
-			case errors.As(err, &ce):
-				add(ProblemCorrupt, name, id, "%v; taskgraph never rewrites or deletes it, and refuses to write this task and to delete any task while it is unreadable (it may depend on that task): fix the file or remove it", ce.Err)
-			case err != nil:
-				return nil, fmt.Errorf("taskgraph: check: %w", err)
-			case t != nil:
-				g.put(t)
-			}
-		case name == journalFileName:
-			_, err := loadJournal(fsys, root, dir)
-			var ce *CorruptError
-			switch {
-			case errors.As(err, &ce):
-				add(ProblemCorrupt, name, 0, "%v", ce.Err)
-			case err != nil:
-				return nil, fmt.Errorf("taskgraph: check: %w", err)
-			default:
-				add(ProblemJournal, name, 0, "an interrupted multi-file write, valid and ready to replay: the next operation by a process that can write the directory finishes it")
-			}
-		case name == metaFileName:
-			fi, data, err := readFile(fsys, root, dir, name, maxFileSize)
-			var ce *CorruptError
-			if err == nil && fi != nil {
-				if _, perr := parseMeta(data); perr != nil {
-					err = &CorruptError{Path: filepath.Join(dir, name), Err: perr}
-				}
-			}
-			switch {
-			case errors.As(err, &ce):
-				add(ProblemCorrupt, name, 0, "the id high-water mark is unusable (%v): %s", ce.Err, metaProblem)
-			case err != nil:
-				return nil, fmt.Errorf("taskgraph: check: %w", err)
-			}
-		case name == lockFileName:
-			if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-				add(ProblemCorrupt, name, 0, "the lock file is %v: remove it; until then every write is refused, and reads go on without the lock", notRegular(fi.Mode()))
-			}
-		case name == syncFileName:
-			sidecar(name, "sync file", "every process syncs the change log on its own (slower, still durable)")
-		case name == logFileName:
-			sidecar(name, "change log", "every write is refused (reads go on)")
-		case strings.HasPrefix(name, setAsideLogPrefix):
-			add(ProblemSetAside, name, 0, "a change log set aside after a restart: its last checkpoint was made in another directory (this one was copied or restored with it), so its records were not replayed here and the task files as they are won; taskgraph never reads it: delete it once you have looked")
-		case name == lostDirName:
-			lost, err := root.Open(name)
-			if err != nil {
-				return nil, fmt.Errorf("taskgraph: check: %w", err)
-			}
-			entries, err := lost.Readdirnames(-1)
-			lost.Close()
-			if err != nil {
-				return nil, fmt.Errorf("taskgraph: check: %w", err)
-			}
-			slices.Sort(entries)
-			for _, e := range entries {
-				add(ProblemLost, filepath.Join(name, e), 0, "a task file a power loss left empty or zero-filled, of a write that was never acknowledged (no record names it), moved here so that the directory works on; taskgraph never reads it: delete it once you have looked")
-			}
-		case isTempName(name):
-			add(ProblemTempFile, name, 0, "a temporary file left by a writer that died: the next write removes it (it is safe to delete)")
-		case strings.HasPrefix(name, taskFilePrefix) && strings.HasSuffix(name, taskFileSuffix):
-			add(ProblemIgnored, name, 0, "not named task_<id>.json with a canonical positive id, so taskgraph ignores it")
+		if err := c.classifyEntry(name); err != nil {
+			return nil, fmt.Errorf("taskgraph: check: %w", err)
 		}
 	}
-	now := cfg.now()
-	for _, id := range g.ids {
-		t := g.tasks[id]
+	c.checkTasks(cfg.now())
+	c.checkCycles()
+	return c.problems, nil
+}
+
+// checker is the state of one Check: the directory, the tasks read from
+// it so far, and the problems found so far, in the order found.
+type checker struct {
+	dir      string
+	root     *os.Root
+	fsys     dirFS
+	g        *graph
+	problems []Problem
+}
+
+func (c *checker) add(kind ProblemKind, name string, id ID, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Kind: kind, Path: filepath.Join(c.dir, name), ID: id, Message: fmt.Sprintf(format, args...)})
+}
+
+// classifyEntry says what the directory entry name is and reports it if it
+// is a problem; a usable task file goes into the graph. The error is one
+// that stops Check (the directory could not be read), not a problem.
+func (c *checker) classifyEntry(name string) error {
+	if id, ok := parseTaskFileName(name); ok {
+		return c.checkTaskFile(name, id)
+	}
+	switch {
+	case name == journalFileName:
+		return c.checkJournal(name)
+	case name == metaFileName:
+		return c.checkMeta(name)
+	case name == lockFileName:
+		c.checkLockFile(name)
+	case name == syncFileName:
+		c.checkSidecar(name, "sync file", "every process syncs the change log on its own (slower, still durable)")
+	case name == logFileName:
+		c.checkSidecar(name, "change log", "every write is refused (reads go on)")
+	case strings.HasPrefix(name, setAsideLogPrefix):
+		c.add(ProblemSetAside, name, 0, "a change log set aside after a restart: its last checkpoint was made in another directory (this one was copied or restored with it), so its records were not replayed here and the task files as they are won; taskgraph never reads it: delete it once you have looked")
+	case name == lostDirName:
+		return c.checkLost(name)
+	case isTempName(name):
+		c.add(ProblemTempFile, name, 0, "a temporary file left by a writer that died: the next write removes it (it is safe to delete)")
+	case strings.HasPrefix(name, taskFilePrefix) && strings.HasSuffix(name, taskFileSuffix):
+		c.add(ProblemIgnored, name, 0, "not named task_<id>.json with a canonical positive id, so taskgraph ignores it")
+	}
+	return nil
+}
+
+// checkTaskFile loads the task file name of task id into the graph, or
+// reports it corrupt.
+func (c *checker) checkTaskFile(name string, id ID) error {
+	_, t, err := loadTaskFile(c.fsys, c.root, c.dir, id)
+	var ce *CorruptError
+	switch {
+	case errors.As(err, &ce):
+		c.add(ProblemCorrupt, name, id, "%v; taskgraph never rewrites or deletes it, and refuses to write this task and to delete any task while it is unreadable (it may depend on that task): fix the file or remove it", ce.Err)
+	case err != nil:
+		return err
+	case t != nil:
+		c.g.put(t)
+	}
+	return nil
+}
+
+// checkJournal reports the journal of an interrupted multi-file write,
+// ready to replay or corrupt.
+func (c *checker) checkJournal(name string) error {
+	_, err := loadJournal(c.fsys, c.root, c.dir)
+	var ce *CorruptError
+	switch {
+	case errors.As(err, &ce):
+		c.add(ProblemCorrupt, name, 0, "%v", ce.Err)
+	case err != nil:
+		return err
+	default:
+		c.add(ProblemJournal, name, 0, "an interrupted multi-file write, valid and ready to replay: the next operation by a process that can write the directory finishes it")
+	}
+	return nil
+}
+
+// checkMeta reports the id high-water mark if it is unusable.
+func (c *checker) checkMeta(name string) error {
+	fi, data, err := readFile(c.fsys, c.root, c.dir, name, maxFileSize)
+	if err == nil && fi != nil {
+		if _, perr := parseMeta(data); perr != nil {
+			err = &CorruptError{Path: filepath.Join(c.dir, name), Err: perr}
+		}
+	}
+	var ce *CorruptError
+	switch {
+	case errors.As(err, &ce):
+		c.add(ProblemCorrupt, name, 0, "the id high-water mark is unusable (%v): %s", ce.Err, metaProblem)
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
+// checkLockFile reports a lock file that is not a regular file.
+func (c *checker) checkLockFile(name string) {
+	if fi, err := c.root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+		c.add(ProblemCorrupt, name, 0, "the lock file is %v: remove it; until then every write is refused, and reads go on without the lock", notRegular(fi.Mode()))
+	}
+}
+
+// checkSidecar reports a sidecar written in place that is not a regular
+// file or has other hard links; until says what happens meanwhile.
+func (c *checker) checkSidecar(name, what, until string) {
+	fi, err := c.root.Lstat(name)
+	switch {
+	case err != nil:
+	case !fi.Mode().IsRegular():
+		c.add(ProblemCorrupt, name, 0, "the %s is %v: remove it; until then %s", what, notRegular(fi.Mode()), until)
+	case atomicfile.Links(fi) > 1:
+		c.add(ProblemCorrupt, name, 0, "%v", hardLinked(what, atomicfile.Links(fi), until))
+	}
+}
+
+// checkLost reports each file in the lost folder, in name order.
+func (c *checker) checkLost(name string) error {
+	lost, err := c.root.Open(name)
+	if err != nil {
+		return err
+	}
+	entries, err := lost.Readdirnames(-1)
+	lost.Close()
+	if err != nil {
+		return err
+	}
+	slices.Sort(entries)
+	for _, e := range entries {
+		c.add(ProblemLost, filepath.Join(name, e), 0, "a task file a power loss left empty or zero-filled, of a write that was never acknowledged (no record names it), moved here so that the directory works on; taskgraph never reads it: delete it once you have looked")
+	}
+	return nil
+}
+
+// checkTasks reports, task by task in id order, dangling blockers, claims
+// with no owner and expired leases, judging leases at now.
+func (c *checker) checkTasks(now time.Time) {
+	for _, id := range c.g.ids {
+		t := c.g.tasks[id]
 		name := taskFileName(id)
 		for _, b := range t.BlockedBy {
-			if g.tasks[b] == nil && g.broken[b] == nil && !fileExists(root, taskFileName(b)) {
-				add(ProblemDangling, name, id, "blockedBy names task %d, which does not exist; the task stays blocked", b)
+			if c.g.tasks[b] == nil && c.g.broken[b] == nil && !fileExists(c.root, taskFileName(b)) {
+				c.add(ProblemDangling, name, id, "blockedBy names task %d, which does not exist; the task stays blocked", b)
 			}
 		}
 		if t.Status == InProgress && t.Owner == "" {
-			add(ProblemNoOwner, name, id, "in_progress with no owner; release it or set an owner")
+			c.add(ProblemNoOwner, name, id, "in_progress with no owner; release it or set an owner")
 		}
 		if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt) {
-			add(ProblemExpiredLease, name, id, "the lease of %q expired at %s; anyone may claim the task", t.Owner, t.LeaseExpiresAt.Format(time.RFC3339))
+			c.add(ProblemExpiredLease, name, id, "the lease of %q expired at %s; anyone may claim the task", t.Owner, t.LeaseExpiresAt.Format(time.RFC3339))
 		}
 	}
-	// Report each cycle once, then cut it and look again.
+}
+
+// checkCycles reports each cycle once, then cuts it and looks again (at
+// most 1000 cycles). It changes the graph.
+func (c *checker) checkCycles() {
 	for range 1000 {
-		path := g.findCycle()
+		path := c.g.findCycle()
 		if path == nil {
-			break
+			return
 		}
-		add(ProblemCycle, taskFileName(path[0]), path[0], "tasks block each other: %s; remove one of these edges", formatPath(path))
+		c.add(ProblemCycle, taskFileName(path[0]), path[0], "tasks block each other: %s; remove one of these edges", formatPath(path))
 		last, first := path[len(path)-2], path[len(path)-1]
-		t := g.tasks[first].clone()
+		t := c.g.tasks[first].clone()
 		t.BlockedBy = slices.DeleteFunc(t.BlockedBy, func(b ID) bool { return b == last })
-		g.put(&t)
+		c.g.put(&t)
 	}
-	return problems, nil
 }
 
 func fileExists(root *os.Root, name string) bool {

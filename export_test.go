@@ -1,4 +1,15 @@
+//go:build !windows
+
 package taskgraph
+
+import (
+	"os"
+	"sync"
+	"syscall"
+)
+
+// This file gives the external tests (package taskgraph_test) what they
+// need of the store's insides; it is the only one that does.
 
 // SetWatchPollOnly makes Watch poll instead of using inotify, for tests of
 // the fallback; the returned function restores the previous setting.
@@ -6,4 +17,71 @@ func SetWatchPollOnly(on bool) (restore func()) {
 	old := watchPollOnly
 	watchPollOnly = on
 	return func() { watchPollOnly = old }
+}
+
+// KillAtLogAppend makes the process kill itself with SIGKILL at the n-th
+// append to the change log of s: every write appends twice, its
+// announcement before the commit point and its record after it, so n = 2
+// kills the first write after its files are renamed into place, before it
+// is recorded.
+func KillAtLogAppend(s *FileStore, n int) { KillAt(s, "append", n) }
+
+// KillAt makes the process kill itself with SIGKILL at the n-th step of
+// kind taken by s: "append" (to the change log), "syncdata" (a sync of the
+// log, which a writer makes after letting go of the lock: a group sync),
+// "syncfs" (a checkpoint, a scan, or the sync before the log is replaced)
+// or "logswap" (a new change log put in place of the old).
+func KillAt(s *FileStore, kind string, n int) {
+	s.fs = &killFS{fileSystem: s.fs, kind: kind, at: n}
+}
+
+// SetLogLimits makes checkpoints come every checkpoint bytes of change log
+// and the log be replaced at max bytes, so that a short test crosses many.
+func SetLogLimits(checkpoint, max int64) {
+	checkpointInterval, maxLogSize = checkpoint, max
+}
+
+type killFS struct {
+	fileSystem
+	kind string
+	mu   sync.Mutex
+	n    int
+	at   int
+}
+
+// step kills the process if this is the at-th step of the kind.
+func (k *killFS) step(kind string) {
+	if kind != k.kind {
+		return
+	}
+	k.mu.Lock()
+	k.n++
+	hit := k.n == k.at
+	k.mu.Unlock()
+	if hit {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is delivered; nothing after it runs
+	}
+}
+
+func (k *killFS) Append(f *os.File, data []byte) error {
+	k.step("append")
+	return k.fileSystem.Append(f, data)
+}
+
+func (k *killFS) SyncData(f *os.File) error {
+	k.step("syncdata")
+	return k.fileSystem.SyncData(f)
+}
+
+func (k *killFS) SyncFS(d *os.File) error {
+	k.step("syncfs")
+	return k.fileSystem.SyncFS(d)
+}
+
+func (k *killFS) Rename(oldname, newname string) error {
+	if newname == logFileName {
+		k.step("logswap")
+	}
+	return k.fileSystem.Rename(oldname, newname)
 }

@@ -38,12 +38,22 @@ var roles = map[string]func(s *tg.FileStore, dir, arg string) int{
 	"work":      workRole,      // work_test.go
 }
 
-// worker starts the test binary as a worker process in role.
+// worker starts the test binary as a worker process in role, with the
+// tests' protocol (testProtocolName).
 func worker(t *testing.T, role, dir, arg string) *exec.Cmd {
+	t.Helper()
+	return workerUsing(t, testProtocolName(), role, dir, arg)
+}
+
+// workerUsing starts the test binary as a worker process in role whose
+// store uses protocol p, whatever TASKGRAPH_TEST_PROTOCOL says in this
+// process: the worker is told it explicitly.
+func workerUsing(t *testing.T, p tg.Protocol, role, dir, arg string) *exec.Cmd {
 	t.Helper()
 	require.Contains(t, roles, role)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "TASKGRAPH_TEST_ROLE="+role, "TASKGRAPH_TEST_DIR="+dir, "TASKGRAPH_TEST_ARG="+arg)
+	// The last value of a variable wins, so p overrides the inherited one.
+	cmd.Env = append(os.Environ(), "TASKGRAPH_TEST_ROLE="+role, "TASKGRAPH_TEST_DIR="+dir, "TASKGRAPH_TEST_ARG="+arg, "TASKGRAPH_TEST_PROTOCOL="+string(p))
 	cmd.Stderr = os.Stderr
 	return cmd
 }
@@ -113,18 +123,34 @@ func snapshot(t *testing.T, dir string) map[string]string {
 
 var ctx = context.Background()
 
-// testProtocol is the durability protocol of the stores the tests open
-// with openStore and of the worker processes: group commit, whatever the
-// filesystem of the test's temporary directory (which may not be one where
-// Open chooses it), or the full protocol when TASKGRAPH_TEST_PROTOCOL is
-// sync-each-write (.ci/run runs the package both ways). The power-loss
+// testProtocolName is the durability protocol of the stores the tests
+// open with openStore and of the worker processes: group commit, whatever
+// the filesystem of the test's temporary directory (which may not be one
+// where Open chooses it), or the full protocol when TASKGRAPH_TEST_PROTOCOL
+// is sync-each-write (.ci/run runs the package both ways). The power-loss
 // test on real filesystem images (powerloss/) proves which one Open
-// chooses where.
-func testProtocol() tg.Option {
+// chooses where. Tests of one protocol in particular (the conformance
+// suite and the crash test with WithSyncEachWrite) name it instead.
+func testProtocolName() tg.Protocol {
 	if os.Getenv("TASKGRAPH_TEST_PROTOCOL") == string(tg.ProtocolSyncEachWrite) {
-		return tg.WithSyncEachWrite()
+		return tg.ProtocolSyncEachWrite
 	}
-	return tg.WithGroupCommit()
+	return tg.ProtocolGroupCommit
+}
+
+// testProtocol is the option of testProtocolName.
+func testProtocol() tg.Option { return protocolOption(testProtocolName()) }
+
+// protocolOption is the option that makes a store use protocol p.
+func protocolOption(p tg.Protocol) tg.Option {
+	switch p {
+	case tg.ProtocolSyncEachWrite:
+		return tg.WithSyncEachWrite()
+	case tg.ProtocolNoSync:
+		return tg.WithoutSync()
+	default:
+		return tg.WithGroupCommit()
+	}
 }
 
 // openStore opens a FileStore on dir that the test closes when it ends,

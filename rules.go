@@ -30,6 +30,64 @@ import (
 // not yet advanced) and edits it in place into the version to store, with
 // Rev advanced and UpdatedAt set to now. When it returns an error, the task
 // is left half edited and must be discarded.
+//
+// # Call sequence
+//
+// Every write takes the same steps in the same order: check its arguments
+// (the operation's Args method, if it has one, before anything is read),
+// lock and read what the rule needs, run the rule, check the blockers
+// (Blocked) if the task starts or finishes, check for a cycle if edges were
+// added, run Stored on every task it writes, and store them. The first
+// step that fails ends the write with its error, and nothing is stored.
+// The table is pgstore's sequence, the worked example. Each write is one
+// transaction; "lock" reads the task's row FOR UPDATE (no row: Missing);
+// "statuses" reads the status of the tasks named FOR SHARE (they answer
+// the exists and status functions the rules take); [S] is the graph's
+// advisory lock, taken first by the writes that add or remove edges of
+// tasks that exist, and by Load; "save" runs Stored on the task and on the
+// others the write changed, then writes them.
+//
+//	Operation   Arguments      Lock and read                           Rule                                Blocked check         Cycle check         Stored
+//	Create      CreateArgs     [S] if Blocks; keys and statuses of     Keyed (the key's task is returned,  -                     checkCycles         save
+//	                           PlanRefs; allocate the id               nothing stored); Create; lock the
+//	                                                                   Blocks, Reblock each
+//	CreatePlan  PlanArgs       [S] if any Blocks; keys and statuses    Plan; lock the Blocked, Reblock     -                     checkCycles         Stored on each,
+//	                           of PlanRefs; allocate the new ids       each                                                                          insert, update
+//	Update      PatchArgs      [S] if edges change; lock; statuses     Patch; lock AddBlocks and           Blocked if Patch      checkCycles         save
+//	                           of AddBlockedBy, AddBlocks (and of      RemoveBlocks, Reblock each          says it enters
+//	                           BlockedBy if Status is set)                                                 InProgress/Completed
+//	Claim       ClaimArgs      lock                                    Claim (already ours: return it,     Blocked, statuses     -                   save
+//	                                                                   nothing stored)                     of BlockedBy
+//	ClaimNext   ClaimNextArgs  pick the next ready, else lapsed,       Claim                               Blocked, statuses     -                   save
+//	                           task (SKIP LOCKED); lock                                                    of BlockedBy
+//	Complete    CompleteArgs   lock with its dependents                Complete                            Blocked, statuses     -                   save; read the
+//	                                                                                                       of BlockedBy                              dependents now ready
+//	Fail        FailArgs       lock                                    Fail                                -                     -                   save
+//	Cancel      CancelArgs     lock                                    Cancel                              -                     -                   save
+//	Reopen      -              lock with its dependents                Reopen, with the dependents and     (in Reopen: no        -                   save; rewrite the
+//	                                                                   their statuses                      dependent of a                            dependents' rows
+//	                                                                                                       completed task has
+//	                                                                                                       started)
+//	Release     -              lock                                    Release                             -                     -                   save
+//	Renew       RenewArgs      lock                                    Renew                               -                     -                   save
+//	Delete      -              [S]; lock; lock the dependents          Delete; Reblock each dependent      -                     - (edges only go)   Stored on each
+//	                                                                   (Detach)                                                                      dependent; delete
+//	Load        LoadArgs       [S]; the graph's high-water mark and    Load                                -                     FindCycle of the    Stored on each,
+//	                           time; statuses of the blockers outside                                                            batch (only it can  insert
+//	                           the batch; keys                                                                                   close one)
+//
+// pgstore's ClaimNext first tries one statement that is this sequence in
+// SQL (the ready condition for Blocked, a bound of the size for Stored);
+// when it finds nothing ready, or a task the bound cannot vouch for, it
+// runs the sequence above. FileStore and MemStore make the same calls in
+// the same order on their graph in memory, holding the directory's lock or
+// the store's mutex where pgstore locks rows.
+//
+// The Rulebook is exported for Store implementations outside this module,
+// but until taskgraph 1.0 its methods may change in any minor version (a
+// new rule, a new argument) as the Store interface grows: pin the version,
+// and run taskgraphtest.Run and taskgraphtest.Agree against your store when
+// you upgrade.
 type Rulebook struct{}
 
 // Rules is the Rulebook; see its methods.

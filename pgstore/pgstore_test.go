@@ -49,6 +49,22 @@ func pool(t testing.TB) *pgxpool.Pool {
 	return p
 }
 
+// poolWith connects to $TASKGRAPH_POSTGRES_URL with runtime parameters of
+// its own (search_path, application_name), closed when the test ends.
+func poolWith(t *testing.T, params map[string]string) *pgxpool.Pool {
+	t.Helper()
+	pool(t) // skips without a database
+	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
+	require.NoError(t, err)
+	for k, v := range params {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
 var unsafe = regexp.MustCompile(`[^A-Za-z0-9_/-]+`)
 
 // graphName gives every test its own graph, so runs never collide.
