@@ -69,16 +69,22 @@ func (s *FileStore) scan() error {
 	if err != nil {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
-	prevIno := s.log.ino
+	prevIno, prevOff := s.log.ino, s.log.off
 	s.log.ino, s.log.off = 0, 0
 	if fi, err := s.root.Lstat(logFileName); err == nil && fi.Mode().IsRegular() {
 		s.log.ino, s.log.off = atomicfile.FileID(fi), s.wholeLines(fi.Size())
 	}
-	if s.log.ino != prevIno {
-		// The log open here is not the directory's any more: appending
-		// to it would reach no one.
+	if s.log.ino != prevIno || s.log.off < prevOff {
+		// The log open here is not the directory's any more (appending
+		// to it would reach no one), or it was cut short in place by
+		// something other than taskgraph: nothing known of it holds —
+		// its offsets, how far it was durable, the sync file's record.
 		s.closeLog()
 		clear(s.log.recEnd)
+		s.log.ckptKnown = false
+		if s.log.ino == prevIno && prevIno != 0 {
+			s.forgetSyncs()
+		}
 	}
 	d, err := s.root.Open(".")
 	if err != nil {

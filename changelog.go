@@ -212,9 +212,11 @@ func (s *FileStore) announce(j *journal.Journal, checkpoint bool) error {
 	if rerr == nil {
 		return nil
 	}
-	if len(j.Put) == 0 && s.fs.Remove(logFileName) == nil {
+	if len(j.Put) == 0 && s.syncFS() == nil && s.fs.Remove(logFileName) == nil {
 		// A delete on a full disk: without a log every other store
-		// rescans, and the delete frees the space the next log needs.
+		// rescans, and the delete frees the space the next log needs;
+		// the syncfs first makes every file the log's records would
+		// restore durable.
 		s.closeLog()
 		s.log.ino, s.log.off = 0, 0
 		return nil
@@ -247,8 +249,9 @@ func (s *FileStore) recordLog(j *journal.Journal) error {
 }
 
 // appendLog records which tasks j changed, with their new content and
-// stamps, and the directory mtime after it. The log is a cache hint, not a
-// source of truth, so it is not fsynced.
+// stamps, and the directory mtime after it: one whole record, which tells
+// the other stores what changed and, once synced after the lock is let go
+// (makeDurable), makes a group-committed write durable.
 func (s *FileStore) appendLog(j *journal.Journal) error {
 	var rec []byte
 	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
@@ -366,21 +369,26 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 			}
 			group, damaged = nil, false
 		case changelog.Put, changelog.Delete:
-			delete(pending, ID(r.ID))
+			// Until its M line the record is not whole: no replay would
+			// restore this version, and if the M never comes the writer
+			// died in mid-append (pending: reload, and make it durable).
+			delete(s.log.recEnd, ID(r.ID))
 			fromRecord, err := s.applyRecord(r)
 			if err != nil {
 				return false, err
 			}
-			if fromRecord {
-				group = append(group, ID(r.ID))
-			} else if r.Kind == changelog.Put {
+			group = append(group, ID(r.ID))
+			if !fromRecord && r.Kind == changelog.Put {
 				damaged = true
 			}
 		case changelog.Mtime:
 			s.dirMtime = r.Mtime
-			if !damaged {
-				for _, id := range group {
-					s.log.recEnd[id] = pos
+			for _, id := range group {
+				delete(pending, id)
+				if !damaged {
+					if _, cached := s.stamps[id]; cached {
+						s.log.recEnd[id] = pos
+					}
 				}
 			}
 			group, damaged = nil, false
@@ -450,6 +458,7 @@ func (s *FileStore) wholeLines(size int64) int64 {
 // directory's, which cached versions the records after it hold (recEnd).
 func (s *FileStore) restartDue() (int, error) {
 	if s.log.ino == 0 || s.log.off == 0 {
+		s.log.ckptKnown = false
 		return logCurrent, nil
 	}
 	f, err := s.fs.OpenRead(logFileName)

@@ -206,6 +206,10 @@ func (c *checker) checkSidecar(name, what, until string) {
 
 // checkLost reports each file in the lost folder, in name order.
 func (c *checker) checkLost(name string) error {
+	if fi, err := c.root.Lstat(name); err == nil && !fi.IsDir() {
+		c.add(ProblemCorrupt, name, 0, "not a directory, but it is where files a power loss left empty are moved: remove it; until then such files stay where they are")
+		return nil
+	}
 	lost, err := c.root.Open(name)
 	if err != nil {
 		return err

@@ -40,6 +40,9 @@ func (s *FileStore) Durability() Durability { return s.durability }
 func groupCommitSafe(info fsinfo.Info) (bool, string) {
 	switch info.Type {
 	case "ext4":
+		if !info.AllOptions {
+			return false, "ext4 whose options in effect could not be read (/proc/fs/ext4), so whether it has a journal is unknown and every write syncs its own files"
+		}
 		switch data, _ := info.Option("data"); data {
 		case "ordered":
 			return true, "ext4 with a journal in data=ordered mode: proven by the power-loss test on real images"

@@ -97,7 +97,11 @@ type FileStore struct {
 	boot      string // the boot id; "" when the log is no redo log here (see redoLog)
 	exclusive bool
 	inflight  sync.WaitGroup // operations between acquire and the end of their release
-	// syncFSFailed: see groupcommit.go.
+	// syncFSFailed records that a syncfs of this store failed. syncfs
+	// reports a writeback error once to each descriptor, so after one
+	// failed — even in a checkpoint, whose failure costs nothing else — a
+	// later syncfs that succeeds proves nothing, and makeDurable no longer
+	// falls back on it.
 	syncFSFailed atomic.Bool
 
 	durability Durability // chosen at Open

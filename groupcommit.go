@@ -210,11 +210,6 @@ func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) e
 	return nil
 }
 
-// syncFSFailed records that a syncfs of this store failed. syncfs reports
-// a writeback error once to each descriptor, so after one failed — even in
-// a checkpoint, whose failure costs nothing else — a later syncfs that
-// succeeds proves nothing, and makeDurable no longer falls back on it.
-
 // replayAfterReboot replays the records after the log's last checkpoint
 // (restartDue found it, and that it is of another boot) onto the files
 // (see redo), moves aside the files the power loss left empty that no
@@ -244,38 +239,39 @@ func (s *FileStore) replayAfterReboot() (changed bool, err error) {
 	return changed || moved, nil
 }
 
-// redo makes the file of id what the last of its changes h says, if h
-// continues the version the file holds: the file is at the rev the first
-// change replaced, at a rev one of the changes wrote (replayed in part), or
-// damaged by the power loss (empty, zero-filled or undecodable: a rename
-// that reached the disk before its data), or missing (a new file whose
-// rename was lost). Anything else — a file edited since, or records that are not
-// this file's — is left as it is: the files win.
+// redo makes the file of id what the last of its changes h says, if the
+// records continue the version the file holds: a record wrote the rev
+// after the file's (or deleted the file's rev), or the file is at a rev a
+// record wrote (replayed in part), or it is damaged by the power loss
+// (empty, zero-filled or undecodable: a rename that reached the disk
+// before its data), or missing (a new file whose rename was lost). The
+// records need not form one chain: a writer killed between its rename and
+// its record leaves a gap, and the writes after it are still acknowledged.
+// Anything else — a file edited since, records that are not this file's —
+// is left as it is: the files win.
 func (s *FileStore) redo(id ID, h []changelog.Change) (bool, error) {
-	revs := make([]int64, len(h)) // the rev each change leaves (a deletion: the rev it deleted)
-	var base int64                // the rev the first change replaced
+	wrote := map[int64]bool{}     // the revs the records wrote
+	continues := map[int64]bool{} // the revs a record replaced
 	for i, c := range h {
-		rev := c.Rev
-		if !c.Deleted {
-			t, err := decodeTask(id, c.Content)
-			if err != nil {
-				return false, nil // not a task this store wrote
+		if c.Deleted {
+			if i != len(h)-1 {
+				return false, nil // ids are never reused: nothing follows a deletion
 			}
-			rev = t.Rev
+			continues[c.Rev] = true
+			continue
 		}
-		switch {
-		case i == 0 && c.Deleted:
-			base = rev
-		case i == 0:
-			base = rev - 1
-		case h[i-1].Deleted:
-			return false, nil // ids are never reused: nothing follows a deletion
-		case c.Deleted && rev != revs[i-1], !c.Deleted && rev != revs[i-1]+1:
-			return false, nil // a gap: not one chain of writes
+		t, err := decodeTask(id, c.Content)
+		if err != nil {
+			return false, nil // not a task this store wrote
 		}
-		revs[i] = rev
+		wrote[t.Rev], continues[t.Rev-1] = true, true
 	}
 	last := h[len(h)-1]
+	var lastRev int64
+	if !last.Deleted {
+		t, _ := decodeTask(id, last.Content)
+		lastRev = t.Rev
+	}
 	rev, state, err := s.fileVersion(id)
 	if err != nil {
 		return false, err
@@ -287,13 +283,10 @@ func (s *FileStore) redo(id ID, h []changelog.Change) (bool, error) {
 		}
 	case fileDamaged:
 	case fileAt:
-		if last.Deleted && rev == revs[len(revs)-1] {
-			break // its deletion was lost
-		}
-		if !last.Deleted && rev == revs[len(revs)-1] {
-			return false, nil // up to date
-		}
-		if rev != base && !slices.Contains(revs[:len(revs)-1], rev) {
+		switch {
+		case !last.Deleted && rev >= lastRev:
+			return false, nil // up to date, or written since
+		case !continues[rev] && !wrote[rev]:
 			return false, nil // not a version these records continue
 		}
 	default:
@@ -367,6 +360,17 @@ func (s *FileStore) moveAsideLost(history map[int64][]changelog.Change) (bool, e
 		return false, nil
 	}
 	if err := s.root.Mkdir(lostDirName, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return false, fmt.Errorf("taskgraph: replay after restart: %w", err)
+	}
+	if fi, err := s.root.Lstat(lostDirName); err != nil || !fi.IsDir() {
+		return false, nil // something else in its place: the files stay, Check reports both
+	}
+	// The ids stay allocated: an unacknowledged delete of a lower id
+	// may have relied on this one to keep the mark (raiseHighWater).
+	if s.raiseHighWater(slices.Max(lost)) != nil {
+		return false, nil // the meta file cannot be written: the files stay, Check reports them
+	}
+	if err := s.syncDir(); err != nil {
 		return false, fmt.Errorf("taskgraph: replay after restart: %w", err)
 	}
 	stamp := s.cfg.now().UTC().Format("20060102T150405.000000000Z")

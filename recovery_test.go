@@ -242,3 +242,68 @@ func TestHardLinkedSidecars(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayAcrossAGap: a writer killed between its rename and its record
+// leaves a gap in a task's records; the acknowledged writes after it are
+// still replayed over a file the power loss damaged.
+func TestReplayAcrossAGap(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	restartAs(t, "boot-1")
+	s := openGC(t, dir)
+	task, err := s.Create(ctx, NewTask{Subject: "x"})
+	require.NoError(t, err)
+	release, err := s.acquire(ctx, true)
+	require.NoError(t, err)
+	require.NoError(t, s.checkpointNow())
+	require.NoError(t, release())
+	v2, err := s.Update(ctx, task.ID, Patch{Description: ptr("v2")})
+	require.NoError(t, err)
+	// The dead writer: its announcement, its file renamed in, no record.
+	appendToLog(t, dir, changelog.AppendIntent(nil, s.dirMtime, []int64{int64(task.ID)}))
+	v3 := v2
+	v3.Description, v3.Rev = "v3 by a writer that died", v2.Rev+1
+	data, err := encodeTask(&v3)
+	require.NoError(t, err)
+	tmp := filepath.Join(dir, "tmpx")
+	require.NoError(t, os.WriteFile(tmp, data, 0o644))
+	require.NoError(t, os.Rename(tmp, filepath.Join(dir, taskFileName(task.ID))))
+	_, err = s.Update(ctx, task.ID, Patch{Description: ptr("v4")})
+	require.NoError(t, err)
+	v5, err := s.Update(ctx, task.ID, Patch{Description: ptr("v5 acknowledged")})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	// The power loss kept v5's unsynced rename and lost its data.
+	f := filepath.Join(dir, taskFileName(task.ID))
+	fi, err := os.Stat(f)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(f, make([]byte, fi.Size()), 0o644))
+
+	restartAs(t, "boot-2")
+	got, err := openGC(t, dir).Get(ctx, task.ID)
+	require.NoError(t, err)
+	assert.Equal(t, v5, got)
+}
+
+// TestLogCutShortInPlace: a change log truncated in place by something
+// other than taskgraph is a new log: nothing known of the old one (how far
+// it was durable, which versions its records restore) is trusted, so the
+// next write fsyncs its file and syncs its record.
+func TestLogCutShortInPlace(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openGC(t, dir)
+	task, err := s.Create(ctx, NewTask{Subject: "x"})
+	require.NoError(t, err)
+	for range 5 {
+		_, err = s.Update(ctx, task.ID, Patch{Description: ptr("padding padding padding padding padding padding")})
+		require.NoError(t, err)
+	}
+	before := s.Stats()
+	require.NoError(t, os.Truncate(filepath.Join(dir, logFileName), 0))
+	_, err = s.Update(ctx, task.ID, Patch{Description: ptr("after the cut")})
+	require.NoError(t, err)
+	after := s.Stats()
+	assert.Greater(t, after.FileSyncs, before.FileSyncs, "the file is the only durable copy")
+	assert.Greater(t, after.Syncs+after.Checkpoints, before.Syncs+before.Checkpoints, "the new record is made durable")
+}

@@ -1,9 +1,10 @@
 // Package changelog is the record format of a task directory's change log:
 // one line per change, appended by every writer under the directory lock,
 // read by every other process to learn what changed without reading the
-// task files. The log is a cache hint, never the source of truth: a torn or
-// garbled line (a writer killed in mid-append) costs the reader a reload of
-// the task it names, or a rescan, never a wrong answer.
+// task files, and the redo log that makes group-committed writes durable
+// (below). To a reader a torn or garbled line (a writer killed in
+// mid-append) costs a reload of the task it names, or a rescan, never a
+// wrong answer; the files stay the source of truth.
 //
 // The lines:
 //

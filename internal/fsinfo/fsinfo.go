@@ -17,6 +17,9 @@ type Info struct {
 	// Options are the mount's options, the filesystem's own (for ext4,
 	// every one in effect, defaults included) after the mount point's.
 	Options []string
+	// AllOptions: Options include every option in effect, defaults
+	// included (read for ext4 from /proc/fs/ext4/<device>/options).
+	AllOptions bool
 }
 
 // Option returns the value of the option name ("data" → "ordered"), or

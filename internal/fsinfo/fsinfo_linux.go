@@ -38,7 +38,8 @@ func Probe(d *os.File) Info {
 		return Info{Type: magics[int64(sfs.Type)]}
 	}
 	if info.Type == "ext4" {
-		info.Options = append(info.Options, ext4Options(source)...)
+		opts := ext4Options(source, unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)))
+		info.Options, info.AllOptions = append(info.Options, opts...), opts != nil
 	}
 	return info
 }
@@ -79,17 +80,24 @@ func mountOf(mountinfo []byte, major, minor uint32) (Info, string, bool) {
 }
 
 // ext4Options reads every option in effect on the ext4 filesystem of the
-// block device source.
-func ext4Options(source string) []string {
-	dev, err := filepath.EvalSymlinks(source) // /dev/mapper/x → /dev/dm-0
-	if err != nil {
-		dev = source
+// block device source (major:minor), or returns nil if it cannot.
+func ext4Options(source string, major, minor uint32) []string {
+	var names []string
+	if dev, err := filepath.EvalSymlinks(source); err == nil { // /dev/mapper/x → /dev/dm-0
+		names = append(names, filepath.Base(dev))
 	}
-	data, err := os.ReadFile(filepath.Join("/proc/fs/ext4", filepath.Base(dev), "options"))
-	if err != nil {
-		return nil
+	// The kernel's own name for the device, when the source says
+	// another (/dev/root, a container's mount).
+	if dev, err := os.Readlink(fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)); err == nil {
+		names = append(names, filepath.Base(dev))
 	}
-	return strings.Fields(string(data))
+	names = append(names, filepath.Base(source))
+	for _, name := range names {
+		if data, err := os.ReadFile(filepath.Join("/proc/fs/ext4", name, "options")); err == nil {
+			return strings.Fields(string(data))
+		}
+	}
+	return nil
 }
 
 // DirID identifies the open directory d on its filesystem: its inode
