@@ -12,6 +12,36 @@ import (
 // indexes the tasks in a graph (graph.go) and answers from it. Nothing
 // here does I/O.
 
+// State is where a task stands, derived from its status and its
+// blockers: the Board list it is in. A pending task is ready, blocked or
+// stranded; any other task's state is its status. Explain reports it, and
+// the CLI's graph and the web board print it; the values are the words
+// they print.
+type State string
+
+// The states, in the order of the board's columns.
+const (
+	// StateReady is a pending task whose blockers all exist and are
+	// completed: ClaimNext may take it (Board.Ready).
+	StateReady State = "ready"
+	// StateBlocked is a pending task that waits on an unfinished or
+	// missing blocker, and is not stranded (Board.Blocked, Board.Missing).
+	StateBlocked State = "blocked"
+	// StateStranded is a pending task that cannot become ready as things
+	// stand: a blocker is failed or cancelled, or is a stranded pending
+	// task (Board.Stranded, Board.StrandedBy).
+	StateStranded State = "stranded"
+	// StateInProgress is a claimed task, status InProgress
+	// (Board.InProgress).
+	StateInProgress State = State(InProgress)
+	// StateCompleted is a task with status Completed (Board.Completed).
+	StateCompleted State = State(Completed)
+	// StateFailed is a task with status Failed (Board.Failed).
+	StateFailed State = State(Failed)
+	// StateCancelled is a task with status Cancelled (Board.Cancelled).
+	StateCancelled State = State(Cancelled)
+)
+
 // Resolve partitions tasks by what can happen next. A pending task is ready
 // when every id in its BlockedBy names a completed task; stranded when a
 // blocker is failed or cancelled, or is a pending task that is itself

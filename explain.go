@@ -14,10 +14,10 @@ import (
 // Explain returns.
 type Explanation struct {
 	Task Task
-	// State is one of "ready", "blocked", "stranded" (the three states of
-	// a pending task; see Board), "in_progress", "completed", "failed" and
-	// "cancelled".
-	State string
+	// State is StateReady, StateBlocked or StateStranded for a pending
+	// task (see Board), and the task's status as a State otherwise
+	// (StateInProgress, StateCompleted, StateFailed, StateCancelled).
+	State State
 	// Waiting lists the blockers of a pending task that are not completed,
 	// by id; Missing the blockers it names that do not exist.
 	Waiting []Blocker
@@ -51,9 +51,9 @@ func Explain(tasks []Task, id ID, now time.Time) (Explanation, error) {
 	if t == nil {
 		return Explanation{}, Rules.Missing(id)
 	}
-	e := Explanation{Task: g.view(id), State: string(t.Status)}
+	e := Explanation{Task: g.view(id), State: State(t.Status)}
 	if t.Status == Pending {
-		e.State = "ready"
+		e.State = StateReady
 		for _, b := range t.BlockedBy {
 			bt := g.tasks[b]
 			switch {
@@ -70,10 +70,10 @@ func Explain(tasks []Task, id ID, now time.Time) (Explanation, error) {
 	}
 	var strandedBy map[ID]ID
 	if len(e.Waiting)+len(e.Missing) > 0 {
-		e.State = "blocked"
+		e.State = StateBlocked
 		strandedBy = g.strandedBy()
 		if cause := strandedBy[id]; cause != 0 {
-			e.State, e.StrandedBy = "stranded", cause
+			e.State, e.StrandedBy = StateStranded, cause
 		}
 	}
 	e.Text = explainText(g, &e, strandedBy, now)
@@ -84,9 +84,9 @@ func Explain(tasks []Task, id ID, now time.Time) (Explanation, error) {
 func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) string {
 	t := &e.Task
 	switch e.State {
-	case "ready":
+	case StateReady:
 		return fmt.Sprintf("task %d is ready: nothing it waits on is unfinished; claim it", t.ID)
-	case "blocked":
+	case StateBlocked:
 		var parts []string
 		for _, w := range e.Waiting {
 			parts = append(parts, fmt.Sprintf("%d (%s)", w.ID, holding(w.Status, w.Owner, w.LeaseLeft)))
@@ -99,7 +99,7 @@ func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) 
 			s += fmt.Sprintf("; it names tasks that do not exist: %v (create them or remove those edges)", e.Missing)
 		}
 		return s
-	case "stranded":
+	case StateStranded:
 		cause := g.tasks[e.StrandedBy]
 		why := fmt.Sprintf("%d %s", cause.ID, cause.Status)
 		if cause.Status == Cancelled {
@@ -119,9 +119,9 @@ func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) 
 			}
 		}
 		return fmt.Sprintf("task %d is stranded: it waits on %d, which cannot start because %s; reopen %d or remove the edge", t.ID, via, why, cause.ID)
-	case string(InProgress):
+	case StateInProgress:
 		return fmt.Sprintf("task %d is %s", t.ID, holding(InProgress, t.Owner, leaseLeft(t, now)))
-	case string(Completed):
+	case StateCompleted:
 		s := fmt.Sprintf("task %d is completed", t.ID)
 		if t.Owner != "" {
 			s += " by " + t.Owner
@@ -130,13 +130,13 @@ func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) 
 			s += fmt.Sprintf(": %q", short(t.Result))
 		}
 		return s
-	case string(Failed):
+	case StateFailed:
 		s := fmt.Sprintf("task %d failed", t.ID)
 		if t.Owner != "" {
 			s += " (" + t.Owner + ")"
 		}
 		return s + fmt.Sprintf(": %q; reopen it to try again", short(t.Reason))
-	case string(Cancelled):
+	case StateCancelled:
 		return fmt.Sprintf("task %d was cancelled: %q; reopen it to do it after all", t.ID, short(t.Reason))
 	default: // a status no store writes, in a slice made by hand
 		return fmt.Sprintf("task %d has the status %q, which is not %s: correct it", t.ID, e.State, statusList)
