@@ -38,12 +38,12 @@ func TestExplain(t *testing.T) {
 	}
 
 	e := explain(3)
-	assert.Equal(t, "ready", e.State)
+	assert.Equal(t, tg.State("ready"), e.State)
 	assert.Empty(t, e.Waiting)
 	assert.Equal(t, "task 3 is ready: nothing it waits on is unfinished; claim it", e.Text)
 
 	e = explain(4)
-	assert.Equal(t, "blocked", e.State)
+	assert.Equal(t, tg.State("blocked"), e.State)
 	assert.Equal(t, []tg.Blocker{
 		{ID: 2, Subject: "api", Status: tg.InProgress, Owner: "bob", LeaseLeft: 4 * time.Minute},
 		{ID: 3, Subject: "ui", Status: tg.Pending},
@@ -54,14 +54,14 @@ func TestExplain(t *testing.T) {
 	assert.Equal(t, []tg.ID{4, 6}, explain(3).Task.Blocks, "the task comes with Blocks")
 
 	e = explain(6)
-	assert.Equal(t, "stranded", e.State)
+	assert.Equal(t, tg.State("stranded"), e.State)
 	assert.Equal(t, tg.ID(5), e.StrandedBy)
 	assert.Equal(t, []tg.ID{5, 3}, []tg.ID{e.Waiting[0].ID, e.Waiting[1].ID})
 	assert.Equal(t, tg.Failed, e.Waiting[0].Status)
 	assert.Equal(t, `task 6 is stranded: its blocker 5 failed ("the runner crashed"); reopen 5 or remove the edge`, e.Text)
 
 	e = explain(7)
-	assert.Equal(t, "stranded", e.State)
+	assert.Equal(t, tg.State("stranded"), e.State)
 	assert.Equal(t, tg.ID(5), e.StrandedBy, "through 6")
 	assert.Equal(t, `task 7 is stranded: it waits on 6, which cannot start because 5 failed ("the runner crashed"); reopen 5 or remove the edge`, e.Text)
 
@@ -70,7 +70,7 @@ func TestExplain(t *testing.T) {
 	assert.Equal(t, `task 11 is stranded: its blocker 5 failed ("the runner crashed"); reopen 5 or remove the edge`, e.Text)
 
 	e = explain(10)
-	assert.Equal(t, "blocked", e.State)
+	assert.Equal(t, tg.State("blocked"), e.State)
 	assert.Equal(t, -90*time.Second, e.Waiting[0].LeaseLeft, "a lapsed lease has negative time left")
 	assert.Contains(t, e.Text, "lease lapsed 1m30s ago: anyone may claim it")
 
@@ -78,8 +78,8 @@ func TestExplain(t *testing.T) {
 	assert.Equal(t, `task 1 is completed by alice: "db/schema.sql"`, explain(1).Text)
 	assert.Equal(t, `task 5 failed (carol): "the runner crashed"; reopen it to try again`, explain(5).Text)
 	assert.Equal(t, `task 8 was cancelled: "superseded by 3"; reopen it to do it after all`, explain(8).Text)
-	assert.Equal(t, "cancelled", explain(8).State)
-	assert.Equal(t, "in_progress", explain(9).State)
+	assert.Equal(t, tg.State("cancelled"), explain(8).State)
+	assert.Equal(t, tg.State("in_progress"), explain(9).State)
 
 	_, err := tg.Explain(tasks, 42, now)
 	assert.ErrorIs(t, err, tg.ErrNotFound)
@@ -88,7 +88,7 @@ func TestExplain(t *testing.T) {
 	b := tg.Resolve(tasks)
 	for name, list := range map[string][]tg.Task{"ready": b.Ready, "blocked": b.Blocked, "stranded": b.Stranded} {
 		for _, task := range list {
-			assert.Equal(t, name, explain(task.ID).State, "task %d", task.ID)
+			assert.Equal(t, tg.State(name), explain(task.ID).State, "task %d", task.ID)
 		}
 	}
 	for id, cause := range b.StrandedBy {
@@ -105,7 +105,7 @@ func TestExplainOddSlices(t *testing.T) {
 		tasks := []tg.Task{{ID: 1, Subject: "a", Status: st}, {ID: 2, Subject: "b", Status: tg.Pending, BlockedBy: []tg.ID{1}}}
 		e, err := tg.Explain(tasks, 1, now)
 		require.NoError(t, err)
-		assert.Equal(t, string(st), e.State)
+		assert.Equal(t, tg.State(st), e.State)
 		assert.Equal(t, fmt.Sprintf("task 1 has the status %q, which is not pending, in_progress, completed, failed or cancelled: correct it", st), e.Text)
 	}
 	self := []tg.Task{{ID: 1, Subject: "a", Status: tg.Pending, BlockedBy: []tg.ID{1}}}
@@ -115,7 +115,7 @@ func TestExplainOddSlices(t *testing.T) {
 	cycle := []tg.Task{{ID: 1, Subject: "a", Status: tg.Pending, BlockedBy: []tg.ID{2, 3}}, {ID: 2, Subject: "b", Status: tg.Pending, BlockedBy: []tg.ID{1}}, {ID: 3, Subject: "c", Status: tg.Failed, Reason: "r"}}
 	e, err = tg.Explain(cycle, 2, now)
 	require.NoError(t, err)
-	assert.Equal(t, "stranded", e.State)
+	assert.Equal(t, tg.State("stranded"), e.State)
 	_, err = tg.Waves(cycle)
 	assert.ErrorIs(t, err, tg.ErrCycle)
 	_, err = tg.CriticalPath(self)

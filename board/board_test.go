@@ -365,7 +365,7 @@ func (e *events) until(ok func(board.Snapshot) bool) board.Snapshot {
 
 func column(s board.Snapshot, key string) []taskgraph.ID {
 	for _, c := range s.Columns {
-		if c.Key == key {
+		if string(c.Key) == key {
 			return c.IDs
 		}
 	}
@@ -389,7 +389,7 @@ func TestSnapshot(t *testing.T) {
 	}
 	var keys []string
 	for _, c := range snap.Columns {
-		keys = append(keys, c.Key)
+		keys = append(keys, string(c.Key))
 	}
 	if strings.Join(keys, " ") != "ready blocked stranded in_progress completed failed cancelled" || snap.Title != "plan" || snap.Writes {
 		t.Fatalf("columns %v, title %q, writes %v", keys, snap.Title, snap.Writes)

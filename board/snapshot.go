@@ -40,9 +40,9 @@ type Snapshot struct {
 
 // Column is one column of the board.
 type Column struct {
-	Key   string         `json:"key"` // the state of the tasks in it, e.g. "blocked"
-	Title string         `json:"title"`
-	IDs   []taskgraph.ID `json:"ids"`
+	Key   taskgraph.State `json:"key"` // the state of the tasks in it, e.g. "blocked"
+	Title string          `json:"title"`
+	IDs   []taskgraph.ID  `json:"ids"`
 }
 
 // TaskView is a task with what the page needs to explain it.
@@ -53,8 +53,8 @@ type TaskView struct {
 	Status      taskgraph.Status `json:"status"`
 	// State is the key of the task's column (empty in the answer to a
 	// write, which does not place the task on the board).
-	State string `json:"state,omitempty"`
-	Owner string `json:"owner,omitempty"`
+	State taskgraph.State `json:"state,omitempty"`
+	Owner string          `json:"owner,omitempty"`
 	// Priority is P0 (most urgent) to P4, as a number; 2 is the default.
 	Priority taskgraph.Priority `json:"priority"`
 	Labels   []string           `json:"labels,omitempty"`
@@ -93,16 +93,17 @@ type TaskView struct {
 // state is one more entry here and a colour in app.css; the page needs no
 // other change.
 var columns = []struct {
-	key, title string
-	tasks      func(b *taskgraph.Board) []taskgraph.Task
+	key   taskgraph.State
+	title string
+	tasks func(b *taskgraph.Board) []taskgraph.Task
 }{
-	{"ready", "Ready", func(b *taskgraph.Board) []taskgraph.Task { return b.Ready }},
-	{"blocked", "Blocked", func(b *taskgraph.Board) []taskgraph.Task { return b.Blocked }},
-	{"stranded", "Stranded", func(b *taskgraph.Board) []taskgraph.Task { return b.Stranded }},
-	{"in_progress", "In progress", func(b *taskgraph.Board) []taskgraph.Task { return b.InProgress }},
-	{"completed", "Completed", func(b *taskgraph.Board) []taskgraph.Task { return b.Completed }},
-	{"failed", "Failed", func(b *taskgraph.Board) []taskgraph.Task { return b.Failed }},
-	{"cancelled", "Cancelled", func(b *taskgraph.Board) []taskgraph.Task { return b.Cancelled }},
+	{taskgraph.StateReady, "Ready", func(b *taskgraph.Board) []taskgraph.Task { return b.Ready }},
+	{taskgraph.StateBlocked, "Blocked", func(b *taskgraph.Board) []taskgraph.Task { return b.Blocked }},
+	{taskgraph.StateStranded, "Stranded", func(b *taskgraph.Board) []taskgraph.Task { return b.Stranded }},
+	{taskgraph.StateInProgress, "In progress", func(b *taskgraph.Board) []taskgraph.Task { return b.InProgress }},
+	{taskgraph.StateCompleted, "Completed", func(b *taskgraph.Board) []taskgraph.Task { return b.Completed }},
+	{taskgraph.StateFailed, "Failed", func(b *taskgraph.Board) []taskgraph.Task { return b.Failed }},
+	{taskgraph.StateCancelled, "Cancelled", func(b *taskgraph.Board) []taskgraph.Task { return b.Cancelled }},
 }
 
 // Snapshot reads the store and returns the board as the page shows it.
@@ -142,7 +143,7 @@ func (s *Server) Snapshot(ctx context.Context) (Snapshot, error) {
 		for _, t := range c.tasks(&b) {
 			col.IDs = append(col.IDs, t.ID)
 			v := view(t, c.key, status, now)
-			if c.key == "blocked" || c.key == "stranded" {
+			if c.key == taskgraph.StateBlocked || c.key == taskgraph.StateStranded {
 				v.StrandedBy = b.StrandedBy[t.ID]
 				v.Why = ex.why(t)
 			}
@@ -158,7 +159,7 @@ func (s *Server) Snapshot(ctx context.Context) (Snapshot, error) {
 	return snap, nil
 }
 
-func view(t taskgraph.Task, state string, status map[taskgraph.ID]taskgraph.Status, now time.Time) TaskView {
+func view(t taskgraph.Task, state taskgraph.State, status map[taskgraph.ID]taskgraph.Status, now time.Time) TaskView {
 	v := TaskView{
 		ID: t.ID, Subject: t.Subject, Description: t.Description, Status: t.Status, State: state,
 		Owner: t.Owner, Priority: t.Priority, Labels: t.Labels, Key: t.Key, Reason: t.Reason, Result: t.Result,

@@ -1047,11 +1047,12 @@ func boardResult(b tg.Board, err error) result {
 	}
 	var lines []string
 	for _, part := range []struct {
-		name  string
+		state tg.State
 		tasks []tg.Task
-	}{{"ready", b.Ready}, {"blocked", b.Blocked}, {"stranded", b.Stranded}, {"in progress", b.InProgress},
-		{"completed", b.Completed}, {"failed", b.Failed}, {"cancelled", b.Cancelled}} {
-		lines = append(lines, fmt.Sprintf("board %s, %d:", part.name, len(part.tasks)))
+	}{{tg.StateReady, b.Ready}, {tg.StateBlocked, b.Blocked}, {tg.StateStranded, b.Stranded}, {tg.StateInProgress, b.InProgress},
+		{tg.StateCompleted, b.Completed}, {tg.StateFailed, b.Failed}, {tg.StateCancelled, b.Cancelled}} {
+		name := strings.ReplaceAll(string(part.state), "_", " ") // "in progress", as the transcripts have always read
+		lines = append(lines, fmt.Sprintf("board %s, %d:", name, len(part.tasks)))
 		for _, t := range part.tasks {
 			lines = append(lines, "  "+fmtTask(t))
 		}

@@ -68,7 +68,7 @@ type graphSyntax struct {
 	critical, rank string
 	// mark is a line that marks the critical path's nodes, given as a list.
 	mark   string
-	styles map[string]string // a node's style by state; nil: the state itself
+	styles map[taskgraph.State]string // a node's style by state; nil: the state, without "_"
 }
 
 var graphSyntaxes = map[string]graphSyntax{
@@ -79,8 +79,9 @@ var graphSyntaxes = map[string]graphSyntax{
 		critical: "  t%d -> t%d [penwidth=3];\n",
 		rank:     "  { rank=same; %s } // wave %d\n",
 		tail:     "}\n",
-		styles: map[string]string{"ready": "palegreen", "blocked": "white", "inprogress": "khaki", "completed": "lightgray",
-			"stranded": "mistyrose", "failed": "salmon", "cancelled": "gainsboro"},
+		styles: map[taskgraph.State]string{taskgraph.StateReady: "palegreen", taskgraph.StateBlocked: "white",
+			taskgraph.StateInProgress: "khaki", taskgraph.StateCompleted: "lightgray", taskgraph.StateStranded: "mistyrose",
+			taskgraph.StateFailed: "salmon", taskgraph.StateCancelled: "gainsboro"},
 	},
 	"mermaid": {
 		head:     "flowchart LR\n",
@@ -96,13 +97,14 @@ var graphSyntaxes = map[string]graphSyntax{
 // states are the board's lists with the state each gives its tasks.
 func states(b taskgraph.Board) []struct {
 	ts    []taskgraph.Task
-	state string
+	state taskgraph.State
 } {
 	return []struct {
 		ts    []taskgraph.Task
-		state string
-	}{{b.Ready, "ready"}, {b.Blocked, "blocked"}, {b.Stranded, "stranded"}, {b.InProgress, "in_progress"},
-		{b.Completed, "completed"}, {b.Failed, "failed"}, {b.Cancelled, "cancelled"}}
+		state taskgraph.State
+	}{{b.Ready, taskgraph.StateReady}, {b.Blocked, taskgraph.StateBlocked}, {b.Stranded, taskgraph.StateStranded},
+		{b.InProgress, taskgraph.StateInProgress}, {b.Completed, taskgraph.StateCompleted}, {b.Failed, taskgraph.StateFailed},
+		{b.Cancelled, taskgraph.StateCancelled}}
 }
 
 // graphNode and graphEdge are the graph as --json prints it: a node per
@@ -114,7 +116,7 @@ type (
 		ID      taskgraph.ID     `json:"id"`
 		Subject string           `json:"subject"`
 		Status  taskgraph.Status `json:"status"`
-		State   string           `json:"state"`
+		State   taskgraph.State  `json:"state"`
 		Owner   string           `json:"owner"`
 	}
 	graphEdge struct {
@@ -168,12 +170,12 @@ func graphJSON(b taskgraph.Board, la ahead) any {
 func renderGraph(b taskgraph.Board, la ahead, format string) string {
 	type node struct {
 		t     taskgraph.Task
-		state string
+		state taskgraph.State
 	}
 	var nodes []node
 	for _, g := range states(b) {
 		for _, t := range g.ts {
-			nodes = append(nodes, node{t, strings.ReplaceAll(g.state, "_", "")})
+			nodes = append(nodes, node{t, g.state})
 		}
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].t.ID < nodes[j].t.ID })
@@ -192,7 +194,7 @@ func renderGraph(b taskgraph.Board, la ahead, format string) string {
 	var sb strings.Builder
 	sb.WriteString(syn.head)
 	for _, n := range nodes {
-		style := n.state
+		style := strings.ReplaceAll(string(n.state), "_", "")
 		if syn.styles != nil {
 			style = syn.styles[n.state]
 		}

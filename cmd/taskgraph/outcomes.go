@@ -132,12 +132,12 @@ func cmdExplain(e *env) error {
 				LeaseLeft string           `json:"leaseLeft,omitempty"`
 			}
 			out := struct {
-				ID         taskgraph.ID   `json:"id"`
-				State      string         `json:"state"`
-				Waiting    []blocker      `json:"waiting"`
-				Missing    []taskgraph.ID `json:"missing"`
-				StrandedBy taskgraph.ID   `json:"strandedBy,omitempty"`
-				Text       string         `json:"text"`
+				ID         taskgraph.ID    `json:"id"`
+				State      taskgraph.State `json:"state"`
+				Waiting    []blocker       `json:"waiting"`
+				Missing    []taskgraph.ID  `json:"missing"`
+				StrandedBy taskgraph.ID    `json:"strandedBy,omitempty"`
+				Text       string          `json:"text"`
 			}{ID: id, State: ex.State, Waiting: []blocker{}, Missing: ex.Missing, StrandedBy: ex.StrandedBy, Text: ex.Text}
 			if out.Missing == nil {
 				out.Missing = []taskgraph.ID{}

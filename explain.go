@@ -1,0 +1,178 @@
+package taskgraph
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// This file holds Explain: where one task stands and why, as fields and
+// as one line of text for a person or a model.
+
+// Explanation says where a task stands and, if it is not ready, why: what
+// Explain returns.
+type Explanation struct {
+	Task Task
+	// State is StateReady, StateBlocked or StateStranded for a pending
+	// task (see Board), and the task's status as a State otherwise
+	// (StateInProgress, StateCompleted, StateFailed, StateCancelled).
+	State State
+	// Waiting lists the blockers of a pending task that are not completed,
+	// by id; Missing the blockers it names that do not exist.
+	Waiting []Blocker
+	Missing []ID
+	// StrandedBy is the failed or cancelled task that strands a stranded
+	// task (the lowest id if several do); 0 otherwise.
+	StrandedBy ID
+	// Text is the explanation in one line, for a person or a model.
+	Text string
+}
+
+// Blocker is an unfinished blocker of a task, as Explain reports it.
+type Blocker struct {
+	ID      ID
+	Subject string
+	Status  Status
+	Owner   string
+	// LeaseLeft is how long the owner's lease has to run: 0 for a claim
+	// without a lease, negative once the lease has lapsed.
+	LeaseLeft time.Duration
+}
+
+// Explain says where task id of tasks stands and why, as of now: for a
+// pending task that is not ready, which blockers it waits on (their
+// status, owner and lease), which it names that do not exist, and the
+// failed or cancelled task that strands it. It returns a *NotFoundError if
+// id is not among tasks. Pure and linear in the size of the graph.
+func Explain(tasks []Task, id ID, now time.Time) (Explanation, error) {
+	g := graphOf(tasks)
+	t := g.tasks[id]
+	if t == nil {
+		return Explanation{}, Rules.Missing(id)
+	}
+	e := Explanation{Task: g.view(id), State: State(t.Status)}
+	if t.Status == Pending {
+		e.State = StateReady
+		for _, b := range t.BlockedBy {
+			bt := g.tasks[b]
+			switch {
+			case bt == nil:
+				e.Missing = append(e.Missing, b)
+			case bt.Status != Completed:
+				w := Blocker{ID: b, Subject: bt.Subject, Status: bt.Status, Owner: bt.Owner}
+				if bt.Status == InProgress && !bt.LeaseExpiresAt.IsZero() {
+					w.LeaseLeft = bt.LeaseExpiresAt.Sub(now)
+				}
+				e.Waiting = append(e.Waiting, w)
+			}
+		}
+	}
+	var strandedBy map[ID]ID
+	if len(e.Waiting)+len(e.Missing) > 0 {
+		e.State = StateBlocked
+		strandedBy = g.strandedBy()
+		if cause := strandedBy[id]; cause != 0 {
+			e.State, e.StrandedBy = StateStranded, cause
+		}
+	}
+	e.Text = explainText(g, &e, strandedBy, now)
+	return e, nil
+}
+
+// explainText renders an explanation in one line.
+func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) string {
+	t := &e.Task
+	switch e.State {
+	case StateReady:
+		return fmt.Sprintf("task %d is ready: nothing it waits on is unfinished; claim it", t.ID)
+	case StateBlocked:
+		var parts []string
+		for _, w := range e.Waiting {
+			parts = append(parts, fmt.Sprintf("%d (%s)", w.ID, holding(w.Status, w.Owner, w.LeaseLeft)))
+		}
+		s := fmt.Sprintf("task %d is blocked", t.ID)
+		if len(parts) > 0 {
+			s += ", waiting on " + strings.Join(parts, ", ")
+		}
+		if len(e.Missing) > 0 {
+			s += fmt.Sprintf("; it names tasks that do not exist: %v (create them or remove those edges)", e.Missing)
+		}
+		return s
+	case StateStranded:
+		cause := g.tasks[e.StrandedBy]
+		why := fmt.Sprintf("%d %s", cause.ID, cause.Status)
+		if cause.Status == Cancelled {
+			why = fmt.Sprintf("%d was cancelled", cause.ID)
+		}
+		if cause.Reason != "" {
+			why += fmt.Sprintf(" (%q)", short(cause.Reason))
+		}
+		if slices.Contains(t.BlockedBy, cause.ID) {
+			return fmt.Sprintf("task %d is stranded: its blocker %s; reopen %d or remove the edge", t.ID, why, cause.ID)
+		}
+		via := ID(0)
+		for _, w := range e.Waiting {
+			if strandedBy[w.ID] == cause.ID {
+				via = w.ID
+				break
+			}
+		}
+		return fmt.Sprintf("task %d is stranded: it waits on %d, which cannot start because %s; reopen %d or remove the edge", t.ID, via, why, cause.ID)
+	case StateInProgress:
+		return fmt.Sprintf("task %d is %s", t.ID, holding(InProgress, t.Owner, leaseLeft(t, now)))
+	case StateCompleted:
+		s := fmt.Sprintf("task %d is completed", t.ID)
+		if t.Owner != "" {
+			s += " by " + t.Owner
+		}
+		if t.Result != "" {
+			s += fmt.Sprintf(": %q", short(t.Result))
+		}
+		return s
+	case StateFailed:
+		s := fmt.Sprintf("task %d failed", t.ID)
+		if t.Owner != "" {
+			s += " (" + t.Owner + ")"
+		}
+		return s + fmt.Sprintf(": %q; reopen it to try again", short(t.Reason))
+	case StateCancelled:
+		return fmt.Sprintf("task %d was cancelled: %q; reopen it to do it after all", t.ID, short(t.Reason))
+	default: // a status no store writes, in a slice made by hand
+		return fmt.Sprintf("task %d has the status %q, which is not %s: correct it", t.ID, e.State, statusList)
+	}
+}
+
+// holding renders the state of a blocker: its status, and for one in
+// progress, who holds it and for how long.
+func holding(st Status, owner string, left time.Duration) string {
+	if st != InProgress {
+		return string(st)
+	}
+	s := "in progress"
+	if owner != "" {
+		s += ", held by " + owner
+	}
+	switch {
+	case left > 0:
+		s += fmt.Sprintf(", lease %v left", left.Round(time.Second))
+	case left < 0:
+		s += fmt.Sprintf(", lease lapsed %v ago: anyone may claim it", (-left).Round(time.Second))
+	}
+	return s
+}
+
+func leaseLeft(t *Task, now time.Time) time.Duration {
+	if t.LeaseExpiresAt.IsZero() {
+		return 0
+	}
+	return t.LeaseExpiresAt.Sub(now)
+}
+
+// short cuts s to 120 characters for a one-line text.
+func short(s string) string {
+	if r := []rune(s); len(r) > 120 {
+		return string(r[:119]) + "…"
+	}
+	return s
+}

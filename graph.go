@@ -1,0 +1,693 @@
+package taskgraph
+
+import (
+	"container/heap"
+	"maps"
+	"slices"
+
+	"github.com/taskgraph-dev/taskgraph/internal/graphpath"
+	"github.com/taskgraph-dev/taskgraph/internal/jsonvalue"
+)
+
+// This file holds the graph index: the in-memory task graph that both
+// stores keep and the resolver builds, with its reverse edges, key index,
+// ClaimNext heap and stranded tasks, and the check that refuses a write
+// whose new edges would close a cycle. Nothing here does I/O.
+
+// graph is an indexed, in-memory task graph: the state of a MemStore and the
+// cache of a FileStore. Tasks are stored as written (Blocks is not kept);
+// dependents is the reverse index that Blocks and completions are derived
+// from, and ready is a lazily cleaned min-heap of ids that may be ready.
+type graph struct {
+	tasks      map[ID]*Task
+	ids        []ID            // sorted ids of tasks
+	dependents map[ID][]ID     // blocker -> sorted ids whose BlockedBy names it (even if the blocker is missing)
+	maxID      ID              // highest id ever seen, including the high-water mark of deleted ids
+	ready      readyHeap       // candidates for ClaimNext, by (priority, id); validated on use
+	queued     map[ID]Priority // the priority of the newest entry of each id in ready
+	leased     map[ID]bool     // in_progress tasks with a lease
+	broken     map[ID]error    // ids whose file exists but is corrupt (FileStore only)
+	keys       map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
+	ended      int             // failed or cancelled tasks: while there are none, nothing is stranded
+	// backward counts edges whose blocker has the higher id. While it is
+	// zero, ids are a topological order, and a new edge from a lower to a
+	// higher id cannot close a cycle: the common case needs no search.
+	backward int
+}
+
+func newGraph() *graph {
+	return &graph{
+		tasks:      make(map[ID]*Task),
+		dependents: make(map[ID][]ID),
+		queued:     make(map[ID]Priority),
+		leased:     make(map[ID]bool),
+		broken:     make(map[ID]error),
+		keys:       make(map[string][]ID),
+	}
+}
+
+// put inserts or replaces a task, keeping every index current.
+func (g *graph) put(t *Task) {
+	old := g.tasks[t.ID]
+	if old != nil {
+		g.backward -= countBackward(old)
+		for _, b := range old.BlockedBy {
+			g.dependents[b] = removeSorted(g.dependents[b], t.ID)
+			if len(g.dependents[b]) == 0 {
+				delete(g.dependents, b)
+			}
+		}
+		g.unkey(old)
+		if old.Status.ended() {
+			g.ended--
+		}
+	} else {
+		g.ids = insertSorted(g.ids, t.ID)
+	}
+	delete(g.broken, t.ID)
+	g.backward += countBackward(t)
+	for _, b := range t.BlockedBy {
+		g.dependents[b] = insertSorted(g.dependents[b], t.ID)
+	}
+	g.tasks[t.ID] = t
+	if t.Status.ended() {
+		g.ended++
+	}
+	if t.Key != "" {
+		g.keys[t.Key] = insertSorted(g.keys[t.Key], t.ID)
+	}
+	g.maxID = max(g.maxID, t.ID)
+	if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() {
+		g.leased[t.ID] = true
+	} else {
+		delete(g.leased, t.ID)
+	}
+	g.touch(t.ID)
+	if old == nil || (old.Status == Completed) != (t.Status == Completed) {
+		for _, d := range g.dependents[t.ID] {
+			g.touch(d)
+		}
+	}
+}
+
+// remove deletes a task from every index.
+func (g *graph) remove(id ID) {
+	delete(g.broken, id)
+	t := g.tasks[id]
+	if t == nil {
+		return
+	}
+	g.backward -= countBackward(t)
+	for _, b := range t.BlockedBy {
+		g.dependents[b] = removeSorted(g.dependents[b], id)
+		if len(g.dependents[b]) == 0 {
+			delete(g.dependents, b)
+		}
+	}
+	g.unkey(t)
+	if t.Status.ended() {
+		g.ended--
+	}
+	delete(g.tasks, id)
+	delete(g.leased, id)
+	g.ids = removeSorted(g.ids, id)
+}
+
+// unkey drops t from the key index.
+func (g *graph) unkey(t *Task) {
+	if t.Key == "" {
+		return
+	}
+	if ids := removeSorted(g.keys[t.Key], t.ID); len(ids) > 0 {
+		g.keys[t.Key] = ids
+	} else {
+		delete(g.keys, t.Key)
+	}
+}
+
+// keyed is the Rulebook's question "which task has this key?".
+func (g *graph) keyed(key string) (ID, bool) {
+	if ids := g.keys[key]; len(ids) > 0 {
+		return ids[0], true
+	}
+	return 0, false
+}
+
+// markBroken records that id has a file that cannot be used.
+func (g *graph) markBroken(id ID, err error) {
+	g.remove(id)
+	g.broken[id] = err
+	g.maxID = max(g.maxID, id)
+}
+
+// touch queues id for ClaimNext if it is ready now. An entry records the
+// priority it was queued with: a task whose priority changed is queued
+// again, and its old entry is discarded when it comes up.
+func (g *graph) touch(id ID) {
+	if !g.isReady(id) {
+		return
+	}
+	p := g.tasks[id].Priority
+	if q, ok := g.queued[id]; ok && q == p {
+		return
+	}
+	g.queued[id] = p
+	heap.Push(&g.ready, readyEntry{pri: p, id: id})
+	if len(g.ready) > 2*len(g.tasks)+1024 {
+		g.requeue() // stale entries outnumber the tasks: start afresh
+	}
+}
+
+// requeue rebuilds the ready heap from the tasks.
+func (g *graph) requeue() {
+	g.ready, g.queued = g.ready[:0], make(map[ID]Priority)
+	for _, id := range g.ids {
+		if g.isReady(id) {
+			p := g.tasks[id].Priority
+			g.queued[id] = p
+			g.ready = append(g.ready, readyEntry{pri: p, id: id})
+		}
+	}
+	heap.Init(&g.ready)
+}
+
+// live reports whether a heap entry stands for a ready task at the
+// priority it was queued with.
+func (g *graph) live(e readyEntry) bool {
+	t := g.tasks[e.id]
+	return t != nil && t.Priority == e.pri && g.isReady(e.id)
+}
+
+// nextReady returns the most urgent ready task, the lowest id among
+// equals, discarding stale heap entries: O(log n).
+func (g *graph) nextReady() (ID, bool) {
+	for g.ready.Len() > 0 {
+		e := g.ready[0]
+		if g.live(e) {
+			return e.id, true
+		}
+		heap.Pop(&g.ready)
+		if q, ok := g.queued[e.id]; ok && q == e.pri {
+			delete(g.queued, e.id)
+		}
+	}
+	return 0, false
+}
+
+// nextReadyWith is nextReady for the tasks that carry every label of the
+// sorted set labels. It scans the ready tasks: O(ready).
+func (g *graph) nextReadyWith(labels []string) (ID, bool) {
+	if len(labels) == 0 {
+		return g.nextReady()
+	}
+	var best readyEntry
+	found := false
+	for _, e := range g.ready {
+		if (!found || e.less(best)) && g.live(e) && hasLabels(g.tasks[e.id].Labels, labels) {
+			best, found = e, true
+		}
+	}
+	return best.id, found
+}
+
+func (g *graph) isReady(id ID) bool {
+	t := g.tasks[id]
+	if t == nil || t.Status != Pending {
+		return false
+	}
+	for _, b := range t.BlockedBy {
+		if bt := g.tasks[b]; bt == nil || bt.Status != Completed {
+			return false
+		}
+	}
+	return true
+}
+
+// leasedTasks returns a copy of every claim with a lease, for a watch to
+// start tracking from.
+func (g *graph) leasedTasks() []Task {
+	var out []Task
+	for id := range g.leased {
+		out = append(out, g.view(id))
+	}
+	return out
+}
+
+// view returns a copy of task id with Blocks derived from the reverse index.
+func (g *graph) view(id ID) Task {
+	var a arena
+	return g.viewIn(id, &a)
+}
+
+// arena hands out id slices from one allocation, so that copying a whole
+// board costs a few allocations instead of two per task.
+type arena []ID
+
+func (a *arena) copy(ids []ID) []ID {
+	if len(ids) == 0 {
+		return nil
+	}
+	if cap(*a)-len(*a) < len(ids) {
+		*a = make([]ID, 0, max(len(ids), 256))
+	}
+	start := len(*a)
+	*a = append(*a, ids...)
+	return (*a)[start:len(*a):len(*a)]
+}
+
+func (g *graph) viewIn(id ID, a *arena) Task {
+	t := *g.tasks[id]
+	t.BlockedBy = a.copy(t.BlockedBy)
+	t.Metadata = jsonvalue.Clone(t.Metadata)
+	t.Labels = slices.Clone(t.Labels)
+	// Every id in dependents is a task that exists: remove drops its edges.
+	t.Blocks = a.copy(g.dependents[id])
+	return t
+}
+
+// arenaFor returns an arena big enough for every id slice of a full copy.
+func (g *graph) arenaFor() arena {
+	n := 0
+	for _, t := range g.tasks {
+		n += 2 * len(t.BlockedBy) // each edge appears once in BlockedBy, once in Blocks
+	}
+	return make(arena, 0, n)
+}
+
+// list returns the tasks that sel selects, by id.
+func (g *graph) list(sel Selection) []Task {
+	ids := g.ids
+	if !sel.Empty() {
+		ids = nil
+		for _, id := range g.ids {
+			if sel.Match(g.tasks[id], sel.ReadyOnly && g.isReady(id)) {
+				ids = append(ids, id)
+				if len(ids) == sel.Limit {
+					break
+				}
+			}
+		}
+	}
+	a := g.arenaFor()
+	out := make([]Task, len(ids))
+	for i, id := range ids {
+		out[i] = g.viewIn(id, &a)
+	}
+	return out
+}
+
+// strandedBy maps each stranded task — pending, with a failed or
+// cancelled blocker or a stranded pending one — to the lowest failed or
+// cancelled task it waits on. Causes are taken by increasing id, and the
+// tasks each reaches are marked once, so it is linear in the graph.
+func (g *graph) strandedBy() map[ID]ID {
+	if g.ended == 0 {
+		return nil
+	}
+	var out map[ID]ID
+	var stack []ID
+	for _, id := range g.ids {
+		if !g.tasks[id].Status.ended() {
+			continue
+		}
+		stack = append(stack[:0], id)
+		for len(stack) > 0 {
+			n := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, d := range g.dependents[n] {
+				if dt := g.tasks[d]; dt == nil || dt.Status != Pending || out[d] != 0 {
+					continue // marked already: by a lower cause, and so is all it reaches
+				}
+				if out == nil {
+					out = make(map[ID]ID)
+				}
+				out[d] = id
+				stack = append(stack, d)
+			}
+		}
+	}
+	return out
+}
+
+// board partitions the graph, keeping in each list the tasks that sel
+// selects.
+func (g *graph) board(sel Selection) Board {
+	const (
+		ready = iota
+		blocked
+		stranded
+		inProgress
+		completed
+		failed
+		cancelled
+		kinds
+		none = kinds
+	)
+	strandedBy := g.strandedBy()
+	kind := make([]uint8, len(g.ids))
+	var counts [kinds]int
+	for i, id := range g.ids {
+		t := g.tasks[id]
+		k := uint8(ready)
+		switch t.Status {
+		case InProgress:
+			k = inProgress
+		case Completed:
+			k = completed
+		case Failed:
+			k = failed
+		case Cancelled:
+			k = cancelled
+		default:
+			switch {
+			case g.isReady(id):
+			case strandedBy[id] != 0:
+				k = stranded
+			default:
+				k = blocked
+			}
+		}
+		if !sel.Match(t, k == ready) || sel.Limit > 0 && counts[k] == sel.Limit {
+			k = none
+		} else {
+			counts[k]++
+		}
+		kind[i] = k
+	}
+	// One backing array, cut into the lists.
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	all := make([]Task, 0, total)
+	var lists [kinds][]Task
+	for k := range lists {
+		lists[k] = all[len(all) : len(all) : len(all)+counts[k]]
+		all = all[:len(all)+counts[k]]
+	}
+	a := g.arenaFor()
+	var missing map[ID][]ID
+	var by map[ID]ID
+	for i, id := range g.ids {
+		k := kind[i]
+		if k == none {
+			continue
+		}
+		t := g.viewIn(id, &a)
+		lists[k] = append(lists[k], t)
+		switch k {
+		case blocked:
+			if _, m, _ := unfinished(&t, g.status); len(m) > 0 {
+				if missing == nil {
+					missing = make(map[ID][]ID)
+				}
+				missing[id] = m
+			}
+		case stranded:
+			if by == nil {
+				by = make(map[ID]ID)
+			}
+			by[id] = strandedBy[id]
+		}
+	}
+	return Board{
+		Ready: lists[ready], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
+		Completed: lists[completed], Failed: lists[failed], Cancelled: lists[cancelled],
+		StrandedBy: by, Missing: missing,
+	}
+}
+
+// findCycle returns one cycle of the whole graph in execution order, or nil.
+func (g *graph) findCycle() []ID {
+	const (
+		unseen = iota
+		active
+		done
+	)
+	state := make(map[ID]int, len(g.tasks))
+	type frame struct {
+		id   ID
+		next int
+	}
+	for _, root := range g.ids {
+		if state[root] != unseen {
+			continue
+		}
+		// Walk blockedBy edges depth-first; an edge to an active node
+		// closes a cycle.
+		stack := []frame{{id: root}}
+		state[root] = active
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			bs := g.tasks[f.id].BlockedBy
+			if f.next == len(bs) {
+				state[f.id] = done
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			b := bs[f.next]
+			f.next++
+			if g.tasks[b] == nil {
+				continue
+			}
+			switch state[b] {
+			case unseen:
+				state[b] = active
+				stack = append(stack, frame{id: b})
+			case active:
+				// stack from b to top is b <- ... <- top (each blocked by
+				// the next); in execution order that is b -> ... reversed.
+				i := len(stack) - 1
+				for stack[i].id != b {
+					i--
+				}
+				var path []ID
+				for j := len(stack) - 1; j >= i; j-- {
+					path = append(path, stack[j].id)
+				}
+				// Start at the lowest id, so a cycle reads the same
+				// however it was found.
+				k := slices.Index(path, slices.Min(path))
+				path = append(path[k:], path[:k]...)
+				return append(path, path[0])
+			}
+		}
+	}
+	return nil
+}
+
+// readyEntry is a task queued for ClaimNext, with the priority it was
+// queued with.
+type readyEntry struct {
+	pri Priority
+	id  ID
+}
+
+func (e readyEntry) less(o readyEntry) bool { return e.pri < o.pri || e.pri == o.pri && e.id < o.id }
+
+type readyHeap []readyEntry
+
+func (h readyHeap) Len() int           { return len(h) }
+func (h readyHeap) Less(i, j int) bool { return h[i].less(h[j]) }
+func (h readyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *readyHeap) Push(x any)        { *h = append(*h, x.(readyEntry)) }
+func (h *readyHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func countBackward(t *Task) int {
+	n := 0
+	for _, b := range t.BlockedBy {
+		if b > t.ID {
+			n++
+		}
+	}
+	return n
+}
+
+func insertSorted(s []ID, id ID) []ID {
+	// Ids mostly arrive in increasing order: appending is the common case.
+	if n := len(s); n == 0 || s[n-1] < id {
+		return append(s, id)
+	}
+	i, found := slices.BinarySearch(s, id)
+	if found {
+		return s
+	}
+	return slices.Insert(s, i, id)
+}
+
+func removeSorted(s []ID, id ID) []ID {
+	i, found := slices.BinarySearch(s, id)
+	if !found {
+		return s
+	}
+	return slices.Delete(s, i, i+1)
+}
+
+// overlay is a proposed set of changes over a graph, used to validate a
+// mutation before anything is written: tasks maps an id to its new version
+// (nil for a deletion).
+type overlay struct {
+	g     *graph
+	tasks map[ID]*Task
+	// added and removed dependents edges implied by the changed tasks
+	addDeps map[ID][]ID
+	rmDeps  map[ID]map[ID]bool
+}
+
+func newOverlay(g *graph, changed []*Task, deleted []ID) *overlay {
+	o := &overlay{g: g, tasks: make(map[ID]*Task), addDeps: make(map[ID][]ID), rmDeps: make(map[ID]map[ID]bool)}
+	edit := func(id ID, old, new []ID) {
+		inOld, inNew := idSet(old), idSet(new)
+		for _, b := range old {
+			if !inNew(b) {
+				if o.rmDeps[b] == nil {
+					o.rmDeps[b] = make(map[ID]bool)
+				}
+				o.rmDeps[b][id] = true
+			}
+		}
+		for _, b := range new {
+			if !inOld(b) {
+				o.addDeps[b] = append(o.addDeps[b], id)
+			}
+		}
+	}
+	for _, t := range changed {
+		var old []ID
+		if ot := g.tasks[t.ID]; ot != nil {
+			old = ot.BlockedBy
+		}
+		edit(t.ID, old, t.BlockedBy)
+		o.tasks[t.ID] = t
+	}
+	for _, id := range deleted {
+		if ot := g.tasks[id]; ot != nil {
+			edit(id, ot.BlockedBy, nil)
+		}
+		o.tasks[id] = nil
+	}
+	return o
+}
+
+func (o *overlay) task(id ID) *Task {
+	if t, ok := o.tasks[id]; ok {
+		return t
+	}
+	return o.g.tasks[id]
+}
+
+func (o *overlay) blockers(id ID) []ID {
+	if t := o.task(id); t != nil {
+		return t.BlockedBy
+	}
+	return nil
+}
+
+func (o *overlay) dependents(id ID) []ID {
+	base := o.g.dependents[id]
+	rm, add := o.rmDeps[id], o.addDeps[id]
+	if len(rm) == 0 && len(add) == 0 {
+		return base
+	}
+	out := make([]ID, 0, len(base)+len(add))
+	for _, d := range base {
+		if !rm[d] {
+			out = append(out, d)
+		}
+	}
+	return append(out, add...)
+}
+
+// checkNewEdges refuses the overlay if one of its new edges closes a cycle.
+// Only cycles through a new edge are reported: a cycle a human wrote into
+// the files by hand does not block unrelated writes.
+func (o *overlay) checkNewEdges() error {
+	if o.g.backward == 0 {
+		fast := true
+		for b, ds := range o.addDeps {
+			for _, d := range ds {
+				fast = fast && b < d
+			}
+		}
+		if fast {
+			return nil
+		}
+	}
+	// In a fixed order, so that every store reports the same cycle.
+	for _, b := range slices.Sorted(maps.Keys(o.addDeps)) {
+		for _, d := range slices.Sorted(slices.Values(o.addDeps[b])) {
+			if o.task(d) == nil || o.task(b) == nil {
+				continue
+			}
+			if path := o.pathBetween(d, b); path != nil {
+				return &CycleError{Path: append(path, d)}
+			}
+		}
+	}
+	return nil
+}
+
+// pathBetween returns an execution-order path from -> ... -> to, or nil.
+// It searches forward from "from" along dependents and backward from "to"
+// along blockers at once, always growing the smaller frontier, so adding an
+// edge near either end of a long chain stays cheap.
+func (o *overlay) pathBetween(from, to ID) []ID {
+	if from == to {
+		return []ID{from}
+	}
+	fwd := map[ID]ID{from: from} // node -> predecessor on the path from "from"
+	bwd := map[ID]ID{to: to}     // node -> successor on the path to "to"
+	ff, bf := []ID{from}, []ID{to}
+	for len(ff) > 0 && len(bf) > 0 {
+		if len(ff) <= len(bf) {
+			var next []ID
+			for _, n := range ff {
+				for _, d := range o.dependents(n) {
+					if _, seen := fwd[d]; seen || o.task(d) == nil {
+						continue
+					}
+					fwd[d] = n
+					if _, ok := bwd[d]; ok {
+						return graphpath.Join(fwd, bwd, from, to, d)
+					}
+					next = append(next, d)
+				}
+			}
+			ff = next
+		} else {
+			var next []ID
+			for _, n := range bf {
+				for _, b := range o.blockers(n) {
+					if _, seen := bwd[b]; seen || o.task(b) == nil {
+						continue
+					}
+					bwd[b] = n
+					if _, ok := fwd[b]; ok {
+						return graphpath.Join(fwd, bwd, from, to, b)
+					}
+					next = append(next, b)
+				}
+			}
+			bf = next
+		}
+	}
+	return nil
+}
+
+// idSet returns a membership test for ids: a scan for a short list, a map
+// for a long one, so that comparing two long lists stays linear.
+func idSet(ids []ID) func(ID) bool {
+	if len(ids) <= 32 {
+		return func(id ID) bool { return slices.Contains(ids, id) }
+	}
+	m := make(map[ID]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return func(id ID) bool { return m[id] }
+}
