@@ -238,13 +238,30 @@ var faultMutations = []struct {
 // that saw the failure, and one that was open all along, must then see
 // what the directory holds.
 func TestWriteFailures(t *testing.T) {
+	for _, p := range []struct {
+		name string
+		opt  Option
+	}{{"group-commit", WithGroupCommit()}, {"sync-each-write", WithSyncEachWrite()}} {
+		t.Run(p.name, func(t *testing.T) {
+			protocolOpt = p.opt
+			defer func() { protocolOpt = WithClock(fixedClock) }()
+			writeFailures(t)
+		})
+	}
+}
+
+// protocolOpt is the durability protocol of the stores writeFailures
+// opens.
+var protocolOpt = WithClock(fixedClock)
+
+func writeFailures(t *testing.T) {
 	ctx := context.Background()
 	template := faultTemplate(t)
 	before := listDir(t, template)
 	var errButApplied, unknown, runs int
 	for _, m := range faultMutations {
 		wantDir := copyTree(t, template)
-		ws, err := Open(wantDir, WithClock(fixedClock))
+		ws, err := Open(wantDir, WithClock(fixedClock), protocolOpt)
 		require.NoError(t, err)
 		require.NoError(t, m.do(ws), m.name)
 		ws.Close()
@@ -256,12 +273,12 @@ func TestWriteFailures(t *testing.T) {
 				for at := 1; ; at++ {
 					name := fmt.Sprintf("%s, %s %d failing (sticky %v)", m.name, fk.kind, at, sticky)
 					dir := copyTree(t, template)
-					other, err := Open(dir, WithClock(fixedClock))
+					other, err := Open(dir, WithClock(fixedClock), protocolOpt)
 					require.NoError(t, err)
 					_, err = other.List(ctx) // a store whose cache is current
 					require.NoError(t, err)
 
-					s, err := Open(dir, WithClock(fixedClock))
+					s, err := Open(dir, WithClock(fixedClock), protocolOpt)
 					require.NoError(t, err)
 					ffs := &faultFS{kind: fk.kind, at: at, sticky: sticky, err: fk.err}
 					injectFaults(s, ffs)
@@ -302,7 +319,7 @@ func TestWriteFailures(t *testing.T) {
 	}
 	assert.Zero(t, errButApplied, "writes that returned an error but were applied")
 	assert.NotZero(t, unknown, "some failures are past the commit point")
-	t.Logf("%d runs, %d with an unknown outcome", runs, unknown)
+	t.Logf("%d runs, %d with an unknown outcome, %d error-but-applied", runs, unknown, errButApplied)
 }
 
 func ptr[T any](v T) *T { return &v }
