@@ -99,9 +99,7 @@ func (g *graph) planCreatePlan(nts []NewTask, now time.Time) (*plan, error) {
 		return nil, err
 	}
 	p := &plan{ids: pl.IDs}
-	for _, id := range pl.IDs {
-		p.read = append(p.read, id) // existing ones, and new ids as in planCreate
-	}
+	p.read = append(p.read, pl.IDs...) // existing ones, and new ids as in planCreate
 	for _, t := range pl.New {
 		p.put = append(p.put, t)
 		p.read = append(p.read, t.BlockedBy...)

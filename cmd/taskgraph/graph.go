@@ -66,9 +66,7 @@ type graphSyntax struct {
 	// critical is an edge of the critical path; rank a wave's nodes, given
 	// as the list of node names (dot ranks them together).
 	critical, rank string
-	// mark is a line that marks the critical path's nodes, given as a list.
-	mark   string
-	styles map[taskgraph.State]string // a node's style by state; nil: the state, without "_"
+	styles         map[taskgraph.State]string // a node's style by state; nil: the state, without "_"
 }
 
 var graphSyntaxes = map[string]graphSyntax{

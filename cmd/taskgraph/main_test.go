@@ -29,8 +29,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "taskgraph")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.Command(gobin, "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	// go test puts its own Go first on PATH.
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building taskgraph: %v\n%s", err, out)
 		os.Exit(1)
 	}
