@@ -1,3 +1,6 @@
+// The FileStore's in-memory copy of its directory: how a store learns
+// what other processes wrote (a change-log read, or a scan of every file).
+
 package taskgraph
 
 import (

@@ -1,3 +1,7 @@
+// The change log (.taskgraph.log): its records, checkpoints, and the
+// replay after a power loss. Every decision about a write's durability
+// reads the fields kept here.
+
 package taskgraph
 
 import (

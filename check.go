@@ -1,3 +1,6 @@
+// Check: an offline audit of a task directory, its files one by one
+// (the classifier) and then the graph they form.
+
 package taskgraph
 
 import (

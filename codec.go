@@ -1,3 +1,6 @@
+// The task file format: decoding a task file strictly, and writing one
+// byte for byte as the reference does.
+
 package taskgraph
 
 import (

@@ -1,3 +1,7 @@
+// How a FileStore writes a plan: the file-system steps a write may take
+// (fileSystem, which tests fail one by one) and the commit of one or
+// several files.
+
 package taskgraph
 
 import (

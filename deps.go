@@ -1,3 +1,6 @@
+// The pure resolver: ready sets, cycles, topological order, waves and
+// the critical path of a task list, with no store and no I/O.
+
 package taskgraph
 
 import (
@@ -244,13 +247,19 @@ func lookAhead(tasks []Task) (map[ID]step, []ID, error) {
 	return depth, order, nil
 }
 
-type idHeap []ID
+// lessHeap is a container/heap of values that order themselves: the
+// resolver's ids, and the graph index's ready queue.
+type lessHeap[T interface{ less(T) bool }] []T
 
-func (h idHeap) Len() int           { return len(h) }
-func (h idHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h idHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *idHeap) Push(x any)        { *h = append(*h, x.(ID)) }
-func (h *idHeap) Pop() any {
+type idHeap = lessHeap[ID]
+
+func (a ID) less(b ID) bool { return a < b }
+
+func (h lessHeap[T]) Len() int           { return len(h) }
+func (h lessHeap[T]) Less(i, j int) bool { return h[i].less(h[j]) }
+func (h lessHeap[T]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *lessHeap[T]) Push(x any)        { *h = append(*h, x.(T)) }
+func (h *lessHeap[T]) Pop() any {
 	old := *h
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]

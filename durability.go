@@ -1,3 +1,6 @@
+// The durability protocol a FileStore chooses for its directory's
+// filesystem, and how it says so.
+
 package taskgraph
 
 import "github.com/taskgraph-dev/taskgraph/internal/fsinfo"

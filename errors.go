@@ -1,3 +1,6 @@
+// The errors every Store returns: the sentinels for errors.Is and the
+// typed errors that carry the detail.
+
 package taskgraph
 
 import (

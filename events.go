@@ -1,3 +1,5 @@
+// Watch events: from a change to the graph to each watcher, in order.
+
 package taskgraph
 
 import (

@@ -1,3 +1,5 @@
+// Explain: why a task is, or is not, ready, in words.
+
 package taskgraph
 
 import (

@@ -1,3 +1,6 @@
+// FileStore: the Store on a directory of task files, its open, close and
+// the lock-read-decide-write frame every operation runs in.
+
 package taskgraph
 
 import (

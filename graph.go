@@ -1,3 +1,6 @@
+// The in-memory graph index that stores keep, and the cycle check run
+// before a write that adds edges.
+
 package taskgraph
 
 import (
@@ -485,18 +488,7 @@ type readyEntry struct {
 
 func (e readyEntry) less(o readyEntry) bool { return e.pri < o.pri || e.pri == o.pri && e.id < o.id }
 
-type readyHeap []readyEntry
-
-func (h readyHeap) Len() int           { return len(h) }
-func (h readyHeap) Less(i, j int) bool { return h[i].less(h[j]) }
-func (h readyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *readyHeap) Push(x any)        { *h = append(*h, x.(readyEntry)) }
-func (h *readyHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
+type readyHeap = lessHeap[readyEntry]
 
 func countBackward(t *Task) int {
 	n := 0
@@ -644,39 +636,38 @@ func (o *overlay) pathBetween(from, to ID) []ID {
 	bwd := map[ID]ID{to: to}     // node -> successor on the path to "to"
 	ff, bf := []ID{from}, []ID{to}
 	for len(ff) > 0 && len(bf) > 0 {
+		var meet ID
+		var met bool
 		if len(ff) <= len(bf) {
-			var next []ID
-			for _, n := range ff {
-				for _, d := range o.dependents(n) {
-					if _, seen := fwd[d]; seen || o.task(d) == nil {
-						continue
-					}
-					fwd[d] = n
-					if _, ok := bwd[d]; ok {
-						return graphpath.Join(fwd, bwd, from, to, d)
-					}
-					next = append(next, d)
-				}
-			}
-			ff = next
+			ff, meet, met = o.expand(ff, fwd, bwd, o.dependents)
 		} else {
-			var next []ID
-			for _, n := range bf {
-				for _, b := range o.blockers(n) {
-					if _, seen := bwd[b]; seen || o.task(b) == nil {
-						continue
-					}
-					bwd[b] = n
-					if _, ok := fwd[b]; ok {
-						return graphpath.Join(fwd, bwd, from, to, b)
-					}
-					next = append(next, b)
-				}
-			}
-			bf = next
+			bf, meet, met = o.expand(bf, bwd, fwd, o.blockers)
+		}
+		if met {
+			return graphpath.Join(fwd, bwd, from, to, meet)
 		}
 	}
 	return nil
+}
+
+// expand grows one side of pathBetween's search by a step along next,
+// recording in seen where each new node came from; it stops at the first
+// node the other side has seen.
+func (o *overlay) expand(frontier []ID, seen, other map[ID]ID, next func(ID) []ID) ([]ID, ID, bool) {
+	var grown []ID
+	for _, n := range frontier {
+		for _, d := range next(n) {
+			if _, ok := seen[d]; ok || o.task(d) == nil {
+				continue
+			}
+			seen[d] = n
+			if _, ok := other[d]; ok {
+				return nil, d, true
+			}
+			grown = append(grown, d)
+		}
+	}
+	return grown, 0, false
 }
 
 // idSet returns a membership test for ids: a scan for a short list, a map

@@ -1,3 +1,6 @@
+// Group commit: writes of one file made durable by their change-log
+// record, and writers sharing one fdatasync.
+
 package taskgraph
 
 import (

@@ -1,3 +1,6 @@
+// The directory lock: shared for reads, exclusive for writes, through
+// the directory handle.
+
 package taskgraph
 
 import (

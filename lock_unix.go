@@ -1,5 +1,7 @@
 //go:build !windows
 
+// The directory lock on Unix: flock(2).
+
 package taskgraph
 
 import (

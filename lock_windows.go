@@ -1,3 +1,6 @@
+// The directory lock on Windows: not available yet (flock reports
+// errors.ErrUnsupported), so Open refuses a directory there.
+
 package taskgraph
 
 import (

@@ -1,3 +1,5 @@
+// MemStore: the in-memory Store, for tests of code that takes a Store.
+
 package taskgraph
 
 import (

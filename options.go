@@ -1,3 +1,5 @@
+// The options of Open and NewMemStore.
+
 package taskgraph
 
 import (

@@ -1,3 +1,7 @@
+// The parsers and validators of user-written values (priority, lease,
+// id, status, options): one parser and one error text per concept, for
+// the CLI, the tools and the plan reader alike.
+
 package taskgraph
 
 import (

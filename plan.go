@@ -1,3 +1,6 @@
+// Planning a write: the Rulebook run against the graph index, giving the
+// set of files one write changes.
+
 package taskgraph
 
 import (

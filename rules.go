@@ -1,3 +1,6 @@
+// The Rulebook: every rule of the task workflow, written once and used
+// by every store.
+
 package taskgraph
 
 import (
@@ -762,15 +765,25 @@ func (Rulebook) CompleteArgs(result string) error {
 // is not ""), to Completed, recording result. The store must then check
 // t's blockers (Blocked) before storing it.
 func (Rulebook) Complete(t *Task, owner, result string, now time.Time) error {
-	if err := Rules.CompleteArgs(result); err != nil {
-		return err
+	err := finishHeld(t, owner, Completed, now, Rules.CompleteArgs(result))
+	if err == nil {
+		t.Result = result
+	}
+	return err
+}
+
+// finishHeld moves t, which owner (if not "") must hold, out of
+// InProgress to status, its lease ended; unless argErr, the verdict on
+// the call's own arguments, is not nil.
+func finishHeld(t *Task, owner string, status Status, now time.Time, argErr error) error {
+	if argErr != nil {
+		return argErr
 	}
 	if err := holder(t, owner, false); err != nil {
 		return err
 	}
 	advance(t, now)
-	t.Status = Completed
-	t.Result = result
+	t.Status = status
 	t.LeaseExpiresAt = time.Time{}
 	return nil
 }
@@ -783,16 +796,11 @@ func (Rulebook) FailArgs(reason string) error { return reasonArg(reason) }
 // not ""), to Failed, recording reason. The owner is kept as the record
 // of who tried. Its dependents are stranded from then on (see Board).
 func (Rulebook) Fail(t *Task, owner, reason string, now time.Time) error {
-	if err := Rules.FailArgs(reason); err != nil {
-		return err
+	err := finishHeld(t, owner, Failed, now, Rules.FailArgs(reason))
+	if err == nil {
+		t.Reason = reason
 	}
-	if err := holder(t, owner, false); err != nil {
-		return err
-	}
-	advance(t, now)
-	t.Status, t.Reason = Failed, reason
-	t.LeaseExpiresAt = time.Time{}
-	return nil
+	return err
 }
 
 // CancelArgs validates the arguments of Cancel, before any task is read:

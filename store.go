@@ -1,3 +1,6 @@
+// The Store contract, and ops: the one implementation of its methods
+// that the local stores share.
+
 package taskgraph
 
 import (
@@ -356,16 +359,22 @@ func (o ops) CreatePlan(ctx context.Context, nts []NewTask) ([]Task, error) {
 }
 
 func (o ops) List(ctx context.Context, filters ...Filter) ([]Task, error) {
-	var ts []Task
-	err := o.e.read(ctx, nil, func(g *graph) error {
-		sel, err := Rules.Filters(filters)
-		if err != nil {
-			return err
-		}
-		ts = g.list(sel)
+	return readSelection(ctx, o, filters, (*graph).list)
+}
+
+// readSelection validates filters, then reads what view returns of the
+// tasks they select.
+func readSelection[T any](ctx context.Context, o ops, filters []Filter, view func(*graph, Selection) T) (T, error) {
+	var out T
+	sel, err := Rules.Filters(filters)
+	if err != nil {
+		return out, err
+	}
+	err = o.e.read(ctx, nil, func(g *graph) error {
+		out = view(g, sel)
 		return g.brokenErr()
 	})
-	return ts, err
+	return out, err
 }
 
 func (o ops) Update(ctx context.Context, id ID, p Patch) (Task, error) {
@@ -448,16 +457,7 @@ func (o ops) Load(ctx context.Context, tasks []Task) error {
 }
 
 func (o ops) Board(ctx context.Context, filters ...Filter) (Board, error) {
-	var b Board
-	err := o.e.read(ctx, nil, func(g *graph) error {
-		sel, err := Rules.Filters(filters)
-		if err != nil {
-			return err
-		}
-		b = g.board(sel)
-		return g.brokenErr()
-	})
-	return b, err
+	return readSelection(ctx, o, filters, (*graph).board)
 }
 
 func (o ops) writeTask(ctx context.Context, mk func(g *graph, now time.Time) (*plan, error)) (Task, error) {

@@ -1,3 +1,6 @@
+// Watch on a FileStore: following the directory (inotify, or polling)
+// and turning what changed into events.
+
 package taskgraph
 
 import (

@@ -1,3 +1,5 @@
+// Work: the worker loop that claims, renews and finishes tasks.
+
 package taskgraph
 
 import (
