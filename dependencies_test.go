@@ -58,3 +58,34 @@ func TestHandMadeCycle(t *testing.T) {
 	_, err = s.Claim(ctx, 5, "a")
 	require.NoError(t, err)
 }
+
+// The ready list is in the order ClaimNext takes tasks — most urgent
+// first, then by id — and a limit keeps the ones it would take first, in
+// every store.
+func TestReadyInClaimOrder(t *testing.T) {
+	for name, s := range map[string]tg.Store{"MemStore": tg.NewMemStore(), "FileStore": openStore(t, t.TempDir())} {
+		t.Run(name, func(t *testing.T) {
+			p1, p3 := tg.P1, tg.P3
+			for _, nt := range []tg.NewTask{
+				{Subject: "old P3", Priority: &p3},
+				{Subject: "old default"},
+				{Subject: "new P1", Priority: &p1},
+				{Subject: "newer P1", Priority: &p1},
+				{Subject: "blocked P1", Priority: &p1, BlockedBy: []tg.ID{1}},
+			} {
+				_, err := s.Create(ctx, nt)
+				require.NoError(t, err)
+			}
+			b, err := s.Board(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, []tg.ID{3, 4, 2, 1}, idsOf(b.Ready))
+			b, err = s.Board(ctx, tg.Limit(2))
+			require.NoError(t, err)
+			assert.Equal(t, []tg.ID{3, 4}, idsOf(b.Ready))
+			assert.Equal(t, []tg.ID{5}, idsOf(b.Blocked))
+			got, err := s.ClaimNext(ctx, "a")
+			require.NoError(t, err)
+			assert.Equal(t, tg.ID(3), got.ID)
+		})
+	}
+}

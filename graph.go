@@ -4,6 +4,7 @@
 package taskgraph
 
 import (
+	"cmp"
 	"container/heap"
 	"maps"
 	"slices"
@@ -370,12 +371,28 @@ func (g *graph) board(sel Selection) Board {
 				k = blocked
 			}
 		}
-		if !sel.Match(t, k == ready) || sel.Limit > 0 && counts[k] == sel.Limit {
+		if !sel.Match(t, k == ready) || sel.Limit > 0 && k != ready && counts[k] == sel.Limit {
 			k = none
 		} else {
 			counts[k]++
 		}
 		kind[i] = k
+	}
+	if sel.Limit > 0 && counts[ready] > sel.Limit {
+		// The limit keeps the ready tasks ClaimNext would take first.
+		var rs []int
+		for i, k := range kind {
+			if k == ready {
+				rs = append(rs, i)
+			}
+		}
+		slices.SortStableFunc(rs, func(a, b int) int {
+			return cmp.Compare(g.tasks[g.ids[a]].Priority, g.tasks[g.ids[b]].Priority)
+		})
+		for _, i := range rs[sel.Limit:] {
+			kind[i] = none
+		}
+		counts[ready] = sel.Limit
 	}
 	// One backing array, cut into the lists.
 	total := 0
@@ -413,6 +430,9 @@ func (g *graph) board(sel Selection) Board {
 			by[id] = strandedBy[id]
 		}
 	}
+	// In claim order: g.ids is by id, so a stable sort by priority is by
+	// (priority, id), as ClaimNext takes them.
+	slices.SortStableFunc(lists[ready], func(a, b Task) int { return cmp.Compare(a.Priority, b.Priority) })
 	return Board{
 		Ready: lists[ready], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
 		Completed: lists[completed], Failed: lists[failed], Cancelled: lists[cancelled],

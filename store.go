@@ -219,8 +219,9 @@ func ReadyOnly() Filter {
 	return func(c *filterConfig) { c.readyOnly = true }
 }
 
-// Limit caps what List returns, and each list of a Board, at n tasks, the
-// lowest ids; n <= 0 means no limit. A capped list says nothing of what it
+// Limit caps what List returns, and each list of a Board, at n tasks: the
+// lowest ids, but for Board.Ready the first in claim order (the ones
+// ClaimNext would take first); n <= 0 means no limit. A capped list says nothing of what it
 // left out: count with a List without the limit.
 func Limit(n int) Filter {
 	return func(c *filterConfig) { c.limit = max(n, 0) }

@@ -259,7 +259,7 @@ type Completion struct {
 // Board partitions a graph by what can happen next. Every task is in
 // exactly one list, and each list is sorted by id.
 type Board struct {
-	Ready      []Task // pending, every blocker exists and is completed
+	Ready      []Task // pending, every blocker exists and is completed; in claim order (priority, then id)
 	Blocked    []Task // pending, some blocker unfinished or missing, and not stranded
 	InProgress []Task
 	Completed  []Task
