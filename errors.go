@@ -34,6 +34,27 @@ var (
 	ErrUnknownOutcome = errors.New("the write may or may not have happened")
 )
 
+// ErrStalled is matched by the error Work returns when the graph is
+// finished (nothing ready, blocked or in progress) but not all done: some
+// tasks failed, or are stranded behind a failed or cancelled task. It is
+// not a Store error: no Store method returns it.
+var ErrStalled = errors.New("finished with failed or stranded tasks")
+
+// StalledError names the tasks that keep a finished graph from being all
+// done (see Board.Stall). It matches ErrStalled.
+type StalledError struct {
+	Failed   []ID // failed tasks, by id
+	Stranded []ID // pending tasks that cannot start, by id (see Board.Stranded)
+}
+
+func (e *StalledError) Error() string {
+	return fmt.Sprintf("nothing left can run: %d failed %v, %d stranded %v; reopen a failed task (or remove the edges that strand the others) to go on",
+		len(e.Failed), e.Failed, len(e.Stranded), e.Stranded)
+}
+
+// Is reports whether target is ErrStalled.
+func (e *StalledError) Is(target error) bool { return target == ErrStalled }
+
 // unknownOutcomeError wraps the failure of a write past its commit point.
 // It matches ErrUnknownOutcome.
 type unknownOutcomeError struct{ err error }

@@ -286,6 +286,23 @@ func (b Board) Finished() bool {
 	return len(b.Ready) == 0 && len(b.Blocked) == 0 && len(b.InProgress) == 0
 }
 
+// Stall returns a *StalledError (matching ErrStalled) naming the failed
+// and stranded tasks when the graph is finished but not all done, and nil
+// otherwise: when work is left, or every task completed or was cancelled.
+func (b Board) Stall() error {
+	if !b.Finished() || len(b.Failed) == 0 && len(b.Stranded) == 0 {
+		return nil
+	}
+	ids := func(ts []Task) []ID {
+		out := make([]ID, len(ts))
+		for i, t := range ts {
+			out[i] = t.ID
+		}
+		return out
+	}
+	return &StalledError{Failed: ids(b.Failed), Stranded: ids(b.Stranded)}
+}
+
 // clone returns a deep copy of t that shares nothing mutable with it.
 func (t Task) clone() Task {
 	t.BlockedBy = slices.Clone(t.BlockedBy)

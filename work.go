@@ -49,8 +49,10 @@ func WorkPoll(d time.Duration) WorkOption {
 // task when fn returns nil; then it takes the next. When nothing is ready
 // it waits — for a change on a Watcher store, subscribed before each claim
 // so that no wake-up is lost, and for the first lease that lapses — and it
-// returns nil once the graph is finished (Board.Finished: nothing ready,
-// blocked or in progress; stranded tasks cannot run).
+// returns once the graph is finished (Board.Finished: nothing ready,
+// blocked or in progress; stranded tasks cannot run): nil if every task
+// completed or was cancelled, or a *StalledError (matching ErrStalled)
+// naming the failed and stranded tasks that no agent can go on with.
 //
 // If fn returns an error, Work fails the task with the error's text as the
 // reason (its dependents are then stranded until someone reopens it) and
@@ -102,7 +104,7 @@ func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkO
 			return err
 		}
 		if b.Finished() {
-			return nil
+			return b.Stall()
 		}
 		if events, err = wait(ctx, events, b, cfg, time.Now()); err != nil {
 			return err

@@ -104,7 +104,7 @@ func TestWorkDrainsALayeredGraph(t *testing.T) {
 
 // A task whose work fails is failed with the error's text, its dependents
 // are stranded, and Work goes on with the rest and returns once nothing
-// else can run.
+// else can run, saying which tasks failed and which are stranded.
 func TestWorkFailsATask(t *testing.T) {
 	s := tg.NewMemStore()
 	a, err := s.Create(ctx, tg.NewTask{Subject: "a"})
@@ -121,7 +121,10 @@ func TestWorkFailsATask(t *testing.T) {
 		}
 		return nil
 	}, tg.WorkPoll(time.Hour))
-	require.NoError(t, err)
+	require.ErrorIs(t, err, tg.ErrStalled)
+	var stalled *tg.StalledError
+	require.ErrorAs(t, err, &stalled)
+	require.Equal(t, &tg.StalledError{Failed: []tg.ID{a.ID}, Stranded: []tg.ID{b.ID}}, stalled)
 	require.Equal(t, []tg.ID{a.ID, c.ID}, did)
 	got, err := s.Get(ctx, a.ID)
 	require.NoError(t, err)
