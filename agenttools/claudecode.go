@@ -1,3 +1,6 @@
+// Claude Code's task tools (TaskCreate, TaskGet, TaskUpdate, TaskList), in
+// its names and argument shapes, under the same claim rules as New's.
+
 package agenttools
 
 import (
@@ -30,21 +33,13 @@ import (
 // shows at most DefaultListLimit tasks, in progress and ready first, and
 // says how many it left out.
 func ClaudeCode(store taskgraph.Store, opts ...Option) *Tools {
-	c := config{owner: "agent"}
-	for _, o := range opts {
-		o(&c)
-	}
-	h := handlers{store: store, cfg: c}
-	tools := []Tool{
+	h := newHandlers(store, opts)
+	return h.bind([]Tool{
 		{"TaskCreate", "Create task", "Create a task in the shared task list. It starts pending, with no owner.", schemaCCCreate, Hints{}, h.ccCreate, ""},
 		{"TaskGet", "Get task", "Get a task by ID: description, status, owner, dependencies, and why it cannot start if it cannot.", schemaCCGet, Hints{ReadOnly: true, Idempotent: true}, h.ccGet, ""},
 		{"TaskUpdate", "Update task", "Update a task. Status in_progress claims it for you; you can complete or give back only tasks you hold. Status deleted deletes it and its dependency edges.", schemaCCUpdate, Hints{Destructive: true, Idempotent: true}, h.ccUpdate, ""},
 		{"TaskList", "List tasks", "List the tasks: id, status, subject, owner and unfinished blockers.", schemaCCList, Hints{ReadOnly: true, Idempotent: true}, h.ccList, ""},
-	}
-	for i := range tools {
-		tools[i].owner = c.owner
-	}
-	return &Tools{tools: tools}
+	})
 }
 
 var (
@@ -128,6 +123,19 @@ func hashIDs(ids []taskgraph.ID) string {
 	return strings.Join(parts, ", ")
 }
 
+// withActiveForm returns metadata with activeForm, when it is given, under
+// "activeForm", where the claudecode package keeps it.
+func withActiveForm(metadata map[string]any, activeForm *string) map[string]any {
+	if activeForm == nil {
+		return metadata
+	}
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
+	metadata["activeForm"] = *activeForm
+	return metadata
+}
+
 func (h handlers) ccCreate(ctx context.Context, raw json.RawMessage) (string, error) {
 	var (
 		subject, description, activeForm *string
@@ -152,12 +160,7 @@ func (h handlers) ccCreate(ctx context.Context, raw json.RawMessage) (string, er
 			nt.Metadata[k] = v
 		}
 	}
-	if activeForm != nil {
-		if nt.Metadata == nil {
-			nt.Metadata = map[string]any{}
-		}
-		nt.Metadata["activeForm"] = *activeForm
-	}
+	nt.Metadata = withActiveForm(nt.Metadata, activeForm)
 	t, err := h.store.Create(ctx, nt)
 	if err != nil {
 		return "", err
@@ -166,11 +169,7 @@ func (h handlers) ccCreate(ctx context.Context, raw json.RawMessage) (string, er
 }
 
 func (h handlers) ccGet(ctx context.Context, raw json.RawMessage) (string, error) {
-	var id *stringID
-	if err := decode(raw, field{"taskId", &id}); err != nil {
-		return "", err
-	}
-	tid, err := ccID(id)
+	tid, err := decodeID(raw, "taskId", ccID)
 	if err != nil {
 		return "", err
 	}
@@ -208,20 +207,15 @@ func (h handlers) ccGet(ctx context.Context, raw json.RawMessage) (string, error
 
 func (h handlers) ccUpdate(ctx context.Context, raw json.RawMessage) (string, error) {
 	var (
-		id                                      *stringID
 		subject, description, activeForm, owner *string
 		status                                  *string
 		addBy, rmBy, add, rm                    []stringID
 		metadata                                map[string]any
 	)
-	err := decode(raw, field{"taskId", &id}, field{"subject", &subject}, field{"description", &description},
+	tid, err := decodeID(raw, "taskId", ccID, field{"subject", &subject}, field{"description", &description},
 		field{"activeForm", &activeForm}, field{"status", &status}, field{"addBlocks", &add},
 		field{"addBlockedBy", &addBy}, field{"removeBlocks", &rm}, field{"removeBlockedBy", &rmBy},
 		field{"owner", &owner}, field{"metadata", &metadata})
-	if err != nil {
-		return "", err
-	}
-	tid, err := ccID(id)
 	if err != nil {
 		return "", err
 	}
@@ -259,12 +253,7 @@ func (h handlers) ccUpdate(ctx context.Context, raw json.RawMessage) (string, er
 	}
 	in.fields = taskgraph.Patch{Subject: subject, Description: description, Metadata: metadata,
 		AddBlockedBy: ccIDs(addBy), RemoveBlockedBy: ccIDs(rmBy), AddBlocks: ccIDs(add), RemoveBlocks: ccIDs(rm)}
-	if activeForm != nil {
-		if in.fields.Metadata == nil {
-			in.fields.Metadata = map[string]any{}
-		}
-		in.fields.Metadata["activeForm"] = *activeForm
-	}
+	in.fields.Metadata = withActiveForm(in.fields.Metadata, activeForm)
 	if _, err := h.apply(ctx, in, "TaskUpdate and status in_progress"); err != nil {
 		return "", err
 	}
@@ -277,12 +266,9 @@ func (h handlers) ccUpdate(ctx context.Context, raw json.RawMessage) (string, er
 // ccDelete deletes a task that no other identity holds or completed, and
 // takes it out of the blockedBy of the tasks it blocked.
 func (h handlers) ccDelete(ctx context.Context, id taskgraph.ID) (string, error) {
-	t, err := h.store.Get(ctx, id)
+	t, err := h.deletable(ctx, id)
 	if err != nil {
 		return "", err
-	}
-	if othersOwner(t, h.cfg.owner) != "" {
-		return "", refusal(t, h.cfg.owner, deleteIt)
 	}
 	if err := h.store.Delete(ctx, id, taskgraph.Detach()); err != nil {
 		return "", err
@@ -298,11 +284,11 @@ func (h handlers) ccList(ctx context.Context, raw json.RawMessage) (string, erro
 	if err := decode(raw); err != nil {
 		return "", err
 	}
-	all, err := h.store.List(ctx)
-	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+	all, corrupt, err := h.listAll(ctx)
+	if err != nil {
 		return "", err
 	}
-	if len(all) == 0 && err == nil {
+	if len(all) == 0 && corrupt == nil {
 		return "No tasks found", nil
 	}
 	sel := selectTasks(all, listInput{limit: DefaultListLimit})
@@ -320,8 +306,8 @@ func (h handlers) ccList(ctx context.Context, raw json.RawMessage) (string, erro
 	if len(sel.hidden) > 0 {
 		lines = append(lines, fmt.Sprintf("… and %d more: %s (TaskGet shows any task by ID)", len(sel.hidden), countByStatus(sel.hidden)))
 	}
-	if err != nil {
-		lines = append(lines, "Warning: some task files are unreadable and were skipped: "+err.Error())
+	if corrupt != nil {
+		lines = append(lines, unreadable(corrupt))
 	}
 	return strings.Join(lines, "\n"), nil
 }

@@ -1,3 +1,6 @@
+// Listings: task_list's filters and limit, which tasks a listing shows
+// when not all fit, and how each is written on its line.
+
 package agenttools
 
 import (
@@ -80,11 +83,29 @@ func (h handlers) list(ctx context.Context, raw json.RawMessage) (string, error)
 	if err != nil {
 		return "", err
 	}
-	all, err := h.store.List(ctx)
-	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+	all, corrupt, err := h.listAll(ctx)
+	if err != nil {
 		return "", err
 	}
-	return renderList(all, in, err), nil
+	return renderList(all, in, corrupt), nil
+}
+
+// listAll returns every task the store can read. corrupt is the store's
+// ErrCorrupt error when some task files could not be read, which the
+// listings warn of and the other callers pass over; err is any other
+// error, and then all is nil.
+func (h handlers) listAll(ctx context.Context) (all []taskgraph.Task, corrupt, err error) {
+	all, err = h.store.List(ctx)
+	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+		return nil, nil, err
+	}
+	return all, err, nil
+}
+
+// unreadable is the line that ends a listing of a store some of whose
+// task files could not be read (corrupt, from listAll).
+func unreadable(corrupt error) string {
+	return "Warning: some task files are unreadable and were skipped: " + corrupt.Error()
 }
 
 // listRank orders the tasks a truncated list shows first: what is being
@@ -185,7 +206,7 @@ func renderList(all []taskgraph.Task, in listInput, corrupt error) string {
 		lines = append(lines, fmt.Sprintf("… and %d more: %s (use limit or filters)", len(sel.hidden), countByStatus(sel.hidden)))
 	}
 	if corrupt != nil {
-		lines = append(lines, "Warning: some task files are unreadable and were skipped: "+corrupt.Error())
+		lines = append(lines, unreadable(corrupt))
 	}
 	return strings.Join(lines, "\n")
 }

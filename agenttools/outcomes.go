@@ -1,3 +1,6 @@
+// Outcomes other than success: task_fail, which says what it leaves unable
+// to start, and the line of task_get and TaskGet that says why a task waits.
+
 package agenttools
 
 import (
@@ -32,8 +35,8 @@ func (h handlers) whyNot(ctx context.Context, t taskgraph.Task) (string, error) 
 	if t.Status != taskgraph.Pending {
 		return "", nil
 	}
-	all, err := h.store.List(ctx)
-	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+	all, _, err := h.listAll(ctx)
+	if err != nil {
 		return "", err
 	}
 	ex, err := taskgraph.Explain(all, t.ID, time.Now())
@@ -48,14 +51,8 @@ func (h handlers) whyNot(ctx context.Context, t taskgraph.Task) (string, error) 
 var goIDList = regexp.MustCompile(`\[(\d+(?: \d+)+)\]`)
 
 func (h handlers) fail(ctx context.Context, raw json.RawMessage) (string, error) {
-	var (
-		id     *int64
-		reason *string
-	)
-	if err := decode(raw, field{"task_id", &id}, field{"reason", &reason}); err != nil {
-		return "", err
-	}
-	tid, err := taskID(id)
+	var reason *string
+	tid, err := decodeID(raw, "task_id", taskID, field{"reason", &reason})
 	if err != nil {
 		return "", err
 	}
@@ -67,8 +64,8 @@ func (h handlers) fail(ctx context.Context, raw json.RawMessage) (string, error)
 		return "", err
 	}
 	out := fmt.Sprintf("Failed #%d: %s", t.ID, t.Subject)
-	all, err := h.store.List(ctx)
-	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+	all, _, err := h.listAll(ctx)
+	if err != nil {
 		return "", err
 	}
 	b := taskgraph.Resolve(all)

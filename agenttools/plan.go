@@ -1,3 +1,6 @@
+// Plans: task_plan and ParsePlan, many tasks that name their blockers by
+// key, created in one call, all or none.
+
 package agenttools
 
 import (
@@ -104,8 +107,8 @@ func (h handlers) plan(ctx context.Context, raw json.RawMessage) (string, error)
 		return "", fmt.Errorf("the plan has a dependency cycle, %s: no task of it could ever start; take one of those keys out of after", strings.Join(cycle, " -> "))
 	}
 	// Which keys exist already, to say which tasks were not created.
-	before, err := h.store.List(ctx)
-	if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+	before, _, err := h.listAll(ctx)
+	if err != nil {
 		return "", err
 	}
 	existed := map[string]bool{}

@@ -1,0 +1,80 @@
+// The definitions of New's tools: each one's name, title, description,
+// hints and JSON Schema, and the handler that runs it.
+
+package agenttools
+
+import "encoding/json"
+
+// taskTools defines New's tools, run by h.
+func (h handlers) taskTools() []Tool {
+	var (
+		read       = Hints{ReadOnly: true, Idempotent: true}
+		once       = Hints{Idempotent: true}
+		additive   = Hints{}
+		destroying = Hints{Destructive: true, Idempotent: true}
+	)
+	return []Tool{
+		{"task_create", "Create task", "Create a pending task. blockedBy: tasks that must complete first. A key names it: creating a key again returns the existing task.", schemaCreate, additive, h.create, ""},
+		{"task_update", "Update task", "Update a task. Status in_progress claims it for you; you can complete or give back only tasks you hold, and no one else's claim can be changed.", schemaUpdate, once, h.update, ""},
+		{"task_list", "List tasks", "List tasks, one a line; in progress and ready first when not all fit.", schemaList, read, h.list, ""},
+		{"task_get", "Get task", "Get a task in full, and why it cannot start if it cannot.", schemaTaskID, read, byID(h.get), ""},
+		{"task_plan", "Create plan", "Create many tasks in one call, all or none. Tasks name their blockers in after by key (or existing id). Keys that exist are not created again.", schemaPlan, once, h.plan, ""},
+		{"task_claim", "Claim task", "Claim a ready task: it becomes in_progress with you as owner.", schemaTaskID, once, byID(h.claim), ""},
+		{"task_claim_next", "Claim next ready task", "Claim the most urgent ready task, else says none is ready.", schemaClaimNext, additive, h.claimNext, ""},
+		{"task_complete", "Complete task", "Complete a task you hold; says which tasks this unblocked.", schemaComplete, once, h.complete, ""},
+		{"task_fail", "Fail task", "Give up on a task you hold, saying why. Tasks that depend on it cannot start until it is reopened.", schemaFail, once, h.fail, ""},
+		{"task_release", "Release task", "Give back a task you hold, for someone else to take.", schemaTaskID, once, byID(h.release), ""},
+		{"task_renew", "Renew lease", "Extend the lease on a task you hold, so that no one else takes it; call it now and then during long work.", schemaRenew, additive, h.renew, ""},
+		{"task_delete", "Delete task", "Delete a task no one else holds. detach: true also removes it from the tasks it blocks.", schemaDelete, destroying, h.delete, ""},
+	}
+}
+
+var (
+	schemaList = json.RawMessage(`{"type":"object","properties":{` +
+		`"status":{"type":"string","enum":["pending","in_progress","completed","failed","cancelled"]},` +
+		`"owner":{"type":"string"},` +
+		`"label":{"type":"string"},` +
+		`"ready":{"type":"boolean","description":"Only tasks that can start now."},` +
+		`"limit":{"type":"integer","description":"Default 50."}}}`)
+	schemaTaskID = json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"integer"}},"required":["task_id"]}`)
+	// priority and labels are the same on every tool that sets them.
+	schemaPriority = `"priority":{"type":"integer","minimum":0,"maximum":4,"description":"0 most urgent, 4 least; default 2."}`
+	schemaLabels   = `"labels":{"type":"array","items":{"type":"string"}}`
+	schemaCreate   = json.RawMessage(`{"type":"object","properties":{` +
+		`"subject":{"type":"string"},"description":{"type":"string"},` +
+		`"blockedBy":{"type":"array","items":{"type":"integer"}},` +
+		schemaPriority + `,` + schemaLabels + `,"key":{"type":"string"}},` +
+		`"required":["subject"]}`)
+	schemaUpdate = json.RawMessage(`{"type":"object","properties":{` +
+		`"task_id":{"type":"integer"},` +
+		`"status":{"type":"string","enum":["pending","in_progress","completed"]},` +
+		`"addBlockedBy":{"type":"array","items":{"type":"integer"}},` +
+		`"removeBlockedBy":{"type":"array","items":{"type":"integer"}},` +
+		`"addBlocks":{"type":"array","items":{"type":"integer"}},` +
+		`"removeBlocks":{"type":"array","items":{"type":"integer"}},` +
+		schemaPriority + `,` +
+		`"labels":{"type":"array","items":{"type":"string"},"description":"Replaces the labels."},` +
+		`"owner":{"type":"string","description":"Only \"\" (give back a task you hold) or your own name (take it)."}},` +
+		`"required":["task_id"]}`)
+	schemaPlan = json.RawMessage(`{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"object","properties":{` +
+		`"key":{"type":"string"},"subject":{"type":"string"},"description":{"type":"string"},` +
+		`"after":{"type":"array","items":{"type":"string"},"description":"Keys of this plan's tasks, or existing ids as \"#12\"."},` +
+		schemaPriority + `,` + schemaLabels + `},` +
+		`"required":["key","subject"]}}},"required":["tasks"]}`)
+	schemaClaimNext = json.RawMessage(`{"type":"object","properties":{` +
+		`"labels":{"type":"array","items":{"type":"string"},"description":"Only tasks with all these labels."}}}`)
+	schemaComplete = json.RawMessage(`{"type":"object","properties":{` +
+		`"task_id":{"type":"integer"},` +
+		`"result":{"type":"string","description":"What you did, for those who come after."}},` +
+		`"required":["task_id"]}`)
+	schemaFail = json.RawMessage(`{"type":"object","properties":{` +
+		`"task_id":{"type":"integer"},"reason":{"type":"string"}},` +
+		`"required":["task_id","reason"]}`)
+	schemaRenew = json.RawMessage(`{"type":"object","properties":{` +
+		`"task_id":{"type":"integer"},` +
+		`"seconds":{"type":"integer","description":"Lease length from now; default: a new claim's."}},` +
+		`"required":["task_id"]}`)
+	schemaDelete = json.RawMessage(`{"type":"object","properties":{` +
+		`"task_id":{"type":"integer"},"detach":{"type":"boolean"}},` +
+		`"required":["task_id"]}`)
+)
