@@ -64,31 +64,23 @@ func WorkPoll(d time.Duration) WorkOption {
 // Work returns ctx's error when ctx is done, and any error of the store as
 // it is.
 func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkOption) error {
-	cfg := workConfig{lease: time.Minute, poll: time.Second}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.lease <= 0 || cfg.poll <= 0 {
-		return fmt.Errorf("taskgraph: Work needs a positive lease and poll interval, got %v and %v: %w", cfg.lease, cfg.poll, ErrInvalid)
+	cfg, err := workSettings(opts)
+	if err != nil {
+		return err
 	}
 	if owner == "" {
 		return fmt.Errorf("taskgraph: Work needs an owner: %w", ErrInvalid)
 	}
-	cfg.labels = slices.Sorted(slices.Values(cfg.labels)) // as Task.Labels are
 	// One subscription for the whole loop, opened before the first claim:
 	// a change after it is delivered even while fn runs.
-	var events <-chan Event
-	if w, ok := s.(Watcher); ok {
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		ch, err := w.Watch(wctx)
-		if err != nil {
-			return err
-		}
-		events = ch
+	events, stop, err := subscribe(ctx, s)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	for {
 		drain(events)
+		asked := time.Now()
 		t, err := s.ClaimNext(ctx, owner, WithLease(cfg.lease), WithLabels(cfg.labels...))
 		switch {
 		case err == nil:
@@ -99,17 +91,89 @@ func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkO
 		case !errors.Is(err, ErrNoReady):
 			return err
 		}
-		b, err := s.Board(ctx)
+		b, err := awaitWork(ctx, s, &events, cfg, asked)
 		if err != nil {
 			return err
 		}
 		if b.Finished() {
 			return b.Stall()
 		}
-		if events, err = wait(ctx, events, b, cfg, time.Now()); err != nil {
-			return err
+	}
+}
+
+// Await blocks until a task Work would claim is ready (one carrying every
+// label given with WorkLabels), or the graph is finished
+// (Board.Finished), or ctx is done, and returns the board it saw then:
+// the blocking wait of an agent that claims by itself. It waits as Work
+// does — for a change on a Watcher store, subscribed before it looks so
+// that no wake-up is lost, and for the first lease that lapses; on other
+// stores it polls (WorkPoll). A bound on the wait is a deadline on ctx;
+// Await then returns ctx's error.
+func Await(ctx context.Context, s Store, opts ...WorkOption) (Board, error) {
+	cfg, err := workSettings(opts)
+	if err != nil {
+		return Board{}, err
+	}
+	events, stop, err := subscribe(ctx, s)
+	if err != nil {
+		return Board{}, err
+	}
+	defer stop()
+	return awaitWork(ctx, s, &events, cfg, time.Time{})
+}
+
+// subscribe watches s if it is a Watcher (events is nil otherwise) until
+// stop is called or ctx is done.
+func subscribe(ctx context.Context, s Store) (events <-chan Event, stop func(), err error) {
+	w, ok := s.(Watcher)
+	if !ok {
+		return nil, func() {}, nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	if events, err = w.Watch(wctx); err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return events, cancel, nil
+}
+
+// awaitWork returns the board once a task for cfg's labels can be
+// claimed — it is ready, or its lease lapsed after since (a ClaimNext at
+// since saw the earlier lapses) — or the graph is finished, waiting
+// between looks. *events becomes nil if the watch ends, so that the caller
+// polls from then on.
+func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfig, since time.Time) (Board, error) {
+	for {
+		drain(*events)
+		b, err := s.Board(ctx)
+		if err != nil {
+			return Board{}, err
+		}
+		now := time.Now()
+		mine := func(t Task) bool { return hasLabels(t.Labels, cfg.labels) }
+		lapsed := func(t Task) bool {
+			return mine(t) && t.LeaseExpiresAt.After(since) && !t.LeaseExpiresAt.After(now)
+		}
+		if b.Finished() || slices.ContainsFunc(b.Ready, mine) || slices.ContainsFunc(b.InProgress, lapsed) {
+			return b, nil
+		}
+		if *events, err = wait(ctx, *events, b, cfg, time.Now()); err != nil {
+			return Board{}, err
 		}
 	}
+}
+
+// workSettings applies opts to the defaults and checks the result.
+func workSettings(opts []WorkOption) (workConfig, error) {
+	cfg := workConfig{lease: time.Minute, poll: time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.lease <= 0 || cfg.poll <= 0 {
+		return cfg, fmt.Errorf("taskgraph: Work needs a positive lease and poll interval, got %v and %v: %w", cfg.lease, cfg.poll, ErrInvalid)
+	}
+	cfg.labels = slices.Sorted(slices.Values(cfg.labels)) // as Task.Labels are
+	return cfg, nil
 }
 
 // workOn runs fn on the claimed task t and completes or releases it.

@@ -396,3 +396,67 @@ func TestUpdateDoesNotReopenCompleted(t *testing.T) {
 		})
 	}
 }
+
+// Await returns as soon as something becomes claimable — a task made
+// ready by another agent, or a lease that lapses — or the graph finishes,
+// and otherwise waits out its deadline; in every store.
+func TestAwait(t *testing.T) {
+	for _, name := range []string{"MemStore", "FileStore"} {
+		t.Run(name, func(t *testing.T) {
+			var s tg.Store = tg.NewMemStore()
+			if name == "FileStore" {
+				s = openStore(t, t.TempDir())
+			}
+			a, err := s.Create(ctx, tg.NewTask{Subject: "a"})
+			require.NoError(t, err)
+			b, err := s.Create(ctx, tg.NewTask{Subject: "b", BlockedBy: []tg.ID{a.ID}})
+			require.NoError(t, err)
+			_, err = s.Claim(ctx, a.ID, "other")
+			require.NoError(t, err)
+
+			// Nothing claimable: the deadline ends the wait.
+			short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			_, err = tg.Await(short, s, tg.WorkPoll(time.Hour))
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+
+			// Another agent completes a: b is ready, and Await wakes
+			// without polling.
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				_, _ = s.Complete(ctx, a.ID, "other")
+			}()
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			board, err := tg.Await(wctx, s, tg.WorkPoll(time.Hour))
+			require.NoError(t, err)
+			require.Equal(t, []tg.ID{b.ID}, idsOf(board.Ready))
+
+			// A lease that lapses wakes it too.
+			_, err = s.Claim(ctx, b.ID, "crashed", tg.WithLease(300*time.Millisecond))
+			require.NoError(t, err)
+			board, err = tg.Await(wctx, s, tg.WorkPoll(time.Hour))
+			require.NoError(t, err)
+			require.Equal(t, []tg.ID{b.ID}, idsOf(board.InProgress))
+			_, err = s.ClaimNext(ctx, "me")
+			require.NoError(t, err, "what Await woke for can be claimed")
+
+			// Labels: a ready task without them does not end the wait.
+			_, err = s.Create(ctx, tg.NewTask{Subject: "c"})
+			require.NoError(t, err)
+			short, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
+			_, err = tg.Await(short, s, tg.WorkPoll(time.Hour), tg.WorkLabels("gpu"))
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+
+			// A finished graph ends it at once.
+			_, err = s.Complete(ctx, b.ID, "me")
+			require.NoError(t, err)
+			_, err = s.Cancel(ctx, 3, "not needed")
+			require.NoError(t, err)
+			board, err = tg.Await(wctx, s, tg.WorkPoll(time.Hour), tg.WorkLabels("gpu"))
+			require.NoError(t, err)
+			require.True(t, board.Finished())
+		})
+	}
+}
