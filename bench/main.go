@@ -508,23 +508,8 @@ func throughput(p, tasks int, args ...string) throughputResult {
 		writes, syncs int64
 	)
 	for range p {
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			log.Fatal(err)
-		}
 		wg.Go(func() {
-			var r workReport
-			if err := json.NewDecoder(out).Decode(&r); err != nil {
-				log.Fatalf("worker report: %v", err)
-			}
-			if err := cmd.Wait(); err != nil {
-				log.Fatal(err)
-			}
+			r := runWorker(args...)
 			mu.Lock()
 			defer mu.Unlock()
 			for _, ns := range r.LatenciesNS {
@@ -537,6 +522,22 @@ func throughput(p, tasks int, args ...string) throughputResult {
 	res.opsPerSec = float64(2*tasks) / time.Since(start).Seconds()
 	res.writesPerSync = float64(writes) / float64(max(syncs, 1))
 	return res
+}
+
+// runWorker runs one copy of this program with args, its standard error
+// passed through, and returns the workReport it prints.
+func runWorker(args ...string) workReport {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		log.Fatal(err)
+	}
+	var r workReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		log.Fatalf("worker report: %v", err)
+	}
+	return r
 }
 
 func work(dir string) {

@@ -1,3 +1,6 @@
+// Claims and leases: taking a task (by id, or the most urgent ready one),
+// and the writes only its holder makes, renewing and releasing the lease.
+
 package pgstore
 
 import (
@@ -23,16 +26,9 @@ func (s *Store) Claim(ctx context.Context, id taskgraph.ID, owner string, opts .
 	if err := taskgraph.Rules.ClaimArgs(owner, set.Lease); err != nil {
 		return taskgraph.Task{}, err
 	}
-	var t taskgraph.Task
-	err = s.begin(ctx, func(tx pgx.Tx) error {
-		var err error
-		t, err = s.claim(ctx, tx, id, owner, set.Lease, s.at())
-		return err
+	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
+		return s.claim(ctx, tx, id, owner, set.Lease, s.at())
 	})
-	if err != nil {
-		return taskgraph.Task{}, err
-	}
-	return t, nil
 }
 
 // claim claims task id in tx, at the time of at (see Store.at).
@@ -100,18 +96,13 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 	if !ready && !errors.Is(err, pgx.ErrNoRows) {
 		return taskgraph.Task{}, err
 	}
-	err = s.begin(ctx, func(tx pgx.Tx) error {
+	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
 		id, err := s.next(ctx, tx, ready, labels, at)
 		if err != nil {
-			return err
+			return taskgraph.Task{}, err
 		}
-		t, err = s.claim(ctx, tx, id, owner, lease, at)
-		return err
+		return s.claim(ctx, tx, id, owner, lease, at)
 	})
-	if err != nil {
-		return taskgraph.Task{}, err
-	}
-	return t, nil
 }
 
 // claimOrder is the order in which ClaimNext takes tasks: the most urgent
@@ -231,20 +222,14 @@ func (s *Store) holderWrite(ctx context.Context, args func() error, id taskgraph
 	if err := args(); err != nil { // before any SQL
 		return taskgraph.Task{}, err
 	}
-	var out taskgraph.Task
-	err := s.begin(ctx, func(tx pgx.Tx) error {
+	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
 		t, now, err := s.lock(ctx, tx, id, s.at())
 		if err != nil {
-			return err
+			return taskgraph.Task{}, err
 		}
 		if err := rule(t, now); err != nil {
-			return err
+			return taskgraph.Task{}, err
 		}
-		out, err = s.save(ctx, tx, t, updateTask)
-		return err
+		return s.save(ctx, tx, t, updateTask)
 	})
-	if err != nil {
-		return taskgraph.Task{}, err
-	}
-	return out, nil
 }

@@ -1,3 +1,5 @@
+// Completing a task, and reporting the dependents the completion readies.
+
 package pgstore
 
 import (
@@ -20,42 +22,44 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		return taskgraph.Completion{}, err
 	}
 	result := set.Result
-	var c taskgraph.Completion
-	err = s.begin(ctx, func(tx pgx.Tx) error {
+	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Completion, error) {
 		t, deps, now, err := s.lockWithDependents(ctx, tx, id)
 		if err != nil {
-			return err
+			return taskgraph.Completion{}, err
 		}
 		if err := taskgraph.Rules.Complete(t, owner, result, now); err != nil {
-			return err
+			return taskgraph.Completion{}, err
 		}
 		st, err := s.statuses(ctx, tx, t.BlockedBy)
 		if err != nil {
-			return err
+			return taskgraph.Completion{}, err
 		}
 		if err := taskgraph.Rules.Blocked(t, st.status); err != nil {
-			return err
+			return taskgraph.Completion{}, err
 		}
+		var c taskgraph.Completion
 		if c.Task, err = s.save(ctx, tx, t, updateTask); err != nil {
-			return err
+			return taskgraph.Completion{}, err
 		}
-		if len(deps) == 0 {
-			return nil
-		}
-		ids := make([]taskgraph.ID, len(deps))
-		for i, d := range deps {
-			ids[i] = d.ID
-		}
-		rows, err := tx.Query(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = ANY($2)
-			AND status = 'pending' AND `+readyCondition+` ORDER BY id`, s.graph, int64s(ids))
-		if err != nil {
-			return err
-		}
-		c.Unblocked, err = pgx.AppendRows(c.Unblocked, rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanView(r) })
-		return err
+		c.Unblocked, err = s.unblocked(ctx, tx, deps)
+		return c, err
 	})
-	if err != nil {
-		return taskgraph.Completion{}, err
+}
+
+// unblocked returns, in id order, those of the dependents deps of a task
+// just completed that are pending with every blocker completed.
+func (s *Store) unblocked(ctx context.Context, tx pgx.Tx, deps []*taskgraph.Task) ([]taskgraph.Task, error) {
+	if len(deps) == 0 {
+		return nil, nil
 	}
-	return c, nil
+	ids := make([]taskgraph.ID, len(deps))
+	for i, d := range deps {
+		ids[i] = d.ID
+	}
+	rows, err := tx.Query(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = ANY($2)
+		AND status = 'pending' AND `+readyCondition+` ORDER BY id`, s.graph, int64s(ids))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.AppendRows([]taskgraph.Task(nil), rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanView(r) })
 }

@@ -1,3 +1,6 @@
+// Creating tasks, one or a plan at once: the ids they take, the keys that
+// make a create idempotent, and the edges they add into existing tasks.
+
 package pgstore
 
 import (
@@ -21,51 +24,31 @@ func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Tas
 	if err := taskgraph.Rules.CreateArgs(nt); err != nil { // before any SQL
 		return taskgraph.Task{}, err
 	}
-	var out taskgraph.Task
-	err := s.begin(ctx, func(tx pgx.Tx) error {
-		if len(nt.Blocks) > 0 { // edges into existing tasks: they may close a cycle
-			if err := s.serialise(ctx, tx); err != nil {
-				return err
-			}
-		}
-		refKeys, refIDs := taskgraph.Rules.PlanRefs([]taskgraph.NewTask{nt})
-		keys, err := s.keys(ctx, tx, refKeys)
+	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
+		keys, refIDs, err := s.refs(ctx, tx, []taskgraph.NewTask{nt})
 		if err != nil {
-			return err
+			return taskgraph.Task{}, err
 		}
 		if id, ok := taskgraph.Rules.Keyed(nt, keys.id); ok {
 			views, err := s.views(ctx, tx, []taskgraph.ID{id})
-			out = views[id]
-			return err
+			return views[id], err
 		}
 		// The id is taken in the transaction: a refused create rolls it
 		// back, an accepted one can never be allocated again.
-		first, now, err := s.allocate(ctx, tx, 1)
+		first, now, st, err := s.allocate(ctx, tx, 1, refIDs)
 		if err != nil {
-			return err
-		}
-		st, err := s.statuses(ctx, tx, refIDs)
-		if err != nil {
-			return err
+			return taskgraph.Task{}, err
 		}
 		t, err := taskgraph.Rules.Create(first, nt, now, st.exists, keys.id)
 		if err != nil {
-			return err
+			return taskgraph.Task{}, err
 		}
 		others, edits, err := s.reblock(ctx, tx, nt.Blocks, map[taskgraph.ID][]taskgraph.ID{}, t.ID, now)
 		if err != nil {
-			return err
+			return taskgraph.Task{}, err
 		}
-		if err := s.checkCycles(ctx, tx, append([]edit{{t: t, fresh: true}}, edits...)); err != nil {
-			return err
-		}
-		out, err = s.save(ctx, tx, t, insertTask, others...)
-		return err
+		return s.saveChecked(ctx, tx, edit{t: t, fresh: true}, others, edits)
 	})
-	if err != nil {
-		return taskgraph.Task{}, err
-	}
-	return out, nil
 }
 
 // CreatePlan implements taskgraph.Store: one transaction, the ids of the
@@ -77,89 +60,103 @@ func (s *Store) CreatePlan(ctx context.Context, nts []taskgraph.NewTask) ([]task
 	if err := taskgraph.Rules.PlanArgs(nts); err != nil { // before any SQL
 		return nil, err
 	}
-	var out []taskgraph.Task
-	err := s.begin(ctx, func(tx pgx.Tx) error {
-		for _, nt := range nts {
-			if len(nt.Blocks) > 0 {
-				if err := s.serialise(ctx, tx); err != nil {
-					return err
-				}
-				break
-			}
-		}
-		refKeys, refIDs := taskgraph.Rules.PlanRefs(nts)
-		keys, err := s.keys(ctx, tx, refKeys)
+	return transact(ctx, s, func(tx pgx.Tx) ([]taskgraph.Task, error) {
+		pl, now, err := s.plan(ctx, tx, nts)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		fresh := 0
-		for _, nt := range nts {
-			if _, ok := keys[nt.Key]; !ok {
-				fresh++
-			}
-		}
-		first, now, err := s.allocate(ctx, tx, fresh)
-		if err != nil {
-			return err
-		}
-		st, err := s.statuses(ctx, tx, refIDs)
-		if err != nil {
-			return err
-		}
-		pl, err := taskgraph.Rules.Plan(nts, first, now, st.exists, keys.id)
-		if err != nil {
-			return err
-		}
-		var others []*taskgraph.Task
-		var edits []edit
-		if len(pl.Blocked) > 0 {
-			if others, edits, err = s.reblock(ctx, tx, pl.Blocked, pl.Blockers, 0, now); err != nil {
-				return err
-			}
-		}
-		for _, t := range pl.New {
-			edits = append(edits, edit{t: t, fresh: true})
-		}
-		if err := s.checkCycles(ctx, tx, edits); err != nil {
-			return err
-		}
-		if err := stored(append(slices.Clone(pl.New), others...)...); err != nil {
-			return err
-		}
-		w := &writes{s: s}
-		for _, t := range pl.New {
-			w.put(insertTask, t)
-		}
-		for _, o := range others {
-			w.put(updateTask, o)
-		}
-		if err := w.send(ctx, tx); err != nil {
-			return err
+		if err := s.savePlan(ctx, tx, pl, now); err != nil {
+			return nil, err
 		}
 		views, err := s.views(ctx, tx, pl.IDs)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = make([]taskgraph.Task, len(pl.IDs))
+		out := make([]taskgraph.Task, len(pl.IDs))
 		for i, id := range pl.IDs {
 			out[i] = views[id]
 		}
-		return nil
+		return out, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
-// allocate takes n new ids of the graph and returns the first, with the
-// time of the operation. With n 0 it takes none.
-func (s *Store) allocate(ctx context.Context, tx pgx.Tx, n int) (taskgraph.ID, time.Time, error) {
+// plan reads what the Rulebook needs to plan nts, takes the ids of the
+// tasks it creates (those whose key no task has), and has it plan them. It
+// returns the plan with the time of the operation.
+func (s *Store) plan(ctx context.Context, tx pgx.Tx, nts []taskgraph.NewTask) (*taskgraph.Planned, time.Time, error) {
+	keys, refIDs, err := s.refs(ctx, tx, nts)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	fresh := 0
+	for _, nt := range nts {
+		if _, ok := keys[nt.Key]; !ok {
+			fresh++
+		}
+	}
+	first, now, st, err := s.allocate(ctx, tx, fresh, refIDs)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	pl, err := taskgraph.Rules.Plan(nts, first, now, st.exists, keys.id)
+	return pl, now, err
+}
+
+// savePlan adds the plan's edges into existing tasks, refuses the plan if
+// they close a cycle, and stores it: the new tasks, then the tasks they
+// block.
+func (s *Store) savePlan(ctx context.Context, tx pgx.Tx, pl *taskgraph.Planned, now time.Time) error {
+	others, edits, err := s.reblock(ctx, tx, pl.Blocked, pl.Blockers, 0, now)
+	if err != nil {
+		return err
+	}
+	for _, t := range pl.New {
+		edits = append(edits, edit{t: t, fresh: true})
+	}
+	if err := s.checkCycles(ctx, tx, edits); err != nil {
+		return err
+	}
+	if err := stored(append(slices.Clone(pl.New), others...)...); err != nil {
+		return err
+	}
+	w := &writes{s: s}
+	for _, t := range pl.New {
+		w.put(insertTask, t)
+	}
+	for _, o := range others {
+		w.put(updateTask, o)
+	}
+	return w.send(ctx, tx)
+}
+
+// refs takes the graph's lock if one of nts adds edges into existing tasks
+// (they may close a cycle), and returns the tasks nts refer to: those with
+// the keys they name, locked shared, and the ids they name.
+func (s *Store) refs(ctx context.Context, tx pgx.Tx, nts []taskgraph.NewTask) (keyMap, []taskgraph.ID, error) {
+	if slices.ContainsFunc(nts, func(nt taskgraph.NewTask) bool { return len(nt.Blocks) > 0 }) {
+		if err := s.serialise(ctx, tx); err != nil {
+			return nil, nil, err
+		}
+	}
+	refKeys, refIDs := taskgraph.Rules.PlanRefs(nts)
+	keys, err := s.keys(ctx, tx, refKeys)
+	return keys, refIDs, err
+}
+
+// allocate takes n new ids of the graph (with n 0, none), then reads the
+// status of each existing task of refIDs (statuses): what the Rulebook
+// decides a create by. It returns the first new id, the time of the
+// operation and the statuses.
+func (s *Store) allocate(ctx context.Context, tx pgx.Tx, n int, refIDs []taskgraph.ID) (taskgraph.ID, time.Time, statusMap, error) {
 	var next int64
 	var now time.Time
 	err := tx.QueryRow(ctx, `UPDATE taskgraph_graphs SET high_water = high_water + $3 WHERE name = $1 RETURNING high_water - $3 + 1, `+nowSQL(2),
 		s.graph, s.at(), int64(n)).Scan(&next, &now)
-	return taskgraph.ID(next), now.UTC(), err
+	if err != nil {
+		return 0, time.Time{}, nil, err
+	}
+	st, err := s.statuses(ctx, tx, refIDs)
+	return taskgraph.ID(next), now.UTC(), st, err
 }
 
 // keyMap maps keys to the ids of the tasks that have them.
@@ -206,35 +203,4 @@ func (s *Store) views(ctx context.Context, tx pgx.Tx, list []taskgraph.ID) (map[
 		out[t.ID] = t
 	}
 	return out, err
-}
-
-// reblock adds new ids to the BlockedBy of each task of blocks (which
-// exist: the Rulebook checked), once each, in order: the ids in add[d] for
-// task d, or id if there are none.
-func (s *Store) reblock(ctx context.Context, tx pgx.Tx, blocks []taskgraph.ID, add map[taskgraph.ID][]taskgraph.ID, id taskgraph.ID, now time.Time) ([]*taskgraph.Task, []edit, error) {
-	if len(blocks) == 0 {
-		return nil, nil, nil
-	}
-	locked, _, _, err := s.lockTasks(ctx, tx, nil, `id = ANY($3)`, int64s(blocks))
-	if err != nil {
-		return nil, nil, err
-	}
-	var others []*taskgraph.Task
-	var edits []edit
-	for _, d := range blocks {
-		o := locked[d]
-		if o == nil {
-			continue // named twice: done
-		}
-		delete(locked, d)
-		old := slices.Clone(o.BlockedBy)
-		ids := add[d]
-		if len(ids) == 0 {
-			ids = []taskgraph.ID{id}
-		}
-		taskgraph.Rules.Reblock(o, now, ids, nil)
-		others = append(others, o)
-		edits = append(edits, edit{t: o, old: old})
-	}
-	return others, edits, nil
 }

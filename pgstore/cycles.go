@@ -1,3 +1,6 @@
+// The cycle search over the table, and the count of backward edges by
+// which a write may skip it.
+
 package pgstore
 
 import (
@@ -11,11 +14,9 @@ import (
 	"github.com/taskgraph-dev/taskgraph/internal/graphpath"
 )
 
-// This file holds the cycle search over the table and the count of
-// backward edges. The search is the in-memory stores' (an overlay of the
-// write over the graph, a two-sided search per new edge, in the same
-// order), run level by level against the table, so that every store names
-// the same cycle.
+// The search is the in-memory stores' (an overlay of the write over the
+// graph, a two-sided search per new edge, in the same order), run level by
+// level against the table, so that every store names the same cycle.
 
 // edit is a task a write stores: its new version, and the BlockedBy of the
 // version it replaces (fresh: none; the task is not in the table yet).

@@ -1,3 +1,5 @@
+// Deleting a task, and detaching its dependents when asked to.
+
 package pgstore
 
 import (

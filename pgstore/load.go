@@ -1,3 +1,5 @@
+// Loading whole tasks, ids and all (taskgraph.Loader), in batches.
+
 package pgstore
 
 import (

@@ -1,3 +1,6 @@
+// The outcomes other than completion: failing and cancelling a task, and
+// reopening one that has finished.
+
 package pgstore
 
 import (
@@ -33,11 +36,10 @@ func (s *Store) Cancel(ctx context.Context, id taskgraph.ID, reason string) (tas
 // Locking the row is not enough: a claim that finds the row unlocked and
 // unchanged re-checks nothing.
 func (s *Store) Reopen(ctx context.Context, id taskgraph.ID) (taskgraph.Task, error) {
-	var out taskgraph.Task
-	err := s.begin(ctx, func(tx pgx.Tx) error {
+	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
 		t, deps, now, err := s.lockWithDependents(ctx, tx, id)
 		if err != nil {
-			return err
+			return taskgraph.Task{}, err
 		}
 		st := statusMap{}
 		ids := make([]taskgraph.ID, len(deps))
@@ -46,21 +48,16 @@ func (s *Store) Reopen(ctx context.Context, id taskgraph.ID) (taskgraph.Task, er
 		}
 		finished := t.Status == taskgraph.Completed
 		if err := taskgraph.Rules.Reopen(t, now, ids, st.status); err != nil {
-			return err
+			return taskgraph.Task{}, err
 		}
 		if finished && len(ids) > 0 {
 			// The same values: no notification (the trigger skips a write
 			// that changes nothing), no new rev, but a new row version.
 			if _, err := tx.Exec(ctx, `UPDATE taskgraph_tasks SET blocked_by = blocked_by WHERE graph = $1 AND id = ANY($2)`,
 				s.graph, int64s(ids)); err != nil {
-				return err
+				return taskgraph.Task{}, err
 			}
 		}
-		out, err = s.save(ctx, tx, t, updateTask)
-		return err
+		return s.save(ctx, tx, t, updateTask)
 	})
-	if err != nil {
-		return taskgraph.Task{}, err
-	}
-	return out, nil
 }

@@ -1,3 +1,5 @@
+// Reading the graph: one task (Get), a filtered list (List), the board.
+
 package pgstore
 
 import (

@@ -1,3 +1,6 @@
+// The mapping between tasks and rows: scanning, locking, saving. Nothing
+// here decides anything.
+
 package pgstore
 
 import (
@@ -11,9 +14,6 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph"
 )
-
-// This file holds the mapping between tasks and rows: scanning, locking,
-// saving. Nothing here decides anything.
 
 const columns = `id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
 	priority, labels, key, reason, result`

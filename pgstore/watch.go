@@ -1,3 +1,5 @@
+// Watching the graph: LISTEN/NOTIFY turned into taskgraph events.
+
 package pgstore
 
 import (
@@ -182,8 +184,6 @@ func (w *watcher) gather(ctx context.Context) (map[taskgraph.ID]bool, error) {
 	return touched, nil
 }
 
-// report sends the events that take the graph from what was last reported
-// to b, and reports whether the receiver is still there.
 // send sends one event, keeping the leases current with it, and reports
 // whether the receiver is still there.
 func (w *watcher) send(ctx context.Context, kind taskgraph.EventKind, t taskgraph.Task) bool {
@@ -197,6 +197,8 @@ func (w *watcher) send(ctx context.Context, kind taskgraph.EventKind, t taskgrap
 	}
 }
 
+// report sends the events that take the graph from what was last reported
+// to b, and reports whether the receiver is still there.
 func (w *watcher) report(ctx context.Context, touched map[taskgraph.ID]bool, b taskgraph.Board) bool {
 	send := func(kind taskgraph.EventKind, t taskgraph.Task) bool { return w.send(ctx, kind, t) }
 	now, ready := index(b)

@@ -1,0 +1,89 @@
+// How an operation runs its statements: in a transaction retried when
+// PostgreSQL aborts it, under the graph's lock, at one time for them all.
+
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// cleanupTimeout bounds the statements that clean up after an operation
+// (releasing a lock, UNLISTEN): they run even when the operation's context
+// is done, so they need a deadline of their own.
+const cleanupTimeout = 5 * time.Second
+
+// cleanupContext returns a context for cleaning up after an operation on
+// ctx: not cancelled with ctx, bounded by cleanupTimeout.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+// retry runs fn, which runs one statement or one transaction, again when
+// PostgreSQL resolves a deadlock or a serialisation failure by aborting it,
+// or refuses a key that a concurrent transaction stored first (the retry
+// then finds that task by its key). Every statement of the package runs
+// inside it.
+func retry(ctx context.Context, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && attempt < 20 && ctx.Err() == nil &&
+			(pe.Code == "40P01" || pe.Code == "40001" || pe.Code == "23505" && pe.ConstraintName == "taskgraph_tasks_key") {
+			continue
+		}
+		return err
+	}
+}
+
+// begin checks the store and ctx, and runs fn in a transaction, retrying it
+// when PostgreSQL resolves a deadlock or serialisation failure by aborting it.
+func (s *Store) begin(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	return retry(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
+}
+
+// transact runs fn in a transaction, as begin does, and returns what fn
+// returned in the attempt that committed; on failure, the zero value and
+// the error.
+func transact[T any](ctx context.Context, s *Store, fn func(tx pgx.Tx) (T, error)) (T, error) {
+	var out T
+	err := s.begin(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
+// serialise takes the graph's advisory lock until the transaction ends.
+func (s *Store) serialise(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.lockID)
+	return err
+}
+
+// at returns the time of an operation as a query parameter: the store's
+// clock, to the microsecond, or nil to have the query take the database's
+// clock_timestamp() (see nowSQL). Call it once per operation, so that
+// every statement of the operation decides by the same time.
+func (s *Store) at() *time.Time {
+	if s.clock == nil {
+		return nil
+	}
+	t := s.clock().UTC().Truncate(time.Microsecond)
+	return &t
+}
+
+// nowSQL is the time of an operation in a query whose parameter $N is at().
+func nowSQL(n int) string { return fmt.Sprintf("coalesce($%d::timestamptz, clock_timestamp())", n) }
