@@ -10,8 +10,8 @@ import (
 	tg "github.com/taskgraph-dev/taskgraph"
 )
 
-// The outcomes: Fail, Cancel, Reopen, Complete WithResult, and the
-// stranded partition of the board.
+// This file holds the cases of the outcomes: Fail, Cancel, Reopen,
+// Complete WithResult, and the stranded partition of the board.
 
 func claimed(t *testing.T, s tg.Store, subject, owner string, blockedBy ...tg.ID) tg.Task {
 	t.Helper()
@@ -179,9 +179,7 @@ func testReopen(t *testing.T, s tg.Store) {
 	require.NoError(t, err)
 	assert.Equal(t, []tg.ID{b.ID}, ids(board(t, s).Stranded))
 	got, err := s.Reopen(ctx, a.ID)
-	require.NoError(t, err)
-	assert.Equal(t, tg.Pending, got.Status)
-	assert.Equal(t, "", got.Owner)
+	requireStatusOwner(t, got, err, tg.Pending, "")
 	assert.Equal(t, "", got.Reason)
 	assert.True(t, got.ClaimedAt.IsZero())
 	bd := board(t, s)

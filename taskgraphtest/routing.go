@@ -15,7 +15,9 @@ import (
 	tg "github.com/taskgraph-dev/taskgraph"
 )
 
-// Priorities, labels, filters, keys and plans.
+// This file holds the cases of routing: priorities, labels, filters, keys
+// and plans; and the check of labelled agents (LabelledMix, DrainLabelled,
+// CheckLabelled), which a backend's own tests may run across processes.
 
 func prio(p tg.Priority) *tg.Priority { return &p }
 

@@ -29,6 +29,14 @@ import (
 	tg "github.com/taskgraph-dev/taskgraph"
 )
 
+// This file holds the conformance suite's entry points, Run and Watch; the
+// table of Run's cases and the helpers they share; and the cases of the
+// core contract: create, claim, complete, release, update, edges and
+// cycles, delete, leases, concurrency, Load, Close, limits, text, and a
+// watch across Close. The cases of routing are in routing.go, of the
+// outcomes in outcomes.go, Watch's further checks in lapse.go, and Agree,
+// the differential check against MemStore, in agree.go.
+
 // Run checks every rule of the Store contract. newStore must return a new,
 // empty store each time it is called; Run closes it.
 func Run(t *testing.T, newStore func(t *testing.T) tg.Store) {
@@ -111,6 +119,15 @@ func get(t *testing.T, s tg.Store, id tg.ID) tg.Task {
 	task, err := s.Get(ctx, id)
 	require.NoError(t, err)
 	return task
+}
+
+// requireStatusOwner requires the call that returned got and err to have
+// succeeded, leaving the task with status and owner.
+func requireStatusOwner(t *testing.T, got tg.Task, err error, status tg.Status, owner string) {
+	t.Helper()
+	require.NoError(t, err)
+	assert.Equal(t, status, got.Status)
+	assert.Equal(t, owner, got.Owner)
 }
 
 func testCreateGet(t *testing.T, s tg.Store) {
@@ -249,9 +266,7 @@ func testClaim(t *testing.T, s tg.Store) {
 	assert.ErrorIs(t, err, tg.ErrInvalid)
 
 	got, err := s.Claim(ctx, a.ID, "alice")
-	require.NoError(t, err)
-	assert.Equal(t, tg.InProgress, got.Status)
-	assert.Equal(t, "alice", got.Owner)
+	requireStatusOwner(t, got, err, tg.InProgress, "alice")
 	assert.False(t, got.ClaimedAt.IsZero())
 
 	_, err = s.Claim(ctx, a.ID, "bob")
@@ -341,9 +356,7 @@ func testRelease(t *testing.T, s tg.Store) {
 	_, err = s.Release(ctx, a.ID, "bob")
 	assert.ErrorIs(t, err, tg.ErrClaimed)
 	got, err := s.Release(ctx, a.ID, "alice")
-	require.NoError(t, err)
-	assert.Equal(t, tg.Pending, got.Status)
-	assert.Equal(t, "", got.Owner)
+	requireStatusOwner(t, got, err, tg.Pending, "")
 	got, err = s.ClaimNext(ctx, "bob")
 	require.NoError(t, err)
 	assert.Equal(t, a.ID, got.ID, "a released task is ready again")
