@@ -1,3 +1,6 @@
+// The edit command: a task opened in $EDITOR as JSON, and the edit saved
+// as one update that the store checks like any other, or refused and kept.
+
 package main
 
 import (
@@ -58,87 +61,35 @@ func flagsEdit(fs *flag.FlagSet) func(e *env) error {
 					return err
 				}
 			}
-			f, err := os.CreateTemp("", fmt.Sprintf("taskgraph-edit-%d-*.json", t.ID))
+			path, err := editFile(t.ID, text)
 			if err != nil {
 				return err
 			}
-			path := f.Name()
 			keep := false
 			defer func() {
 				if !keep {
 					os.Remove(path)
 				}
 			}()
-			_, err = f.Write(text)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-			editor := envOr("VISUAL", envOr("EDITOR", "vi"))
-			cmd := exec.CommandContext(e.ctx, "sh", "-c", editor+` "$1"`, "sh", path)
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, e.stderr
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("%s: %w; nothing changed", editor, err)
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
 			refused := func(err error) error {
 				keep = true
 				return fmt.Errorf("edit refused, nothing changed: %w\nYour edit is kept in %s; to try again from it: taskgraph edit %d --from %s", err, path, t.ID, path)
 			}
-			var after editable
-			dec := json.NewDecoder(bytes.NewReader(data))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&after); err != nil {
-				return refused(fmt.Errorf("the edited task is not valid JSON with the fields subject, description, status, owner, blockedBy and metadata (%v)", err))
+			data, err := e.runEditor(path)
+			if err != nil {
+				return err
 			}
-			after = normal(after)
+			after, err := parseEdit(data)
+			if err != nil {
+				return refused(err)
+			}
 			if reflect.DeepEqual(before, after) {
-				if e.json {
-					return e.printJSON(toJSON(t))
-				}
-				fmt.Fprintf(e.stdout, "No changes to #%d\n", t.ID)
-				return nil
+				return e.printChanged(t, nil, "No changes to #%d\n", t.ID)
 			}
-			p := taskgraph.Patch{IfRev: t.Rev}
-			if after.Subject != before.Subject {
-				p.Subject = &after.Subject
-			}
-			if after.Description != before.Description {
-				p.Description = &after.Description
-			}
-			if after.Status != before.Status {
-				p.Status = &after.Status
-			}
-			if after.Owner != before.Owner {
-				p.Owner = &after.Owner
-			}
-			if (p.Status != nil || p.Owner != nil) && t.Status == taskgraph.InProgress && t.Owner != e.owner && !*force {
-				return refused(e.held(&taskgraph.ClaimedError{ID: t.ID, Owner: t.Owner}, "saves the edit"))
-			}
-			for _, b := range after.BlockedBy {
-				if !slices.Contains(before.BlockedBy, b) {
-					p.AddBlockedBy = append(p.AddBlockedBy, b)
-				}
-			}
-			for _, b := range before.BlockedBy {
-				if !slices.Contains(after.BlockedBy, b) {
-					p.RemoveBlockedBy = append(p.RemoveBlockedBy, b)
-				}
-			}
-			if !reflect.DeepEqual(before.Metadata, after.Metadata) {
-				p.Metadata = map[string]any{}
-				for k, v := range after.Metadata {
-					p.Metadata[k] = v
-				}
-				for k := range before.Metadata {
-					if _, ok := after.Metadata[k]; !ok {
-						p.Metadata[k] = nil
-					}
+			p := patchOf(t.Rev, before, after)
+			if p.Status != nil || p.Owner != nil {
+				if err := e.refuseHeld(t, *force, "saves the edit"); err != nil {
+					return refused(err)
 				}
 			}
 			updated, err := s.Update(e.ctx, t.ID, p)
@@ -148,4 +99,86 @@ func flagsEdit(fs *flag.FlagSet) func(e *env) error {
 			return e.printChanged(updated, nil, "Saved #%d (rev %d)\n", updated.ID, updated.Rev)
 		})
 	}
+}
+
+// editFile writes text to a new temporary file for editing task id, and
+// returns its name.
+func editFile(id taskgraph.ID, text []byte) (string, error) {
+	f, err := os.CreateTemp("", fmt.Sprintf("taskgraph-edit-%d-*.json", id))
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// runEditor runs $VISUAL, else $EDITOR, else vi on the file at path, on
+// this terminal, and returns what it left there.
+func (e *env) runEditor(path string) ([]byte, error) {
+	editor := envOr("VISUAL", envOr("EDITOR", "vi"))
+	cmd := exec.CommandContext(e.ctx, "sh", "-c", editor+` "$1"`, "sh", path)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, e.stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %w; nothing changed", editor, err)
+	}
+	return os.ReadFile(path)
+}
+
+// parseEdit reads an edited task: the fields of editable and no others.
+func parseEdit(data []byte) (editable, error) {
+	var after editable
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&after); err != nil {
+		return editable{}, fmt.Errorf("the edited task is not valid JSON with the fields subject, description, status, owner, blockedBy and metadata (%v)", err)
+	}
+	return normal(after), nil
+}
+
+// patchOf returns the update that turns before into after, on the task at
+// revision rev: only the fields that changed, edges added and removed, and
+// metadata keys set or (absent from after) deleted.
+func patchOf(rev int64, before, after editable) taskgraph.Patch {
+	p := taskgraph.Patch{IfRev: rev}
+	if after.Subject != before.Subject {
+		p.Subject = &after.Subject
+	}
+	if after.Description != before.Description {
+		p.Description = &after.Description
+	}
+	if after.Status != before.Status {
+		p.Status = &after.Status
+	}
+	if after.Owner != before.Owner {
+		p.Owner = &after.Owner
+	}
+	for _, b := range after.BlockedBy {
+		if !slices.Contains(before.BlockedBy, b) {
+			p.AddBlockedBy = append(p.AddBlockedBy, b)
+		}
+	}
+	for _, b := range before.BlockedBy {
+		if !slices.Contains(after.BlockedBy, b) {
+			p.RemoveBlockedBy = append(p.RemoveBlockedBy, b)
+		}
+	}
+	if !reflect.DeepEqual(before.Metadata, after.Metadata) {
+		p.Metadata = map[string]any{}
+		for k, v := range after.Metadata {
+			p.Metadata[k] = v
+		}
+		for k := range before.Metadata {
+			if _, ok := after.Metadata[k]; !ok {
+				p.Metadata[k] = nil
+			}
+		}
+	}
+	return p
 }

@@ -1,57 +1,15 @@
+// The selection of list and ready: --status, --owned-by, --label, --ready
+// and --limit, and the tasks they pick.
+
 package main
 
 import (
 	"errors"
 	"flag"
 	"slices"
-	"strings"
 
 	"github.com/taskgraph-dev/taskgraph"
 )
-
-// stringList is a flag that takes strings, repeated or comma-separated.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, ",") }
-
-func (l *stringList) Set(v string) error {
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			*l = append(*l, f)
-		}
-	}
-	return nil
-}
-
-// priorityFlag is a priority given as P0 to P4 (or 0 to 4); unset, nil.
-type priorityFlag struct{ p *taskgraph.Priority }
-
-func (f *priorityFlag) String() string {
-	if f.p == nil {
-		return ""
-	}
-	return f.p.String()
-}
-
-func (f *priorityFlag) Set(v string) error {
-	p, err := taskgraph.ParsePriority(v)
-	if err != nil {
-		return reasonOf(err)
-	}
-	f.p = &p
-	return nil
-}
-
-// reasonOf returns the reason of an *InvalidError, without its field, for
-// a message that names the flag or argument itself; other errors as they
-// are.
-func reasonOf(err error) error {
-	var inv *taskgraph.InvalidError
-	if errors.As(err, &inv) {
-		return errors.New(inv.Reason)
-	}
-	return err
-}
 
 // listing is the selection of list and ready: filters and a limit.
 type listing struct {
@@ -111,6 +69,15 @@ func (l *listing) check() error {
 		}
 	}
 	return nil
+}
+
+// withListing checks l's flags and runs f on the store, for list and
+// ready, which take no arguments.
+func (e *env) withListing(l *listing, f func(s store) error) error {
+	if err := l.check(); err != nil {
+		return err
+	}
+	return e.withNoArgs(f)
 }
 
 // pick returns the tasks of ts that the listing selects, by id, at most

@@ -1,3 +1,7 @@
+// The task graph a command works on: found upward from the working
+// directory, named by --dir or $TASKGRAPH_DIR, or a --store graph; opened,
+// and read.
+
 package main
 
 import (
@@ -104,4 +108,72 @@ func openGraph(ctx context.Context, pool *pgxpool.Pool, graph string, create boo
 		return pgstore.Open(ctx, pool, graph)
 	}
 	return pgstore.Open(ctx, pool, graph, pgstore.WithoutCreate())
+}
+
+// store is what the commands need of a store; both backends have it all.
+type store interface {
+	taskgraph.Store
+	taskgraph.Loader
+	taskgraph.Watcher
+}
+
+// withStore opens the task graph — the directory found or named, or the
+// --store graph — runs f, and closes it. It never creates a graph: without
+// one it returns a noGraphError.
+func (e *env) withStore(f func(s store) error) error {
+	if e.storeURL == "" {
+		dir, err := e.taskDir()
+		if err != nil {
+			return err
+		}
+		s, err := openDir(dir, false)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return f(s)
+	}
+	return e.withPostgres(false, func(s store, _ bool) error { return f(s) })
+}
+
+// withPostgres opens the --store graph, creating it if create is set, and
+// runs f with it and whether it was created.
+func (e *env) withPostgres(create bool, f func(s store, created bool) error) error {
+	pool, err := pgxpool.New(e.ctx, e.storeURL)
+	if err != nil {
+		return fmt.Errorf("--store: %w", err)
+	}
+	defer pool.Close()
+	s, err := openGraph(e.ctx, pool, e.graph, false)
+	created := false
+	if errors.Is(err, taskgraph.ErrNotFound) {
+		if !create {
+			return noGraphError{fmt.Sprintf("no graph %q in the --store database; run `taskgraph init` with the same --store and --graph", e.graph)}
+		}
+		s, err = openGraph(e.ctx, pool, e.graph, true)
+		created = true
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return f(s, created)
+}
+
+// where names the store for messages.
+func (e *env) where() string {
+	if e.storeURL != "" {
+		return fmt.Sprintf("graph %q", e.graph)
+	}
+	if dir, err := e.taskDir(); err == nil {
+		return dir
+	}
+	return e.dir
+}
+
+// readFailed reports whether a read of the graph failed: an error other
+// than taskgraph.ErrCorrupt, which comes with every task that could be
+// read, and the command goes on with those.
+func readFailed(err error) bool {
+	return err != nil && !errors.Is(err, taskgraph.ErrCorrupt)
 }

@@ -1,7 +1,9 @@
+// The graph command: the dependency graph drawn in Mermaid or dot, as
+// waves and the critical path in text, or as JSON.
+
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"sort"
@@ -21,7 +23,7 @@ func flagsGraph(fs *flag.FlagSet) func(e *env) error {
 		}
 		return e.withStore(func(s store) error {
 			all, err := s.List(e.ctx)
-			if err != nil && !errors.Is(err, taskgraph.ErrCorrupt) {
+			if readFailed(err) {
 				return err
 			}
 			la, lerr := lookAhead(all)

@@ -29,8 +29,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/agenttools"
 )
@@ -191,6 +189,11 @@ func (h heldError) Error() string { return h.err.Error() + "\nhint: " + h.hint }
 
 func (h heldError) Unwrap() error { return h.err }
 
+// errQuiet ends a command with an exit status and no message.
+type errQuiet struct{ code int }
+
+func (e errQuiet) Error() string { return "" }
+
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" && len(args) == 1 {
 		fmt.Fprint(stdout, usage)
@@ -212,8 +215,29 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "taskgraph: unknown command %q\nRun 'taskgraph help' for usage.\n", name)
 		return exitUsage
 	}
+	e, do := newEnv(ctx, name, cmd, stdin, stdout, stderr)
+	pos, err := parseInterspersed(e.fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "usage: taskgraph %s %s\n\n%s\n\nFlags:\n", name, cmd.args, cmd.help)
+		e.fs.SetOutput(stdout)
+		e.fs.PrintDefaults()
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "usage: taskgraph %s %s\nRun 'taskgraph help %s' for details.\n", name, cmd.args, name)
+		return exitUsage
+	}
+	e.args = pos
+	e.settle()
+	return exitCode(stderr, name, cmd, do(e))
+}
+
+// newEnv returns the env of command name, its flags defined (those of
+// every command, then its own) but not parsed, and the function that runs
+// it.
+func newEnv(ctx context.Context, name string, cmd command, stdin io.Reader, stdout, stderr io.Writer) (*env, func(e *env) error) {
 	fs := flag.NewFlagSet("taskgraph "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr) // parse errors; help goes to stdout below
+	fs.SetOutput(stderr) // parse errors; help goes to stdout in run
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fs: fs}
 	fs.StringVar(&e.dir, "dir", "", "task `DIR`ectory (default $TASKGRAPH_DIR, else the nearest .tasks here or in a parent)")
 	fs.StringVar(&e.storeURL, "store", os.Getenv("TASKGRAPH_STORE"), "PostgreSQL `URL` to use instead of a directory")
@@ -222,19 +246,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.BoolVar(&e.json, "json", false, "machine-readable output")
 	do := cmd.flags(fs)
 	fs.Usage = func() {}
-	pos, err := parseInterspersed(fs, args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stdout, "usage: taskgraph %s %s\n\n%s\n\nFlags:\n", name, cmd.args, cmd.help)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "usage: taskgraph %s %s\nRun 'taskgraph help %s' for details.\n", name, cmd.args, name)
-		return exitUsage
-	}
-	e.args = pos
-	fs.Visit(func(f *flag.Flag) {
+	return e, do
+}
+
+// settle completes e once its flags are parsed: which of them were given,
+// and the environment's values and the defaults of the others.
+func (e *env) settle() {
+	e.fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "dir":
 			e.dirFrom = "--dir"
@@ -251,8 +269,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !e.ownerSet {
 		e.owner = defaultOwner()
 	}
-	e.color = isTerminal(stdout) && os.Getenv("NO_COLOR") == ""
-	err = do(e)
+	e.color = isTerminal(e.stdout) && os.Getenv("NO_COLOR") == ""
+}
+
+// exitCode says what went wrong, if anything, on stderr, and returns the
+// exit status for err, which command name returned.
+func exitCode(stderr io.Writer, name string, cmd command, err error) int {
 	var ue usageError
 	var quiet errQuiet
 	var ng noGraphError
@@ -483,96 +505,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// store is what the commands need of a store; both backends have it all.
-type store interface {
-	taskgraph.Store
-	taskgraph.Loader
-	taskgraph.Watcher
-}
-
-// withStore opens the task graph — the directory found or named, or the
-// --store graph — runs f, and closes it. It never creates a graph: without
-// one it returns a noGraphError.
-func (e *env) withStore(f func(s store) error) error {
-	if e.storeURL == "" {
-		dir, err := e.taskDir()
-		if err != nil {
-			return err
-		}
-		s, err := openDir(dir, false)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		return f(s)
-	}
-	return e.withPostgres(false, func(s store, _ bool) error { return f(s) })
-}
-
-// withPostgres opens the --store graph, creating it if create is set, and
-// runs f with it and whether it was created.
-func (e *env) withPostgres(create bool, f func(s store, created bool) error) error {
-	pool, err := pgxpool.New(e.ctx, e.storeURL)
-	if err != nil {
-		return fmt.Errorf("--store: %w", err)
-	}
-	defer pool.Close()
-	s, err := openGraph(e.ctx, pool, e.graph, false)
-	created := false
-	if errors.Is(err, taskgraph.ErrNotFound) {
-		if !create {
-			return noGraphError{fmt.Sprintf("no graph %q in the --store database; run `taskgraph init` with the same --store and --graph", e.graph)}
-		}
-		s, err = openGraph(e.ctx, pool, e.graph, true)
-		created = true
-	}
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	return f(s, created)
-}
-
-// where names the store for messages.
-func (e *env) where() string {
-	if e.storeURL != "" {
-		return fmt.Sprintf("graph %q", e.graph)
-	}
-	if dir, err := e.taskDir(); err == nil {
-		return dir
-	}
-	return e.dir
-}
-
-func (e *env) wantArgs(n int) error {
-	if len(e.args) != n {
-		return usagef("want %d argument(s), got %d", n, len(e.args))
-	}
-	return nil
-}
-
-// parseID reads a task id argument (taskgraph.ParseID); a bad one is a
-// usage error.
-func parseID(s string) (taskgraph.ID, error) {
-	id, err := taskgraph.ParseID(s)
-	if err != nil {
-		return 0, usageError{reasonOf(err).Error()}
-	}
-	return id, nil
-}
-
-// idList is a flag that takes ids, repeated or comma-separated.
-type idList []taskgraph.ID
-
-func (l *idList) String() string { return agenttools.FormatIDs(*l) }
-
-func (l *idList) Set(v string) error {
-	ids, err := taskgraph.ParseIDs(v)
-	if err != nil {
-		return reasonOf(err)
-	}
-	*l = append(*l, ids...)
-	return nil
 }

@@ -1,0 +1,193 @@
+// The commands that move a task through its life: claim and next, done,
+// fail and cancel, reopen, release and renew; and who may act on a task
+// someone else holds.
+
+package main
+
+import (
+	"flag"
+	"time"
+
+	"github.com/taskgraph-dev/taskgraph"
+)
+
+func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
+	return func(fs *flag.FlagSet) func(e *env) error {
+		lease := leaseFlag(fs, "lease the claim for this `DURATION` (e.g. 30m); renew it with taskgraph renew")
+		var labels stringList
+		if next {
+			fs.Var(&labels, "label", "take only a task with this `LABEL` (repeat or comma-separate: all of them)")
+		}
+		return func(e *env) error {
+			if err := lease.check(); err != nil {
+				return err
+			}
+			var opts []taskgraph.ClaimOption
+			if lease.d > 0 {
+				opts = append(opts, taskgraph.WithLease(lease.d))
+			}
+			if len(labels) > 0 {
+				opts = append(opts, taskgraph.WithLabels(labels...))
+			}
+			var id taskgraph.ID
+			var err error
+			if next {
+				err = e.wantArgs(0)
+			} else {
+				id, err = e.oneID()
+			}
+			if err != nil {
+				return err
+			}
+			return e.withStore(func(s store) error {
+				var t taskgraph.Task
+				if next {
+					t, err = s.ClaimNext(e.ctx, e.owner, opts...)
+				} else {
+					t, err = s.Claim(e.ctx, id, e.owner, opts...)
+				}
+				return e.printChanged(t, e.held(err, ""), "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner)
+			})
+		}
+	}
+}
+
+// flagsForce gives a command --force, for acting on a task that someone
+// else holds.
+func flagsForce(f func(e *env, force bool) error) func(fs *flag.FlagSet) func(e *env) error {
+	return func(fs *flag.FlagSet) func(e *env) error {
+		force := forceFlag(fs, "act on")
+		return func(e *env) error { return f(e, *force) }
+	}
+}
+
+// holder is the owner a command insists on: the user, or no one with
+// --force.
+func (e *env) holder(force bool) string {
+	if force {
+		return ""
+	}
+	return e.owner
+}
+
+// refuseHeld refuses to act on t when it is in progress under someone
+// else's name and force is not set; what names what --force would do
+// ("cancels it"): for the store calls that take no holder to check
+// (cancel, delete, an edit's update).
+func (e *env) refuseHeld(t taskgraph.Task, force bool, what string) error {
+	if t.Status == taskgraph.InProgress && t.Owner != e.owner && !force {
+		return e.held(&taskgraph.ClaimedError{ID: t.ID, Owner: t.Owner}, what)
+	}
+	return nil
+}
+
+func flagsDone(fs *flag.FlagSet) func(e *env) error {
+	force := forceFlag(fs, "act on")
+	result := fs.String("result", "", "record `TEXT` on the task: what was done, for whoever comes after")
+	return func(e *env) error { return cmdDone(e, *force, *result) }
+}
+
+func cmdDone(e *env, force bool, result string) error {
+	var opts []taskgraph.CompleteOption
+	if result != "" {
+		opts = append(opts, taskgraph.WithResult(result))
+	}
+	return e.withID(func(s store, id taskgraph.ID) error {
+		c, err := s.Complete(e.ctx, id, e.holder(force), opts...)
+		if err != nil {
+			return e.held(err, "completes it")
+		}
+		return e.printCompleted(c)
+	})
+}
+
+func flagsFail(fs *flag.FlagSet) func(e *env) error {
+	return endFlags(fs, "fail", "Failed", func(e *env, s store, id taskgraph.ID, reason string, force bool) (taskgraph.Task, error) {
+		t, err := s.Fail(e.ctx, id, e.holder(force), reason)
+		return t, e.held(err, "fails it")
+	})
+}
+
+func flagsCancel(fs *flag.FlagSet) func(e *env) error {
+	return endFlags(fs, "cancel", "Cancelled", func(e *env, s store, id taskgraph.ID, reason string, force bool) (taskgraph.Task, error) {
+		t, err := s.Get(e.ctx, id)
+		if err != nil {
+			return t, err
+		}
+		if err := e.refuseHeld(t, force, "cancels it"); err != nil {
+			return t, err
+		}
+		return s.Cancel(e.ctx, id, reason)
+	})
+}
+
+// endFlags makes fail or cancel, which end a task with a reason: ID REASON
+// and --force (its help begins with what), end run on the store, then the
+// task reported under verb with the tasks it strands.
+func endFlags(fs *flag.FlagSet, what, verb string, end func(e *env, s store, id taskgraph.ID, reason string, force bool) (taskgraph.Task, error)) func(e *env) error {
+	force := forceFlag(fs, what)
+	return func(e *env) error {
+		id, reason, err := e.idAndReason()
+		if err != nil {
+			return err
+		}
+		return e.withStore(func(s store) error {
+			t, err := end(e, s, id, reason, *force)
+			if err != nil {
+				return err
+			}
+			stranded, err := e.stranded(s, t.ID)
+			if err != nil {
+				return err
+			}
+			return e.printOutcome(verb, t, stranded)
+		})
+	}
+}
+
+// stranded returns the tasks that cause strands, as of now, in s.
+func (e *env) stranded(s store, cause taskgraph.ID) ([]taskgraph.Task, error) {
+	b, err := s.Board(e.ctx)
+	if readFailed(err) {
+		return nil, err
+	}
+	var out []taskgraph.Task
+	for _, t := range b.Stranded {
+		if b.StrandedBy[t.ID] == cause {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func cmdReopen(e *env) error {
+	return e.withID(func(s store, id taskgraph.ID) error {
+		t, err := s.Reopen(e.ctx, id)
+		return e.printChanged(t, err, "Reopened #%d: %s\n", t.ID, t.Subject)
+	})
+}
+
+func cmdRelease(e *env, force bool) error {
+	return e.withID(func(s store, id taskgraph.ID) error {
+		t, err := s.Release(e.ctx, id, e.holder(force))
+		return e.printChanged(t, e.held(err, "releases it"), "Released #%d: %s\n", t.ID, t.Subject)
+	})
+}
+
+func cmdRenew(e *env) error {
+	ids, err := e.argIDs(2, 0)
+	if err != nil {
+		return err
+	}
+	ttl, err := taskgraph.ParseLease(e.args[1])
+	if err == nil {
+		err = taskgraph.Rules.RenewArgs(ttl)
+	}
+	if err != nil {
+		return usagef("%s: %v", e.args[1], reasonOf(err))
+	}
+	return e.withStore(func(s store) error {
+		t, err := s.Renew(e.ctx, ids[0], e.owner, ttl)
+		return e.printChanged(t, e.held(err, ""), "Renewed #%d until %s\n", t.ID, t.LeaseExpiresAt.Local().Format(time.RFC3339))
+	})
+}

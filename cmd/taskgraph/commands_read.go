@@ -1,0 +1,126 @@
+// The commands that read the graph and change nothing: list, ready, show,
+// explain, check, watch and export.
+
+package main
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/taskgraph-dev/taskgraph"
+)
+
+func flagsList(fs *flag.FlagSet) func(e *env) error {
+	f := listFlags(fs, true)
+	return func(e *env) error {
+		return e.withListing(f, func(s store) error {
+			all, err := s.List(e.ctx)
+			if readFailed(err) {
+				return err
+			}
+			v := viewOf(all)
+			shown, more := f.pick(all, v)
+			if perr := e.printListed(all, shown, more, v); perr != nil {
+				return perr
+			}
+			return err // corrupt files: listed the rest, then say so
+		})
+	}
+}
+
+func flagsReady(fs *flag.FlagSet) func(e *env) error {
+	f := listFlags(fs, false)
+	return func(e *env) error {
+		f.ready = true
+		return e.withListing(f, func(s store) error {
+			b, err := s.Board(e.ctx)
+			if readFailed(err) {
+				return err
+			}
+			v := viewOfBoard(b)
+			shown, more := f.pick(b.Ready, v)
+			if perr := e.printPicked(shown, more, v); perr != nil {
+				return perr
+			}
+			if err == nil && len(shown) == 0 {
+				e.printNoneReady(f.labels, b)
+				return errQuiet{exitUnavailable}
+			}
+			return err
+		})
+	}
+}
+
+func cmdShow(e *env) error {
+	return e.withTask(func(s store, t taskgraph.Task) error { return e.printTask(s, t) })
+}
+
+func cmdExplain(e *env) error {
+	return e.withID(func(s store, id taskgraph.ID) error {
+		all, err := s.List(e.ctx)
+		if readFailed(err) {
+			return err
+		}
+		ex, err := taskgraph.Explain(all, id, time.Now())
+		if err != nil {
+			return err
+		}
+		return e.printExplanation(id, ex)
+	})
+}
+
+func cmdCheck(e *env) error {
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	if e.storeURL != "" {
+		return usagef("check reads a task directory; a --store database enforces the same rules with constraints")
+	}
+	dir, err := e.taskDir()
+	if err != nil {
+		return err
+	}
+	problems, err := taskgraph.Check(e.ctx, dir)
+	if err != nil {
+		return err
+	}
+	// Which protocol a store on dir chooses, and why (Open reads nothing
+	// of the directory: it only looks at its filesystem).
+	var durability taskgraph.Durability
+	if s, err := taskgraph.Open(dir, taskgraph.WithoutCreate()); err == nil {
+		durability = s.Durability()
+		s.Close()
+	}
+	if err := e.printProblems(dir, problems, durability); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return errQuiet{exitError}
+	}
+	return nil
+}
+
+func cmdWatch(e *env) error {
+	return e.withNoArgs(func(s store) error {
+		events, err := s.Watch(e.ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "Watching %s (interrupt to stop)\n", e.where())
+		for ev := range events {
+			e.printEvent(ev)
+		}
+		return nil
+	})
+}
+
+func cmdExport(e *env) error {
+	return e.withNoArgs(func(s store) error {
+		all, err := s.List(e.ctx)
+		if err != nil {
+			return err // an export must be whole
+		}
+		return e.printJSON(toJSONs(all))
+	})
+}

@@ -1,0 +1,198 @@
+// The commands that make a task graph and change what it holds: init, add,
+// plan, dep and delete. (edit and import have files of their own.)
+
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
+)
+
+func cmdInit(e *env) error {
+	if err := e.wantArgs(0); err != nil {
+		return err
+	}
+	if e.storeURL != "" {
+		return e.withPostgres(true, func(s store, created bool) error {
+			return e.printInit(initJSON{Graph: e.graph, Created: created})
+		})
+	}
+	dir := e.initDir()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	_, statErr := os.Stat(dir)
+	created := errors.Is(statErr, os.ErrNotExist)
+	var shadowed string
+	if created && e.dirFrom == "" {
+		if wd, err := os.Getwd(); err == nil {
+			shadowed, _ = findTasks(wd)
+		}
+	}
+	s, err := openDir(dir, true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := s.List(e.ctx); readFailed(err) {
+		return err
+	}
+	if shadowed != "" {
+		fmt.Fprintf(e.stderr, "note: commands run under %s now use this graph, not %s\n", filepath.Dir(abs), shadowed)
+	}
+	return e.printInit(initJSON{Dir: abs, Created: created})
+}
+
+func flagsAdd(fs *flag.FlagSet) func(e *env) error {
+	desc := fs.String("desc", "", "description")
+	var after, blocks idList
+	fs.Var(&after, "after", "`ID`s this task is blocked by (repeat or comma-separate)")
+	fs.Var(&blocks, "blocks", "`ID`s this task blocks")
+	var priority priorityFlag
+	fs.Var(&priority, "priority", "`P0` (most urgent) to P4; default P2")
+	var labels stringList
+	fs.Var(&labels, "label", "a `LABEL` for the task (repeat or comma-separate)")
+	key := fs.String("key", "", "a `KEY` naming the task, unique in the graph: adding it again adds nothing")
+	return func(e *env) error {
+		if len(e.args) != 1 {
+			return usagef("want the subject as one argument (quote it)")
+		}
+		return e.withStore(func(s store) error {
+			existed := false
+			if *key != "" {
+				all, err := s.List(e.ctx)
+				if readFailed(err) {
+					return err
+				}
+				existed = slices.ContainsFunc(all, func(t taskgraph.Task) bool { return t.Key == *key })
+			}
+			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks,
+				Priority: priority.p, Labels: labels, Key: *key})
+			if err != nil {
+				return err
+			}
+			return e.printAdded(s, t, existed)
+		})
+	}
+}
+
+// maxPlanFile is the largest plan file, in bytes, that plan reads.
+const maxPlanFile = 64 << 20
+
+func cmdPlan(e *env) error {
+	if err := e.wantArgs(1); err != nil {
+		return usagef("want a plan FILE (or - for stdin)")
+	}
+	r, err := e.openInput(e.args[0])
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	// Read at most maxPlanFile (and a byte, to tell): /dev/zero or an
+	// endless pipe is refused instead of read until memory runs out.
+	data, err := io.ReadAll(io.LimitReader(r, maxPlanFile+1))
+	if err != nil {
+		return err
+	}
+	if len(data) > maxPlanFile {
+		return fmt.Errorf("%s: the plan is larger than %d MiB: split it into several plans (tasks of one may name those of another by key)", e.args[0], maxPlanFile>>20)
+	}
+	plan, err := agenttools.ParsePlan(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.args[0], err)
+	}
+	return e.withStore(func(s store) error {
+		before, err := s.List(e.ctx)
+		if readFailed(err) {
+			return err
+		}
+		existed := map[string]bool{}
+		for _, t := range before {
+			if t.Key != "" {
+				existed[t.Key] = true
+			}
+		}
+		tasks, err := s.CreatePlan(e.ctx, plan)
+		if err != nil {
+			return err
+		}
+		return e.printPlanned(s, tasks, existed)
+	})
+}
+
+func cmdDep(e *env) error {
+	ids, err := e.argIDs(3, 1, 2)
+	if err != nil {
+		return err
+	}
+	id, blocker := ids[0], ids[1]
+	add := false
+	switch e.args[0] {
+	case "add":
+		add = true
+	case "rm", "remove":
+	default:
+		return usagef("%q: want add or rm", e.args[0])
+	}
+	return e.withStore(func(s store) error {
+		for try := 1; ; try++ {
+			t, err := s.Get(e.ctx, id)
+			if err != nil {
+				return err
+			}
+			has := slices.Contains(t.BlockedBy, blocker)
+			var p taskgraph.Patch
+			switch {
+			case add && has:
+				return e.printChanged(t, nil, "#%d already depends on #%d; nothing changed\n", id, blocker)
+			case !add && !has:
+				return fmt.Errorf("#%d is not blocked by #%d (it depends on %s); nothing changed", id, blocker, agenttools.FormatIDs(t.BlockedBy))
+			case add:
+				p.AddBlockedBy = []taskgraph.ID{blocker}
+			default:
+				p.RemoveBlockedBy = []taskgraph.ID{blocker}
+			}
+			p.IfRev = t.Rev
+			t, err = s.Update(e.ctx, id, p)
+			if errors.Is(err, taskgraph.ErrConflict) && try < 5 {
+				continue
+			}
+			if add {
+				return e.printChanged(t, err, "#%d is now blocked by #%d\n", id, blocker)
+			}
+			return e.printChanged(t, err, "#%d is no longer blocked by #%d\n", id, blocker)
+		}
+	})
+}
+
+func flagsDelete(fs *flag.FlagSet) func(e *env) error {
+	detach := fs.Bool("detach", false, "also remove this task from the blockedBy of the tasks that depend on it")
+	force := forceFlag(fs, "delete")
+	return func(e *env) error {
+		var opts []taskgraph.DeleteOption
+		if *detach {
+			opts = append(opts, taskgraph.Detach())
+		}
+		return e.withTask(func(s store, t taskgraph.Task) error {
+			if err := e.refuseHeld(t, *force, "deletes it"); err != nil {
+				return err
+			}
+			if len(t.Blocks) > 0 && !*detach {
+				return fmt.Errorf("tasks %s depend on #%d: remove those edges first (taskgraph dep rm), or delete with --detach", agenttools.FormatIDs(t.Blocks), t.ID)
+			}
+			if err := s.Delete(e.ctx, t.ID, opts...); err != nil {
+				return err
+			}
+			return e.printDeleted(t)
+		})
+	}
+}

@@ -1,0 +1,286 @@
+// How each command reports what it did or found: its lines of text, or
+// the JSON object --json prints instead.
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
+)
+
+// initJSON is init's report: the directory, or with --store the graph.
+type initJSON struct {
+	Dir     string `json:"dir,omitempty"`
+	Graph   string `json:"graph,omitempty"`
+	Created bool   `json:"created"`
+}
+
+// printInit reports init: the task graph created, or found already there.
+func (e *env) printInit(r initJSON) error {
+	if e.json {
+		return e.printJSON(r)
+	}
+	switch {
+	case e.storeURL != "" && r.Created:
+		fmt.Fprintf(e.stdout, "Initialized empty task graph %q\n", r.Graph)
+	case e.storeURL != "":
+		fmt.Fprintf(e.stdout, "Task graph %q already exists\n", r.Graph)
+	case r.Created:
+		fmt.Fprintf(e.stdout, "Initialized empty task graph in %s\n", r.Dir)
+	default:
+		fmt.Fprintf(e.stdout, "Task graph already in %s\n", r.Dir)
+	}
+	return nil
+}
+
+// printAdded reports add: the task created with its open blockers, or the
+// task that already had its key.
+func (e *env) printAdded(s store, t taskgraph.Task, existed bool) error {
+	if e.json {
+		return e.printJSON(toJSON(t))
+	}
+	if existed {
+		fmt.Fprintf(e.stdout, "#%d already has key %q: %s (nothing added)\n", t.ID, t.Key, t.Subject)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "Created #%d: %s", t.ID, t.Subject)
+	if open := agenttools.OpenBlockers(t, e.blockerStatuses(s, t)); len(open) > 0 {
+		fmt.Fprintf(e.stdout, " (blocked by: %s)", agenttools.FormatIDs(open))
+	}
+	fmt.Fprintln(e.stdout)
+	return nil
+}
+
+// printListed reports list: the tasks shown of all, or why there are none.
+// A limit leaves more out only when it shows some.
+func (e *env) printListed(all, shown []taskgraph.Task, more int, v view) error {
+	if len(shown) == 0 && !e.json {
+		if len(all) == 0 {
+			fmt.Fprintln(e.stdout, "No tasks.")
+		} else {
+			fmt.Fprintln(e.stdout, "No tasks match.")
+		}
+		return nil
+	}
+	return e.printPicked(shown, more, v)
+}
+
+// printNoneReady says on stderr, unless --json, that no task (with labels)
+// is ready, and where the others stand.
+func (e *env) printNoneReady(labels []string, b taskgraph.Board) {
+	if e.json {
+		return
+	}
+	what := "No task is ready"
+	if len(labels) > 0 {
+		what = "No task with labels " + strings.Join(labels, ", ") + " is ready"
+	}
+	fmt.Fprintf(e.stderr, "%s (%d blocked, %d in progress, %d stranded by a failed or cancelled task).\n", what, len(b.Blocked), len(b.InProgress), len(b.Stranded))
+}
+
+// printCompleted reports done: the task, and the tasks it made ready.
+func (e *env) printCompleted(c taskgraph.Completion) error {
+	if e.json {
+		return e.printJSON(struct {
+			Task      taskJSON   `json:"task"`
+			Unblocked []taskJSON `json:"unblocked"`
+		}{toJSON(c.Task), toJSONs(c.Unblocked)})
+	}
+	fmt.Fprintf(e.stdout, "Completed #%d: %s\n", c.Task.ID, c.Task.Subject)
+	if len(c.Unblocked) > 0 {
+		fmt.Fprintf(e.stdout, "Unblocked: %s\n", taskNames(c.Unblocked))
+	}
+	return nil
+}
+
+// printOutcome reports fail and cancel (verb): the task, and the tasks it
+// strands.
+func (e *env) printOutcome(verb string, t taskgraph.Task, stranded []taskgraph.Task) error {
+	if e.json {
+		return e.printJSON(struct {
+			Task     taskJSON   `json:"task"`
+			Stranded []taskJSON `json:"stranded"`
+		}{toJSON(t), toJSONs(stranded)})
+	}
+	fmt.Fprintf(e.stdout, "%s #%d: %s (%s)\n", verb, t.ID, t.Subject, t.Reason)
+	if len(stranded) > 0 {
+		fmt.Fprintf(e.stdout, "Cannot start until #%d is reopened: %s\n", t.ID, taskNames(stranded))
+	}
+	return nil
+}
+
+// printDeleted reports delete: the task, and the tasks it blocked, which
+// it no longer blocks.
+func (e *env) printDeleted(t taskgraph.Task) error {
+	detached := t.Blocks
+	if detached == nil {
+		detached = []taskgraph.ID{}
+	}
+	if e.json {
+		return e.printJSON(struct {
+			Deleted  taskgraph.ID   `json:"deleted"`
+			Detached []taskgraph.ID `json:"detached"`
+		}{t.ID, detached})
+	}
+	fmt.Fprintf(e.stdout, "Deleted #%d: %s", t.ID, t.Subject)
+	if len(detached) > 0 {
+		fmt.Fprintf(e.stdout, " (no longer blocks %s)", agenttools.FormatIDs(detached))
+	}
+	fmt.Fprintln(e.stdout)
+	return nil
+}
+
+// problemJSON is a problem check found, as --json prints it.
+type problemJSON struct {
+	Kind    taskgraph.ProblemKind `json:"kind"`
+	Path    string                `json:"path"`
+	ID      taskgraph.ID          `json:"id,omitempty"`
+	Message string                `json:"message"`
+}
+
+// printProblems reports check on dir: its problems, and which durability
+// protocol a store on it chooses (none known: Protocol "").
+func (e *env) printProblems(dir string, problems []taskgraph.Problem, durability taskgraph.Durability) error {
+	if e.json {
+		out := []problemJSON{}
+		for _, p := range problems {
+			out = append(out, problemJSON{p.Kind, p.Path, p.ID, describe(errors.New(p.Message))})
+		}
+		return e.printJSON(out)
+	}
+	for _, p := range problems {
+		fmt.Fprintln(e.stdout, describe(errors.New(p.String())))
+	}
+	if len(problems) == 0 {
+		fmt.Fprintf(e.stdout, "%s: no problems\n", dir)
+	}
+	if durability.Protocol != "" {
+		fmt.Fprintf(e.stdout, "durability: %s\n", durability)
+	}
+	return nil
+}
+
+// blockerJSON is a task an explained task waits on, as --json prints it.
+type blockerJSON struct {
+	ID        taskgraph.ID     `json:"id"`
+	Subject   string           `json:"subject"`
+	Status    taskgraph.Status `json:"status"`
+	Owner     string           `json:"owner,omitempty"`
+	LeaseLeft string           `json:"leaseLeft,omitempty"`
+}
+
+// printExplanation reports explain of task id: where it stands, and each
+// task it waits on with its owner and lease.
+func (e *env) printExplanation(id taskgraph.ID, ex taskgraph.Explanation) error {
+	if e.json {
+		out := struct {
+			ID         taskgraph.ID    `json:"id"`
+			State      taskgraph.State `json:"state"`
+			Waiting    []blockerJSON   `json:"waiting"`
+			Missing    []taskgraph.ID  `json:"missing"`
+			StrandedBy taskgraph.ID    `json:"strandedBy,omitempty"`
+			Text       string          `json:"text"`
+		}{ID: id, State: ex.State, Waiting: []blockerJSON{}, Missing: ex.Missing, StrandedBy: ex.StrandedBy, Text: ex.Text}
+		if out.Missing == nil {
+			out.Missing = []taskgraph.ID{}
+		}
+		for _, w := range ex.Waiting {
+			b := blockerJSON{ID: w.ID, Subject: w.Subject, Status: w.Status, Owner: w.Owner}
+			if w.LeaseLeft != 0 {
+				b.LeaseLeft = w.LeaseLeft.Round(time.Second).String()
+			}
+			out.Waiting = append(out.Waiting, b)
+		}
+		return e.printJSON(out)
+	}
+	fmt.Fprintf(e.stdout, "#%d: %s\n%s\n", ex.Task.ID, ex.Task.Subject, describe(errors.New(ex.Text)))
+	for _, w := range ex.Waiting {
+		line := fmt.Sprintf("  waits on #%d: %s (%s", w.ID, w.Subject, w.Status)
+		if w.Owner != "" {
+			line += ", " + w.Owner
+		}
+		switch {
+		case w.LeaseLeft > 0:
+			line += fmt.Sprintf(", lease %s left", w.LeaseLeft.Round(time.Second))
+		case w.LeaseLeft < 0:
+			line += ", lease lapsed"
+		}
+		fmt.Fprintln(e.stdout, line+")")
+	}
+	return nil
+}
+
+// printEvent reports one change watch saw: a line of text, or with --json
+// one JSON object a line.
+func (e *env) printEvent(ev taskgraph.Event) {
+	if e.json {
+		line, _ := json.Marshal(struct {
+			Kind taskgraph.EventKind `json:"kind"`
+			Task taskJSON            `json:"task"`
+		}{ev.Kind, toJSON(ev.Task)})
+		fmt.Fprintf(e.stdout, "%s\n", line)
+		return
+	}
+	fmt.Fprintf(e.stdout, "%s %-9s #%d: %s (%s", time.Now().Format("15:04:05"), ev.Kind, ev.Task.ID, ev.Task.Subject, ev.Task.Status)
+	if ev.Task.Owner != "" {
+		fmt.Fprintf(e.stdout, ", %s", ev.Task.Owner)
+	}
+	fmt.Fprintln(e.stdout, ")")
+}
+
+// idPair is an imported task's id in its export and in the graph.
+type idPair struct {
+	Old taskgraph.ID `json:"old"`
+	New taskgraph.ID `json:"new"`
+}
+
+// printImported reports import: how many tasks, and with renumbered their
+// new ids.
+func (e *env) printImported(pairs []idPair, renumbered bool) error {
+	if e.json {
+		return e.printJSON(struct {
+			Imported int      `json:"imported"`
+			IDs      []idPair `json:"ids"`
+		}{len(pairs), pairs})
+	}
+	fmt.Fprintf(e.stdout, "Imported %d tasks into %s\n", len(pairs), e.where())
+	if renumbered && len(pairs) > 0 {
+		parts := make([]string, len(pairs))
+		for i, p := range pairs {
+			parts[i] = fmt.Sprintf("%d -> %d", p.Old, p.New)
+		}
+		fmt.Fprintf(e.stdout, "Renumbered: %s\n", strings.Join(parts, ", "))
+	}
+	return nil
+}
+
+// printPlanned reports plan: each task of the plan as list shows it, with
+// its key, those whose key existed before marked, and how many it created.
+func (e *env) printPlanned(s store, tasks []taskgraph.Task, existed map[string]bool) error {
+	if e.json {
+		return e.printJSON(toJSONs(tasks))
+	}
+	all, err := s.List(e.ctx)
+	if readFailed(err) {
+		return err
+	}
+	v := viewOf(all)
+	created := 0
+	for _, t := range tasks {
+		line := strings.Replace(e.line(t, v), fmt.Sprintf("#%d: ", t.ID), fmt.Sprintf("#%d %s: ", t.ID, t.Key), 1)
+		if existed[t.Key] {
+			line += " (existed; unchanged)"
+		} else {
+			created++
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
+	fmt.Fprintf(e.stdout, "Created %d of %d tasks in %s\n", created, len(tasks), e.where())
+	return nil
+}

@@ -1,0 +1,231 @@
+// How tasks print: a task's one-line and full forms, lists of them, their
+// colours, and the JSON output every command writes with.
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
+)
+
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// view is what a task's line needs to know of the whole graph: the status
+// of every task, and which pending tasks are stranded, by what.
+type view struct {
+	status     map[taskgraph.ID]taskgraph.Status
+	strandedBy map[taskgraph.ID]taskgraph.ID
+}
+
+// viewOf returns the view of a whole graph.
+func viewOf(all []taskgraph.Task) view {
+	return viewOfBoard(taskgraph.Resolve(all))
+}
+
+// viewOfBoard returns the view of an unfiltered board.
+func viewOfBoard(b taskgraph.Board) view {
+	v := view{status: map[taskgraph.ID]taskgraph.Status{}, strandedBy: b.StrandedBy}
+	for _, l := range [][]taskgraph.Task{b.Ready, b.Blocked, b.Stranded, b.InProgress, b.Completed, b.Failed, b.Cancelled} {
+		for _, t := range l {
+			v.status[t.ID] = t.Status
+		}
+	}
+	return v
+}
+
+// printTasks prints ts, one a line, or as a JSON array.
+func (e *env) printTasks(ts []taskgraph.Task, v view) error {
+	if e.json {
+		return e.printJSON(toJSONs(ts))
+	}
+	for _, t := range ts {
+		fmt.Fprintln(e.stdout, e.line(t, v))
+	}
+	return nil
+}
+
+// printPicked prints the tasks a listing picked, and then, unless --json,
+// how many more its limit left out.
+func (e *env) printPicked(shown []taskgraph.Task, more int, v view) error {
+	if err := e.printTasks(shown, v); err != nil {
+		return err
+	}
+	if more > 0 && !e.json {
+		fmt.Fprintf(e.stdout, "… and %d more (raise --limit or filter)\n", more)
+	}
+	return nil
+}
+
+// taskNames names ts for a message: "#1 subject, #2 subject".
+func taskNames(ts []taskgraph.Task) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = fmt.Sprintf("#%d %s", t.ID, t.Subject)
+	}
+	return strings.Join(parts, ", ")
+}
+
+const (
+	green  = "\x1b[32m"
+	yellow = "\x1b[33m"
+	red    = "\x1b[31m"
+	dim    = "\x1b[2m"
+	reset  = "\x1b[0m"
+)
+
+func (e *env) paint(c, s string) string {
+	if !e.color {
+		return s
+	}
+	return c + s + reset
+}
+
+// line renders a task as the reference's list does, with the owner of a
+// claimed task and only the blockers that are not completed; a priority
+// other than the default and labels follow the subject, and a pending task
+// that a failed or cancelled blocker strands names it.
+func (e *env) line(t taskgraph.Task, v view) string {
+	var marker string
+	switch t.Status {
+	case taskgraph.Completed:
+		marker = e.paint(green, "[x]")
+	case taskgraph.InProgress:
+		marker = e.paint(yellow, "[>]")
+	case taskgraph.Failed:
+		marker = e.paint(red, "[!]")
+	case taskgraph.Cancelled:
+		marker = e.paint(dim, "[-]")
+	default:
+		marker = "[ ]"
+	}
+	s := fmt.Sprintf("%s #%d: %s", marker, t.ID, t.Subject)
+	if t.Priority != taskgraph.DefaultPriority {
+		s += " " + t.Priority.String()
+	}
+	if len(t.Labels) > 0 {
+		s += e.paint(dim, " {"+strings.Join(t.Labels, ", ")+"}")
+	}
+	if t.Owner != "" && t.Status != taskgraph.Pending {
+		s += e.paint(dim, " @"+t.Owner)
+	}
+	if t.Status != taskgraph.Pending {
+		return s
+	}
+	if by := v.strandedBy[t.ID]; by != 0 {
+		return s + e.paint(red, fmt.Sprintf(" (cannot start: #%d %s)", by, v.status[by]))
+	}
+	if open := agenttools.OpenBlockers(t, v.status); len(open) > 0 {
+		s += e.paint(red, " (blocked by: "+agenttools.FormatIDs(open)+")")
+	}
+	return s
+}
+
+// blockerStatuses returns the status of each blocker of t that exists.
+func (e *env) blockerStatuses(s store, t taskgraph.Task) map[taskgraph.ID]taskgraph.Status {
+	m := map[taskgraph.ID]taskgraph.Status{}
+	for _, b := range t.BlockedBy {
+		if bt, err := s.Get(e.ctx, b); err == nil {
+			m[b] = bt.Status
+		}
+	}
+	return m
+}
+
+// standing returns where t stands, for show: its status, with a pending
+// task's open blockers or "ready", and why a pending task that is not
+// ready waits (the explanation's text; "" if it cannot be had).
+func (e *env) standing(s store, t taskgraph.Task) (state, why string) {
+	state = string(t.Status)
+	if t.Status != taskgraph.Pending {
+		return state, ""
+	}
+	open := agenttools.OpenBlockers(t, e.blockerStatuses(s, t))
+	if len(open) == 0 {
+		return state + ", ready", ""
+	}
+	state += ", blocked by " + agenttools.FormatIDs(open)
+	if all, err := s.List(e.ctx); !readFailed(err) {
+		if ex, err := taskgraph.Explain(all, t.ID, time.Now()); err == nil {
+			why = ex.Text
+		}
+	}
+	return state, why
+}
+
+// printTask prints one task in full, or as a JSON object.
+func (e *env) printTask(s store, t taskgraph.Task) error {
+	if e.json {
+		return e.printJSON(toJSON(t))
+	}
+	w := e.stdout
+	state, why := e.standing(s, t)
+	fmt.Fprintf(w, "#%d: %s\n", t.ID, t.Subject)
+	row := func(name, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "%-12s %s\n", name+":", value)
+		}
+	}
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.Local().Format(time.RFC3339)
+	}
+	row("status", state)
+	row("why", why)
+	row("reason", t.Reason)
+	row("result", t.Result)
+	row("priority", t.Priority.String())
+	row("labels", strings.Join(t.Labels, ", "))
+	row("key", t.Key)
+	row("owner", t.Owner)
+	row("claimed", stamp(t.ClaimedAt))
+	row("lease until", stamp(t.LeaseExpiresAt))
+	row("prev owner", t.PrevOwner)
+	row("depends on", agenttools.FormatIDs(t.BlockedBy))
+	row("blocks", agenttools.FormatIDs(t.Blocks))
+	row("created", stamp(t.CreatedAt))
+	row("updated", stamp(t.UpdatedAt))
+	row("rev", fmt.Sprint(t.Rev))
+	if len(t.Metadata) > 0 {
+		fmt.Fprintln(w, "metadata:")
+		keys := make([]string, 0, len(t.Metadata))
+		for k := range t.Metadata {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v, _ := json.Marshal(t.Metadata[k])
+			fmt.Fprintf(w, "  %s: %s\n", k, v)
+		}
+	}
+	if t.Description != "" {
+		fmt.Fprintf(w, "\n%s\n", t.Description)
+	}
+	return nil
+}
+
+// printChanged ends a command that changed a task: it returns err if there
+// is one, else prints t in full under --json, or else the line format makes
+// of args.
+func (e *env) printChanged(t taskgraph.Task, err error, format string, args ...any) error {
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(toJSON(t))
+	}
+	fmt.Fprintf(e.stdout, format, args...)
+	return nil
+}

@@ -1,0 +1,74 @@
+// The JSON form of a task: what --json and export print, and what import
+// reads back.
+
+package main
+
+import (
+	"time"
+
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/agenttools"
+)
+
+// taskJSON is a task as --json and export print it: the fields a model sees
+// in agenttools, then everything else a task has.
+type taskJSON struct {
+	agenttools.TaskJSON
+	Priority       *taskgraph.Priority `json:"priority,omitempty"` // absent: the default
+	Labels         []string            `json:"labels,omitempty"`
+	Key            string              `json:"key,omitempty"`
+	Reason         string              `json:"reason,omitempty"`
+	Result         string              `json:"result,omitempty"`
+	Metadata       map[string]any      `json:"metadata,omitempty"`
+	CreatedAt      *time.Time          `json:"createdAt,omitempty"`
+	UpdatedAt      *time.Time          `json:"updatedAt,omitempty"`
+	Rev            int64               `json:"rev"`
+	ClaimedAt      *time.Time          `json:"claimedAt,omitempty"`
+	LeaseExpiresAt *time.Time          `json:"leaseExpiresAt,omitempty"`
+	PrevOwner      string              `json:"prevOwner,omitempty"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func toJSON(t taskgraph.Task) taskJSON {
+	j := taskJSON{TaskJSON: agenttools.NewTaskJSON(t), Metadata: t.Metadata,
+		Labels: t.Labels, Key: t.Key, Reason: t.Reason, Result: t.Result,
+		CreatedAt: timePtr(t.CreatedAt), UpdatedAt: timePtr(t.UpdatedAt), Rev: t.Rev,
+		ClaimedAt: timePtr(t.ClaimedAt), LeaseExpiresAt: timePtr(t.LeaseExpiresAt), PrevOwner: t.PrevOwner}
+	if t.Priority != taskgraph.DefaultPriority {
+		p := t.Priority
+		j.Priority = &p
+	}
+	return j
+}
+
+func toJSONs(ts []taskgraph.Task) []taskJSON {
+	out := make([]taskJSON, len(ts))
+	for i, t := range ts {
+		out[i] = toJSON(t)
+	}
+	return out
+}
+
+func fromJSON(j taskJSON) taskgraph.Task {
+	t := taskgraph.Task{ID: j.ID, Subject: j.Subject, Description: j.Description, Status: j.Status,
+		BlockedBy: j.BlockedBy, Owner: j.Owner, Metadata: j.Metadata, Rev: j.Rev, PrevOwner: j.PrevOwner,
+		Priority: taskgraph.DefaultPriority, Labels: j.Labels, Key: j.Key, Reason: j.Reason, Result: j.Result}
+	if j.Priority != nil {
+		t.Priority = *j.Priority
+	}
+	for _, p := range []struct {
+		from *time.Time
+		to   *time.Time
+	}{{j.CreatedAt, &t.CreatedAt}, {j.UpdatedAt, &t.UpdatedAt}, {j.ClaimedAt, &t.ClaimedAt}, {j.LeaseExpiresAt, &t.LeaseExpiresAt}} {
+		if p.from != nil {
+			*p.to = *p.from
+		}
+	}
+	return t
+}
