@@ -1,5 +1,8 @@
-// The pure resolver: ready sets, cycles, topological order, waves and
-// the critical path of a task list, with no store and no I/O.
+// This file holds the resolver: the pure functions over a slice of tasks
+// that say what can happen next (Resolve), in what order the work can run
+// (TopoOrder, Waves, CriticalPath) and where it cannot (FindCycle). Each
+// indexes the tasks in a graph (graph.go) and answers from it. Nothing
+// here does I/O.
 
 package taskgraph
 
@@ -8,12 +11,6 @@ import (
 	"maps"
 	"slices"
 )
-
-// This file holds the resolver: the pure functions over a slice of tasks
-// that say what can happen next (Resolve), in what order the work can run
-// (TopoOrder, Waves, CriticalPath) and where it cannot (FindCycle). Each
-// indexes the tasks in a graph (graph.go) and answers from it. Nothing
-// here does I/O.
 
 // State is where a task stands, derived from its status and its
 // blockers: the Board list it is in. A pending task is ready, blocked or
@@ -253,6 +250,7 @@ type lessHeap[T interface{ less(T) bool }] []T
 
 type idHeap = lessHeap[ID]
 
+//lint:ignore U1000 used through lessHeap's constraint, which staticcheck does not follow
 func (a ID) less(b ID) bool { return a < b }
 
 func (h lessHeap[T]) Len() int           { return len(h) }

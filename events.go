@@ -1,4 +1,6 @@
-// Watch events: from a change to the graph to each watcher, in order.
+// This file turns a change to the graph into Watch events and delivers them
+// to each watcher. The cost of a change is proportional to the tasks it
+// touched and their dependents, never to the size of the graph.
 
 package taskgraph
 
@@ -11,10 +13,6 @@ import (
 	"sync"
 	"time"
 )
-
-// This file turns a change to the graph into Watch events and delivers them
-// to each watcher. The cost of a change is proportional to the tasks it
-// touched and their dependents, never to the size of the graph.
 
 // observe records what a change to the tasks in changed can affect; call it
 // with the graph as it is before the change, apply the change, then call the

@@ -1,4 +1,5 @@
-// Explain: why a task is, or is not, ready, in words.
+// This file holds Explain: where one task stands and why, as fields and
+// as one line of text for a person or a model.
 
 package taskgraph
 
@@ -8,9 +9,6 @@ import (
 	"strings"
 	"time"
 )
-
-// This file holds Explain: where one task stands and why, as fields and
-// as one line of text for a person or a model.
 
 // Explanation says where a task stands and, if it is not ready, why: what
 // Explain returns.

@@ -1,5 +1,7 @@
-// The in-memory graph index that stores keep, and the cycle check run
-// before a write that adds edges.
+// This file holds the graph index: the in-memory task graph that both
+// stores keep and the resolver builds, with its reverse edges, key index,
+// ClaimNext heap and stranded tasks, and the check that refuses a write
+// whose new edges would close a cycle. Nothing here does I/O.
 
 package taskgraph
 
@@ -12,11 +14,6 @@ import (
 	"github.com/taskgraph-dev/taskgraph/internal/graphpath"
 	"github.com/taskgraph-dev/taskgraph/internal/jsonvalue"
 )
-
-// This file holds the graph index: the in-memory task graph that both
-// stores keep and the resolver builds, with its reverse edges, key index,
-// ClaimNext heap and stranded tasks, and the check that refuses a write
-// whose new edges would close a cycle. Nothing here does I/O.
 
 // graph is an indexed, in-memory task graph: the state of a MemStore and the
 // cache of a FileStore. Tasks are stored as written (Blocks is not kept);

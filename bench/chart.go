@@ -1,3 +1,5 @@
+// The bench's chart: cost against graph size, as an SVG.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// The bench's data sync on Linux: fdatasync, as the store uses.
+
 package main
 
 import (

@@ -1,5 +1,7 @@
 //go:build !linux
 
+// The bench's data sync elsewhere: fsync.
+
 package main
 
 import "os"

@@ -1,3 +1,6 @@
+// The bench's pgstore rows: the same operations and the worker
+// throughput on PostgreSQL.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// The board's write API: the JSON requests the page sends and the store
+// calls they become.
+
 package board
 
 import (

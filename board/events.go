@@ -1,3 +1,6 @@
+// The board's event stream: server-sent events of the graph as it
+// changes, bounded in number.
+
 package board
 
 import (

@@ -1,3 +1,5 @@
+// The board's snapshot: the whole graph as the page shows it, by column.
+
 package board
 
 import (

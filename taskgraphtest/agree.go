@@ -1,3 +1,9 @@
+// This file holds the harness of Agree: its entry points, the fake clock,
+// and the driver that runs each operation on both stores side by side and
+// compares what they return. The operations are in agree_ops.go, their
+// arguments in agree_args.go, and the text that is compared and reported
+// in agree_render.go.
+
 package taskgraphtest
 
 import (
@@ -11,12 +17,6 @@ import (
 
 	tg "github.com/taskgraph-dev/taskgraph"
 )
-
-// This file holds the harness of Agree: its entry points, the fake clock,
-// and the driver that runs each operation on both stores side by side and
-// compares what they return. The operations are in agree_ops.go, their
-// arguments in agree_args.go, and the text that is compared and reported
-// in agree_render.go.
 
 // NewStoreWithClock returns a new, empty store that reads the time from
 // now, and from nothing else: Agree drives a fake clock, so that leases

@@ -1,3 +1,10 @@
+// This file holds the arguments of Agree's operations: ids, owners,
+// subjects, metadata, leases, revisions, priorities, labels, keys and
+// references, each decoded from the input, mostly valid and sometimes
+// not. What the bytes alone cannot decide (which tasks exist, their
+// holder, rev or blockers) is read from the MemStore, so that the
+// sequence depends on the input only.
+
 package taskgraphtest
 
 import (
@@ -7,13 +14,6 @@ import (
 
 	tg "github.com/taskgraph-dev/taskgraph"
 )
-
-// This file holds the arguments of Agree's operations: ids, owners,
-// subjects, metadata, leases, revisions, priorities, labels, keys and
-// references, each decoded from the input, mostly valid and sometimes
-// not. What the bytes alone cannot decide (which tasks exist, their
-// holder, rev or blockers) is read from the MemStore, so that the
-// sequence depends on the input only.
 
 // id returns a task id: half the time one of the tasks that exist, else
 // one near the highest allocated, so that most operations name a task that

@@ -1,3 +1,8 @@
+// This file holds the operations of Agree: the table of decoders, which
+// picks the next operation from the input, and each decoder, which reads
+// its arguments (agree_args.go) and returns the operation, ready to run on
+// either store.
+
 package taskgraphtest
 
 import (
@@ -9,11 +14,6 @@ import (
 
 	tg "github.com/taskgraph-dev/taskgraph"
 )
-
-// This file holds the operations of Agree: the table of decoders, which
-// picks the next operation from the input, and each decoder, which reads
-// its arguments (agree_args.go) and returns the operation, ready to run on
-// either store.
 
 // A decoder reads one operation from the input.
 type decoder func(d *driver) op

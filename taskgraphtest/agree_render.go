@@ -1,3 +1,8 @@
+// This file holds the text of Agree: the results of the operations and
+// their arguments rendered as text, one task per line, so that a
+// difference names the task and the field; and the report of the first
+// difference, a disagreement.
+
 package taskgraphtest
 
 import (
@@ -13,11 +18,6 @@ import (
 
 	tg "github.com/taskgraph-dev/taskgraph"
 )
-
-// This file holds the text of Agree: the results of the operations and
-// their arguments rendered as text, one task per line, so that a
-// difference names the task and the field; and the report of the first
-// difference, a disagreement.
 
 // disagreement is how the two stores first differed.
 type disagreement struct {

@@ -1,3 +1,6 @@
+// This file holds the checks that Watch runs after its own: a lease that
+// lapses, and the outcomes (Fail, Cancel, Reopen) as events.
+
 package taskgraphtest
 
 import (
@@ -10,9 +13,6 @@ import (
 
 	tg "github.com/taskgraph-dev/taskgraph"
 )
-
-// This file holds the checks that Watch runs after its own: a lease that
-// lapses, and the outcomes (Fail, Cancel, Reopen) as events.
 
 // watchLapse checks that a lease that lapses is reported as a Lapsed event
 // when it expires, though nothing is written then. Part of Watch.

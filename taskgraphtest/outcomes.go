@@ -1,3 +1,6 @@
+// This file holds the cases of the outcomes: Fail, Cancel, Reopen,
+// Complete WithResult, and the stranded partition of the board.
+
 package taskgraphtest
 
 import (
@@ -9,9 +12,6 @@ import (
 
 	tg "github.com/taskgraph-dev/taskgraph"
 )
-
-// This file holds the cases of the outcomes: Fail, Cancel, Reopen,
-// Complete WithResult, and the stranded partition of the board.
 
 func claimed(t *testing.T, s tg.Store, subject, owner string, blockedBy ...tg.ID) tg.Task {
 	t.Helper()

@@ -1,3 +1,7 @@
+// This file holds the cases of routing: priorities, labels, filters, keys
+// and plans; and the check of labelled agents (LabelledMix, DrainLabelled,
+// CheckLabelled), which a backend's own tests may run across processes.
+
 package taskgraphtest
 
 import (
@@ -14,10 +18,6 @@ import (
 
 	tg "github.com/taskgraph-dev/taskgraph"
 )
-
-// This file holds the cases of routing: priorities, labels, filters, keys
-// and plans; and the check of labelled agents (LabelledMix, DrainLabelled,
-// CheckLabelled), which a backend's own tests may run across processes.
 
 func prio(p tg.Priority) *tg.Priority { return &p }
 

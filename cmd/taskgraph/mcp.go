@@ -1,3 +1,5 @@
+// taskgraph mcp: the agenttools task tools served over MCP on stdio.
+
 package main
 
 import (

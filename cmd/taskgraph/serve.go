@@ -1,3 +1,5 @@
+// taskgraph serve: the web board over HTTP.
+
 package main
 
 import (

@@ -1,5 +1,7 @@
 //go:build !windows
 
+// Atomic replacement and file identity on Unix.
+
 package atomicfile
 
 import (

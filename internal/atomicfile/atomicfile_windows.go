@@ -1,5 +1,7 @@
 //go:build windows
 
+// Atomic replacement and file identity on Windows: not available.
+
 package atomicfile
 
 import (

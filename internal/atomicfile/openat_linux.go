@@ -1,3 +1,6 @@
+// Opening a file inside a directory handle on Linux: openat(2), never
+// following a symlink, never blocking on a FIFO.
+
 package atomicfile
 
 import (

@@ -1,5 +1,8 @@
 //go:build !linux && !windows
 
+// Opening a file inside a directory on Unix without openat(2): through
+// os.Root, never blocking on a FIFO.
+
 package atomicfile
 
 import (

@@ -1,3 +1,5 @@
+// Opening a file inside a directory handle on Windows: not available.
+
 package atomicfile
 
 import (

@@ -1,3 +1,6 @@
+// Data sync, filesystem sync and the boot id on Linux: what group commit
+// needs.
+
 package atomicfile
 
 import (

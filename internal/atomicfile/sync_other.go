@@ -1,5 +1,7 @@
 //go:build !linux
 
+// Data sync where there is no fdatasync or syncfs: no group commit.
+
 package atomicfile
 
 import "os"

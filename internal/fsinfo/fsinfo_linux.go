@@ -1,3 +1,5 @@
+// Which filesystem, with which options, holds a directory, on Linux.
+
 package fsinfo
 
 import (

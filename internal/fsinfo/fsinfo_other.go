@@ -1,5 +1,7 @@
 //go:build !linux
 
+// Which filesystem holds a directory, where that is not known.
+
 package fsinfo
 
 import "os"
