@@ -76,6 +76,7 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph/internal/jsonvalue"
+	"github.com/taskgraph-dev/taskgraph/internal/slicesx"
 )
 
 // ID identifies a task. IDs are positive, allocated in increasing order and
@@ -293,14 +294,8 @@ func (b Board) Stall() error {
 	if !b.Finished() || len(b.Failed) == 0 && len(b.Stranded) == 0 {
 		return nil
 	}
-	ids := func(ts []Task) []ID {
-		out := make([]ID, len(ts))
-		for i, t := range ts {
-			out[i] = t.ID
-		}
-		return out
-	}
-	return &StalledError{Failed: ids(b.Failed), Stranded: ids(b.Stranded)}
+	id := func(t Task) ID { return t.ID }
+	return &StalledError{Failed: slicesx.Map(b.Failed, id), Stranded: slicesx.Map(b.Stranded, id)}
 }
 
 // clone returns a deep copy of t that shares nothing mutable with it.

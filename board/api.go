@@ -84,12 +84,8 @@ func (s *Server) handleCreate(r *http.Request) (int, any, error) {
 }
 
 func (s *Server) handleRelease(r *http.Request) (int, any, error) {
-	id, err := pathID(r)
+	id, req, err := taskRequest[ReleaseRequest](r)
 	if err != nil {
-		return 0, nil, err
-	}
-	var req ReleaseRequest
-	if err := decode(r, &req); err != nil {
 		return 0, nil, err
 	}
 	t, err := s.store.Release(r.Context(), id, req.Owner)
@@ -97,12 +93,8 @@ func (s *Server) handleRelease(r *http.Request) (int, any, error) {
 }
 
 func (s *Server) handleReopen(r *http.Request) (int, any, error) {
-	id, err := pathID(r)
+	id, req, err := taskRequest[ReopenRequest](r)
 	if err != nil {
-		return 0, nil, err
-	}
-	var req ReopenRequest
-	if err := decode(r, &req); err != nil {
 		return 0, nil, err
 	}
 	cur, err := s.store.Get(r.Context(), id)
@@ -124,12 +116,8 @@ func (s *Server) handleReopen(r *http.Request) (int, any, error) {
 }
 
 func (s *Server) handleAddBlocker(r *http.Request) (int, any, error) {
-	id, err := pathID(r)
+	id, req, err := taskRequest[BlockerRequest](r)
 	if err != nil {
-		return 0, nil, err
-	}
-	var req BlockerRequest
-	if err := decode(r, &req); err != nil {
 		return 0, nil, err
 	}
 	t, err := s.store.Update(r.Context(), id, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{req.Blocker}})
@@ -161,6 +149,17 @@ func pathID(r *http.Request) (taskgraph.ID, error) {
 		return 0, badRequest{http.StatusBadRequest, inv.Reason}
 	}
 	return id, err
+}
+
+// taskRequest reads a write on the task named in the path: its id and
+// its body.
+func taskRequest[Req any](r *http.Request) (taskgraph.ID, Req, error) {
+	var req Req
+	id, err := pathID(r)
+	if err == nil {
+		err = decode(r, &req)
+	}
+	return id, req, err
 }
 
 // decode reads one JSON object, refusing unknown fields and trailing data.

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/slicesx"
 )
 
 const columns = `id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
@@ -268,12 +269,9 @@ func ids(ns []int64) []taskgraph.ID {
 	return out
 }
 
+// int64s is ids as a bigint[] parameter takes them.
 func int64s(ids []taskgraph.ID) []int64 {
-	out := make([]int64, len(ids))
-	for i, id := range ids {
-		out[i] = int64(id)
-	}
-	return out
+	return slicesx.Map(ids, func(id taskgraph.ID) int64 { return int64(id) })
 }
 
 func nullTime(t time.Time) *time.Time {

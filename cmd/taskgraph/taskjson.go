@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph/internal/slicesx"
 )
 
 // taskJSON is a task as --json and export print it: the fields a model sees
@@ -47,13 +48,8 @@ func toJSON(t taskgraph.Task) taskJSON {
 	return j
 }
 
-func toJSONs(ts []taskgraph.Task) []taskJSON {
-	out := make([]taskJSON, len(ts))
-	for i, t := range ts {
-		out[i] = toJSON(t)
-	}
-	return out
-}
+// toJSONs is ts as --json prints a list: [] when empty.
+func toJSONs(ts []taskgraph.Task) []taskJSON { return slicesx.Map(ts, toJSON) }
 
 func fromJSON(j taskJSON) taskgraph.Task {
 	t := taskgraph.Task{ID: j.ID, Subject: j.Subject, Description: j.Description, Status: j.Status,
