@@ -257,7 +257,7 @@ func (c *checker) checkCycles() {
 		if path == nil {
 			return
 		}
-		c.add(ProblemCycle, taskFileName(path[0]), path[0], "tasks block each other: %s; remove one of these edges", formatPath(path))
+		c.add(ProblemCycle, taskFileName(path[0]), path[0], "tasks block each other: %s; remove one of these edges", strings.Join((&CycleError{Path: path}).Names(), " -> "))
 		last, first := path[len(path)-2], path[len(path)-1]
 		t := c.g.tasks[first].clone()
 		t.BlockedBy = slices.DeleteFunc(t.BlockedBy, func(b ID) bool { return b == last })

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -132,23 +133,33 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 // CycleError reports a dependency cycle. Path lists it in execution order,
 // first id repeated last: Path [3 5 3] means 3 blocks 5 and 5 blocks 3.
 // It matches ErrCycle.
-type CycleError struct{ Path []ID }
+type CycleError struct {
+	Path []ID
+	// Keys names by their keys the tasks of Path that a plan was creating
+	// (CreatePlan): their ids were never given out. Nil otherwise.
+	Keys map[ID]string
+}
 
-func (e *CycleError) Error() string { return "dependency cycle " + formatPath(e.Path) }
+func (e *CycleError) Error() string {
+	return "dependency cycle " + strings.Join(e.Names(), " -> ")
+}
+
+// Names returns Path as the error shows it: an id, or the quoted key of a
+// task a plan was creating.
+func (e *CycleError) Names() []string {
+	out := make([]string, len(e.Path))
+	for i, id := range e.Path {
+		if k, ok := e.Keys[id]; ok {
+			out[i] = strconv.Quote(k)
+		} else {
+			out[i] = strconv.FormatInt(int64(id), 10)
+		}
+	}
+	return out
+}
 
 // Is reports whether target is ErrCycle.
 func (e *CycleError) Is(target error) bool { return target == ErrCycle }
-
-func formatPath(p []ID) string {
-	s := ""
-	for i, id := range p {
-		if i > 0 {
-			s += " -> "
-		}
-		s += fmt.Sprint(int64(id))
-	}
-	return s
-}
 
 // InvalidError reports an argument or transition that is not allowed; Field
 // names what was wrong. It matches ErrInvalid.

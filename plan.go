@@ -113,7 +113,7 @@ func (g *graph) planCreatePlan(nts []NewTask, now time.Time) (*plan, error) {
 		p.put = append(p.put, dt)
 		p.read = append(p.read, d)
 	}
-	return p, newOverlay(g, p.put, nil).checkNewEdges()
+	return p, pl.Named(newOverlay(g, p.put, nil).checkNewEdges())
 }
 
 func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {

@@ -540,6 +540,24 @@ type Planned struct {
 	Blockers map[ID][]ID
 }
 
+// Named returns err, naming the plan's new tasks by their keys if it is a
+// *CycleError: the store's cycle check sees the ids the plan would have
+// given them, which a caller never saw. Stores pass the cycle check's
+// error through it.
+func (pl *Planned) Named(err error) error {
+	var ce *CycleError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	keys := make(map[ID]string)
+	for _, t := range pl.New {
+		if slices.Contains(ce.Path, t.ID) {
+			keys[t.ID] = t.Key
+		}
+	}
+	return &CycleError{Path: ce.Path, Keys: keys}
+}
+
 // Plan decides a plan (CreatePlan): next is the id of the first new task,
 // exists answers for the ids it names, key returns the id of the existing
 // task with a key. A task whose key exists is not created; the others get

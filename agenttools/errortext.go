@@ -27,8 +27,9 @@ var goConstant = regexp.MustCompile(` \(Max[A-Za-z]*\)`)
 func describe(err error, me string) string {
 	var ce *taskgraph.CycleError
 	if errors.As(err, &ce) && len(ce.Path) >= 2 {
-		n := len(ce.Path)
-		return fmt.Sprintf("adding %d -> %d would create a cycle %s", ce.Path[n-2], ce.Path[n-1], strings.TrimPrefix(ce.Error(), "dependency cycle "))
+		names := ce.Names()
+		n := len(names)
+		return fmt.Sprintf("adding %s -> %s would create a cycle %s", names[n-2], names[n-1], strings.Join(names, " -> "))
 	}
 	var be *taskgraph.BlockedError
 	if errors.As(err, &be) {

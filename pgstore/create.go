@@ -66,7 +66,7 @@ func (s *Store) CreatePlan(ctx context.Context, nts []taskgraph.NewTask) ([]task
 			return nil, err
 		}
 		if err := s.savePlan(ctx, tx, pl, now); err != nil {
-			return nil, err
+			return nil, pl.Named(err)
 		}
 		views, err := s.views(ctx, tx, pl.IDs)
 		if err != nil {

@@ -404,7 +404,13 @@ func testCreatePlanRefused(t *testing.T, s tg.Store) {
 	_, err = s.CreatePlan(ctx, []tg.NewTask{{Key: "x", Subject: "x", After: []string{"z"}}, {Key: "z", Subject: "z", After: []string{"x"}}})
 	var ce *tg.CycleError
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, []tg.ID{4, 3, 4}, ce.Path, "the cycle is named by the ids the plan would have had")
+	assert.Equal(t, []tg.ID{4, 3, 4}, ce.Path, "the path holds the ids the plan would have had")
+	assert.EqualError(t, err, `dependency cycle "z" -> "x" -> "z"`, "the caller never saw those ids: the error names the plan's keys")
+	// Through an existing task: its id, and the new task's key.
+	_, err = s.CreatePlan(ctx, []tg.NewTask{{Key: "w", Subject: "w", After: []string{"b"}, Blocks: []tg.ID{a.ID}}})
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, map[tg.ID]string{3: "w"}, ce.Keys)
+	assert.Contains(t, err.Error(), `"w"`)
 
 	all, err := s.List(ctx)
 	require.NoError(t, err)
