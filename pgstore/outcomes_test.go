@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -115,4 +116,48 @@ func TestClaimNextIndexed(t *testing.T) {
 	got, err := s.ClaimNext(ctx, "w", taskgraph.WithLabels("frontend"))
 	require.NoError(t, err)
 	assert.Equal(t, taskgraph.ID(10), got.ID, "P0, frontend, not completed: 10")
+}
+
+// TestClaimNextPlannedOnce: PostgreSQL plans ClaimNext's statement once
+// per connection and reuses the plan (a generic plan), with and without
+// labels. A label filter that is always there makes the generic plan
+// look dearer than a custom one, and every call is then planned anew
+// (about half a millisecond each, a third of a claim's cost).
+func TestClaimNextPlannedOnce(t *testing.T) {
+	pool(t) // skips without a database
+	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
+	require.NoError(t, err)
+	cfg.MaxConns = 1 // one session, whose prepared statements we read
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	s := open(t, p, graphName(t))
+	var tasks []taskgraph.Task
+	for i := 1; i <= 200; i++ {
+		task := taskgraph.Task{ID: taskgraph.ID(i), Subject: "t", Status: taskgraph.Pending, Priority: taskgraph.Priority(i % 5)}
+		if i%2 == 0 {
+			task.Labels = []string{"frontend"}
+		}
+		tasks = append(tasks, task)
+	}
+	require.NoError(t, s.Load(ctx, tasks))
+	for _, labels := range [][]string{nil, {"frontend"}} {
+		for range 20 {
+			_, err := s.ClaimNext(ctx, "w", taskgraph.WithLabels(labels...))
+			require.NoError(t, err)
+		}
+	}
+	rows, err := p.Query(ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE 'WITH pick AS%'`)
+	require.NoError(t, err)
+	n := 0
+	for rows.Next() {
+		var stmt string
+		var generic, custom int64
+		require.NoError(t, rows.Scan(&stmt, &generic, &custom))
+		n++
+		assert.Positive(t, generic, "ClaimNext's statement is re-planned at every call: %d custom plans, %d generic", custom, generic)
+		assert.LessOrEqual(t, custom, int64(5), "PostgreSQL tries 5 custom plans before it settles on the generic one")
+	}
+	require.NoError(t, rows.Err())
+	assert.NotZero(t, n, "ClaimNext's statement was prepared on this connection")
 }
