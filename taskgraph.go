@@ -1,20 +1,64 @@
-// Package taskgraph is a durable task graph for AI agent harnesses.
+// Package taskgraph is a durable task graph for AI agent harnesses: every
+// task is a JSON file in a directory (by convention .tasks/), tasks name the
+// tasks that block them, and any number of agents — goroutines, processes,
+// and with the pgstore package, machines — share one graph. Agents claim
+// ready tasks, work on them and complete them; no task is claimed twice,
+// and a write that returned survives a crash of the process or the machine.
 //
-// Every task is a JSON file in a directory (by convention .tasks/), tasks
-// declare the tasks that block them, and any number of agents — goroutines,
-// processes, and with the pgstore package, machines — share one graph. The
-// on-disk format is the one of the learn-claude-code s07 task system, so
-// directories written by it open unchanged and files written here load in
-// it. Callers program against the [Store] interface: [Open] returns the
-// file store, [NewMemStore] an in-memory store with the same contract for
-// unit tests. [Resolve], [FindCycle], [TopoOrder], [Waves],
+// # Usage
+//
+// Open a store, create tasks with their blockers, then claim and complete:
+//
+//	store, err := taskgraph.Open(".tasks") // creates the directory if needed
+//	if err != nil {
+//		return err
+//	}
+//	defer store.Close()
+//
+//	schema, err := store.Create(ctx, taskgraph.NewTask{Subject: "setup database schema"})
+//	if err != nil {
+//		return err
+//	}
+//	_, err = store.Create(ctx, taskgraph.NewTask{
+//		Subject:   "create API endpoints",
+//		BlockedBy: []taskgraph.ID{schema.ID}, // ready once schema is completed
+//	})
+//
+//	// By hand: the most urgent ready task, held for ten minutes unless renewed.
+//	t, err := store.ClaimNext(ctx, "agent-1", taskgraph.WithLease(10*time.Minute))
+//	if errors.Is(err, taskgraph.ErrNoReady) {
+//		// nothing ready now: Await waits, without polling, until something is
+//	}
+//	// ... do the work ...
+//	done, err := store.Complete(ctx, t.ID, "agent-1") // done.Unblocked: the tasks it made ready
+//
+//	// Or the whole loop in one call: claim with a lease, renew it while fn
+//	// runs, complete on nil (fail, with the error as the reason, otherwise),
+//	// wait for a change, and return once the graph is finished.
+//	err = taskgraph.Work(ctx, store, "agent-1", func(ctx context.Context, t taskgraph.Task) error {
+//		return doTheWork(ctx, t) // ctx is cancelled if the claim is lost
+//	})
+//	// nil: every task completed or was cancelled; errors.Is(err, taskgraph.ErrStalled):
+//	// the graph is finished with failed or stranded tasks.
+//
+// Callers program against the [Store] interface: [Open] returns the file
+// store, [NewMemStore] an in-memory store with the same contract for unit
+// tests, and pgstore the same on PostgreSQL. [Work], [Await] and
+// [KeepAlive] are the agent's loop and its parts; [Store.Board] says what
+// can happen next. [Resolve], [FindCycle], [TopoOrder], [Waves],
 // [CriticalPath] and [Explain] are pure functions over a slice of tasks.
+// The on-disk format is the one of the learn-claude-code s07 task system,
+// so directories written by it open unchanged and files written here load
+// in it.
 //
 // A task ends completed, failed or cancelled; a failed or cancelled one
 // strands the tasks that wait on it (see [Board]). Tasks carry a
 // [Priority] and labels, which [Store.ClaimNext] honours, and may carry a
 // key, which makes creates safe to retry and lets [Store.CreatePlan]
-// create a whole plan at once.
+// create a whole plan at once. Every rule is a method of [Rules]; the
+// rules one by one, the guarantees with the tests that prove them, and
+// durability by filesystem are in the repository's docs/ (rules.md,
+// guarantees.md, durability.md).
 //
 // # The design in one page
 //
@@ -39,15 +83,22 @@
 // temporary name and renamed over the task (internal/atomicfile). The
 // rename is the commit point.
 //
-// Group commit (groupcommit.go). The write's change-log record holds the
-// file's whole content, so on Linux the record, not an fsync of the file,
-// makes it durable: after letting go of the lock the writer syncs the log
-// (fdatasync), and one sync serves every writer that appended before it,
-// in this process and in others (the sync file's flock). No store returns
-// a write, or reports it to a watcher, before the log is durable past it.
-// The renamed files reach the disk at checkpoints (one syncfs every 512
-// KiB of log); after a power loss the first store to open the directory
-// replays the records since the last checkpoint onto the files.
+// Group commit (groupcommit.go, durability.go). The write's change-log
+// record holds the file's whole content, so where [Open] chooses group
+// commit — on Linux, on the filesystems a power-loss test on real images
+// proves (ext4 with a journal, XFS, btrfs; [FileStore.Durability] says
+// which protocol a store uses and why) — the record, not an fsync of the
+// file, makes it durable: after letting go of the lock the writer syncs
+// the log (fdatasync), and one sync serves every writer that appended
+// before it, in this process and in others (the sync file's flock). A
+// file is renamed unsynced only over a version the log can restore. No
+// store returns a write, or reports it to a watcher, before the log is
+// durable past it. The renamed files reach the disk at checkpoints (one
+// syncfs every 512 KiB of log); after a power loss the first store to
+// open the directory replays the records since the last checkpoint onto
+// the files. Elsewhere every write uses the full protocol: the new file
+// and the directory are fsynced around the rename. docs/durability.md
+// has the whole protocol and the power-loss figures.
 //
 // Journal (commit.go). A write of several files (a create with Blocks, a
 // delete with Detach, an edge edit) first writes every new file into one
