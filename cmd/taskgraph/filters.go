@@ -1,5 +1,5 @@
-// The selection of list and ready: --status, --owned-by, --label, --ready
-// and --limit, and the tasks they pick.
+// The selection of list and ready: --status, --state, --owned-by, --label,
+// --ready and --limit, and the tasks they pick.
 
 package main
 
@@ -14,13 +14,18 @@ import (
 // listing is the selection of list and ready: filters and a limit.
 type listing struct {
 	statuses []taskgraph.Status
+	states   []taskgraph.State
 	ownedBy  *string
 	labels   stringList
 	ready    bool
 	limit    int
-	// badStatus is the error for a --status that names no status,
-	// reported by check as a usage error.
-	badStatus error
+	// badStatus and badState are the errors for a --status that names
+	// no status and a --state that names no state, reported by check as
+	// usage errors; stateAsStatus is a state given as a --status
+	// ("stranded"), which check points at --state, and statusAsState a
+	// status given as a --state ("pending"), which it points at --status.
+	badStatus, badState          error
+	stateAsStatus, statusAsState string
 }
 
 // listFlags adds the selection flags to fs; all adds those that only make
@@ -37,8 +42,26 @@ func listFlags(fs *flag.FlagSet, all bool) *listing {
 				st, err := taskgraph.ParseStatus(n)
 				if err != nil {
 					l.badStatus = err
+					if _, serr := taskgraph.ParseState(n); serr == nil {
+						l.stateAsStatus = n
+					}
 				}
 				l.statuses = append(l.statuses, st)
+			}
+			return nil
+		})
+		fs.Func("state", "only tasks in this `STATE`: ready, blocked, stranded, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)", func(v string) error {
+			var names stringList
+			_ = names.Set(v)
+			for _, n := range names {
+				st, err := taskgraph.ParseState(n)
+				if err != nil {
+					l.badState = err
+					if _, serr := taskgraph.ParseStatus(n); serr == nil {
+						l.statusAsState = n
+					}
+				}
+				l.states = append(l.states, st)
 			}
 			return nil
 		})
@@ -52,8 +75,17 @@ func listFlags(fs *flag.FlagSet, all bool) *listing {
 }
 
 func (l *listing) check() error {
+	if l.badStatus != nil && l.stateAsStatus != "" {
+		return usagef("--status %v; %s is a state, derived from the graph: use --state %[2]s", reasonOf(l.badStatus), l.stateAsStatus)
+	}
 	if l.badStatus != nil {
 		return usagef("--status %v", reasonOf(l.badStatus))
+	}
+	if l.badState != nil && l.statusAsState != "" {
+		return usagef("--state %v; %s is a status: use --status %[2]s (a pending task is ready, blocked or stranded)", reasonOf(l.badState), l.statusAsState)
+	}
+	if l.badState != nil {
+		return usagef("--state %v", reasonOf(l.badState))
 	}
 	if l.limit < 0 {
 		return usagef("--limit %d: want a positive number (0 for all)", l.limit)
@@ -86,6 +118,9 @@ func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
 	var out []taskgraph.Task
 	for _, t := range ts {
 		if len(l.statuses) > 0 && !slices.Contains(l.statuses, t.Status) {
+			continue
+		}
+		if len(l.states) > 0 && !slices.Contains(l.states, v.state[t.ID]) {
 			continue
 		}
 		if l.ownedBy != nil && t.Owner != *l.ownedBy {

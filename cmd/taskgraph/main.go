@@ -45,8 +45,10 @@ The commands are:
 	add SUBJECT              add a task (--desc TEXT, --after ID..., --blocks ID...,
 	                         --priority P0..P4, --label LABEL..., --key KEY)
 	plan FILE                add a whole plan from a JSON file, all or nothing
-	list                     list every task (--status, --owned-by, --label, --ready, --limit)
+	list                     list every task (--status, --state, --owned-by, --label, --ready, --limit)
 	ready                    list the tasks that can start now (--label, --limit)
+	board                    list every task under its state: ready, blocked, stranded,
+	                         in_progress, completed, failed, cancelled
 	show ID                  show one task, with its metadata and times
 	explain ID               say why a task is not ready
 	claim ID                 claim a ready task (--lease DURATION)
@@ -136,8 +138,9 @@ func init() {
 	commands = map[string]command{
 		"init":    {"", "Create the task directory: .tasks in the working directory, or --dir (with --store, the graph). The one command that creates a task graph; it is harmless on one that exists.", simple(cmdInit)},
 		"add":     {"SUBJECT", "Add a pending task. --priority P0..P4 (default P2) orders ClaimNext and next; --label routes it (next --label); --key names it, so that adding the same key again adds nothing.", flagsAdd},
-		"list":    {"", "List every task, one a line: [ ] pending, [>] in progress, [x] completed, [!] failed, [-] cancelled; a priority other than P2 and {labels} follow the subject; \"blocked by\" lists the blockers not completed yet, and \"cannot start\" names the failed or cancelled task a pending one waits on. --status, --owned-by, --label and --ready filter; --limit caps.", flagsList},
+		"list":    {"", "List every task, one a line: [ ] pending, [>] in progress, [x] completed, [!] failed, [-] cancelled; a priority other than P2 and {labels} follow the subject; \"blocked by\" lists the blockers not completed yet, and \"cannot start\" names the failed or cancelled task a pending one waits on. --status, --state (ready, blocked, stranded, in_progress, completed, failed, cancelled: where a task stands), --owned-by, --label and --ready filter; --limit caps. With --json each task carries its \"state\".", flagsList},
 		"ready":   {"", "List the tasks that can start now (--label to filter, --limit to cap). Exit status 3 if there is none.", flagsReady},
+		"board":   {"", "List every task under its state, the board's columns: ready (in claim order), blocked, stranded (waits on a failed or cancelled task), in progress, completed, failed and cancelled. With --json an object keyed by state, each an array of tasks with their \"state\".", simple(cmdBoard)},
 		"show":    {"ID", "Show one task in full: status, owner, lease, edges, times, metadata and description.", simple(cmdShow)},
 		"claim":   {"ID", "Claim a ready task for --owner.", flagsClaim(false)},
 		"next":    {"", "Claim the most urgent ready task (P0 first, then the lowest id) for --owner; with --label, only a task carrying all those labels. Exit status 3 if none is ready.", flagsClaim(true)},
@@ -323,7 +326,7 @@ func describe(err error) string {
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"dir": true, "store": true, "graph": true, "owner": true, "lease": true,
 	"desc": true, "after": true, "blocks": true, "format": true, "claude-code": true, "from": true, "tools": true,
-	"priority": true, "label": true, "key": true, "status": true, "owned-by": true, "limit": true, "result": true,
+	"priority": true, "label": true, "key": true, "status": true, "state": true, "timeout": true, "owned-by": true, "limit": true, "result": true,
 	"addr": true, "max-streams": true}
 
 // commandFirst moves flags given before the command after it, so that

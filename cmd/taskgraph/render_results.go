@@ -84,6 +84,29 @@ func (e *env) printNoneReady(labels []string, b taskgraph.Board) {
 	fmt.Fprintf(e.stderr, "%s (%d blocked, %d in progress, %d stranded by a failed or cancelled task).\n", what, len(b.Blocked), len(b.InProgress), len(b.Stranded))
 }
 
+// printBoard reports board: each of the board's lists under its state,
+// the tasks one a line (ready ones in claim order, the others by id); with
+// --json an object keyed by state, each an array of tasks with their
+// state.
+func (e *env) printBoard(b taskgraph.Board) error {
+	v := viewOfBoard(b)
+	if e.json {
+		out := map[taskgraph.State][]taskJSON{}
+		for _, g := range states(b) {
+			out[g.state] = v.toJSONs(g.ts)
+		}
+		return e.printJSON(out)
+	}
+	for _, g := range states(b) {
+		title := strings.ReplaceAll(string(g.state), "_", " ")
+		fmt.Fprintf(e.stdout, "%s%s (%d)\n", strings.ToUpper(title[:1]), title[1:], len(g.ts))
+		for _, t := range g.ts {
+			fmt.Fprintf(e.stdout, "  %s\n", e.line(t, v))
+		}
+	}
+	return nil
+}
+
 // printCompleted reports done: the task, and the tasks it made ready.
 func (e *env) printCompleted(c taskgraph.Completion) error {
 	if e.json {
