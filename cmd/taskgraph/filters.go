@@ -33,7 +33,11 @@ type listing struct {
 func listFlags(fs *flag.FlagSet, all bool) *listing {
 	l := &listing{}
 	fs.Var(&l.labels, "label", "only tasks with this `LABEL` (repeat or comma-separate: all of them)")
-	fs.IntVar(&l.limit, "limit", 0, "print at most `N` tasks, the lowest ids, and say how many more there are (default: all)")
+	first := "the most urgent (P0 first, then the lowest id)"
+	if all {
+		first = "the lowest ids"
+	}
+	fs.IntVar(&l.limit, "limit", 0, "print at most `N` tasks, "+first+", and say how many more there are (default: all)")
 	if all {
 		fs.Func("status", "only tasks with this `STATUS`: pending, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)", func(v string) error {
 			var names stringList
@@ -112,8 +116,9 @@ func (e *env) withListing(l *listing, f func(s store) error) error {
 	return e.withNoArgs(f)
 }
 
-// pick returns the tasks of ts that the listing selects, by id, at most
-// limit of them, and how many more it selects.
+// pick returns the tasks of ts that the listing selects, in the order of
+// ts (by id for list, claim order for ready), at most limit of them, and
+// how many more it selects.
 func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
 	var out []taskgraph.Task
 	for _, t := range ts {
@@ -134,7 +139,6 @@ func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
 		}
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b taskgraph.Task) int { return int(a.ID - b.ID) })
 	if l.limit > 0 && len(out) > l.limit {
 		return out[:l.limit], len(out) - l.limit
 	}

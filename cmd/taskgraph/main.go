@@ -46,7 +46,7 @@ The commands are:
 	                         --priority P0..P4, --label LABEL..., --key KEY)
 	plan FILE                add a whole plan from a JSON file, all or nothing
 	list                     list every task (--status, --state, --owned-by, --label, --ready, --limit)
-	ready                    list the tasks that can start now (--label, --limit)
+	ready                    list the tasks that can start now, most urgent first (--label, --limit)
 	board                    list every task under its state: ready, blocked, stranded,
 	                         in_progress, completed, failed, cancelled
 	show ID                  show one task, with its metadata and times
@@ -139,7 +139,7 @@ func init() {
 		"init":    {"", "Create the task directory: .tasks in the working directory, or --dir (with --store, the graph). The one command that creates a task graph; it is harmless on one that exists.", simple(cmdInit)},
 		"add":     {"SUBJECT", "Add a pending task. --priority P0..P4 (default P2) orders ClaimNext and next; --label routes it (next --label); --key names it, so that adding the same key again adds nothing.", flagsAdd},
 		"list":    {"", "List every task, one a line: [ ] pending, [>] in progress, [x] completed, [!] failed, [-] cancelled; a priority other than P2 and {labels} follow the subject; \"blocked by\" lists the blockers not completed yet, and \"cannot start\" names the failed or cancelled task a pending one waits on. --status, --state (ready, blocked, stranded, in_progress, completed, failed, cancelled: where a task stands), --owned-by, --label and --ready filter; --limit caps. With --json each task carries its \"state\".", flagsList},
-		"ready":   {"", "List the tasks that can start now (--label to filter, --limit to cap). Exit status 3 if there is none.", flagsReady},
+		"ready":   {"", "List the tasks that can start now in the order next claims them: the most urgent first (P0), then the lowest id. --label filters, --limit caps. Exit status 3 if there is none.", flagsReady},
 		"board":   {"", "List every task under its state, the board's columns: ready (in claim order), blocked, stranded (waits on a failed or cancelled task), in progress, completed, failed and cancelled. With --json an object keyed by state, each an array of tasks with their \"state\".", simple(cmdBoard)},
 		"show":    {"ID", "Show one task in full: status, owner, lease, edges, times, metadata and description.", simple(cmdShow)},
 		"claim":   {"ID", "Claim a ready task for --owner.", flagsClaim(false)},

@@ -72,7 +72,7 @@ func TestPriorityAndLabelCommands(t *testing.T) {
 	ok(t, dir, "add", "add a button", "--label", "frontend", "--priority", "1")
 	assert.Equal(t, "[ ] #1: style the page {frontend}\n[ ] #2: fix the outage P0 {api, backend}\n[ ] #3: write the guide\n[ ] #4: add a button P1 {frontend}\n",
 		ok(t, dir, "list"))
-	assert.Equal(t, "[ ] #1: style the page {frontend}\n[ ] #4: add a button P1 {frontend}\n", ok(t, dir, "ready", "--label", "frontend"))
+	assert.Equal(t, "[ ] #4: add a button P1 {frontend}\n[ ] #1: style the page {frontend}\n", ok(t, dir, "ready", "--label", "frontend"), "in claim order")
 	assert.Equal(t, "[ ] #1: style the page {frontend}\n… and 1 more (raise --limit or filter)\n", ok(t, dir, "list", "--label", "frontend", "--limit", "1"))
 
 	// next takes the most urgent first; with --label, only that work.
@@ -121,6 +121,26 @@ func TestPriorityAndLabelCommands(t *testing.T) {
 	// done --result records what was done.
 	require.Equal(t, 0, runIn(t, dir, cleanEnv("TASKGRAPH_OWNER=fe"), "done", "1", "--result", "used the design tokens").code)
 	assert.Contains(t, ok(t, dir, "show", "1"), "result:      used the design tokens")
+}
+
+// ready lists in the order next claims: a P1 task before an older P3 one,
+// and --limit keeps the most urgent.
+func TestReadyInClaimOrder(t *testing.T) {
+	dir := project(t)
+	ok(t, dir, "add", "old and unhurried", "--priority", "P3")
+	ok(t, dir, "add", "new and urgent", "--priority", "P1")
+	ok(t, dir, "add", "default")
+	var ready []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, "ready", "--json")), &ready))
+	var ids []float64
+	for _, task := range ready {
+		ids = append(ids, task["id"].(float64))
+		assert.Equal(t, "ready", task["state"])
+	}
+	assert.Equal(t, []float64{2, 3, 1}, ids)
+	assert.Equal(t, "[ ] #2: new and urgent P1\n… and 2 more (raise --limit or filter)\n", ok(t, dir, "ready", "--limit", "1"))
+	assert.Equal(t, "[ ] #1: old and unhurried P3\n[ ] #2: new and urgent P1\n[ ] #3: default\n", ok(t, dir, "list", "--ready"), "list stays by id")
+	assert.Contains(t, ok(t, dir, "next"), "Claimed #2: new and urgent", "next takes the first ready lists")
 }
 
 // plan FILE creates a whole plan, all or nothing, and applying it again
