@@ -10,7 +10,9 @@
 // none, and creates nothing.
 //
 // Exit status: 0 success; 1 error; 2 usage; 3 the task is blocked or held
-// by someone else, or no task is ready; 4 no task graph was found.
+// by someone else, or no task is ready now; 4 no task graph was found;
+// and from next, 5 finished (nothing left to do) and 6 finished, but
+// tasks failed or are stranded.
 package main
 
 import (
@@ -52,7 +54,8 @@ The commands are:
 	show ID                  show one task, with its metadata and times
 	explain ID               say why a task is not ready
 	claim ID                 claim a ready task (--lease DURATION)
-	next                     claim the most urgent ready task (--label LABEL..., --lease DURATION)
+	next                     claim the most urgent ready task (--label LABEL..., --lease DURATION,
+	                         --wait [--timeout DURATION] to wait for one)
 	done ID                  complete a task you hold and say what it unblocked (--result TEXT)
 	fail ID REASON           fail a task you hold; what depends on it cannot start
 	cancel ID REASON         cancel a task; what depends on it cannot start
@@ -87,8 +90,10 @@ done, fail, cancel, release and delete refuse a task someone else holds
 unless --force is given. Use "taskgraph help <command>" for more about a command.
 
 Exit status is 0 on success, 1 on error, 2 on a usage error, 3 when a task
-is blocked or held by someone else, or no task is ready, and 4 when there is
-no task graph (run taskgraph init).
+is blocked or held by someone else, or no task is ready now (wait, or try
+again later), and 4 when there is no task graph (run taskgraph init). next
+also exits 5 when the graph is finished, nothing left to do, and 6 when it
+is finished but tasks failed or are stranded (stop: a person must look).
 `
 
 // Exit codes.
@@ -96,8 +101,10 @@ const (
 	exitOK          = 0
 	exitError       = 1
 	exitUsage       = 2
-	exitUnavailable = 3
+	exitUnavailable = 3 // blocked, held by someone else, nothing ready now
 	exitNoGraph     = 4
+	exitFinished    = 5 // next: nothing left to do
+	exitStalled     = 6 // next: finished, but tasks failed or are stranded
 )
 
 func main() {
@@ -143,7 +150,7 @@ func init() {
 		"board":   {"", "List every task under its state, the board's columns: ready (in claim order), blocked, stranded (waits on a failed or cancelled task), in progress, completed, failed and cancelled. With --json an object keyed by state, each an array of tasks with their \"state\".", simple(cmdBoard)},
 		"show":    {"ID", "Show one task in full: status, owner, lease, edges, times, metadata and description.", simple(cmdShow)},
 		"claim":   {"ID", "Claim a ready task for --owner.", flagsClaim(false)},
-		"next":    {"", "Claim the most urgent ready task (P0 first, then the lowest id) for --owner; with --label, only a task carrying all those labels. Exit status 3 if none is ready.", flagsClaim(true)},
+		"next":    {"", "Claim the most urgent ready task (P0 first, then the lowest id) for --owner; with --label, only a task carrying all those labels. When it claims nothing, it says why, and its exit status says whether to wait or stop: 3, nothing ready now (it says what is in progress and when the next lease lapses); 5, finished: nothing left to do; 6, finished, but tasks failed or are stranded (it names them). --wait waits until a task can be claimed (exit status 0) or the graph is finished (5 or 6); --timeout DURATION bounds the wait (then 3). With --json, an outcome other than a claim is an object: {\"outcome\": \"nothing_ready\", \"finished\" or \"stalled\", \"message\", \"failed\", \"stranded\"}.", flagsClaim(true)},
 		"done":    {"ID", "Complete a task you hold and print the tasks this made ready; --result TEXT records what was done. A task someone else holds needs --force.", flagsDone},
 		"fail":    {"ID REASON", "Fail a task you hold, saying why: the tasks that depend on it cannot start until it is reopened, and are printed. A task someone else holds needs --force.", flagsFail},
 		"cancel":  {"ID REASON", "Cancel a pending or in-progress task, saying why: the tasks that depend on it cannot start until it is reopened. A task someone else holds needs --force.", flagsCancel},

@@ -307,7 +307,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"claim", "3"}, 3, "task 3 is blocked by [1, 2]"},
 		{[]string{"--owner", "x", "claim", "1"}, 0, ""},
 		{[]string{"--owner", "y", "claim", "1"}, 3, `claimed by "x"`},
-		{[]string{"next"}, 3, "no ready task"},
+		{[]string{"next"}, 3, "nothing ready now: 1 in progress by others"},
 		{[]string{"ready"}, 3, "No task is ready"},
 		{[]string{"show", "9"}, 1, "task 9 not found"},
 		{[]string{"show"}, 2, "usage: taskgraph show ID"},
@@ -732,6 +732,14 @@ func TestStoreFlagPostgres(t *testing.T) {
 	assert.Equal(t, "Completed #1: setup schema\nUnblocked: #2 api\n", r.stdout)
 	r = pg("ready")
 	assert.Equal(t, "[ ] #2: api\n", r.stdout)
+	// next --wait on a database: it claims, then waits for the end.
+	r = pg("next", "--wait", "--timeout", "10s")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "Claimed #2: api (owner "+defaultOwner()+")\n", r.stdout)
+	w := startWaiter(t, dir, "--store", url, "--graph", graph)
+	w.waiting(t)
+	pg("done", "2")
+	assert.Equal(t, exitFinished, w.result(t), w.errb.String())
 	_, err := os.Stat(filepath.Join(dir, ".tasks"))
 	assert.True(t, os.IsNotExist(err), "no directory is used with --store")
 }
