@@ -218,7 +218,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	args = commandFirst(args)
 	name := args[0]
 	if name == "help" {
-		name, args = args[1], []string{args[1], "--help"}
+		if name = helpTopic(args[1:]); name == "" {
+			fmt.Fprint(stdout, usage) // taskgraph --owner x help
+			return exitOK
+		}
+		args = []string{name, "--help"}
 	}
 	cmd, ok := commands[name]
 	if !ok {
@@ -229,12 +233,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	pos, err := parseInterspersed(e.fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(stdout, "usage: taskgraph %s %s\n\n%s\n\nFlags:\n", name, cmd.args, cmd.help)
-		e.fs.SetOutput(stdout)
+		var defaults strings.Builder
+		e.fs.SetOutput(&defaults)
 		e.fs.PrintDefaults()
+		fmt.Fprint(stdout, longFlags(defaults.String()))
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "usage: taskgraph %s %s\nRun 'taskgraph help %s' for details.\n", name, cmd.args, name)
+		fmt.Fprintf(stderr, "%s\nusage: taskgraph %s %s\nRun 'taskgraph help %s' for details.\n", longFlags(err.Error()), name, cmd.args, name)
 		return exitUsage
 	}
 	e.args = pos
@@ -247,12 +253,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // it.
 func newEnv(ctx context.Context, name string, cmd command, stdin io.Reader, stdout, stderr io.Writer) (*env, func(e *env) error) {
 	fs := flag.NewFlagSet("taskgraph "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr) // parse errors; help goes to stdout in run
+	fs.SetOutput(io.Discard) // run reports parse errors, and prints help
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fs: fs}
 	fs.StringVar(&e.dir, "dir", "", "task `DIR`ectory (default $TASKGRAPH_DIR, else the nearest .tasks here or in a parent)")
 	fs.StringVar(&e.storeURL, "store", os.Getenv("TASKGRAPH_STORE"), "PostgreSQL `URL` to use instead of a directory")
 	fs.StringVar(&e.graph, "graph", envOr("TASKGRAPH_GRAPH", "default"), "graph `NAME` in the --store database")
-	fs.StringVar(&e.owner, "owner", os.Getenv("TASKGRAPH_OWNER"), "who you are (default $TASKGRAPH_OWNER, else user@host)")
+	fs.StringVar(&e.owner, "owner", os.Getenv("TASKGRAPH_OWNER"), "who you are, `NAME` (default $TASKGRAPH_OWNER, else user@host)")
 	fs.BoolVar(&e.json, "json", false, "machine-readable output")
 	do := cmd.flags(fs)
 	fs.Usage = func() {}
@@ -312,7 +318,10 @@ func exitCode(stderr io.Writer, name string, cmd command, err error) int {
 var idListText = regexp.MustCompile(`\[(\d+(?: \d+)+)\]`)
 
 // describe words an error for a person: id lists as everywhere else
-// ("[1, 2]"), and the options of this command instead of the library's.
+// ("[1, 2]"), the options of this command instead of the library's, and
+// a task's status that does not allow the command as a plain sentence
+// ("task 1 is pending, …", not "status: task 1 is pending, …": the
+// user gave no status).
 func describe(err error) string {
 	var be *taskgraph.BlockedError
 	if errors.As(err, &be) && err.Error() == be.Error() {
@@ -321,6 +330,10 @@ func describe(err error) string {
 			s += fmt.Sprintf(" (missing: %s)", agenttools.FormatIDs(be.Missing))
 		}
 		return s
+	}
+	var inv *taskgraph.InvalidError
+	if errors.As(err, &inv) && err.Error() == inv.Error() && inv.Field == "status" && strings.HasPrefix(inv.Reason, "task ") {
+		err = errors.New(inv.Reason)
 	}
 	s := idListText.ReplaceAllStringFunc(err.Error(), func(m string) string {
 		return strings.ReplaceAll(m, " ", ", ")
@@ -335,6 +348,30 @@ var valueFlags = map[string]bool{"dir": true, "store": true, "graph": true, "own
 	"desc": true, "after": true, "blocks": true, "format": true, "claude-code": true, "from": true, "tools": true,
 	"priority": true, "label": true, "key": true, "status": true, "state": true, "timeout": true, "owned-by": true, "limit": true, "result": true,
 	"addr": true, "max-streams": true}
+
+// helpTopic returns the command `taskgraph help` is asked about, the
+// first of args that is neither a flag nor a flag's value, or "" if there
+// is none (`taskgraph --owner x help`).
+func helpTopic(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return a
+		}
+		if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && valueFlags[name] {
+			i++ // --owner NAME
+		}
+	}
+	return ""
+}
+
+// longFlag matches a flag name where Go's flag package writes it with one
+// dash: at the start of a line of PrintDefaults, and in its errors.
+var longFlag = regexp.MustCompile(`(?m)(^  |defined: |argument: |for flag |for )-([a-z])`)
+
+// longFlags writes the flag names in s, help or a flag error of the flag
+// package, as the command line takes them: --after, not -after.
+func longFlags(s string) string { return longFlag.ReplaceAllString(s, "$1--$2") }
 
 // commandFirst moves flags given before the command after it, so that
 // `taskgraph --owner x claim 1` works like `taskgraph claim 1 --owner x`.

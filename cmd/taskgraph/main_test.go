@@ -358,7 +358,7 @@ func TestNegativeDurationsAreUsageErrors(t *testing.T) {
 		{[]string{"renew", "2", "-1", "--owner", "holder"}, "-1: " + negative},
 		{[]string{"renew", "2", "0s", "--owner", "holder"}, "0s: a lease must be renewed for a positive duration"},
 		{[]string{"renew", "2", "soon", "--owner", "holder"}, "soon: not a duration such as 30m"},
-		{[]string{"next", "--lease", "soon"}, `invalid value "soon" for flag -lease: not a duration such as 30m`},
+		{[]string{"next", "--lease", "soon"}, `invalid value "soon" for flag --lease: not a duration such as 30m`},
 		// A negative number where an id belongs is a bad id, not a flag.
 		{[]string{"show", "-1"}, `"-1" is not a task id`},
 		{[]string{"renew", "-1", "30m"}, `"-1" is not a task id`},
@@ -387,9 +387,28 @@ func TestHelpAndVersion(t *testing.T) {
 		r = tg(t, dir, args...)
 		assert.Equal(t, 0, r.code, "%v", args)
 		assert.Contains(t, r.stdout, "usage: taskgraph add SUBJECT", "%v: help on stdout, to pipe into less", args)
-		assert.Contains(t, r.stdout, "-after ID")
+		// The flags as the command line takes them, with two dashes.
+		assert.Contains(t, r.stdout, "\n  --after ID\n")
+		assert.Contains(t, r.stdout, "\n  --priority P0\n")
+		assert.Contains(t, r.stdout, "\n  --owner NAME\n")
+		assert.NotRegexp(t, `(?m)^  -[a-z]`, r.stdout)
 		assert.Empty(t, r.stderr)
 	}
+	// A global flag before help, as before any command.
+	r = tg(t, dir, "--owner", "x", "help")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Usage:\n\n\ttaskgraph <command> [arguments] [flags]")
+	for _, args := range [][]string{{"--owner", "x", "help", "add"}, {"--json", "help", "add"}, {"help", "--owner", "x", "add"}} {
+		r = tg(t, dir, args...)
+		assert.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stdout, "usage: taskgraph add SUBJECT", "%v", args)
+	}
+	// A flag's error names it as it is typed.
+	r = tg(t, dir, "add", "x", "-priority", "high")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, `invalid value "high" for flag --priority: `)
+	r = tg(t, dir, "list", "-frobnicate")
+	assert.Contains(t, r.stderr, "flag provided but not defined: --frobnicate\n")
 	r = tg(t, dir, "add", "--nope")
 	assert.Equal(t, exitUsage, r.code)
 	assert.Empty(t, r.stdout, "mistakes go to stderr")

@@ -54,6 +54,17 @@ func TestOutcomesCommands(t *testing.T) {
 	assert.Contains(t, r.stderr, "--force cancels it anyway")
 	assert.Contains(t, ok(t, dir, "cancel", "1", "dropped", "--force"), "Cancelled #1: build (dropped)")
 
+	// A task's status that does not allow the command is said plainly:
+	// no "status:" field prefix, as if the user had given a status.
+	ok(t, dir, "reopen", "1")
+	for _, cmd := range []string{"done", "release"} {
+		r = tg(t, dir, cmd, "1")
+		assert.Equal(t, exitError, r.code, cmd)
+		assert.Equal(t, "taskgraph "+cmd+": task 1 is pending, not in_progress: claim it first\n", r.stderr, cmd)
+	}
+	r = tg(t, dir, "fail", "1", "why")
+	assert.Equal(t, "taskgraph fail: task 1 is pending, not in_progress: claim it first\n", r.stderr)
+
 	// Usage errors.
 	for _, args := range [][]string{{"fail", "1"}, {"fail", "1", ""}, {"fail", "x", "why"}, {"reopen"}, {"explain"}} {
 		assert.Equal(t, exitUsage, tg(t, dir, args...).code, "%v", args)
@@ -109,11 +120,11 @@ func TestPriorityAndLabelCommands(t *testing.T) {
 		assert.Equal(t, exitUsage, tg(t, dir, args...).code, "%v", args)
 	}
 	r = tg(t, dir, "add", "x", "--priority", "7")
-	assert.Contains(t, r.stderr, `invalid value "7" for flag -priority: 7 is not a priority: use 0 (P0, most urgent) to 4 (P4, least); the default is 2`)
+	assert.Contains(t, r.stderr, `invalid value "7" for flag --priority: 7 is not a priority: use 0 (P0, most urgent) to 4 (P4, least); the default is 2`)
 	r = tg(t, dir, "list", "--status", "pending,done")
 	assert.Contains(t, r.stderr, `--status "done" is not pending, in_progress, completed, failed or cancelled`)
 	r = tg(t, dir, "add", "x", "--after", "1,,2")
-	assert.Contains(t, r.stderr, `invalid value "1,,2" for flag -after: "" is not a task id: use a positive integer such as 12`)
+	assert.Contains(t, r.stderr, `invalid value "1,,2" for flag --after: "" is not a task id: use a positive integer such as 12`)
 	r = tg(t, dir, "add", "x", "--label", "Not A Label")
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "is not a label")
