@@ -169,7 +169,7 @@ func init() {
 		"import":  {"FILE | --claude-code DIR", "Load tasks from an export (or - for stdin), or from a Claude Code task list (~/.claude/tasks/<list>), all or nothing. Ids are kept and must be new to this graph; with --renumber the tasks get fresh ids after the graph's own and their edges follow, to merge a plan into an existing graph.", flagsImport},
 		"mcp":     {"", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout. --tools claude-code serves Claude Code's own task tools instead (TaskCreate, TaskGet, TaskUpdate, TaskList, with its argument names), on the same graph and with the same checks; --tools taskgraph,claude-code serves both. Unless --owner is given, each server is its own agent, mcp-HOST-PID-RANDOM ($TASKGRAPH_OWNER, a person's identity, is not used).", flagsMCP},
 		"serve":   {"", serveHelp, flagsServe},
-		"version": {"", "Print the version of taskgraph (the module version it was built from).", simple(cmdVersion)},
+		"version": {"", "Print the version of taskgraph (its release, as CHANGELOG.md names it), the Go it was built with, and the VCS revision if the build recorded one.", simple(cmdVersion)},
 	}
 }
 
@@ -503,16 +503,20 @@ func (e *env) held(err error, force string) error {
 	return err
 }
 
-// version returns the module version taskgraph was built from, with the
-// VCS revision when the build recorded one.
-func version() string {
+// release is the version of taskgraph this source is, as CHANGELOG.md
+// names it: bump it with each release.
+const release = "v0.1.0"
+
+// version returns the version of taskgraph, release.
+func version() string { return release }
+
+// revision returns the VCS revision the build recorded, "+dirty" if the
+// tree was modified, or "" if it recorded none (go install of a module
+// version).
+func revision() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
+		return ""
 	}
 	var rev, modified string
 	for _, s := range bi.Settings {
@@ -525,10 +529,10 @@ func version() string {
 			}
 		}
 	}
-	if v == "(devel)" && rev != "" {
-		v = "(devel) " + rev[:min(12, len(rev))] + modified
+	if rev == "" {
+		return ""
 	}
-	return v
+	return rev[:min(12, len(rev))] + modified
 }
 
 func cmdVersion(e *env) error {
@@ -537,11 +541,16 @@ func cmdVersion(e *env) error {
 	}
 	if e.json {
 		return e.printJSON(struct {
-			Version string `json:"version"`
-			Go      string `json:"go"`
-		}{version(), runtime.Version()})
+			Version  string `json:"version"`
+			Go       string `json:"go"`
+			Revision string `json:"revision,omitempty"`
+		}{version(), runtime.Version(), revision()})
 	}
-	fmt.Fprintf(e.stdout, "taskgraph %s (%s)\n", version(), runtime.Version())
+	built := runtime.Version()
+	if rev := revision(); rev != "" {
+		built += ", " + rev
+	}
+	fmt.Fprintf(e.stdout, "taskgraph %s (%s)\n", version(), built)
 	return nil
 }
 
