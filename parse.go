@@ -1,5 +1,5 @@
 // The parsers and validators of user-written values (priority, lease,
-// id, status, options): one parser and one error text per concept, for
+// id, status, state, options): one parser and one error text per concept, for
 // the CLI, the tools and the plan reader alike.
 
 package taskgraph
@@ -13,12 +13,12 @@ import (
 )
 
 // The parsers and validators of the values that a person or an agent
-// writes — a priority, a lease, task ids, a status — one of each, with one
-// error text, so that the taskgraph command, the agent tools and the plan
-// reader accept the same spellings and refuse the rest alike. Each returns
-// an *InvalidError whose Field names what was wrong and whose Reason reads
-// on its own (the command shows it after the flag or argument it is
-// about, the tools after the field).
+// writes — a priority, a lease, task ids, a status, a state — one of
+// each, with one error text, so that the taskgraph command, the agent
+// tools and the plan reader accept the same spellings and refuse the rest
+// alike. Each returns an *InvalidError whose Field names what was wrong
+// and whose Reason reads on its own (the command shows it after the flag
+// or argument it is about, the tools after the field).
 
 // ParsePriority reads a priority written "P0" to "P4" (or "p0" to "p4")
 // or "0" to "4", exactly: no spaces, signs or leading zeros. It returns an
@@ -196,6 +196,20 @@ func statusError(field string, s string) error {
 
 // statusList names the statuses, for errors.
 const statusList = "pending, in_progress, completed, failed or cancelled"
+
+// ParseState reads a state by its name, as it prints: ready, blocked,
+// stranded, in_progress, completed, failed or cancelled. It returns an
+// *InvalidError about field "state" for anything else, naming the states.
+func ParseState(s string) (State, error) {
+	switch st := State(s); st {
+	case StateReady, StateBlocked, StateStranded, StateInProgress, StateCompleted, StateFailed, StateCancelled:
+		return st, nil
+	}
+	return "", &InvalidError{Field: "state", Reason: fmt.Sprintf("%.40q is not %s", s, stateList)}
+}
+
+// stateList names the states, for errors.
+const stateList = "ready, blocked, stranded, in_progress, completed, failed or cancelled"
 
 // ClaimOptions validates what opts ask of Claim or ClaimNext, before
 // anything is read, and returns it: the lease (see Lease) and the labels

@@ -97,6 +97,24 @@ func TestParseStatus(t *testing.T) {
 	assert.EqualError(t, err, `status: "done" is not pending, in_progress, completed, failed or cancelled`)
 }
 
+// A state is read by the name it prints with; a status that is not a
+// state, and a misspelling, are refused with the list of states.
+func TestParseState(t *testing.T) {
+	for in, want := range map[string]tg.State{"ready": tg.StateReady, "blocked": tg.StateBlocked, "stranded": tg.StateStranded,
+		"in_progress": tg.StateInProgress, "completed": tg.StateCompleted, "failed": tg.StateFailed, "cancelled": tg.StateCancelled} {
+		st, err := tg.ParseState(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, st, in)
+	}
+	for _, in := range []string{"", "pending", "Ready", " ready", "in-progress", "done"} {
+		_, err := tg.ParseState(in)
+		assert.Equal(t, "state", invalid(t, err).Field, "%q", in)
+		assert.ErrorIs(t, err, tg.ErrInvalid)
+	}
+	_, err := tg.ParseState("pending")
+	assert.EqualError(t, err, `state: "pending" is not ready, blocked, stranded, in_progress, completed, failed or cancelled`)
+}
+
 // Options are read one way, validated, by every store.
 func TestOptions(t *testing.T) {
 	set, err := tg.Rules.ClaimOptions([]tg.ClaimOption{tg.WithLease(time.Minute), tg.WithLabels("b", "a"), tg.WithLabels("a")})

@@ -1,10 +1,13 @@
-// The commands that move a task through its life: claim and next, done,
-// fail and cancel, reopen, release and renew; and who may act on a task
-// someone else holds.
+// The commands that move a task through its life: claim and next (which
+// says whether to wait or stop when it cannot claim), done, fail and
+// cancel, reopen, release and renew; and who may act on a task someone
+// else holds.
 
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"time"
 
@@ -15,8 +18,12 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 	return func(fs *flag.FlagSet) func(e *env) error {
 		lease := leaseFlag(fs, "lease the claim for this `DURATION` (e.g. 30m); renew it with taskgraph renew")
 		var labels stringList
+		var wait *bool
+		var timeout *time.Duration
 		if next {
 			fs.Var(&labels, "label", "take only a task with this `LABEL` (repeat or comma-separate: all of them)")
+			wait = fs.Bool("wait", false, "if nothing is ready, wait until a task can be claimed or the graph is finished")
+			timeout = fs.Duration("timeout", 0, "with --wait, give up after `DURATION` (e.g. 10m; exit status 3)")
 		}
 		return func(e *env) error {
 			if err := lease.check(); err != nil {
@@ -29,25 +36,68 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 			if len(labels) > 0 {
 				opts = append(opts, taskgraph.WithLabels(labels...))
 			}
-			var id taskgraph.ID
-			var err error
 			if next {
-				err = e.wantArgs(0)
-			} else {
-				id, err = e.oneID()
+				if err := e.wantArgs(0); err != nil {
+					return err
+				}
+				if *timeout < 0 {
+					return usagef("--timeout %s: a timeout cannot be negative: give how long to wait, e.g. 10m", *timeout)
+				}
+				if *timeout > 0 && !*wait {
+					return usagef("--timeout %s bounds --wait: give --wait too", *timeout)
+				}
+				return e.withStore(func(s store) error { return e.claimNext(s, opts, labels, *wait, *timeout) })
 			}
+			id, err := e.oneID()
 			if err != nil {
 				return err
 			}
 			return e.withStore(func(s store) error {
-				var t taskgraph.Task
-				if next {
-					t, err = s.ClaimNext(e.ctx, e.owner, opts...)
-				} else {
-					t, err = s.Claim(e.ctx, id, e.owner, opts...)
-				}
-				return e.printChanged(t, e.held(err, ""), "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner)
+				t, err := s.Claim(e.ctx, id, e.owner, opts...)
+				return e.printClaimed(t, err)
 			})
+		}
+	}
+}
+
+// printClaimed reports claim and next: the task claimed, or err.
+func (e *env) printClaimed(t taskgraph.Task, err error) error {
+	return e.printChanged(t, e.held(err, ""), "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner)
+}
+
+// claimNext is next: it claims the most urgent ready task with labels, or
+// says why it cannot — nothing is ready now (exit status 3), the graph is
+// finished (5), or finished with tasks failed or stranded (6). With wait
+// it waits (taskgraph.Await) until it claims one or the graph is
+// finished, at most timeout if that is not 0.
+func (e *env) claimNext(s store, opts []taskgraph.ClaimOption, labels []string, wait bool, timeout time.Duration) error {
+	ctx := e.ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	for {
+		t, err := s.ClaimNext(e.ctx, e.owner, opts...)
+		if !errors.Is(err, taskgraph.ErrNoReady) {
+			return e.printClaimed(t, err)
+		}
+		b, err := s.Board(e.ctx)
+		if readFailed(err) {
+			return err
+		}
+		if b.Finished() || !wait {
+			return e.cannotClaim(b, labels, !wait, 0)
+		}
+		// Wait, then claim again: another agent may take the task first.
+		if _, err := taskgraph.Await(ctx, s, taskgraph.WorkLabels(labels...)); err != nil {
+			if e.ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			if b, err = s.Board(e.ctx); readFailed(err) {
+				return err
+			}
+			return e.cannotClaim(b, labels, false, timeout)
 		}
 	}
 }

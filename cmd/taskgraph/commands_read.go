@@ -1,5 +1,5 @@
-// The commands that read the graph and change nothing: list, ready, show,
-// explain, check, watch and export.
+// The commands that read the graph and change nothing: list, ready, board,
+// show, explain, check, watch and export.
 
 package main
 
@@ -50,6 +50,19 @@ func flagsReady(fs *flag.FlagSet) func(e *env) error {
 			return err
 		})
 	}
+}
+
+func cmdBoard(e *env) error {
+	return e.withNoArgs(func(s store) error {
+		b, err := s.Board(e.ctx)
+		if readFailed(err) {
+			return err
+		}
+		if perr := e.printBoard(b); perr != nil {
+			return perr
+		}
+		return err // corrupt files: showed the rest, then say so
+	})
 }
 
 func cmdShow(e *env) error {

@@ -1,5 +1,5 @@
-// The selection of list and ready: --status, --owned-by, --label, --ready
-// and --limit, and the tasks they pick.
+// The selection of list and ready: --status, --state, --owned-by, --label,
+// --ready and --limit, and the tasks they pick.
 
 package main
 
@@ -14,13 +14,18 @@ import (
 // listing is the selection of list and ready: filters and a limit.
 type listing struct {
 	statuses []taskgraph.Status
+	states   []taskgraph.State
 	ownedBy  *string
 	labels   stringList
 	ready    bool
 	limit    int
-	// badStatus is the error for a --status that names no status,
-	// reported by check as a usage error.
-	badStatus error
+	// badStatus and badState are the errors for a --status that names
+	// no status and a --state that names no state, reported by check as
+	// usage errors; stateAsStatus is a state given as a --status
+	// ("stranded"), which check points at --state, and statusAsState a
+	// status given as a --state ("pending"), which it points at --status.
+	badStatus, badState          error
+	stateAsStatus, statusAsState string
 }
 
 // listFlags adds the selection flags to fs; all adds those that only make
@@ -28,7 +33,11 @@ type listing struct {
 func listFlags(fs *flag.FlagSet, all bool) *listing {
 	l := &listing{}
 	fs.Var(&l.labels, "label", "only tasks with this `LABEL` (repeat or comma-separate: all of them)")
-	fs.IntVar(&l.limit, "limit", 0, "print at most `N` tasks, the lowest ids, and say how many more there are (default: all)")
+	first := "the most urgent (P0 first, then the lowest id)"
+	if all {
+		first = "the lowest ids"
+	}
+	fs.IntVar(&l.limit, "limit", 0, "print at most `N` tasks, "+first+", and say how many more there are (default: all)")
 	if all {
 		fs.Func("status", "only tasks with this `STATUS`: pending, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)", func(v string) error {
 			var names stringList
@@ -37,8 +46,26 @@ func listFlags(fs *flag.FlagSet, all bool) *listing {
 				st, err := taskgraph.ParseStatus(n)
 				if err != nil {
 					l.badStatus = err
+					if _, serr := taskgraph.ParseState(n); serr == nil {
+						l.stateAsStatus = n
+					}
 				}
 				l.statuses = append(l.statuses, st)
+			}
+			return nil
+		})
+		fs.Func("state", "only tasks in this `STATE`: ready, blocked, stranded, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)", func(v string) error {
+			var names stringList
+			_ = names.Set(v)
+			for _, n := range names {
+				st, err := taskgraph.ParseState(n)
+				if err != nil {
+					l.badState = err
+					if _, serr := taskgraph.ParseStatus(n); serr == nil {
+						l.statusAsState = n
+					}
+				}
+				l.states = append(l.states, st)
 			}
 			return nil
 		})
@@ -52,8 +79,17 @@ func listFlags(fs *flag.FlagSet, all bool) *listing {
 }
 
 func (l *listing) check() error {
+	if l.badStatus != nil && l.stateAsStatus != "" {
+		return usagef("--status %v; %s is a state, derived from the graph: use --state %[2]s", reasonOf(l.badStatus), l.stateAsStatus)
+	}
 	if l.badStatus != nil {
 		return usagef("--status %v", reasonOf(l.badStatus))
+	}
+	if l.badState != nil && l.statusAsState != "" {
+		return usagef("--state %v; %s is a status: use --status %[2]s (a pending task is ready, blocked or stranded)", reasonOf(l.badState), l.statusAsState)
+	}
+	if l.badState != nil {
+		return usagef("--state %v", reasonOf(l.badState))
 	}
 	if l.limit < 0 {
 		return usagef("--limit %d: want a positive number (0 for all)", l.limit)
@@ -80,12 +116,16 @@ func (e *env) withListing(l *listing, f func(s store) error) error {
 	return e.withNoArgs(f)
 }
 
-// pick returns the tasks of ts that the listing selects, by id, at most
-// limit of them, and how many more it selects.
+// pick returns the tasks of ts that the listing selects, in the order of
+// ts (by id for list, claim order for ready), at most limit of them, and
+// how many more it selects.
 func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
 	var out []taskgraph.Task
 	for _, t := range ts {
 		if len(l.statuses) > 0 && !slices.Contains(l.statuses, t.Status) {
+			continue
+		}
+		if len(l.states) > 0 && !slices.Contains(l.states, v.state[t.ID]) {
 			continue
 		}
 		if l.ownedBy != nil && t.Owner != *l.ownedBy {
@@ -99,7 +139,6 @@ func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
 		}
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b taskgraph.Task) int { return int(a.ID - b.ID) })
 	if l.limit > 0 && len(out) > l.limit {
 		return out[:l.limit], len(out) - l.limit
 	}

@@ -10,7 +10,9 @@
 // none, and creates nothing.
 //
 // Exit status: 0 success; 1 error; 2 usage; 3 the task is blocked or held
-// by someone else, or no task is ready; 4 no task graph was found.
+// by someone else, or no task is ready now; 4 no task graph was found;
+// and from next, 5 finished (nothing left to do) and 6 finished, but
+// tasks failed or are stranded.
 package main
 
 import (
@@ -45,12 +47,15 @@ The commands are:
 	add SUBJECT              add a task (--desc TEXT, --after ID..., --blocks ID...,
 	                         --priority P0..P4, --label LABEL..., --key KEY)
 	plan FILE                add a whole plan from a JSON file, all or nothing
-	list                     list every task (--status, --owned-by, --label, --ready, --limit)
-	ready                    list the tasks that can start now (--label, --limit)
+	list                     list every task (--status, --state, --owned-by, --label, --ready, --limit)
+	ready                    list the tasks that can start now, most urgent first (--label, --limit)
+	board                    list every task under its state: ready, blocked, stranded,
+	                         in_progress, completed, failed, cancelled
 	show ID                  show one task, with its metadata and times
 	explain ID               say why a task is not ready
 	claim ID                 claim a ready task (--lease DURATION)
-	next                     claim the most urgent ready task (--label LABEL..., --lease DURATION)
+	next                     claim the most urgent ready task (--label LABEL..., --lease DURATION,
+	                         --wait [--timeout DURATION] to wait for one)
 	done ID                  complete a task you hold and say what it unblocked (--result TEXT)
 	fail ID REASON           fail a task you hold; what depends on it cannot start
 	cancel ID REASON         cancel a task; what depends on it cannot start
@@ -85,8 +90,10 @@ done, fail, cancel, release and delete refuse a task someone else holds
 unless --force is given. Use "taskgraph help <command>" for more about a command.
 
 Exit status is 0 on success, 1 on error, 2 on a usage error, 3 when a task
-is blocked or held by someone else, or no task is ready, and 4 when there is
-no task graph (run taskgraph init).
+is blocked or held by someone else, or no task is ready now (wait, or try
+again later), and 4 when there is no task graph (run taskgraph init). next
+also exits 5 when the graph is finished, nothing left to do, and 6 when it
+is finished but tasks failed or are stranded (stop: a person must look).
 `
 
 // Exit codes.
@@ -94,8 +101,10 @@ const (
 	exitOK          = 0
 	exitError       = 1
 	exitUsage       = 2
-	exitUnavailable = 3
+	exitUnavailable = 3 // blocked, held by someone else, nothing ready now
 	exitNoGraph     = 4
+	exitFinished    = 5 // next: nothing left to do
+	exitStalled     = 6 // next: finished, but tasks failed or are stranded
 )
 
 func main() {
@@ -136,11 +145,12 @@ func init() {
 	commands = map[string]command{
 		"init":    {"", "Create the task directory: .tasks in the working directory, or --dir (with --store, the graph). The one command that creates a task graph; it is harmless on one that exists.", simple(cmdInit)},
 		"add":     {"SUBJECT", "Add a pending task. --priority P0..P4 (default P2) orders ClaimNext and next; --label routes it (next --label); --key names it, so that adding the same key again adds nothing.", flagsAdd},
-		"list":    {"", "List every task, one a line: [ ] pending, [>] in progress, [x] completed, [!] failed, [-] cancelled; a priority other than P2 and {labels} follow the subject; \"blocked by\" lists the blockers not completed yet, and \"cannot start\" names the failed or cancelled task a pending one waits on. --status, --owned-by, --label and --ready filter; --limit caps.", flagsList},
-		"ready":   {"", "List the tasks that can start now (--label to filter, --limit to cap). Exit status 3 if there is none.", flagsReady},
+		"list":    {"", "List every task, one a line: [ ] pending, [>] in progress, [x] completed, [!] failed, [-] cancelled; a priority other than P2 and {labels} follow the subject; \"blocked by\" lists the blockers not completed yet, and \"cannot start\" names the failed or cancelled task a pending one waits on. --status, --state (ready, blocked, stranded, in_progress, completed, failed, cancelled: where a task stands), --owned-by, --label and --ready filter; --limit caps. With --json each task carries its \"state\".", flagsList},
+		"ready":   {"", "List the tasks that can start now in the order next claims them: the most urgent first (P0), then the lowest id. --label filters, --limit caps. Exit status 3 if there is none.", flagsReady},
+		"board":   {"", "List every task under its state, the board's columns: ready (in claim order), blocked, stranded (waits on a failed or cancelled task), in progress, completed, failed and cancelled. With --json an object keyed by state, each an array of tasks with their \"state\".", simple(cmdBoard)},
 		"show":    {"ID", "Show one task in full: status, owner, lease, edges, times, metadata and description.", simple(cmdShow)},
 		"claim":   {"ID", "Claim a ready task for --owner.", flagsClaim(false)},
-		"next":    {"", "Claim the most urgent ready task (P0 first, then the lowest id) for --owner; with --label, only a task carrying all those labels. Exit status 3 if none is ready.", flagsClaim(true)},
+		"next":    {"", "Claim the most urgent ready task (P0 first, then the lowest id) for --owner; with --label, only a task carrying all those labels. When it claims nothing, it says why, and its exit status says whether to wait or stop: 3, nothing ready now (it says what is in progress and when the next lease lapses); 5, finished: nothing left to do; 6, finished, but tasks failed or are stranded (it names them). --wait waits until a task can be claimed (exit status 0) or the graph is finished (5 or 6); --timeout DURATION bounds the wait (then 3). With --json, an outcome other than a claim is an object: {\"outcome\": \"nothing_ready\", \"finished\" or \"stalled\", \"message\", \"failed\", \"stranded\"}.", flagsClaim(true)},
 		"done":    {"ID", "Complete a task you hold and print the tasks this made ready; --result TEXT records what was done. A task someone else holds needs --force.", flagsDone},
 		"fail":    {"ID REASON", "Fail a task you hold, saying why: the tasks that depend on it cannot start until it is reopened, and are printed. A task someone else holds needs --force.", flagsFail},
 		"cancel":  {"ID REASON", "Cancel a pending or in-progress task, saying why: the tasks that depend on it cannot start until it is reopened. A task someone else holds needs --force.", flagsCancel},
@@ -159,7 +169,7 @@ func init() {
 		"import":  {"FILE | --claude-code DIR", "Load tasks from an export (or - for stdin), or from a Claude Code task list (~/.claude/tasks/<list>), all or nothing. Ids are kept and must be new to this graph; with --renumber the tasks get fresh ids after the graph's own and their edges follow, to merge a plan into an existing graph.", flagsImport},
 		"mcp":     {"", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout. --tools claude-code serves Claude Code's own task tools instead (TaskCreate, TaskGet, TaskUpdate, TaskList, with its argument names), on the same graph and with the same checks; --tools taskgraph,claude-code serves both. Unless --owner is given, each server is its own agent, mcp-HOST-PID-RANDOM ($TASKGRAPH_OWNER, a person's identity, is not used).", flagsMCP},
 		"serve":   {"", serveHelp, flagsServe},
-		"version": {"", "Print the version of taskgraph (the module version it was built from).", simple(cmdVersion)},
+		"version": {"", "Print the version of taskgraph (its release, as CHANGELOG.md names it), the Go it was built with, and the VCS revision if the build recorded one.", simple(cmdVersion)},
 	}
 }
 
@@ -208,7 +218,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	args = commandFirst(args)
 	name := args[0]
 	if name == "help" {
-		name, args = args[1], []string{args[1], "--help"}
+		if name = helpTopic(args[1:]); name == "" {
+			fmt.Fprint(stdout, usage) // taskgraph --owner x help
+			return exitOK
+		}
+		args = []string{name, "--help"}
 	}
 	cmd, ok := commands[name]
 	if !ok {
@@ -219,12 +233,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	pos, err := parseInterspersed(e.fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(stdout, "usage: taskgraph %s %s\n\n%s\n\nFlags:\n", name, cmd.args, cmd.help)
-		e.fs.SetOutput(stdout)
+		var defaults strings.Builder
+		e.fs.SetOutput(&defaults)
 		e.fs.PrintDefaults()
+		fmt.Fprint(stdout, longFlags(defaults.String()))
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "usage: taskgraph %s %s\nRun 'taskgraph help %s' for details.\n", name, cmd.args, name)
+		fmt.Fprintf(stderr, "%s\nusage: taskgraph %s %s\nRun 'taskgraph help %s' for details.\n", longFlags(err.Error()), name, cmd.args, name)
 		return exitUsage
 	}
 	e.args = pos
@@ -237,12 +253,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // it.
 func newEnv(ctx context.Context, name string, cmd command, stdin io.Reader, stdout, stderr io.Writer) (*env, func(e *env) error) {
 	fs := flag.NewFlagSet("taskgraph "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr) // parse errors; help goes to stdout in run
+	fs.SetOutput(io.Discard) // run reports parse errors, and prints help
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fs: fs}
 	fs.StringVar(&e.dir, "dir", "", "task `DIR`ectory (default $TASKGRAPH_DIR, else the nearest .tasks here or in a parent)")
 	fs.StringVar(&e.storeURL, "store", os.Getenv("TASKGRAPH_STORE"), "PostgreSQL `URL` to use instead of a directory")
 	fs.StringVar(&e.graph, "graph", envOr("TASKGRAPH_GRAPH", "default"), "graph `NAME` in the --store database")
-	fs.StringVar(&e.owner, "owner", os.Getenv("TASKGRAPH_OWNER"), "who you are (default $TASKGRAPH_OWNER, else user@host)")
+	fs.StringVar(&e.owner, "owner", os.Getenv("TASKGRAPH_OWNER"), "who you are, `NAME` (default $TASKGRAPH_OWNER, else user@host)")
 	fs.BoolVar(&e.json, "json", false, "machine-readable output")
 	do := cmd.flags(fs)
 	fs.Usage = func() {}
@@ -302,7 +318,10 @@ func exitCode(stderr io.Writer, name string, cmd command, err error) int {
 var idListText = regexp.MustCompile(`\[(\d+(?: \d+)+)\]`)
 
 // describe words an error for a person: id lists as everywhere else
-// ("[1, 2]"), and the options of this command instead of the library's.
+// ("[1, 2]"), the options of this command instead of the library's, and
+// a task's status that does not allow the command as a plain sentence
+// ("task 1 is pending, …", not "status: task 1 is pending, …": the
+// user gave no status).
 func describe(err error) string {
 	var be *taskgraph.BlockedError
 	if errors.As(err, &be) && err.Error() == be.Error() {
@@ -311,6 +330,10 @@ func describe(err error) string {
 			s += fmt.Sprintf(" (missing: %s)", agenttools.FormatIDs(be.Missing))
 		}
 		return s
+	}
+	var inv *taskgraph.InvalidError
+	if errors.As(err, &inv) && err.Error() == inv.Error() && inv.Field == "status" && strings.HasPrefix(inv.Reason, "task ") {
+		err = errors.New(inv.Reason)
 	}
 	s := idListText.ReplaceAllStringFunc(err.Error(), func(m string) string {
 		return strings.ReplaceAll(m, " ", ", ")
@@ -323,8 +346,32 @@ func describe(err error) string {
 // valueFlags are the flags that take a value, for commandFirst.
 var valueFlags = map[string]bool{"dir": true, "store": true, "graph": true, "owner": true, "lease": true,
 	"desc": true, "after": true, "blocks": true, "format": true, "claude-code": true, "from": true, "tools": true,
-	"priority": true, "label": true, "key": true, "status": true, "owned-by": true, "limit": true, "result": true,
+	"priority": true, "label": true, "key": true, "status": true, "state": true, "timeout": true, "owned-by": true, "limit": true, "result": true,
 	"addr": true, "max-streams": true}
+
+// helpTopic returns the command `taskgraph help` is asked about, the
+// first of args that is neither a flag nor a flag's value, or "" if there
+// is none (`taskgraph --owner x help`).
+func helpTopic(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return a
+		}
+		if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && valueFlags[name] {
+			i++ // --owner NAME
+		}
+	}
+	return ""
+}
+
+// longFlag matches a flag name where Go's flag package writes it with one
+// dash: at the start of a line of PrintDefaults, and in its errors.
+var longFlag = regexp.MustCompile(`(?m)(^  |defined: |argument: |for flag |for )-([a-z])`)
+
+// longFlags writes the flag names in s, help or a flag error of the flag
+// package, as the command line takes them: --after, not -after.
+func longFlags(s string) string { return longFlag.ReplaceAllString(s, "$1--$2") }
 
 // commandFirst moves flags given before the command after it, so that
 // `taskgraph --owner x claim 1` works like `taskgraph claim 1 --owner x`.
@@ -456,16 +503,20 @@ func (e *env) held(err error, force string) error {
 	return err
 }
 
-// version returns the module version taskgraph was built from, with the
-// VCS revision when the build recorded one.
-func version() string {
+// release is the version of taskgraph this source is, as CHANGELOG.md
+// names it: bump it with each release.
+const release = "v0.1.0"
+
+// version returns the version of taskgraph, release.
+func version() string { return release }
+
+// revision returns the VCS revision the build recorded, "+dirty" if the
+// tree was modified, or "" if it recorded none (go install of a module
+// version).
+func revision() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
+		return ""
 	}
 	var rev, modified string
 	for _, s := range bi.Settings {
@@ -478,10 +529,10 @@ func version() string {
 			}
 		}
 	}
-	if v == "(devel)" && rev != "" {
-		v = "(devel) " + rev[:min(12, len(rev))] + modified
+	if rev == "" {
+		return ""
 	}
-	return v
+	return rev[:min(12, len(rev))] + modified
 }
 
 func cmdVersion(e *env) error {
@@ -490,11 +541,16 @@ func cmdVersion(e *env) error {
 	}
 	if e.json {
 		return e.printJSON(struct {
-			Version string `json:"version"`
-			Go      string `json:"go"`
-		}{version(), runtime.Version()})
+			Version  string `json:"version"`
+			Go       string `json:"go"`
+			Revision string `json:"revision,omitempty"`
+		}{version(), runtime.Version(), revision()})
 	}
-	fmt.Fprintf(e.stdout, "taskgraph %s (%s)\n", version(), runtime.Version())
+	built := runtime.Version()
+	if rev := revision(); rev != "" {
+		built += ", " + rev
+	}
+	fmt.Fprintf(e.stdout, "taskgraph %s (%s)\n", version(), built)
 	return nil
 }
 

@@ -307,7 +307,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"claim", "3"}, 3, "task 3 is blocked by [1, 2]"},
 		{[]string{"--owner", "x", "claim", "1"}, 0, ""},
 		{[]string{"--owner", "y", "claim", "1"}, 3, `claimed by "x"`},
-		{[]string{"next"}, 3, "no ready task"},
+		{[]string{"next"}, 3, "nothing ready now: 1 in progress by others"},
 		{[]string{"ready"}, 3, "No task is ready"},
 		{[]string{"show", "9"}, 1, "task 9 not found"},
 		{[]string{"show"}, 2, "usage: taskgraph show ID"},
@@ -358,7 +358,7 @@ func TestNegativeDurationsAreUsageErrors(t *testing.T) {
 		{[]string{"renew", "2", "-1", "--owner", "holder"}, "-1: " + negative},
 		{[]string{"renew", "2", "0s", "--owner", "holder"}, "0s: a lease must be renewed for a positive duration"},
 		{[]string{"renew", "2", "soon", "--owner", "holder"}, "soon: not a duration such as 30m"},
-		{[]string{"next", "--lease", "soon"}, `invalid value "soon" for flag -lease: not a duration such as 30m`},
+		{[]string{"next", "--lease", "soon"}, `invalid value "soon" for flag --lease: not a duration such as 30m`},
 		// A negative number where an id belongs is a bad id, not a flag.
 		{[]string{"show", "-1"}, `"-1" is not a task id`},
 		{[]string{"renew", "-1", "30m"}, `"-1" is not a task id`},
@@ -387,9 +387,28 @@ func TestHelpAndVersion(t *testing.T) {
 		r = tg(t, dir, args...)
 		assert.Equal(t, 0, r.code, "%v", args)
 		assert.Contains(t, r.stdout, "usage: taskgraph add SUBJECT", "%v: help on stdout, to pipe into less", args)
-		assert.Contains(t, r.stdout, "-after ID")
+		// The flags as the command line takes them, with two dashes.
+		assert.Contains(t, r.stdout, "\n  --after ID\n")
+		assert.Contains(t, r.stdout, "\n  --priority P0\n")
+		assert.Contains(t, r.stdout, "\n  --owner NAME\n")
+		assert.NotRegexp(t, `(?m)^  -[a-z]`, r.stdout)
 		assert.Empty(t, r.stderr)
 	}
+	// A global flag before help, as before any command.
+	r = tg(t, dir, "--owner", "x", "help")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Usage:\n\n\ttaskgraph <command> [arguments] [flags]")
+	for _, args := range [][]string{{"--owner", "x", "help", "add"}, {"--json", "help", "add"}, {"help", "--owner", "x", "add"}} {
+		r = tg(t, dir, args...)
+		assert.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stdout, "usage: taskgraph add SUBJECT", "%v", args)
+	}
+	// A flag's error names it as it is typed.
+	r = tg(t, dir, "add", "x", "-priority", "high")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, `invalid value "high" for flag --priority: `)
+	r = tg(t, dir, "list", "-frobnicate")
+	assert.Contains(t, r.stderr, "flag provided but not defined: --frobnicate\n")
 	r = tg(t, dir, "add", "--nope")
 	assert.Equal(t, exitUsage, r.code)
 	assert.Empty(t, r.stdout, "mistakes go to stderr")
@@ -399,11 +418,11 @@ func TestHelpAndVersion(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		r = tg(t, dir, args...)
 		assert.Equal(t, 0, r.code)
-		assert.Regexp(t, `^taskgraph \S.* \(go1\.[^)]+\)\n$`, r.stdout)
+		assert.Regexp(t, `^taskgraph v0\.1\.0 \(go1\.[^)]+\)\n$`, r.stdout)
 	}
 	var v map[string]string
 	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, "version", "--json")), &v))
-	assert.NotEmpty(t, v["version"])
+	assert.Equal(t, "v0.1.0", v["version"], "the release CHANGELOG.md names")
 	assert.Equal(t, runtime.Version(), v["go"])
 }
 
@@ -732,6 +751,14 @@ func TestStoreFlagPostgres(t *testing.T) {
 	assert.Equal(t, "Completed #1: setup schema\nUnblocked: #2 api\n", r.stdout)
 	r = pg("ready")
 	assert.Equal(t, "[ ] #2: api\n", r.stdout)
+	// next --wait on a database: it claims, then waits for the end.
+	r = pg("next", "--wait", "--timeout", "10s")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "Claimed #2: api (owner "+defaultOwner()+")\n", r.stdout)
+	w := startWaiter(t, dir, "--store", url, "--graph", graph)
+	w.waiting(t)
+	pg("done", "2")
+	assert.Equal(t, exitFinished, w.result(t), w.errb.String())
 	_, err := os.Stat(filepath.Join(dir, ".tasks"))
 	assert.True(t, os.IsNotExist(err), "no directory is used with --store")
 }

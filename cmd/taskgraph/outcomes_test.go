@@ -54,6 +54,17 @@ func TestOutcomesCommands(t *testing.T) {
 	assert.Contains(t, r.stderr, "--force cancels it anyway")
 	assert.Contains(t, ok(t, dir, "cancel", "1", "dropped", "--force"), "Cancelled #1: build (dropped)")
 
+	// A task's status that does not allow the command is said plainly:
+	// no "status:" field prefix, as if the user had given a status.
+	ok(t, dir, "reopen", "1")
+	for _, cmd := range []string{"done", "release"} {
+		r = tg(t, dir, cmd, "1")
+		assert.Equal(t, exitError, r.code, cmd)
+		assert.Equal(t, "taskgraph "+cmd+": task 1 is pending, not in_progress: claim it first\n", r.stderr, cmd)
+	}
+	r = tg(t, dir, "fail", "1", "why")
+	assert.Equal(t, "taskgraph fail: task 1 is pending, not in_progress: claim it first\n", r.stderr)
+
 	// Usage errors.
 	for _, args := range [][]string{{"fail", "1"}, {"fail", "1", ""}, {"fail", "x", "why"}, {"reopen"}, {"explain"}} {
 		assert.Equal(t, exitUsage, tg(t, dir, args...).code, "%v", args)
@@ -72,7 +83,7 @@ func TestPriorityAndLabelCommands(t *testing.T) {
 	ok(t, dir, "add", "add a button", "--label", "frontend", "--priority", "1")
 	assert.Equal(t, "[ ] #1: style the page {frontend}\n[ ] #2: fix the outage P0 {api, backend}\n[ ] #3: write the guide\n[ ] #4: add a button P1 {frontend}\n",
 		ok(t, dir, "list"))
-	assert.Equal(t, "[ ] #1: style the page {frontend}\n[ ] #4: add a button P1 {frontend}\n", ok(t, dir, "ready", "--label", "frontend"))
+	assert.Equal(t, "[ ] #4: add a button P1 {frontend}\n[ ] #1: style the page {frontend}\n", ok(t, dir, "ready", "--label", "frontend"), "in claim order")
 	assert.Equal(t, "[ ] #1: style the page {frontend}\n… and 1 more (raise --limit or filter)\n", ok(t, dir, "list", "--label", "frontend", "--limit", "1"))
 
 	// next takes the most urgent first; with --label, only that work.
@@ -109,11 +120,11 @@ func TestPriorityAndLabelCommands(t *testing.T) {
 		assert.Equal(t, exitUsage, tg(t, dir, args...).code, "%v", args)
 	}
 	r = tg(t, dir, "add", "x", "--priority", "7")
-	assert.Contains(t, r.stderr, `invalid value "7" for flag -priority: 7 is not a priority: use 0 (P0, most urgent) to 4 (P4, least); the default is 2`)
+	assert.Contains(t, r.stderr, `invalid value "7" for flag --priority: 7 is not a priority: use 0 (P0, most urgent) to 4 (P4, least); the default is 2`)
 	r = tg(t, dir, "list", "--status", "pending,done")
 	assert.Contains(t, r.stderr, `--status "done" is not pending, in_progress, completed, failed or cancelled`)
 	r = tg(t, dir, "add", "x", "--after", "1,,2")
-	assert.Contains(t, r.stderr, `invalid value "1,,2" for flag -after: "" is not a task id: use a positive integer such as 12`)
+	assert.Contains(t, r.stderr, `invalid value "1,,2" for flag --after: "" is not a task id: use a positive integer such as 12`)
 	r = tg(t, dir, "add", "x", "--label", "Not A Label")
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "is not a label")
@@ -121,6 +132,26 @@ func TestPriorityAndLabelCommands(t *testing.T) {
 	// done --result records what was done.
 	require.Equal(t, 0, runIn(t, dir, cleanEnv("TASKGRAPH_OWNER=fe"), "done", "1", "--result", "used the design tokens").code)
 	assert.Contains(t, ok(t, dir, "show", "1"), "result:      used the design tokens")
+}
+
+// ready lists in the order next claims: a P1 task before an older P3 one,
+// and --limit keeps the most urgent.
+func TestReadyInClaimOrder(t *testing.T) {
+	dir := project(t)
+	ok(t, dir, "add", "old and unhurried", "--priority", "P3")
+	ok(t, dir, "add", "new and urgent", "--priority", "P1")
+	ok(t, dir, "add", "default")
+	var ready []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, "ready", "--json")), &ready))
+	var ids []float64
+	for _, task := range ready {
+		ids = append(ids, task["id"].(float64))
+		assert.Equal(t, "ready", task["state"])
+	}
+	assert.Equal(t, []float64{2, 3, 1}, ids)
+	assert.Equal(t, "[ ] #2: new and urgent P1\n… and 2 more (raise --limit or filter)\n", ok(t, dir, "ready", "--limit", "1"))
+	assert.Equal(t, "[ ] #1: old and unhurried P3\n[ ] #2: new and urgent P1\n[ ] #3: default\n", ok(t, dir, "list", "--ready"), "list stays by id")
+	assert.Contains(t, ok(t, dir, "next"), "Claimed #2: new and urgent", "next takes the first ready lists")
 }
 
 // plan FILE creates a whole plan, all or nothing, and applying it again

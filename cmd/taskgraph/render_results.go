@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,6 +83,150 @@ func (e *env) printNoneReady(labels []string, b taskgraph.Board) {
 		what = "No task with labels " + strings.Join(labels, ", ") + " is ready"
 	}
 	fmt.Fprintf(e.stderr, "%s (%d blocked, %d in progress, %d stranded by a failed or cancelled task).\n", what, len(b.Blocked), len(b.InProgress), len(b.Stranded))
+}
+
+// printBoard reports board: each of the board's lists under its state,
+// the tasks one a line (ready ones in claim order, the others by id); with
+// --json an object keyed by state, each an array of tasks with their
+// state.
+func (e *env) printBoard(b taskgraph.Board) error {
+	v := viewOfBoard(b)
+	if e.json {
+		out := map[taskgraph.State][]taskJSON{}
+		for _, g := range states(b) {
+			out[g.state] = v.toJSONs(g.ts)
+		}
+		return e.printJSON(out)
+	}
+	for _, g := range states(b) {
+		title := strings.ReplaceAll(string(g.state), "_", " ")
+		fmt.Fprintf(e.stdout, "%s%s (%d)\n", strings.ToUpper(title[:1]), title[1:], len(g.ts))
+		for _, t := range g.ts {
+			fmt.Fprintf(e.stdout, "  %s\n", e.line(t, v))
+		}
+	}
+	return nil
+}
+
+// nextOutcomeJSON is what next --json prints when it claims nothing.
+type nextOutcomeJSON struct {
+	// Outcome is "nothing_ready" (exit status 3), "finished" (5) or
+	// "stalled" (6: finished, with tasks failed or stranded).
+	Outcome  string         `json:"outcome"`
+	Message  string         `json:"message"`
+	Failed   []taskgraph.ID `json:"failed,omitempty"`
+	Stranded []taskgraph.ID `json:"stranded,omitempty"`
+}
+
+// cannotClaim ends next when it claimed nothing, as b stands: it says why
+// (on stderr, or as JSON on stdout) and returns the exit status, 3 if
+// work is left, 5 if the graph is finished, 6 if it is finished with
+// tasks failed or stranded. labels are next's --label; hint adds how to
+// wait; waited is how long next --wait waited, if it gave up.
+func (e *env) cannotClaim(b taskgraph.Board, labels []string, hint bool, waited time.Duration) error {
+	out := nextOutcomeJSON{Outcome: "finished", Message: "finished: nothing left to do"}
+	code := exitFinished
+	var stalled *taskgraph.StalledError
+	switch {
+	case errors.As(b.Stall(), &stalled):
+		out = nextOutcomeJSON{Outcome: "stalled", Failed: stalled.Failed, Stranded: stalled.Stranded,
+			Message: stallText(stalled)}
+		code = exitStalled
+	case !b.Finished():
+		out = nextOutcomeJSON{Outcome: "nothing_ready", Message: e.nothingReadyText(b, labels, hint, waited)}
+		code = exitUnavailable
+	}
+	if e.json {
+		if err := e.printJSON(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stderr, "taskgraph next: %s\n", out.Message)
+	}
+	return errQuiet{code}
+}
+
+// stallText says which tasks keep a finished graph from being all done:
+// "finished, but 3 tasks failed or are stranded: #4 (failed), #5, #10
+// (stranded); …".
+func stallText(s *taskgraph.StalledError) string {
+	var parts []string
+	for _, g := range []struct {
+		ids  []taskgraph.ID
+		what string
+	}{{s.Failed, "failed"}, {s.Stranded, "stranded"}} {
+		if len(g.ids) > 0 {
+			names := make([]string, len(g.ids))
+			for i, id := range g.ids {
+				names[i] = fmt.Sprintf("#%d", id)
+			}
+			parts = append(parts, strings.Join(names, ", ")+" ("+g.what+")")
+		}
+	}
+	return fmt.Sprintf("finished, but %d tasks failed or are stranded: %s; reopen a failed task (taskgraph reopen ID) to go on, and taskgraph explain ID says what strands a task",
+		len(s.Failed)+len(s.Stranded), strings.Join(parts, ", "))
+}
+
+// nothingReadyText says why next claimed nothing while work is left, as b
+// stands: what is in progress and when the first lease that could free a
+// task lapses, or the missing tasks that the blocked ones wait on.
+func (e *env) nothingReadyText(b taskgraph.Board, labels []string, hint bool, waited time.Duration) string {
+	var parts []string
+	if len(b.Ready) > 0 {
+		// Ready, but not for these labels.
+		parts = append(parts, fmt.Sprintf("%d ready without the labels %s", len(b.Ready), strings.Join(labels, ", ")))
+	}
+	if n := len(b.InProgress); n > 0 {
+		mine := 0
+		var lapse time.Duration
+		now := time.Now()
+		for _, t := range b.InProgress {
+			if t.Owner == e.owner {
+				mine++
+			}
+			if left := t.LeaseExpiresAt.Sub(now); !t.LeaseExpiresAt.IsZero() && left > 0 && hasAll(t.Labels, labels) && (lapse == 0 || left < lapse) {
+				lapse = left
+			}
+		}
+		switch mine {
+		case 0:
+			parts = append(parts, fmt.Sprintf("%d in progress by others", n))
+		case n:
+			parts = append(parts, fmt.Sprintf("%d in progress by you (%s)", n, e.owner))
+		default:
+			parts = append(parts, fmt.Sprintf("%d in progress (%d by you)", n, mine))
+		}
+		if lapse > 0 {
+			parts = append(parts, "the next lease lapses in "+lapse.Round(time.Second).String())
+		} else {
+			parts = append(parts, "held without a lease that lapses")
+		}
+	} else if len(b.Blocked) > 0 {
+		var missing []taskgraph.ID
+		for _, ids := range b.Missing {
+			for _, id := range ids {
+				if !slices.Contains(missing, id) {
+					missing = append(missing, id)
+				}
+			}
+		}
+		slices.Sort(missing)
+		if len(missing) > 0 {
+			parts = append(parts, fmt.Sprintf("%d blocked on missing tasks %s (create them, or remove the edges with taskgraph dep rm)",
+				len(b.Blocked), agenttools.FormatIDs(missing)))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d blocked", len(b.Blocked)))
+		}
+	}
+	what := "nothing ready now"
+	if waited > 0 {
+		what += fmt.Sprintf(" (waited %s)", waited)
+	}
+	s := what + ": " + strings.Join(parts, ", ")
+	if hint {
+		s += "; taskgraph next --wait waits for one"
+	}
+	return s
 }
 
 // printCompleted reports done: the task, and the tasks it made ready.

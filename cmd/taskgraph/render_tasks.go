@@ -22,9 +22,11 @@ func (e *env) printJSON(v any) error {
 }
 
 // view is what a task's line needs to know of the whole graph: the status
-// of every task, and which pending tasks are stranded, by what.
+// and the state of every task, and which pending tasks are stranded, by
+// what.
 type view struct {
 	status     map[taskgraph.ID]taskgraph.Status
+	state      map[taskgraph.ID]taskgraph.State
 	strandedBy map[taskgraph.ID]taskgraph.ID
 }
 
@@ -35,19 +37,21 @@ func viewOf(all []taskgraph.Task) view {
 
 // viewOfBoard returns the view of an unfiltered board.
 func viewOfBoard(b taskgraph.Board) view {
-	v := view{status: map[taskgraph.ID]taskgraph.Status{}, strandedBy: b.StrandedBy}
-	for _, l := range [][]taskgraph.Task{b.Ready, b.Blocked, b.Stranded, b.InProgress, b.Completed, b.Failed, b.Cancelled} {
-		for _, t := range l {
+	v := view{status: map[taskgraph.ID]taskgraph.Status{}, state: map[taskgraph.ID]taskgraph.State{}, strandedBy: b.StrandedBy}
+	for _, g := range states(b) {
+		for _, t := range g.ts {
 			v.status[t.ID] = t.Status
+			v.state[t.ID] = g.state
 		}
 	}
 	return v
 }
 
-// printTasks prints ts, one a line, or as a JSON array.
+// printTasks prints ts, one a line, or as a JSON array of tasks with their
+// state.
 func (e *env) printTasks(ts []taskgraph.Task, v view) error {
 	if e.json {
-		return e.printJSON(toJSONs(ts))
+		return e.printJSON(v.toJSONs(ts))
 	}
 	for _, t := range ts {
 		fmt.Fprintln(e.stdout, e.line(t, v))
@@ -163,10 +167,30 @@ func (e *env) standing(s store, t taskgraph.Task) (state, why string) {
 	return state, why
 }
 
-// printTask prints one task in full, or as a JSON object.
+// stateOf returns where t, a task of s, stands: its status, or for a
+// pending task ready, blocked or stranded (taskgraph.Explain).
+func (e *env) stateOf(s store, t taskgraph.Task) (taskgraph.State, error) {
+	if t.Status != taskgraph.Pending {
+		return taskgraph.State(t.Status), nil
+	}
+	all, err := s.List(e.ctx)
+	if readFailed(err) {
+		return "", err
+	}
+	ex, err := taskgraph.Explain(all, t.ID, time.Now())
+	return ex.State, err
+}
+
+// printTask prints one task in full, or as a JSON object with its state.
 func (e *env) printTask(s store, t taskgraph.Task) error {
 	if e.json {
-		return e.printJSON(toJSON(t))
+		j := toJSON(t)
+		state, err := e.stateOf(s, t)
+		if err != nil {
+			return err
+		}
+		j.State = state
+		return e.printJSON(j)
 	}
 	w := e.stdout
 	state, why := e.standing(s, t)

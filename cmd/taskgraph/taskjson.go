@@ -15,6 +15,10 @@ import (
 // in agenttools, then everything else a task has.
 type taskJSON struct {
 	agenttools.TaskJSON
+	// State is where the task stands (taskgraph.State: ready, blocked,
+	// stranded, in_progress, …) in list, ready, show and board; derived,
+	// so not exported, and ignored by import.
+	State          taskgraph.State     `json:"state,omitempty"`
 	Priority       *taskgraph.Priority `json:"priority,omitempty"` // absent: the default
 	Labels         []string            `json:"labels,omitempty"`
 	Key            string              `json:"key,omitempty"`
@@ -50,6 +54,16 @@ func toJSON(t taskgraph.Task) taskJSON {
 
 // toJSONs is ts as --json prints a list: [] when empty.
 func toJSONs(ts []taskgraph.Task) []taskJSON { return slicesx.Map(ts, toJSON) }
+
+// toJSONs is ts as --json prints a list, each task with its state in v:
+// [] when empty.
+func (v view) toJSONs(ts []taskgraph.Task) []taskJSON {
+	return slicesx.Map(ts, func(t taskgraph.Task) taskJSON {
+		j := toJSON(t)
+		j.State = v.state[t.ID]
+		return j
+	})
+}
 
 func fromJSON(j taskJSON) taskgraph.Task {
 	t := taskgraph.Task{ID: j.ID, Subject: j.Subject, Description: j.Description, Status: j.Status,

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// next says plainly whether to wait or stop when it claims nothing: 3
+// nothing ready now (and why), 5 finished, 6 finished with tasks failed or
+// stranded.
+func TestNextSaysWaitOrStop(t *testing.T) {
+	dir := project(t)
+	r := tg(t, dir, "next")
+	assert.Equal(t, exitFinished, r.code)
+	assert.Equal(t, "taskgraph next: finished: nothing left to do\n", r.stderr)
+	assert.Empty(t, r.stdout)
+
+	ok(t, dir, "add", "build")
+	ok(t, dir, "add", "test", "--after", "1")
+	ok(t, dir, "add", "docs")
+	ok(t, dir, "claim", "3", "--owner", "me")
+	ok(t, dir, "claim", "1", "--owner", "other", "--lease", "5m")
+	r = tg(t, dir, "next", "--owner", "me")
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Regexp(t, `^taskgraph next: nothing ready now: 2 in progress \(1 by you\), the next lease lapses in (4m5\ds|5m0s); taskgraph next --wait waits for one\n$`, r.stderr)
+	var out map[string]any
+	r = tg(t, dir, "next", "--owner", "me", "--json")
+	assert.Equal(t, exitUnavailable, r.code)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	assert.Equal(t, "nothing_ready", out["outcome"])
+	assert.Contains(t, out["message"], "nothing ready now: 2 in progress (1 by you)")
+	assert.Empty(t, r.stderr, "--json says it on stdout")
+
+	ok(t, dir, "done", "3", "--owner", "me")
+	ok(t, dir, "fail", "1", "broke", "--owner", "other")
+	r = tg(t, dir, "next")
+	assert.Equal(t, exitStalled, r.code)
+	assert.Equal(t, "taskgraph next: finished, but 2 tasks failed or are stranded: #1 (failed), #2 (stranded); reopen a failed task (taskgraph reopen ID) to go on, and taskgraph explain ID says what strands a task\n", r.stderr)
+	r = tg(t, dir, "next", "--json")
+	assert.Equal(t, exitStalled, r.code)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	assert.Equal(t, map[string]any{"outcome": "stalled", "message": out["message"], "failed": []any{1.0}, "stranded": []any{2.0}}, out)
+
+	ok(t, dir, "reopen", "1")
+	ok(t, dir, "claim", "1", "--owner", "other")
+	r = tg(t, dir, "next")
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stderr, "nothing ready now: 1 in progress by others, held without a lease that lapses")
+	ok(t, dir, "done", "1", "--force")
+	ok(t, dir, "next")
+	ok(t, dir, "done", "2")
+	r = tg(t, dir, "next", "--json")
+	assert.Equal(t, exitFinished, r.code)
+	out = nil
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	assert.Equal(t, map[string]any{"outcome": "finished", "message": "finished: nothing left to do"}, out)
+
+	// Nothing in progress, and what is pending waits on a task that does
+	// not exist (its file was removed by hand).
+	ok(t, dir, "add", "deploy", "--after", "2")
+	require.NoError(t, os.Remove(filepath.Join(dir, ".tasks", "task_2.json")))
+	r = tg(t, dir, "next")
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stderr, "nothing ready now: 1 blocked on missing tasks [2] (create them, or remove the edges with taskgraph dep rm)")
+}
+
+// waiter is `taskgraph next --wait` running in the background.
+type waiter struct {
+	cmd        *exec.Cmd
+	out, errb  bytes.Buffer
+	done       chan struct{}
+	exitStatus int
+}
+
+func startWaiter(t *testing.T, dir string, args ...string) *waiter {
+	t.Helper()
+	w := &waiter{cmd: exec.Command(binary, append([]string{"next", "--wait"}, args...)...), done: make(chan struct{})}
+	w.cmd.Dir, w.cmd.Env = dir, cleanEnv()
+	w.cmd.Stdout, w.cmd.Stderr = &w.out, &w.errb
+	require.NoError(t, w.cmd.Start())
+	go func() {
+		_ = w.cmd.Wait()
+		w.exitStatus = w.cmd.ProcessState.ExitCode()
+		close(w.done)
+	}()
+	t.Cleanup(func() { _ = w.cmd.Process.Kill(); <-w.done })
+	return w
+}
+
+// waiting requires w to be still waiting after a while.
+func (w *waiter) waiting(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.done:
+		t.Fatalf("next --wait returned %d: %s%s", w.exitStatus, w.out.String(), w.errb.String())
+	case <-time.After(700 * time.Millisecond):
+	}
+}
+
+// result waits for w to end and returns its exit status.
+func (w *waiter) result(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-w.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("next --wait did not return")
+	}
+	return w.exitStatus
+}
+
+// next --wait blocks until it claims a task or the graph is finished;
+// --timeout bounds it.
+func TestNextWait(t *testing.T) {
+	dir := project(t)
+	ok(t, dir, "add", "build")
+	ok(t, dir, "add", "test", "--after", "1")
+	ok(t, dir, "claim", "1", "--owner", "other")
+
+	// A blocker completes: the waiter claims what it freed.
+	w := startWaiter(t, dir, "--owner", "me")
+	w.waiting(t)
+	ok(t, dir, "done", "1", "--owner", "other")
+	require.Equal(t, 0, w.result(t), w.errb.String())
+	assert.Equal(t, "Claimed #2: test (owner me)\n", w.out.String())
+
+	// Nothing comes: --timeout gives up with exit status 3.
+	start := time.Now()
+	r := tg(t, dir, "next", "--wait", "--timeout", "300ms", "--owner", "other")
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	assert.Contains(t, r.stderr, "taskgraph next: nothing ready now (waited 300ms): 1 in progress by others")
+
+	// The last task completes: the waiter stops, finished.
+	w = startWaiter(t, dir, "--owner", "other")
+	w.waiting(t)
+	ok(t, dir, "done", "2", "--owner", "me")
+	assert.Equal(t, exitFinished, w.result(t))
+	assert.Equal(t, "taskgraph next: finished: nothing left to do\n", w.errb.String())
+
+	// The last task fails: the waiter stops, saying what failed.
+	ok(t, dir, "add", "deploy")
+	ok(t, dir, "claim", "3", "--owner", "me")
+	w = startWaiter(t, dir, "--owner", "other", "--json")
+	w.waiting(t)
+	ok(t, dir, "fail", "3", "no access", "--owner", "me")
+	assert.Equal(t, exitStalled, w.result(t))
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(w.out.Bytes(), &out), w.out.String())
+	assert.Equal(t, "stalled", out["outcome"])
+	assert.Equal(t, []any{3.0}, out["failed"])
+
+	// A lease lapses: the waiter takes the task over.
+	ok(t, dir, "reopen", "3")
+	ok(t, dir, "claim", "3", "--owner", "me", "--lease", "1s")
+	w = startWaiter(t, dir, "--owner", "other")
+	assert.Equal(t, 0, w.result(t), w.errb.String())
+	assert.Equal(t, "Claimed #3: deploy (owner other)\n", w.out.String())
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"next", "--timeout", "1s"}, "--timeout 1s bounds --wait: give --wait too"},
+		{[]string{"next", "--wait", "--timeout", "-1s"}, "--timeout -1s: a timeout cannot be negative"},
+	} {
+		r := tg(t, dir, c.args...)
+		assert.Equal(t, exitUsage, r.code, "%v", c.args)
+		assert.Contains(t, r.stderr, c.want, "%v", c.args)
+	}
+}
