@@ -504,11 +504,19 @@ func (e *env) held(err error, force string) error {
 }
 
 // release is the version of taskgraph this source is, as CHANGELOG.md
-// names it: bump it with each release.
+// names it: bump it with each release. A binary that Go stamped with a
+// module version (go install …@v0.1.0, or a build of a tagged checkout,
+// as scripts/release makes) reports that instead.
 const release = "v0.1.0"
 
-// version returns the version of taskgraph, release.
-func version() string { return release }
+// version returns the version of taskgraph: the module version Go
+// stamped into the binary, or release for a build of an untagged tree.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && strings.HasPrefix(bi.Main.Version, "v") && !strings.HasPrefix(bi.Main.Version, "v0.0.0-") {
+		return bi.Main.Version
+	}
+	return release
+}
 
 // revision returns the VCS revision the build recorded, "+dirty" if the
 // tree was modified, or "" if it recorded none (go install of a module
