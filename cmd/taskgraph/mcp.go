@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,32 +95,58 @@ func sessionOwner() string {
 }
 
 func flagsMCP(fs *flag.FlagSet) func(e *env) error {
-	lease := leaseFlag(fs, "lease every claim for this `DURATION` (e.g. 30m): a session that dies lets go of its tasks when it lapses, and task_renew extends it (default: claims never lapse)")
+	lease := leaseFlag(fs, "lease every claim for this `DURATION` (default 5m); the server renews its claims' leases while it runs, so a session that dies lets go of its tasks within one lease")
 	sets := fs.String("tools", "taskgraph", "the tool `SET`s to serve: taskgraph (task_create, task_list, ...), claude-code (Claude Code's TaskCreate, TaskGet, TaskUpdate, TaskList), or taskgraph,claude-code")
 	return func(e *env) error {
-		if err := lease.check(); err != nil {
+		ttl, err := mcpLease(lease)
+		if err != nil {
 			return err
 		}
 		if _, err := mcpTools(*sets, taskgraph.NewMemStore()); err != nil {
+			return err
+		}
+		if err := e.wantArgs(0); err != nil {
 			return err
 		}
 		owner := e.owner
 		if !e.ownerFlag {
 			owner = sessionOwner()
 		}
-		opts := []agenttools.Option{agenttools.WithOwner(owner)}
-		if lease.d > 0 {
-			opts = append(opts, agenttools.WithLease(lease.d))
+		g, err := newMCPGraph(e)
+		if err != nil {
+			return err
 		}
-		return e.withNoArgs(func(s store) error {
-			fmt.Fprintf(e.stderr, "taskgraph mcp: serving %s as %q\n", e.where(), owner)
-			tools, err := mcpTools(*sets, s, opts...)
-			if err != nil {
-				return err
-			}
-			return serveMCP(e.ctx, mcpServerOf(tools), e.stdin, e.stdout)
-		})
+		defer g.Close()
+		tools, err := mcpTools(*sets, g, agenttools.WithOwner(owner), agenttools.WithLease(ttl))
+		if err != nil {
+			return err
+		}
+		if _, err := g.read(e.ctx); err != nil {
+			fmt.Fprintf(e.stderr, "taskgraph mcp: serving as %q; %v\n", owner, err)
+		} else {
+			fmt.Fprintf(e.stderr, "taskgraph mcp: serving %s as %q, claims leased for %s\n", e.where(), owner, ttl)
+		}
+		ctx, stop := context.WithCancel(e.ctx)
+		defer stop()
+		go keepClaims(ctx, g, owner, ttl)
+		return serveMCP(ctx, mcpServerOf(tools), e.stdin, e.stdout)
 	}
+}
+
+// mcpLease returns the lease of the server's claims: --lease, or
+// defaultMCPLease. Claims that never lapse would outlive a session that
+// dies, so a lease of 0 is refused, as a negative one is.
+func mcpLease(lease *durationFlag) (time.Duration, error) {
+	if err := lease.check(); err != nil {
+		return 0, err
+	}
+	switch {
+	case lease.text == "":
+		return defaultMCPLease, nil
+	case lease.d <= 0:
+		return 0, usagef("--lease %s: every claim made through taskgraph mcp is a lease, which the server renews while it runs, so that a session that dies lets go of its tasks; give a positive duration such as 5m (the default) or 30m", lease)
+	}
+	return lease.d, nil
 }
 
 // maxFrame is the longest line serveMCP accepts, as the SDK's stdio
