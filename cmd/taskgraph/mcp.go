@@ -28,11 +28,15 @@ import (
 // newMCPServer serves the agenttools task tools — the same names, schemas,
 // texts and error flags — as MCP tools, with their titles and annotations.
 func newMCPServer(store taskgraph.Store, opts ...agenttools.Option) *mcp.Server {
-	return mcpServerOf(agenttools.New(store, opts...).List())
+	return mcpServerOf(agenttools.New(store, opts...).List(), nil)
 }
 
-// mcpServerOf serves tools as MCP tools.
-func mcpServerOf(tools []agenttools.Tool) *mcp.Server {
+// mcpServerOf serves tools as MCP tools. Once ended is closed — the input
+// ended, and the server exits as soon as every call read is answered — the
+// calls of read-only tools still running are cancelled: task_wait may
+// otherwise hold the exit back for most of a minute, and a read cut short
+// loses nothing. A nil ended is never closed.
+func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Title: "taskgraph task graph", Version: version()}, nil)
 	closed := false
 	for _, tool := range tools {
@@ -46,6 +50,18 @@ func mcpServerOf(tools []agenttools.Tool) *mcp.Server {
 				OpenWorldHint:   &closed,
 			},
 		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if tool.Hints.ReadOnly && ended != nil {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-ended:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+			}
 			res, err := tool.Call(ctx, json.RawMessage(req.Params.Arguments))
 			if err != nil {
 				return nil, err
@@ -129,7 +145,8 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 		ctx, stop := context.WithCancel(e.ctx)
 		defer stop()
 		go keepClaims(ctx, g, owner, ttl)
-		return serveMCP(ctx, mcpServerOf(tools), e.stdin, e.stdout)
+		ended := make(chan struct{})
+		return serveMCP(ctx, mcpServerOf(tools, ended), e.stdin, e.stdout, ended)
 	}
 }
 
@@ -157,11 +174,16 @@ const maxFrame = mcp.DefaultMaxLineLength
 // the SDK's stdio transport does, except that a line that is not a
 // JSON-RPC message — not JSON, too long, a batch, not a request or
 // response — is answered with a JSON-RPC error and the server keeps
-// serving; the SDK's transport ends the session instead.
-func serveMCP(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer) error {
+// serving; the SDK's transport ends the session instead. ended is closed
+// when the input ends.
+func serveMCP(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer, ended chan<- struct{}) error {
 	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(filterFrames(in, pw, w)) }()
+	go func() {
+		err := filterFrames(in, pw, w)
+		close(ended)
+		pw.CloseWithError(err)
+	}()
 	err := server.Run(ctx, &answeringTransport{&mcp.IOTransport{Reader: pr, Writer: w}})
 	pr.Close()
 	if errors.Is(err, io.EOF) {

@@ -177,3 +177,28 @@ func TestMCPStopOrWait(t *testing.T) {
 	text, _ = p.call(6, "task_claim_next", `{}`)
 	assert.Equal(t, "Finished, but 1 task failed or is stranded: failed [2].", text)
 }
+
+// At the end of its input the server answers every call it has read and
+// exits; a task_wait in flight is cut short rather than holding the exit
+// back for most of a minute.
+func TestMCPEndOfInputCutsAWaitShort(t *testing.T) {
+	dir := project(t)
+	ok(t, dir, "add", "held")
+	ok(t, dir, "claim", "1", "--owner", "person")
+	p := startMCP(t, dir, cleanEnv())
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_wait","arguments":{}}}`)
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, p.stdin.Close())
+	m := p.reply()
+	assert.Equal(t, 2.0, m["id"], "the wait is answered: %v", m)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "a clean exit")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not exit at the end of its input")
+	}
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
