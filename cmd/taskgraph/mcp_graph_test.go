@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -201,4 +202,31 @@ func TestMCPEndOfInputCutsAWaitShort(t *testing.T) {
 		t.Fatal("the server did not exit at the end of its input")
 	}
 	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// On a --store graph that does not exist yet, the server starts, and its
+// tools name the init to run; once it has run, the same server serves the
+// graph, and keeps its claims' leases there too.
+func TestMCPStoreWithoutAGraph(t *testing.T) {
+	url := os.Getenv("TASKGRAPH_POSTGRES_URL")
+	if url == "" {
+		t.Skip("set TASKGRAPH_POSTGRES_URL to run the PostgreSQL tests; .ci/run sets it")
+	}
+	graph := fmt.Sprintf("mcp-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { dropGraph(url, graph) })
+	dir := repo(t)
+	p := startMCP(t, dir, cleanEnv(), "--store", url, "--graph", graph, "--lease", "1s")
+	text, isErr := p.call(2, "task_create", `{"subject": "x"}`)
+	assert.True(t, isErr)
+	assert.Equal(t, fmt.Sprintf("Error: there is no graph %q in the --store database yet: run `taskgraph init` with the same --store and --graph, then call again", graph), text)
+	assert.False(t, graphInDB(t, url, graph), "nothing created")
+
+	ok(t, dir, "init", "--store", url, "--graph", graph)
+	text, isErr = p.call(3, "task_create", `{"subject": "x"}`)
+	require.False(t, isErr, text)
+	text, isErr = p.call(4, "task_claim_next", `{}`)
+	require.False(t, isErr, text)
+	time.Sleep(2500 * time.Millisecond)
+	r := tg(t, dir, "claim", "1", "--owner", "other", "--store", url, "--graph", graph)
+	assert.Equal(t, exitUnavailable, r.code, "the claim outlived 2.5 leases: %s", r.stderr)
 }
