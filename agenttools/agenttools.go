@@ -8,12 +8,17 @@
 // (task_create, task_update, task_list, task_get), so prompts written for it
 // keep working; task_claim, task_claim_next, task_complete, task_release,
 // task_renew and task_delete add the multi-agent loop, task_fail an outcome
-// other than success, and task_plan a whole plan in one call. ClaudeCode
+// other than success, and task_plan a whole plan in one call. When
+// task_claim_next claims nothing it says whether the graph is finished
+// (all done, or stalled on failed and stranded tasks) or what it waits on;
+// task_wait blocks until a task is ready for the agent or the graph is
+// finished (at most WithWait), so that an agent knows when to stop and
+// when to wait. ClaudeCode
 // offers the same graph under Claude Code's own tool names and argument
 // shapes (TaskCreate, TaskGet, TaskUpdate, TaskList).
 //
 // The tools cost little context: the whole set's definitions are about
-// 1,100 tokens, and task_list shows at most DefaultListLimit tasks (the
+// 1,200 tokens, and task_list shows at most DefaultListLimit tasks (the
 // ones in progress and ready first), filtered by status, owner, label or
 // readiness, and says how many it left out. The token-budget test in
 // agenttools/tokenbudget measures both with a real tokenizer.
@@ -117,6 +122,7 @@ type config struct {
 	owner  string
 	lease  time.Duration
 	labels []string
+	wait   time.Duration
 }
 
 // WithOwner sets the agent identity recorded as the owner of its claims
@@ -142,7 +148,7 @@ func New(store taskgraph.Store, opts ...Option) *Tools {
 
 // newHandlers applies opts to the defaults and binds the result to store.
 func newHandlers(store taskgraph.Store, opts []Option) handlers {
-	c := config{owner: "agent"}
+	c := config{owner: "agent", wait: DefaultWait}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -120,7 +120,7 @@ func TestCrossIdentityChangesAreRefused(t *testing.T) {
 			assert.Regexp(t, `^Error: `, res.Text)
 		}
 		// The tools that cannot be refused change nothing either.
-		assert.Equal(t, "No ready task: every pending task is blocked, or there is none.", mustCall(t, b, "task_claim_next", `{}`))
+		assert.Equal(t, "Nothing ready now: 2 in progress by others, 1 blocked.", mustCall(t, b, "task_claim_next", `{}`))
 		mustCall(t, b, "task_list", `{}`)
 		mustCall(t, b, "task_get", `{"task_id": 1}`)
 		assert.Equal(t, before, snapshot(t, store), "nothing was written")
@@ -312,7 +312,7 @@ func TestFailIsTheHoldersOwn(t *testing.T) {
 			mustCall(t, a, "task_fail", `{"task_id": 1, "reason": "the compiler crashed"}`))
 		assert.Contains(t, mustCall(t, b, "task_get", `{"task_id": 2}`), `task 2 is stranded: its blocker 1 failed ("the compiler crashed")`)
 		assert.Equal(t, "[!] #1: build @model-A\n[ ] #2: ship (cannot start: #1 failed)", mustCall(t, b, "task_list", `{}`))
-		assert.Equal(t, "No ready task: every pending task is blocked, or there is none.", mustCall(t, b, "task_claim_next", `{}`))
+		assert.Equal(t, "Finished, but 2 tasks failed or are stranded: failed [1]; stranded [2].", mustCall(t, b, "task_claim_next", `{}`))
 
 		before := snapshot(t, store)
 		for _, in := range []string{`{"task_id": 1, "status": "pending"}`, `{"task_id": 1, "owner": ""}`, `{"task_id": 1, "owner": "model-B"}`,
@@ -346,10 +346,10 @@ func TestClaimNextWithLabels(t *testing.T) {
 			{"key": "api", "subject": "endpoint", "labels": ["backend"], "priority": 0}]}`)
 		fe := agenttools.New(store, agenttools.WithOwner("fe"), agenttools.WithLabels("frontend"))
 		assert.Contains(t, mustCall(t, fe, "task_claim_next", `{}`), "Claimed #3: button")
-		assert.Equal(t, "No ready task with labels frontend, a11y: every such pending task is blocked, or there is none.",
+		assert.Equal(t, "Nothing ready now: 1 held by you, 3 ready without labels a11y, frontend.",
 			mustCall(t, fe, "task_claim_next", `{"labels": ["a11y"]}`))
 		assert.Contains(t, mustCall(t, fe, "task_claim_next", `{}`), "Claimed #1: style")
-		assert.Equal(t, "No ready task with labels frontend: every such pending task is blocked, or there is none.",
+		assert.Equal(t, "Nothing ready now: 2 held by you, 2 ready without labels frontend.",
 			mustCall(t, fe, "task_claim_next", `{}`))
 		anyone := agenttools.New(store, agenttools.WithOwner("any"))
 		assert.Contains(t, mustCall(t, anyone, "task_claim_next", `{}`), "Claimed #4: endpoint", "P0 before the lower id")

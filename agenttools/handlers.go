@@ -100,10 +100,8 @@ func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, e
 	}
 	t, err := h.store.ClaimNext(ctx, h.cfg.owner, opts...)
 	if errors.Is(err, taskgraph.ErrNoReady) {
-		if len(all) > 0 {
-			return fmt.Sprintf("No ready task with labels %s: every such pending task is blocked, or there is none.", strings.Join(all, ", ")), nil
-		}
-		return "No ready task: every pending task is blocked, or there is none.", nil
+		sorted, _ := h.labelsFor(labels) // ClaimNext took them: valid
+		return h.nothingReady(ctx, sorted)
 	}
 	if err != nil {
 		return "", err

@@ -211,7 +211,7 @@ func TestNoGraphCreatesNothing(t *testing.T) {
 	for _, args := range [][]string{
 		{"list"}, {"ready"}, {"show", "1"}, {"graph"}, {"graph", "--json"}, {"export"}, {"check"}, {"watch"},
 		{"add", "x"}, {"next"}, {"claim", "1"}, {"done", "1"}, {"release", "1"}, {"renew", "1", "5m"},
-		{"dep", "add", "1", "2"}, {"edit", "1"}, {"delete", "1"}, {"import", export}, {"mcp"},
+		{"dep", "add", "1", "2"}, {"edit", "1"}, {"delete", "1"}, {"import", export},
 		{"list", "--json"},
 	} {
 		r := tg(t, sub, args...)

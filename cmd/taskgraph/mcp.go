@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,11 +28,15 @@ import (
 // newMCPServer serves the agenttools task tools — the same names, schemas,
 // texts and error flags — as MCP tools, with their titles and annotations.
 func newMCPServer(store taskgraph.Store, opts ...agenttools.Option) *mcp.Server {
-	return mcpServerOf(agenttools.New(store, opts...).List())
+	return mcpServerOf(agenttools.New(store, opts...).List(), nil)
 }
 
-// mcpServerOf serves tools as MCP tools.
-func mcpServerOf(tools []agenttools.Tool) *mcp.Server {
+// mcpServerOf serves tools as MCP tools. Once ended is closed — the input
+// ended, and the server exits as soon as every call read is answered — the
+// calls of read-only tools still running are cancelled: task_wait may
+// otherwise hold the exit back for most of a minute, and a read cut short
+// loses nothing. A nil ended is never closed.
+func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Title: "taskgraph task graph", Version: version()}, nil)
 	closed := false
 	for _, tool := range tools {
@@ -45,6 +50,18 @@ func mcpServerOf(tools []agenttools.Tool) *mcp.Server {
 				OpenWorldHint:   &closed,
 			},
 		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if tool.Hints.ReadOnly && ended != nil {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-ended:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+			}
 			res, err := tool.Call(ctx, json.RawMessage(req.Params.Arguments))
 			if err != nil {
 				return nil, err
@@ -94,32 +111,59 @@ func sessionOwner() string {
 }
 
 func flagsMCP(fs *flag.FlagSet) func(e *env) error {
-	lease := leaseFlag(fs, "lease every claim for this `DURATION` (e.g. 30m): a session that dies lets go of its tasks when it lapses, and task_renew extends it (default: claims never lapse)")
+	lease := leaseFlag(fs, "lease every claim for this `DURATION` (default 5m); the server renews its claims' leases while it runs, so a session that dies lets go of its tasks within one lease")
 	sets := fs.String("tools", "taskgraph", "the tool `SET`s to serve: taskgraph (task_create, task_list, ...), claude-code (Claude Code's TaskCreate, TaskGet, TaskUpdate, TaskList), or taskgraph,claude-code")
 	return func(e *env) error {
-		if err := lease.check(); err != nil {
+		ttl, err := mcpLease(lease)
+		if err != nil {
 			return err
 		}
 		if _, err := mcpTools(*sets, taskgraph.NewMemStore()); err != nil {
+			return err
+		}
+		if err := e.wantArgs(0); err != nil {
 			return err
 		}
 		owner := e.owner
 		if !e.ownerFlag {
 			owner = sessionOwner()
 		}
-		opts := []agenttools.Option{agenttools.WithOwner(owner)}
-		if lease.d > 0 {
-			opts = append(opts, agenttools.WithLease(lease.d))
+		g, err := newMCPGraph(e)
+		if err != nil {
+			return err
 		}
-		return e.withNoArgs(func(s store) error {
-			fmt.Fprintf(e.stderr, "taskgraph mcp: serving %s as %q\n", e.where(), owner)
-			tools, err := mcpTools(*sets, s, opts...)
-			if err != nil {
-				return err
-			}
-			return serveMCP(e.ctx, mcpServerOf(tools), e.stdin, e.stdout)
-		})
+		defer g.Close()
+		tools, err := mcpTools(*sets, g, agenttools.WithOwner(owner), agenttools.WithLease(ttl))
+		if err != nil {
+			return err
+		}
+		if _, err := g.read(e.ctx); err != nil {
+			fmt.Fprintf(e.stderr, "taskgraph mcp: serving as %q; %v\n", owner, err)
+		} else {
+			fmt.Fprintf(e.stderr, "taskgraph mcp: serving %s as %q, claims leased for %s\n", e.where(), owner, ttl)
+		}
+		ctx, stop := context.WithCancel(e.ctx)
+		defer stop()
+		go keepClaims(ctx, g, owner, ttl)
+		ended := make(chan struct{})
+		return serveMCP(ctx, mcpServerOf(tools, ended), e.stdin, e.stdout, ended)
 	}
+}
+
+// mcpLease returns the lease of the server's claims: --lease, or
+// defaultMCPLease. Claims that never lapse would outlive a session that
+// dies, so a lease of 0 is refused, as a negative one is.
+func mcpLease(lease *durationFlag) (time.Duration, error) {
+	if err := lease.check(); err != nil {
+		return 0, err
+	}
+	switch {
+	case lease.text == "":
+		return defaultMCPLease, nil
+	case lease.d <= 0:
+		return 0, usagef("--lease %s: every claim made through taskgraph mcp is a lease, which the server renews while it runs, so that a session that dies lets go of its tasks; give a positive duration such as 5m (the default) or 30m", lease)
+	}
+	return lease.d, nil
 }
 
 // maxFrame is the longest line serveMCP accepts, as the SDK's stdio
@@ -130,11 +174,16 @@ const maxFrame = mcp.DefaultMaxLineLength
 // the SDK's stdio transport does, except that a line that is not a
 // JSON-RPC message — not JSON, too long, a batch, not a request or
 // response — is answered with a JSON-RPC error and the server keeps
-// serving; the SDK's transport ends the session instead.
-func serveMCP(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer) error {
+// serving; the SDK's transport ends the session instead. ended is closed
+// when the input ends.
+func serveMCP(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer, ended chan<- struct{}) error {
 	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(filterFrames(in, pw, w)) }()
+	go func() {
+		err := filterFrames(in, pw, w)
+		close(ended)
+		pw.CloseWithError(err)
+	}()
 	err := server.Run(ctx, &answeringTransport{&mcp.IOTransport{Reader: pr, Writer: w}})
 	pr.Close()
 	if errors.Is(err, io.EOF) {

@@ -1,0 +1,175 @@
+// Stop or wait: what task_claim_next says when it claims nothing — the
+// graph is finished, or what it waits on — and task_wait, which blocks
+// until a task is ready for the agent or the graph is finished.
+
+package agenttools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/slicesx"
+)
+
+// DefaultWait is how long task_wait waits at most, unless WithWait says
+// otherwise: under the minute after which MCP clients commonly give up on
+// a call.
+const DefaultWait = 50 * time.Second
+
+// WithWait sets how long one task_wait call waits at most (default
+// DefaultWait). A client that gives up on a call sooner needs a shorter
+// one; tests use a few milliseconds.
+func WithWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
+
+// labelsFor returns the labels a claim or wait of the agent asks for: its
+// role's (WithLabels), then the model's, checked and sorted as a task's.
+func (h handlers) labelsFor(model []string) ([]string, error) {
+	all := append(slices.Clone(h.cfg.labels), model...)
+	if len(all) == 0 {
+		return nil, nil
+	}
+	return taskgraph.Rules.Labels("labels", all)
+}
+
+// wait waits until a task for the agent can be claimed, the graph is
+// finished, or the bound of WithWait passes, and says which.
+func (h handlers) wait(ctx context.Context, raw json.RawMessage) (string, error) {
+	var model []string
+	if err := decode(raw, field{"labels", &model}); err != nil {
+		return "", err
+	}
+	labels, err := h.labelsFor(model)
+	if err != nil {
+		return "", err
+	}
+	bound := h.cfg.wait
+	if bound <= 0 {
+		bound = DefaultWait
+	}
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	start := time.Now()
+	b, err := taskgraph.Await(wctx, h.store, taskgraph.WorkLabels(labels...))
+	switch {
+	case err == nil:
+	case ctx.Err() == nil && wctx.Err() != nil:
+		// The bound passed: say where things stand now.
+		if b, err = h.store.Board(ctx); err != nil {
+			return "", err
+		}
+		if b.Finished() {
+			return finished(b), nil
+		}
+		return fmt.Sprintf("Still nothing ready after %s: %s Call task_wait again to go on waiting.", roundDuration(time.Since(start)), h.standing(b, labels, time.Now())), nil
+	default:
+		return "", err
+	}
+	if b.Finished() {
+		return finished(b), nil
+	}
+	now := time.Now()
+	for _, t := range b.Ready {
+		if carries(t, labels) {
+			return fmt.Sprintf("Ready: #%d %s. Claim it with task_claim_next.", t.ID, t.Subject), nil
+		}
+	}
+	for _, t := range b.InProgress {
+		if carries(t, labels) && !t.LeaseExpiresAt.IsZero() && !t.LeaseExpiresAt.After(now) {
+			return fmt.Sprintf("Ready: #%d %s (the lease of %q lapsed). Claim it with task_claim_next.", t.ID, t.Subject, t.Owner), nil
+		}
+	}
+	// Await saw something claimable that is gone by now: taken by another.
+	return fmt.Sprintf("Nothing ready now: %s Call task_wait again.", h.standing(b, labels, now)), nil
+}
+
+// nothingReady is task_claim_next's answer when ClaimNext found no task:
+// the graph is finished (and how), or what the agent waits on.
+func (h handlers) nothingReady(ctx context.Context, labels []string) (string, error) {
+	b, err := h.store.Board(ctx)
+	if err != nil {
+		return "", err
+	}
+	if b.Finished() {
+		return finished(b), nil
+	}
+	return "Nothing ready now: " + h.standing(b, labels, time.Now()), nil
+}
+
+// finished describes a finished graph (Board.Finished): all done, or
+// stalled on failed and stranded tasks.
+func finished(b taskgraph.Board) string {
+	n := len(b.Failed) + len(b.Stranded)
+	if n == 0 {
+		return "Finished: nothing left to do."
+	}
+	id := func(t taskgraph.Task) taskgraph.ID { return t.ID }
+	var parts []string
+	if len(b.Failed) > 0 {
+		parts = append(parts, "failed "+FormatIDs(slicesx.Map(b.Failed, id)))
+	}
+	if len(b.Stranded) > 0 {
+		parts = append(parts, "stranded "+FormatIDs(slicesx.Map(b.Stranded, id)))
+	}
+	verb := "tasks failed or are"
+	if n == 1 {
+		verb = "task failed or is"
+	}
+	return fmt.Sprintf("Finished, but %d %s stranded: %s.", n, verb, strings.Join(parts, "; "))
+}
+
+// standing says what keeps a graph that is not finished from having a
+// task for the agent: who holds what, what is blocked, and when the first
+// lease held by another lapses. It ends with a full stop.
+func (h handlers) standing(b taskgraph.Board, labels []string, now time.Time) string {
+	me := h.cfg.owner
+	var others, mine int
+	var next time.Time
+	for _, t := range b.InProgress {
+		if t.Owner == me {
+			mine++
+			continue
+		}
+		others++
+		if e := t.LeaseExpiresAt; e.After(now) && (next.IsZero() || e.Before(next)) {
+			next = e
+		}
+	}
+	var parts []string
+	if others > 0 {
+		parts = append(parts, fmt.Sprintf("%d in progress by others", others))
+	}
+	if mine > 0 {
+		parts = append(parts, fmt.Sprintf("%d held by you", mine))
+	}
+	if len(b.Blocked) > 0 {
+		parts = append(parts, fmt.Sprintf("%d blocked", len(b.Blocked)))
+	}
+	if len(labels) > 0 && len(b.Ready) > 0 {
+		parts = append(parts, fmt.Sprintf("%d ready without labels %s", len(b.Ready), strings.Join(labels, ", ")))
+	}
+	out := strings.Join(parts, ", ")
+	if !next.IsZero() {
+		out += "; the next lease lapses in " + roundDuration(next.Sub(now))
+	}
+	return out + "."
+}
+
+// carries reports whether t has every one of labels.
+func carries(t taskgraph.Task, labels []string) bool {
+	for _, l := range labels {
+		if !slices.Contains(t.Labels, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// roundDuration writes d to the second, and at least 1s.
+func roundDuration(d time.Duration) string {
+	return max(d.Round(time.Second), time.Second).String()
+}
