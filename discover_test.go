@@ -156,7 +156,7 @@ func TestFindDirBrokenGitFile(t *testing.T) {
 	mkdirs(t, filepath.Join(wt, DirName))
 	for content, want := range map[string]string{
 		"gitdir: " + filepath.Join(root, "moved", ".git", "worktrees", "wt") + "\n": "git worktree repair",
-		"gitdir: C:/Users/someone/repo/.git/worktrees/wt\r\n":                      "git worktree repair",
+		"gitdir: C:/Users/someone/repo/.git/worktrees/wt\r\n":                       "git worktree repair",
 		"not a link\n": `does not start with "gitdir: PATH"`,
 	} {
 		require.NoError(t, os.WriteFile(filepath.Join(wt, ".git"), []byte(content), 0o644))
