@@ -1,6 +1,6 @@
-// The task graph a command works on: found upward from the working
-// directory, named by --dir or $TASKGRAPH_DIR, or a --store graph; opened,
-// and read.
+// The task graph a command works on: named by --dir or $TASKGRAPH_DIR,
+// found upward from the working directory by taskgraph.FindDir (in a linked
+// git worktree, the main worktree's), or a --store graph; opened, and read.
 
 package main
 
