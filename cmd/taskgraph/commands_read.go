@@ -108,6 +108,14 @@ func cmdCheck(e *env) error {
 	if err := e.printProblems(dir, problems, durability); err != nil {
 		return err
 	}
+	// What git needs of the directory: warnings, which do not fail check.
+	warnings, err := e.gitWarnings(dir)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(e.stderr, "warning: "+w)
+	}
 	if len(problems) > 0 {
 		return errQuiet{exitError}
 	}

@@ -25,7 +25,10 @@ func cmdInit(e *env) error {
 			return e.printInit(initJSON{Graph: e.graph, Created: created})
 		})
 	}
-	dir := e.initDir()
+	dir, err := e.initDir()
+	if err != nil {
+		return err
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -35,7 +38,7 @@ func cmdInit(e *env) error {
 	var shadowed string
 	if created && e.dirFrom == "" {
 		if wd, err := os.Getwd(); err == nil {
-			shadowed, _ = findTasks(wd)
+			shadowed, _ = taskgraph.FindDir(wd)
 		}
 	}
 	s, err := openDir(dir, true)
@@ -44,6 +47,9 @@ func cmdInit(e *env) error {
 	}
 	defer s.Close()
 	if _, err := s.List(e.ctx); readFailed(err) {
+		return err
+	}
+	if err := e.setUpGit(dir); err != nil {
 		return err
 	}
 	if shadowed != "" {

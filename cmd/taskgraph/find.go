@@ -1,6 +1,6 @@
-// The task graph a command works on: found upward from the working
-// directory, named by --dir or $TASKGRAPH_DIR, or a --store graph; opened,
-// and read.
+// The task graph a command works on: named by --dir or $TASKGRAPH_DIR,
+// found upward from the working directory by taskgraph.FindDir (in a linked
+// git worktree, the main worktree's), or a --store graph; opened, and read.
 
 package main
 
@@ -19,38 +19,12 @@ import (
 )
 
 // dirName is the task directory the command looks for.
-const dirName = ".tasks"
-
-// findTasks looks for a .tasks directory in start and then in each parent,
-// as git looks for .git. It stops after a directory that holds .git (the
-// root of a repository: a graph outside it belongs to something else) and
-// at the filesystem root. It returns "" if there is none.
-func findTasks(start string) (string, error) {
-	dir, err := filepath.Abs(start)
-	if err != nil {
-		return "", err
-	}
-	for {
-		candidate := filepath.Join(dir, dirName)
-		if fi, err := os.Stat(candidate); err == nil && fi.IsDir() {
-			return candidate, nil
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-			return "", nil // a repository's root: go no higher
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", nil
-		}
-		dir = parent
-	}
-}
+const dirName = taskgraph.DirName
 
 // taskDir returns the task directory to use: --dir or $TASKGRAPH_DIR as
-// given, else the nearest .tasks found from the working directory. It
-// returns a noGraphError when there is none.
+// given, else the one taskgraph.FindDir finds from the working directory
+// (the nearest .tasks upward; in a linked git worktree, the main
+// worktree's). It returns a noGraphError when there is none.
 func (e *env) taskDir() (string, error) {
 	if e.dirFrom != "" {
 		if fi, err := os.Stat(e.dir); err != nil || !fi.IsDir() {
@@ -68,23 +42,35 @@ func (e *env) taskDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := findTasks(wd)
+	dir, err := taskgraph.FindDir(wd)
 	if err != nil {
 		return "", err
 	}
 	if dir == "" {
+		if where, shared, _ := sharedPlace(wd); shared {
+			return "", noGraphError{fmt.Sprintf("no %s found in %s or any parent, which this git worktree shares with the others (its own checked-out copy is never used); run `taskgraph init`", dirName, where)}
+		}
 		return "", noGraphError{fmt.Sprintf("no %s found in %s or any parent; run `taskgraph init`", dirName, wd)}
 	}
 	return dir, nil
 }
 
 // initDir returns the directory init creates: --dir or $TASKGRAPH_DIR, else
-// .tasks in the working directory.
-func (e *env) initDir() string {
+// .tasks in the working directory — in a linked git worktree, at the same
+// place in the main worktree, where every worktree finds it.
+func (e *env) initDir() (string, error) {
 	if e.dirFrom != "" {
-		return e.dir
+		return e.dir, nil
 	}
-	return dirName
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	where, _, err := sharedPlace(wd)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(where, dirName), nil
 }
 
 // openDir opens a task directory; unless create is set, one that does not
