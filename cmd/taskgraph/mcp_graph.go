@@ -102,7 +102,7 @@ func (g *mcpGraph) open(ctx context.Context, create bool) (store, error) {
 		if err != nil {
 			return nil, err
 		}
-		if dir, err = findTasks(wd); err != nil {
+		if dir, err = taskgraph.FindDir(wd); err != nil {
 			return nil, err
 		}
 		if dir == "" {
