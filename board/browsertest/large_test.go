@@ -238,7 +238,6 @@ func TestBoardAtScale(t *testing.T) {
 	if status := eval[string](t, ctx, `document.getElementById("graph-status").textContent`); !strings.Contains(status, fmt.Sprintf("%d of %d tasks", len(open), n)) {
 		t.Errorf("the graph says %q", status)
 	}
-	screenshot(t, ctx, "graph-1000")
 
 	// A filter applies to the graph too.
 	choose(t, ctx, "#filter-state", "failed")
