@@ -4,6 +4,16 @@
 // graph laid out left to right with its critical path marked, and each
 // task in full on a click — who holds it, for how long, its priority,
 // labels, reason or result, and why it is not ready (taskgraph.Explain).
+// The Ready column is in claim order (priority, then id), and a failed or
+// cancelled task names every task it strands.
+//
+// A board of a thousand tasks stays usable: a search (every word, in a
+// task's id, subject, description, owner, key, labels, reason or result),
+// filters by label, owner and state, and a "Hide completed" toggle, on by
+// default past 300 tasks, narrow the board and the graph alike; the
+// graph's Fit view never draws text too small to read, and scrolls to the
+// start of the critical path instead. An empty board says how to add a
+// task.
 //
 // The page follows the store as it changes, by this process or any other:
 // the server watches the store ([taskgraph.Watcher]) and pushes a snapshot

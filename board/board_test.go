@@ -486,6 +486,12 @@ func TestSnapshotOutcomes(t *testing.T) {
 	if v := byID[4]; v.Priority != taskgraph.P4 {
 		t.Errorf("task 4 %+v: want P4", v)
 	}
+	if v := byID[2]; !slices.Equal(v.Strands, []taskgraph.ID{3, 4}) {
+		t.Errorf("failed task 2 strands %v, want [3 4] (3 directly, 4 through 3)", v.Strands)
+	}
+	if v := byID[5]; !slices.Equal(v.Strands, []taskgraph.ID{6}) {
+		t.Errorf("cancelled task 5 strands %v, want [6]", v.Strands)
+	}
 	for id, cause := range map[taskgraph.ID]taskgraph.ID{3: 2, 4: 2, 6: 5} {
 		if v := byID[id]; v.State != "stranded" || v.StrandedBy != cause {
 			t.Errorf("task %d: %s, stranded by %d; want stranded by %d", id, v.State, v.StrandedBy, cause)
@@ -519,7 +525,7 @@ func TestSnapshotOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{`"criticalPath":[8,9,10]`, `"strandedBy":2`, `"reason":"disk full"`, `"result":"3 tables"`, `"priority":0`, `"labels":["ops","urgent"]`, `"why":"task 4 is stranded`} {
+	for _, w := range []string{`"criticalPath":[8,9,10]`, `"strandedBy":2`, `"reason":"disk full"`, `"result":"3 tables"`, `"priority":0`, `"labels":["ops","urgent"]`, `"why":"task 4 is stranded`, `"strands":[3,4]`} {
 		if !strings.Contains(string(data), w) {
 			t.Errorf("the snapshot's JSON lacks %s", w)
 		}
@@ -606,6 +612,142 @@ func TestWhyIsExplain(t *testing.T) {
 		t.Fatalf("the random graphs covered only %v", kinds)
 	}
 	t.Logf("explained %v", kinds)
+}
+
+// A failed task names everything it strands, not just the tasks that wait
+// on it directly: a chain of eight behind it, and a task that two failures
+// strand, which each counts. On random graphs, what each failed or
+// cancelled task strands is every stranded task that reaches it through
+// stranded tasks, and every stranded task is stranded by some task.
+func TestStrands(t *testing.T) {
+	ctx := context.Background()
+	s := taskgraph.NewMemStore()
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "import"})) // 1: fails
+	for i := 2; i <= 9; i++ {                                 // 2..9: a chain behind 1
+		must(s.Create(ctx, taskgraph.NewTask{Subject: "step", BlockedBy: []taskgraph.ID{taskgraph.ID(i - 1)}}))
+	}
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "export"}))                                    // 10: cancelled
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "both", BlockedBy: []taskgraph.ID{5, 10}}))    // 11: behind both
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "done"}))                                      // 12: completed
+	must(s.Create(ctx, taskgraph.NewTask{Subject: "after done", BlockedBy: []taskgraph.ID{12}})) // 13: ready
+	must(s.Claim(ctx, 1, "a"))
+	must(s.Fail(ctx, 1, "a", "broke"))
+	must(s.Cancel(ctx, 10, "dropped"))
+	must(s.Claim(ctx, 12, "a"))
+	must(s.Complete(ctx, 12, "a"))
+	snap, err := board.New(s).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[taskgraph.ID]board.TaskView{}
+	for _, v := range snap.Tasks {
+		byID[v.ID] = v
+	}
+	if got, want := byID[1].Strands, []taskgraph.ID{2, 3, 4, 5, 6, 7, 8, 9, 11}; !slices.Equal(got, want) {
+		t.Errorf("failed task 1 strands %v, want %v", got, want)
+	}
+	if got, want := byID[10].Strands, []taskgraph.ID{11}; !slices.Equal(got, want) {
+		t.Errorf("cancelled task 10 strands %v, want %v", got, want)
+	}
+	for _, id := range []taskgraph.ID{2, 11, 12, 13} {
+		if v := byID[id]; v.Strands != nil {
+			t.Errorf("task %d (%s) strands %v: only a failed or cancelled task strands", id, v.State, v.Strands)
+		}
+	}
+
+	through, twice := 0, 0 // stranded through another stranded task; by two causes
+	for seed := range uint64(40) {
+		r := rand.New(rand.NewPCG(seed, 20))
+		s := taskgraph.NewMemStore()
+		n := 5 + r.IntN(40)
+		for i := 1; i <= n; i++ {
+			nt := taskgraph.NewTask{Subject: fmt.Sprintf("task %d", i)}
+			for range r.IntN(3) {
+				if b := taskgraph.ID(1 + r.IntN(i)); b < taskgraph.ID(i) && !slices.Contains(nt.BlockedBy, b) {
+					nt.BlockedBy = append(nt.BlockedBy, b)
+				}
+			}
+			must(s.Create(ctx, nt))
+		}
+		for range 2 * n {
+			id := taskgraph.ID(1 + r.IntN(n))
+			switch r.IntN(4) {
+			case 0, 1:
+				if _, err := s.Claim(ctx, id, "a"); err == nil {
+					s.Complete(ctx, id, "a")
+				}
+			case 2:
+				if _, err := s.Claim(ctx, id, "a"); err == nil {
+					s.Fail(ctx, id, "a", "broke")
+				}
+			case 3:
+				s.Cancel(ctx, id, "not needed")
+			}
+		}
+		snap, err := board.New(s).Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[taskgraph.ID]board.TaskView{}
+		for _, v := range snap.Tasks {
+			byID[v.ID] = v
+		}
+		// reaches reports whether cause reaches id going back along
+		// BlockedBy through stranded tasks only.
+		var reaches func(id, cause taskgraph.ID, seen map[taskgraph.ID]bool) bool
+		reaches = func(id, cause taskgraph.ID, seen map[taskgraph.ID]bool) bool {
+			for _, b := range byID[id].BlockedBy {
+				if b == cause || byID[b].State == "stranded" && !seen[b] && func() bool { seen[b] = true; return reaches(b, cause, seen) }() {
+					return true
+				}
+			}
+			return false
+		}
+		covered := map[taskgraph.ID]bool{}
+		causes := map[taskgraph.ID]int{}
+		for _, v := range snap.Tasks {
+			if v.State != "failed" && v.State != "cancelled" {
+				continue
+			}
+			var want []taskgraph.ID
+			for _, o := range snap.Tasks {
+				if o.State == "stranded" && reaches(o.ID, v.ID, map[taskgraph.ID]bool{}) {
+					want = append(want, o.ID)
+					covered[o.ID] = true
+				}
+			}
+			if !slices.Equal(v.Strands, want) {
+				t.Fatalf("seed %d: task %d (%s) strands %v, want %v", seed, v.ID, v.State, v.Strands, want)
+			}
+			for _, id := range v.Strands {
+				covered[id] = true
+				causes[id]++
+				if !slices.Contains(byID[id].BlockedBy, v.ID) {
+					through++
+				}
+			}
+		}
+		for _, c := range causes {
+			if c > 1 {
+				twice++
+			}
+		}
+		for _, id := range column(snap, "stranded") {
+			if !covered[id] || !slices.Contains(byID[byID[id].StrandedBy].Strands, id) {
+				t.Fatalf("seed %d: stranded task %d is not among what its cause %d strands", seed, id, byID[id].StrandedBy)
+			}
+		}
+	}
+	if through == 0 || twice == 0 {
+		t.Fatalf("the random graphs had %d tasks stranded through another, %d stranded twice: too few to test", through, twice)
+	}
+	t.Logf("%d tasks stranded through another, %d stranded by two or more", through, twice)
 }
 
 // A write, through the board or by anyone else, reaches every open page

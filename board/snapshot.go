@@ -75,6 +75,11 @@ type TaskView struct {
 	// StrandedBy is, for a stranded task, the failed or cancelled task
 	// that strands it (Board.StrandedBy).
 	StrandedBy taskgraph.ID `json:"strandedBy,omitempty"`
+	// Strands is, for a failed or cancelled task, every task it strands,
+	// by id: the stranded tasks that wait on it, directly or through
+	// other stranded tasks. A task stranded by two causes is in the
+	// Strands of both, though its StrandedBy names only the lowest.
+	Strands []taskgraph.ID `json:"strands,omitempty"`
 	// Why is taskgraph.Explain's text for a blocked or stranded task: why
 	// it is not ready, in one line.
 	Why            string         `json:"why,omitempty"`
@@ -139,6 +144,7 @@ func (s *Server) Snapshot(ctx context.Context) (Snapshot, error) {
 		all = append(all, c.tasks(&b)...)
 	}
 	ex := newExplainer(all, b.StrandedBy, now)
+	walk := newStrandWalk(all, b.StrandedBy)
 	snap.Tasks = make([]TaskView, 0, n)
 	for _, c := range columns {
 		col := Column{Key: c.key, Title: c.title, IDs: []taskgraph.ID{}}
@@ -148,6 +154,9 @@ func (s *Server) Snapshot(ctx context.Context) (Snapshot, error) {
 			if c.key == taskgraph.StateBlocked || c.key == taskgraph.StateStranded {
 				v.StrandedBy = b.StrandedBy[t.ID]
 				v.Why = ex.why(t)
+			}
+			if c.key == taskgraph.StateFailed || c.key == taskgraph.StateCancelled {
+				v.Strands = walk.from(t)
 			}
 			snap.Tasks = append(snap.Tasks, v)
 		}
@@ -240,6 +249,55 @@ func (x *explainer) why(t taskgraph.Task) string {
 		return ""
 	}
 	return e.Text
+}
+
+// strandWalk finds what a failed or cancelled task strands: the stranded
+// tasks reachable from it along Blocks through stranded tasks only. Each
+// walk visits only the tasks it returns, so a snapshot whose causes
+// strand disjoint sets of tasks stays linear; a task stranded by several
+// causes is visited once per cause.
+type strandWalk struct {
+	byID     map[taskgraph.ID]*taskgraph.Task
+	stranded map[taskgraph.ID]taskgraph.ID // Board.StrandedBy: the stranded tasks
+	seen     map[taskgraph.ID]bool         // reused from one walk to the next
+}
+
+func newStrandWalk(all []taskgraph.Task, strandedBy map[taskgraph.ID]taskgraph.ID) *strandWalk {
+	w := &strandWalk{stranded: strandedBy, seen: map[taskgraph.ID]bool{}}
+	if len(strandedBy) > 0 {
+		w.byID = make(map[taskgraph.ID]*taskgraph.Task, len(strandedBy))
+		for i := range all {
+			if _, ok := strandedBy[all[i].ID]; ok {
+				w.byID[all[i].ID] = &all[i]
+			}
+		}
+	}
+	return w
+}
+
+// from returns the ids of the tasks cause strands, sorted, or nil.
+func (w *strandWalk) from(cause taskgraph.Task) []taskgraph.ID {
+	if len(w.stranded) == 0 {
+		return nil
+	}
+	clear(w.seen)
+	var out []taskgraph.ID
+	next := cause.Blocks
+	for len(next) > 0 {
+		var more []taskgraph.ID
+		for _, id := range next {
+			t := w.byID[id]
+			if t == nil || w.seen[id] {
+				continue
+			}
+			w.seen[id] = true
+			out = append(out, id)
+			more = append(more, t.Blocks...)
+		}
+		next = more
+	}
+	slices.Sort(out)
+	return out
 }
 
 func nonNil(ids []taskgraph.ID) []taskgraph.ID {

@@ -118,7 +118,9 @@ func TestBoard(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, ctx, "the first render", `window.taskgraphBoard && window.taskgraphBoard.renders > 0`, 30*time.Second)
-	want := map[string][]float64{"ready": {9, 11}, "blocked": {5, 6, 7, 8, 10, 12}, "stranded": {14, 15}, "in_progress": {3, 4},
+	// Ready is in claim order, as the server sends it: 11 (P2) before
+	// the older 9 (P4).
+	want := map[string][]float64{"ready": {11, 9}, "blocked": {5, 6, 7, 8, 10, 12}, "stranded": {14, 15}, "in_progress": {3, 4},
 		"completed": {1, 2}, "failed": {13}, "cancelled": {16}}
 	if n := eval[int](t, ctx, `document.querySelectorAll("#columns .column").length`); n != len(want) {
 		t.Errorf("the board has %d columns, want %d", n, len(want))
@@ -418,6 +420,8 @@ func TestLargeGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, ctx, "the board of 1,000 tasks", `window.taskgraphBoard && window.taskgraphBoard.renders > 0`, time.Minute)
+	click(t, ctx, "#hide-completed") // a board this big hides its completed tasks: show them all
+	wait(t, ctx, "the completed tasks", `document.querySelectorAll("#columns .card").length === `+strconv.Itoa(n), time.Minute)
 	if cards := eval[int](t, ctx, `document.querySelectorAll("#columns .card").length`); cards != n {
 		t.Fatalf("the board shows %d cards, want %d", cards, n)
 	}

@@ -6,6 +6,12 @@
   const $ = (id) => document.getElementById(id);
   const SVGNS = "http://www.w3.org/2000/svg";
   const NODE_W = 210, NODE_H = 46;
+  // A board of more tasks than this hides its completed ones unless the
+  // person chose otherwise: finished work would bury the rest.
+  const HIDE_COMPLETED_OVER = 300;
+  // The least zoom at which the graph's text can be read: Fit never goes
+  // below it, and a graph too big to fit at it scrolls instead.
+  const READABLE_ZOOM = 0.75;
 
   const stats = {
     // Read by the browser test and the screenshot script.
@@ -28,6 +34,11 @@
     worker: null,
     seq: 0,
     detailError: "",
+    // What the filter bar selects; kept for the tab.
+    filter: { text: "", label: "", owner: "", state: "" },
+    hideCompleted: null, // the person's choice; null: by the board's size
+    visible: new Set(), // the ids the filters let through
+    wantScroll: true, // bring the frontier into view at the next fitted draw
   };
 
   // ---- helpers
@@ -174,6 +185,8 @@
     S.offset = Date.parse(snap.now) - Date.now();
     S.byId = new Map(snap.tasks.map((t) => [t.id, t]));
     renderHeader();
+    computeVisible();
+    renderFilters();
     if (S.view === "board") renderBoard();
     else renderGraph();
     renderDetail();
@@ -193,6 +206,10 @@
     counts.replaceChildren(el("span", { class: "total" }, snap.tasks.length + " tasks"),
       ...snap.columns.map((c) => el("span", { class: "pill state-" + c.key, "data-state": c.key },
         el("span", { class: "dot" }), c.title + " ", el("b", {}, c.ids.length))));
+    for (const p of counts.querySelectorAll(".pill")) {
+      p.title = "Show only " + stateLabel(p.dataset.state).toLowerCase() + " tasks (click again for all)";
+      p.addEventListener("click", () => setStateFilter(S.filter.state === p.dataset.state ? "" : p.dataset.state));
+    }
     const p = $("problem");
     p.hidden = !snap.problem;
     p.textContent = snap.problem || "";
@@ -228,7 +245,11 @@
         const bits = [];
         if (t.state === "failed" && t.owner) bits.push(el("span", { class: "owner" }, t.owner), ": ");
         bits.push(el("span", { class: "reason" }, clip(t.reason || t.state, 120)));
-        if (t.blocks.length) bits.push(" · strands " + t.blocks.map((id) => "#" + id).join(", "));
+        const strands = t.strands || [];
+        if (strands.length) {
+          bits.push(" · ", el("span", { class: "strands", title: "Stranded until it is reopened: " + strands.map((id) => "#" + id).join(", ") },
+            "strands " + strands.length + ": " + strands.slice(0, 4).map((id) => "#" + id).join(", ") + (strands.length > 4 ? ", …" : "")));
+        }
         return bits;
       }
       case "completed": {
@@ -256,7 +277,7 @@
   function card(t) {
     const c0 = t.strandedBy && S.byId.get(t.strandedBy);
     const sig = JSON.stringify([t.subject, t.state, t.owner, t.claimedAt, t.leaseExpiresAt, t.leaseLapsed, t.waitingOn, t.missing, t.blocks,
-      t.priority, t.labels, t.reason, t.result, t.strandedBy, c0 && [c0.subject, c0.state]]);
+      t.priority, t.labels, t.reason, t.result, t.strandedBy, t.strands, c0 && [c0.subject, c0.state]]);
     let c = boardDOM.cards.get(t.id);
     if (!c) {
       c = { li: el("li", { "data-id": t.id, tabindex: 0 }), sig: "" };
@@ -273,8 +294,30 @@
     return c.li;
   }
 
+  // An empty board says how to add a task: the create form when this
+  // page may write, the command otherwise.
+  let emptySig = "";
+  function renderEmpty(empty) {
+    const box = $("empty-board");
+    box.hidden = !empty;
+    $("columns").hidden = empty;
+    const sig = JSON.stringify([empty, canWrite(), S.snap.writes]);
+    if (!empty || sig === emptySig) return;
+    emptySig = sig;
+    const cmd = el("p", {}, canWrite() ? "or from a shell: " : "Add one from a shell: ", el("code", { id: "empty-command" }, 'taskgraph add "subject"'));
+    const parts = [el("h2", {}, "No tasks yet"), el("p", {}, "Tasks appear here as soon as they are added, by anyone.")];
+    if (canWrite()) parts.push(el("button", { type: "button", id: "empty-add", class: "primary", onclick: openCreate }, "Add a task"));
+    parts.push(cmd);
+    if (!canWrite()) {
+      parts.push(el("p", { class: "small" }, S.snap.writes ? "This page has no token: open the URL that taskgraph serve printed to add tasks here."
+        : "This board is read-only: start taskgraph serve with --allow-writes to add tasks from this page."));
+    }
+    box.replaceChildren(...parts);
+  }
+
   function renderBoard() {
     const snap = S.snap;
+    renderEmpty(snap.tasks.length === 0);
     const keys = snap.columns.map((c) => c.key).join(",");
     if (boardDOM.keys !== keys) {
       boardDOM.keys = keys;
@@ -283,37 +326,173 @@
         const col = {
           title: el("span", {}), count: el("span", { class: "count" }),
           list: el("ol", { class: "cards" }), empty: el("li", { class: "empty" }, "none"),
+          none: el("li", { class: "empty" }, "none match the filters"),
+          note: el("li", { class: "hidden-note" }),
         };
         boardDOM.cols.set(c.key, col);
-        return el("section", { class: "column state-" + c.key, "data-state": c.key },
+        col.section = el("section", { class: "column state-" + c.key, "data-state": c.key },
           el("h2", {}, el("span", { class: "dot" }), col.title, col.count), col.list);
+        return col.section;
       }));
     }
     const seen = new Set();
+    const hideDone = hidingCompleted();
     for (const c of snap.columns) {
       const col = boardDOM.cols.get(c.key);
+      col.section.hidden = !!S.filter.state && S.filter.state !== c.key;
       col.title.textContent = c.title;
-      col.count.textContent = c.ids.length;
+      // In the server's order: Ready is in claim order (priority, then id).
       const items = [];
       for (const id of c.ids) {
         const t = S.byId.get(id);
-        if (!t) continue;
+        if (!t || !S.visible.has(id)) continue;
         seen.add(id);
         items.push(card(t));
       }
-      if (!items.length) items.push(col.empty);
+      const collapsed = c.key === "completed" && hideDone && c.ids.length > 0;
+      const all = collapsed || items.length === c.ids.length;
+      col.count.textContent = all ? c.ids.length : items.length + " of " + c.ids.length;
+      col.count.title = all ? "" : items.length + " of the " + c.ids.length + " match the filters";
+      if (collapsed) {
+        // Finished work, collapsed to one line.
+        col.note.replaceChildren(c.ids.length + " completed, hidden",
+          el("button", { type: "button", id: "show-completed", onclick: () => setHideCompleted(false) }, "Show"));
+        items.push(col.note);
+      } else if (!items.length) items.push(c.ids.length ? col.none : col.empty);
       if (!sameChildren(col.list, items)) col.list.replaceChildren(...items);
     }
     for (const id of boardDOM.cards.keys()) if (!seen.has(id)) boardDOM.cards.delete(id);
   }
 
+  // ---- the filters: a search, a label, an owner, a state, and "hide completed"
+
+  function hidingCompleted() {
+    if (S.filter.state === "completed") return false; // asked for them
+    if (S.hideCompleted !== null) return S.hideCompleted;
+    return !!S.snap && S.snap.tasks.length > HIDE_COMPLETED_OVER;
+  }
+
+  function filtering() {
+    const f = S.filter;
+    return !!(f.text.trim() || f.label || f.owner || f.state);
+  }
+
+  // matcher returns whether a task passes the filters. The search matches
+  // every word it is given, each in the task's id ("#12"), subject,
+  // description, owner, key, labels, reason or result.
+  function matcher() {
+    const f = S.filter, hideDone = hidingCompleted();
+    const words = f.text.toLowerCase().split(/\s+/).filter(Boolean);
+    return (t) => {
+      if (hideDone && t.state === "completed") return false;
+      if (f.state && t.state !== f.state) return false;
+      if (f.label && !(t.labels || []).includes(f.label)) return false;
+      if (f.owner && t.owner !== f.owner) return false;
+      if (!words.length) return true;
+      const hay = ["#" + t.id, t.subject, t.description, t.owner, t.key, t.reason, t.result, ...(t.labels || [])]
+        .filter(Boolean).join("\n").toLowerCase();
+      return words.every((w) => (/^#\d+$/.test(w) ? t.id === Number(w.slice(1)) : hay.includes(w)));
+    };
+  }
+
+  function computeVisible() {
+    const ok = matcher();
+    S.visible = new Set(S.snap.tasks.filter(ok).map((t) => t.id));
+  }
+
+  // setOptions fills a select with values, sorted unless keepOrder, and
+  // selects current.
+  function setOptions(select, first, values, current, name, keepOrder) {
+    const all = [...new Set(values)];
+    if (!keepOrder) all.sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+    if (current && !all.includes(current)) all.push(current); // keep a choice that no task matches now
+    const sig = JSON.stringify([first, all, all.map(name || String)]);
+    if (select.dataset.sig !== sig) {
+      select.dataset.sig = sig;
+      select.replaceChildren(el("option", { value: "" }, first), ...all.map((v) => el("option", { value: v }, name ? name(v) : v)));
+    }
+    select.value = current;
+    select.classList.toggle("active", !!current);
+  }
+
+  function renderFilters() {
+    const snap = S.snap, f = S.filter;
+    const labelSet = [], owners = [];
+    for (const t of snap.tasks) {
+      labelSet.push(...(t.labels || []));
+      if (t.owner) owners.push(t.owner);
+    }
+    setOptions($("filter-label"), "Any label", labelSet, f.label);
+    setOptions($("filter-owner"), "Any owner", owners, f.owner);
+    setOptions($("filter-state"), "Any state", snap.columns.map((c) => c.key), f.state, stateLabel, true);
+    const hide = $("hide-completed");
+    hide.checked = hidingCompleted();
+    hide.disabled = f.state === "completed";
+    const done = snap.columns.find((c) => c.key === "completed");
+    const hiddenDone = hidingCompleted() && done ? done.ids.length : 0;
+    const shown = S.visible.size, total = snap.tasks.length;
+    $("filter-status").textContent = !total || shown === total ? "" :
+      "Showing " + shown + " of " + total + " tasks" + (hiddenDone ? " (" + hiddenDone + " completed hidden)" : "");
+    $("clear-filters").hidden = !filtering();
+    $("search").classList.toggle("active", !!f.text.trim());
+    for (const p of document.querySelectorAll("#counts .pill")) p.classList.toggle("active", p.dataset.state === f.state);
+  }
+
+  function saveFilters() {
+    sessionStorage.setItem("taskgraph-filters", JSON.stringify(S.filter));
+  }
+
+  function loadFilters() {
+    try {
+      const f = JSON.parse(sessionStorage.getItem("taskgraph-filters") || "{}");
+      for (const k of Object.keys(S.filter)) if (typeof f[k] === "string") S.filter[k] = f[k];
+    } catch (_) { /* none kept */ }
+    const h = localStorage.getItem("taskgraph-hide-completed");
+    S.hideCompleted = h === null ? null : h === "1";
+    $("search").value = S.filter.text;
+  }
+
+  let refilterFrame = 0;
+  function refilter() {
+    saveFilters();
+    if (!S.snap || refilterFrame) return;
+    refilterFrame = requestAnimationFrame(() => {
+      refilterFrame = 0;
+      computeVisible();
+      renderFilters();
+      S.wantScroll = true;
+      if (S.view === "board") renderBoard();
+      else renderGraph();
+    });
+  }
+
+  function setHideCompleted(on) {
+    S.hideCompleted = on;
+    localStorage.setItem("taskgraph-hide-completed", on ? "1" : "0");
+    refilter();
+  }
+
+  function setStateFilter(key) {
+    S.filter.state = key;
+    refilter();
+  }
+
+  function clearFilters() {
+    S.filter = { text: "", label: "", owner: "", state: "" };
+    $("search").value = "";
+    refilter();
+  }
+
   // ---- the graph
 
   function graphShape() {
+    // The tasks the filters let through, and the edges between them.
     const nodes = [], edges = [], ghosts = new Set();
     for (const t of S.snap.tasks) {
+      if (!S.visible.has(t.id)) continue;
       nodes.push({ id: String(t.id), w: NODE_W, h: NODE_H });
       for (const b of t.blockedBy) {
+        if (S.byId.has(b) && !S.visible.has(b)) continue;
         if (!S.byId.has(b) && !ghosts.has(b)) {
           ghosts.add(b);
           nodes.push({ id: "missing-" + b, w: 110, h: 34 });
@@ -368,7 +547,28 @@
   function fitZoom() {
     const box = $("graph-scroll");
     if (!S.layout || !S.layout.width) return 1;
+    // A graph of hundreds of tasks fits the window only too small to
+    // read: then Fit shows it at the least size that can be read, and the
+    // window scrolls over it.
+    return Math.max(wholeZoom(), READABLE_ZOOM);
+  }
+
+  // The zoom at which the whole graph fits the window.
+  function wholeZoom() {
+    const box = $("graph-scroll");
     return Math.min(1.25, (box.clientWidth - 8) / S.layout.width, (box.clientHeight - 8) / S.layout.height);
+  }
+
+  // Brings the frontier into view: the start of the critical path, or
+  // else the first task in progress or ready.
+  function scrollToFrontier(zoom) {
+    const box = $("graph-scroll");
+    const path = S.snap.criticalPath || [];
+    const first = [...path, ...S.snap.tasks.filter((t) => t.state === "in_progress" || t.state === "ready").map((t) => t.id)]
+      .find((id) => S.layout.nodes[String(id)]);
+    if (first === undefined) { box.scrollTo(0, 0); return; }
+    const p = S.layout.nodes[String(first)];
+    box.scrollTo(Math.max(0, (p.x - p.w / 2) * zoom - 40), Math.max(0, p.y * zoom - box.clientHeight / 2));
   }
 
   const graphDOM = new Map(); // node id -> {g, sig}
@@ -410,6 +610,7 @@
     const L = S.layout;
     const g = $("graph");
     const zoom = S.zoom || Math.max(0.05, fitZoom());
+    const clamped = !S.zoom && zoom > wholeZoom() + 1e-9;
     g.setAttribute("viewBox", "0 0 " + L.width + " " + L.height);
     g.setAttribute("width", Math.ceil(L.width * zoom));
     g.setAttribute("height", Math.ceil(L.height * zoom));
@@ -452,8 +653,14 @@
     const layer = $("nodes");
     if (!sameChildren(layer, items)) layer.replaceChildren(...items);
     const stale = S.layout.key !== graphShape().key;
-    $("graph-status").textContent = drawn + " tasks · critical path " + path.length + (path.length === 1 ? " task" : " tasks") +
-      " · laid out in " + Math.round(L.ms) + " ms" + (stale ? " · updating…" : "");
+    const total = S.snap.tasks.length;
+    $("graph-status").textContent = !total ? "No tasks yet." : (drawn === total ? drawn + " tasks" : drawn + " of " + total + " tasks") +
+      " · critical path " + path.length + (path.length === 1 ? " task" : " tasks") +
+      " · laid out in " + Math.round(L.ms) + " ms" + (clamped ? " · at a readable size: scroll, or − to see it all" : "") + (stale ? " · updating…" : "");
+    if (S.wantScroll && !stale) {
+      S.wantScroll = false;
+      if (clamped) scrollToFrontier(zoom);
+    }
     stats.layoutAt = performance.now();
     stats.layoutVersion = S.snap.version;
   }
@@ -494,10 +701,9 @@
       }
       case "failed":
         return el("p", {}, "Failed" + (t.owner ? " (" + t.owner + ")" : "") + ": ", el("span", { class: "reason" }, t.reason || "no reason given"),
-          t.blocks.length ? ". The tasks that wait on it cannot start until it is reopened." : ".");
+          strandsText(t));
       case "cancelled":
-        return el("p", {}, "Cancelled: ", el("span", { class: "reason" }, t.reason || "no reason given"),
-          t.blocks.length ? ". The tasks that wait on it cannot start until it is reopened." : ".");
+        return el("p", {}, "Cancelled: ", el("span", { class: "reason" }, t.reason || "no reason given"), strandsText(t));
       case "in_progress": {
         const bits = ["Held by ", el("b", {}, t.owner || "no owner")];
         if (t.claimedAt) bits.push(" for ", el("time", { "data-since": t.claimedAt }, ago(now - Date.parse(t.claimedAt))));
@@ -513,6 +719,11 @@
       default:
         return el("p", {}, stateLabel(t.state));
     }
+  }
+
+  function strandsText(t) {
+    const n = (t.strands || []).length;
+    return n ? ". It strands " + n + (n === 1 ? " task, which cannot" : " tasks, which cannot") + " start until it is reopened." : ".";
   }
 
   function fmtTime(s) { return s ? new Date(s).toLocaleString() : ""; }
@@ -564,6 +775,12 @@
     ];
     if (t.blockedBy.length) parts.push(el("h3", {}, "Blocked by"), el("ul", { class: "links" }, t.blockedBy.map(link)));
     if (t.blocks.length) parts.push(el("h3", {}, "Blocks"), el("ul", { class: "links" }, t.blocks.map(link)));
+    const strands = t.strands || [];
+    if (strands.length) {
+      parts.push(el("h3", {}, "Strands " + strands.length + (strands.length === 1 ? " task" : " tasks")),
+        el("ul", { class: "links strands" }, strands.slice(0, 50).map(link)),
+        strands.length > 50 ? el("p", { class: "muted small" }, "and " + (strands.length - 50) + " more") : null);
+    }
     if (t.metadata && Object.keys(t.metadata).length) parts.push(el("h3", {}, "Metadata"), el("pre", { class: "metadata" }, JSON.stringify(t.metadata, null, 2)));
     parts.push(actions(t));
     // A snapshot may arrive while someone types: keep what they typed.
@@ -686,6 +903,7 @@
     $("tab-board").classList.toggle("active", S.view === "board");
     $("tab-graph").classList.toggle("active", S.view === "graph");
     if (!S.snap) return;
+    if (S.view === "graph") S.wantScroll = true;
     if (S.view === "board") renderBoard();
     else renderGraph();
   }
@@ -711,14 +929,23 @@
     window.addEventListener("hashchange", showView);
     document.addEventListener("click", onClick);
     document.addEventListener("keydown", (e) => {
+      if (e.key === "/" && !/^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName) && !$("create-dialog").open) { e.preventDefault(); $("search").focus(); return; }
+      if (e.key === "Escape" && e.target === $("search") && S.filter.text) { $("search").value = ""; S.filter.text = ""; refilter(); return; }
       if (e.key === "Escape" && !$("create-dialog").open) select(null);
       if (e.key === "Enter" && e.target.dataset && e.target.dataset.id) select(Number(e.target.dataset.id));
     });
     $("zoom-in").addEventListener("click", () => setZoom((S.zoom || fitZoom()) * 1.25));
     $("zoom-out").addEventListener("click", () => setZoom((S.zoom || fitZoom()) / 1.25));
-    $("zoom-fit").addEventListener("click", () => setZoom(null));
+    $("zoom-fit").addEventListener("click", () => { S.wantScroll = true; setZoom(null); });
     window.addEventListener("resize", () => { if (S.view === "graph" && S.layout && !S.zoom) drawGraph(); });
     $("new-task").addEventListener("click", openCreate);
+    loadFilters();
+    $("search").addEventListener("input", (e) => { S.filter.text = e.target.value; refilter(); });
+    $("filter-label").addEventListener("change", (e) => { S.filter.label = e.target.value; refilter(); });
+    $("filter-owner").addEventListener("change", (e) => { S.filter.owner = e.target.value; refilter(); });
+    $("filter-state").addEventListener("change", (e) => setStateFilter(e.target.value));
+    $("hide-completed").addEventListener("change", (e) => setHideCompleted(e.target.checked));
+    $("clear-filters").addEventListener("click", clearFilters);
     $("create-cancel").addEventListener("click", () => $("create-dialog").close());
     $("create-form").addEventListener("submit", submitCreate);
     legend();
