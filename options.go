@@ -46,20 +46,21 @@ func WithoutSync() Option {
 // before it returns, so each costs the full rename protocol and writers
 // take turns flushing. Use it only where something reads the task files
 // without taking the store's lock and must find them durable after a power
-// loss — for example a backup that copies the directory. By default (on
-// Linux) a write is made durable by its change-log record, synced once for
-// every writer waiting (group commit), and the renamed files reach the disk
-// at the next checkpoint; see the README's Performance section. Elsewhere
-// every write already works this way.
+// loss — for example a backup that copies the directory. By default, on
+// the filesystems where the power-loss test proves it (ext4 with a
+// journal, XFS, btrfs; see docs/durability.md), a write is made durable by
+// its change-log record, synced once for every writer waiting (group
+// commit), and the renamed files reach the disk at the next checkpoint.
+// Elsewhere every write already works as this option makes it.
 func WithSyncEachWrite() Option {
 	return func(c *config) { c.syncFiles = true }
 }
 
 // WithGroupCommit makes a FileStore use group commit on any filesystem,
 // also one where the power-loss test has not proven it safe (see the
-// README's table) and where Open would otherwise choose the full protocol.
-// It is for that test, and for a filesystem you have proven yourself with
-// it; WithSyncEachWrite and WithoutSync win over it.
+// table in docs/durability.md) and where Open would otherwise choose the
+// full protocol. It is for that test, and for a filesystem you have
+// proven yourself with it; WithSyncEachWrite and WithoutSync win over it.
 func WithGroupCommit() Option {
 	return func(c *config) { c.groupCommit = true }
 }

@@ -19,8 +19,8 @@ import (
 
 // Rulebook holds the rules of the task graph — what each operation may do
 // to a task, and what the error says when it may not — written once, so
-// that every store decides alike and returns identical errors. The README's
-// "Rules" section is the same list in prose.
+// that every store decides alike and returns identical errors. docs/rules.md
+// is the same list in prose.
 //
 // Callers of a Store never need it. It is for Store implementations: a
 // store loads and locks the rows a write touches, asks the Rulebook, and

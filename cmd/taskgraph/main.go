@@ -4,10 +4,12 @@
 //
 // Like git, it finds the task directory by looking for .tasks in the
 // working directory and then in each parent, stopping at the filesystem
-// root or at a directory that holds .git (a repository's root); --dir or
-// $TASKGRAPH_DIR names one instead. Only `taskgraph init` creates a task
-// directory (or a --store graph): every other command says so when there is
-// none, and creates nothing.
+// root or at a directory that holds .git (a repository's root); in a
+// linked git worktree it looks in the main worktree (taskgraph.FindDir).
+// --dir or $TASKGRAPH_DIR names one instead. Only `taskgraph init` creates
+// a task directory (or a --store graph), and `taskgraph mcp` on its first
+// write to a directory --dir or $TASKGRAPH_DIR names: every other command
+// says so when there is none, and creates nothing.
 //
 // Exit status: 0 success; 1 error; 2 usage; 3 the task is blocked or held
 // by someone else, or no task is ready now; 4 no task graph was found;
@@ -80,7 +82,8 @@ The commands are:
 Flags for every command:
 
 	--dir DIR      task directory (default $TASKGRAPH_DIR, else the nearest .tasks
-	               in this directory or a parent, up to the repository root)
+	               in this directory or a parent, up to the repository root;
+	               in a linked git worktree, the main worktree's)
 	--store URL    a PostgreSQL database instead of a directory (default $TASKGRAPH_STORE),
 	               e.g. postgres://user@host/db; --graph NAME picks the graph in it (default "default")
 	--owner NAME   who you are (default $TASKGRAPH_OWNER, else user@host)
@@ -167,7 +170,7 @@ func init() {
 		"graph":   {"", "Print the dependency graph: Mermaid or Graphviz dot, with the remaining work ranked in waves left to right, or --format waves for the waves (what can run at once, round by round) and the critical path (the longest chain of unfinished work) as text; with --json an object of nodes, edges (from blocks to), waves and the critical path.", flagsGraph},
 		"export":  {"", "Print every task as a JSON array, ids and edges included.", simple(cmdExport)},
 		"import":  {"FILE | --claude-code DIR", "Load tasks from an export (or - for stdin), or from a Claude Code task list (~/.claude/tasks/<list>), all or nothing. Ids are kept and must be new to this graph; with --renumber the tasks get fresh ids after the graph's own and their edges follow, to merge a plan into an existing graph.", flagsImport},
-		"mcp":     {"", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout. --tools claude-code serves Claude Code's own task tools instead (TaskCreate, TaskGet, TaskUpdate, TaskList, with its argument names), on the same graph and with the same checks; --tools taskgraph,claude-code serves both. Unless --owner is given, each server is its own agent, mcp-HOST-PID-RANDOM ($TASKGRAPH_OWNER, a person's identity, is not used).", flagsMCP},
+		"mcp":     {"", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout. --tools claude-code serves Claude Code's own task tools instead (TaskCreate, TaskGet, TaskUpdate, TaskList, with its argument names), on the same graph and with the same checks; --tools taskgraph,claude-code serves both. Unless --owner is given, each server is its own agent, mcp-HOST-PID-RANDOM ($TASKGRAPH_OWNER, a person's identity, is not used). Every claim is a lease (--lease, default 5m) that the server renews while it runs, so a killed session's tasks are free again within one lease. It starts without a graph: the first write creates the directory --dir or $TASKGRAPH_DIR names, as init would; otherwise the tools say to run taskgraph init.", flagsMCP},
 		"serve":   {"", serveHelp, flagsServe},
 		"version": {"", "Print the version of taskgraph (its release, as CHANGELOG.md names it), the Go it was built with, and the VCS revision if the build recorded one.", simple(cmdVersion)},
 	}
@@ -255,7 +258,7 @@ func newEnv(ctx context.Context, name string, cmd command, stdin io.Reader, stdo
 	fs := flag.NewFlagSet("taskgraph "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // run reports parse errors, and prints help
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fs: fs}
-	fs.StringVar(&e.dir, "dir", "", "task `DIR`ectory (default $TASKGRAPH_DIR, else the nearest .tasks here or in a parent)")
+	fs.StringVar(&e.dir, "dir", "", "task `DIR`ectory (default $TASKGRAPH_DIR, else the nearest .tasks here or in a parent; in a linked git worktree, the main worktree's)")
 	fs.StringVar(&e.storeURL, "store", os.Getenv("TASKGRAPH_STORE"), "PostgreSQL `URL` to use instead of a directory")
 	fs.StringVar(&e.graph, "graph", envOr("TASKGRAPH_GRAPH", "default"), "graph `NAME` in the --store database")
 	fs.StringVar(&e.owner, "owner", os.Getenv("TASKGRAPH_OWNER"), "who you are, `NAME` (default $TASKGRAPH_OWNER, else user@host)")
