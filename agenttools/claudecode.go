@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -185,8 +186,21 @@ func (h handlers) ccGet(ctx context.Context, raw json.RawMessage) (string, error
 	if t.Owner != "" {
 		lines = append(lines, "Owner: "+t.Owner)
 	}
-	if len(t.BlockedBy) > 0 {
-		lines = append(lines, "Blocked by: "+hashIDs(t.BlockedBy))
+	// As in Claude Code, "Blocked by" lists what still blocks the task:
+	// not a blocker that completed.
+	ex, err := h.explainPending(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	if ex != nil {
+		var open []taskgraph.ID
+		for _, b := range ex.Waiting {
+			open = append(open, b.ID)
+		}
+		if open = append(open, ex.Missing...); len(open) > 0 {
+			slices.Sort(open)
+			lines = append(lines, "Blocked by: "+hashIDs(open))
+		}
 	}
 	if len(t.Blocks) > 0 {
 		lines = append(lines, "Blocks: "+hashIDs(t.Blocks))
@@ -195,12 +209,8 @@ func (h handlers) ccGet(ctx context.Context, raw json.RawMessage) (string, error
 		data, _ := json.Marshal(t.Metadata) // came from JSON
 		lines = append(lines, "Metadata: "+string(data))
 	}
-	why, err := h.whyNot(ctx, t)
-	if err != nil {
-		return "", err
-	}
-	if why != "" {
-		lines = append(lines, "Why it cannot start: "+why)
+	if ex != nil {
+		lines = append(lines, "Why it cannot start: "+whyText(ex))
 	}
 	return strings.Join(lines, "\n"), nil
 }

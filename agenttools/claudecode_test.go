@@ -192,3 +192,26 @@ func TestClaudeCodeClaimSafety(t *testing.T) {
 		assert.ErrorIs(t, err, taskgraph.ErrNotFound)
 	})
 }
+
+// TaskGet's "Blocked by" lists what still blocks a task, as Claude Code's
+// own does: a blocker that completed is no longer named.
+func TestClaudeCodeGetNamesOpenBlockersOnly(t *testing.T) {
+	stores(t, func(t *testing.T, store taskgraph.Store, clk *clock) {
+		a := agenttools.ClaudeCode(store, agenttools.WithOwner("model-A"))
+		mustCall(t, a, "TaskCreate", `{"subject": "first", "description": ""}`)
+		mustCall(t, a, "TaskCreate", `{"subject": "second", "description": ""}`)
+		mustCall(t, a, "TaskCreate", `{"subject": "last", "description": ""}`)
+		mustCall(t, a, "TaskUpdate", `{"taskId": "3", "addBlockedBy": ["1", "2"]}`)
+		assert.Contains(t, mustCall(t, a, "TaskGet", `{"taskId": "3"}`), "Blocked by: #1, #2")
+
+		mustCall(t, a, "TaskUpdate", `{"taskId": "1", "status": "in_progress"}`)
+		mustCall(t, a, "TaskUpdate", `{"taskId": "1", "status": "completed"}`)
+		got := mustCall(t, a, "TaskGet", `{"taskId": "3"}`)
+		assert.Contains(t, got, "Blocked by: #2")
+		assert.NotContains(t, got, "#1", "a completed blocker is not named")
+
+		mustCall(t, a, "TaskUpdate", `{"taskId": "2", "status": "in_progress"}`)
+		mustCall(t, a, "TaskUpdate", `{"taskId": "2", "status": "completed"}`)
+		assert.NotContains(t, mustCall(t, a, "TaskGet", `{"taskId": "3"}`), "Blocked by", "nothing blocks it any more")
+	})
+}

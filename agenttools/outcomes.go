@@ -32,18 +32,33 @@ func (h handlers) get(ctx context.Context, id taskgraph.ID) (string, error) {
 // whyNot returns the line that says why t, a pending task, cannot start,
 // or "" if it can (or is not pending).
 func (h handlers) whyNot(ctx context.Context, t taskgraph.Task) (string, error) {
+	ex, err := h.explainPending(ctx, t)
+	if err != nil || ex == nil {
+		return "", err
+	}
+	return whyText(ex), nil
+}
+
+// explainPending explains t if it is a pending task that cannot start,
+// and returns nil if it can, is not pending, or went away meanwhile.
+func (h handlers) explainPending(ctx context.Context, t taskgraph.Task) (*taskgraph.Explanation, error) {
 	if t.Status != taskgraph.Pending {
-		return "", nil
+		return nil, nil
 	}
 	all, _, err := h.listAll(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	ex, err := taskgraph.Explain(all, t.ID, time.Now())
-	if err != nil || ex.State == "ready" {
-		return "", nil // the task went away meanwhile, or it can start
+	if err != nil || ex.State == taskgraph.StateReady {
+		return nil, nil
 	}
-	return goIDList.ReplaceAllStringFunc(ex.Text, func(m string) string { return strings.ReplaceAll(m, " ", ", ") }), nil
+	return &ex, nil
+}
+
+// whyText is an explanation's line, with id lists as the tools write them.
+func whyText(ex *taskgraph.Explanation) string {
+	return goIDList.ReplaceAllStringFunc(ex.Text, func(m string) string { return strings.ReplaceAll(m, " ", ", ") })
 }
 
 // goIDList matches an id list as Go prints a slice, "[1 2 3]", to be
