@@ -136,8 +136,10 @@ func fastest(fn func()) time.Duration {
 // TestLongBlockedByIsLinear: a 3 MB task file with 470,000 blockers loads
 // (it took 34.9 s: de-duplication and edge diffs were quadratic). Time is
 // judged by growth, not by the clock: ten times the blockers must cost
-// about ten times as much (under 25; quadratic code costs 100), on any
-// machine; the absolute bound only catches a hang.
+// about ten times as much, on any machine; the absolute bound only catches
+// a hang. The bound on growth is 50, half of what quadratic code costs
+// (100): a linear decode reached x29 under the race detector on a loaded
+// machine (a ten times larger heap, out of the caches).
 func TestLongBlockedByIsLinear(t *testing.T) {
 	ctx := context.Background()
 	small, big := wideTask(47_000), wideTask(470_000)
@@ -154,7 +156,7 @@ func TestLongBlockedByIsLinear(t *testing.T) {
 		assert.Len(t, got.BlockedBy, 470_000)
 		ratio := float64(tBig) / float64(tSmall)
 		t.Logf("decode (slow path %v): 47,000 ids in %v, 470,000 in %v: x%.1f", slow, tSmall, tBig, ratio)
-		assert.Less(t, ratio, 25.0, "decode (slow path %v) grows faster than linearly", slow)
+		assert.Less(t, ratio, 50.0, "decode (slow path %v) grows faster than linearly", slow)
 		assert.Less(t, tBig, raceSlowdown*5*time.Second, "decode (slow path %v)", slow)
 	}
 	dir := t.TempDir()
