@@ -153,6 +153,9 @@ func (h handlers) standing(b taskgraph.Board, labels []string, now time.Time) st
 		parts = append(parts, fmt.Sprintf("%d ready without labels %s", len(b.Ready), strings.Join(labels, ", ")))
 	}
 	out := strings.Join(parts, ", ")
+	if out == "" {
+		return "what was ready was taken meanwhile." // a race with another agent
+	}
 	if !next.IsZero() {
 		out += "; the next lease lapses in " + roundDuration(next.Sub(now))
 	}

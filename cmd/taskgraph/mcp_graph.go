@@ -291,7 +291,11 @@ func (g *mcpGraph) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.(taskgraph.Watcher).Watch(ctx)
+	w, ok := s.(taskgraph.Watcher)
+	if !ok {
+		return nil, fmt.Errorf("this store cannot be watched: %w", errors.ErrUnsupported)
+	}
+	return w.Watch(ctx)
 }
 
 // keepClaims renews, every third of ttl until ctx is done, the lease of
