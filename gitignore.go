@@ -7,8 +7,10 @@ package taskgraph
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,58 +42,125 @@ var gitIgnorePatterns = []string{
 
 // WriteGitIgnore makes dir/.gitignore list every file a FileStore keeps in
 // dir that belongs to this machine rather than to the graph, so that `git
-// add -A` stages task files only. It creates the file, or adds to one that
-// exists only the lines it lacks, under a comment; it reports whether it
-// changed anything. Calling it again changes nothing.
+// add -A` stages task files only. It creates the file, or appends to one
+// that exists only the lines it lacks, under a comment; it reports whether
+// it changed anything. Calling it again changes nothing. What is there is
+// never rewritten, so a failed write loses none of it. A line the file
+// un-ignores later ("!.taskgraph.*") does not count, and the line added
+// after it wins. A .gitignore that is a symbolic link (git does not read
+// one), a directory or anything but a regular file is an error matching
+// ErrInvalid, and is left as it is.
 func WriteGitIgnore(dir string) (bool, error) {
 	name := filepath.Join(dir, GitIgnoreName)
-	old, err := os.ReadFile(name)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	old, exists, err := readGitIgnore(name)
+	if err != nil {
 		return false, err
 	}
 	missing := missingLines(old)
 	if len(missing) == 0 {
 		return false, nil
 	}
-	data := old
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		data = append(data, '\n')
+	eol := "\n"
+	if strings.Contains(string(old), "\r\n") {
+		eol = "\r\n" // as the file's own lines end
+	}
+	var add string
+	if len(old) > 0 && old[len(old)-1] != '\n' {
+		add = eol
 	}
 	if !slices.Contains(lines(old), gitIgnoreHeader) {
 		missing = append([]string{gitIgnoreHeader}, missing...)
 	}
-	data = append(data, strings.Join(missing, "\n")+"\n"...)
-	return true, os.WriteFile(name, data, 0o644)
+	add += strings.Join(missing, eol) + eol
+	flag := os.O_WRONLY | os.O_APPEND
+	if !exists {
+		flag = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(name, flag, 0o644)
+	if err != nil {
+		return false, err
+	}
+	if _, err = f.WriteString(add); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return true, err
 }
 
 // GitIgnoreMissing returns the patterns [WriteGitIgnore] would add to
 // dir/.gitignore: none when it is complete, all of them when there is no
-// such file.
+// such file. It fails as WriteGitIgnore does on a .gitignore git would not
+// read.
 func GitIgnoreMissing(dir string) ([]string, error) {
-	old, err := os.ReadFile(filepath.Join(dir, GitIgnoreName))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	old, _, err := readGitIgnore(filepath.Join(dir, GitIgnoreName))
+	if err != nil {
 		return nil, err
 	}
 	return missingLines(old), nil
 }
 
-// missingLines returns the patterns the .gitignore content data lacks.
+// readGitIgnore returns the content of the .gitignore name and whether it
+// exists. A symbolic link is refused rather than followed — git reads no
+// patterns from one, and writing through it would change a file elsewhere
+// — and so is anything but a regular file (reading a FIFO would block).
+func readGitIgnore(name string) ([]byte, bool, error) {
+	fi, err := os.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, true, fmt.Errorf("taskgraph: %s is a symbolic link, and git reads no patterns from one: replace it with a regular file: %w", name, ErrInvalid)
+	case !fi.Mode().IsRegular():
+		return nil, true, fmt.Errorf("taskgraph: %s is not a regular file (%s): remove it, or make it a file: %w", name, fi.Mode().Type(), ErrInvalid)
+	}
+	data, err := os.ReadFile(name)
+	return data, true, err
+}
+
+// missingLines returns the patterns the .gitignore content data lacks: a
+// pattern counts when a line holds it and no later line negates it.
 func missingLines(data []byte) []string {
 	have := lines(data)
 	var missing []string
 	for _, p := range gitIgnorePatterns {
-		if !slices.Contains(have, p) {
+		ignored := false
+		for _, l := range have {
+			if l == p {
+				ignored = true
+			} else if neg, ok := strings.CutPrefix(l, "!"); ok && negates(neg, p) {
+				ignored = false
+			}
+		}
+		if !ignored {
 			missing = append(missing, p)
 		}
 	}
 	return missing
 }
 
-// lines returns the lines of data, trimmed.
+// negates reports whether the negated pattern neg un-ignores what the
+// pattern p ignores: the same pattern, or a glob that matches it.
+func negates(neg, p string) bool {
+	neg = strings.TrimPrefix(neg, "/")
+	if neg == p {
+		return true
+	}
+	ok, _ := path.Match(strings.TrimSuffix(neg, "/"), strings.TrimSuffix(p, "/"))
+	return ok
+}
+
+// lines returns the lines of data as git reads patterns from them: without
+// the line end and trailing spaces (leading spaces and tabs are part of a
+// pattern).
 func lines(data []byte) []string {
 	var out []string
 	for l := range strings.Lines(string(data)) {
-		out = append(out, strings.TrimSpace(l))
+		l = strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r")
+		out = append(out, strings.TrimRight(l, " "))
 	}
 	return out
 }

@@ -406,6 +406,12 @@ func testCreatePlanRefused(t *testing.T, s tg.Store) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, []tg.ID{4, 3, 4}, ce.Path, "the path holds the ids the plan would have had")
 	assert.EqualError(t, err, `dependency cycle "z" -> "x" -> "z"`, "the caller never saw those ids: the error names the plan's keys")
+	// Keys with quotes, a backslash and non-ASCII text are quoted as Go
+	// quotes them, by every store.
+	_, err = s.CreatePlan(ctx, []tg.NewTask{{Key: `q"u\o✓ te`, Subject: "x", After: []string{"s-2"}}, {Key: "s-2", Subject: "z", After: []string{`q"u\o✓ te`}}})
+	require.ErrorAs(t, err, &ce)
+	assert.EqualError(t, err, `dependency cycle "s-2" -> "q\"u\\o✓ te" -> "s-2"`)
+	assert.ErrorIs(t, err, tg.ErrCycle)
 	// Through an existing task: its id, and the new task's key.
 	_, err = s.CreatePlan(ctx, []tg.NewTask{{Key: "w", Subject: "w", After: []string{"b"}, Blocks: []tg.ID{a.ID}}})
 	require.ErrorAs(t, err, &ce)

@@ -83,7 +83,10 @@ func (e *env) claimNext(s store, opts []taskgraph.ClaimOption, labels []string, 
 			return e.printClaimed(t, err)
 		}
 		b, err := s.Board(e.ctx)
-		if readFailed(err) {
+		if err != nil {
+			// A task that cannot be read may be the one to do: the
+			// board without it says neither finished nor what to
+			// wait on.
 			return err
 		}
 		if b.Finished() || !wait {
@@ -94,7 +97,7 @@ func (e *env) claimNext(s store, opts []taskgraph.ClaimOption, labels []string, 
 			if e.ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
-			if b, err = s.Board(e.ctx); readFailed(err) {
+			if b, err = s.Board(e.ctx); err != nil {
 				return err
 			}
 			return e.cannotClaim(b, labels, false, timeout)

@@ -220,6 +220,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	args = commandFirst(args)
 	name := args[0]
+	if strings.HasPrefix(name, "-") && name != "-" {
+		// Flags and no command: taskgraph --owner x --help, or
+		// taskgraph --owner x.
+		if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "taskgraph: no command after %s\nRun 'taskgraph help' for usage.\n", strings.Join(args, " "))
+		return exitUsage
+	}
 	if name == "help" {
 		if name = helpTopic(args[1:]); name == "" {
 			fmt.Fprint(stdout, usage) // taskgraph --owner x help

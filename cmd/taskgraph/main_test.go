@@ -403,6 +403,18 @@ func TestHelpAndVersion(t *testing.T) {
 		assert.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
 		assert.Contains(t, r.stdout, "usage: taskgraph add SUBJECT", "%v", args)
 	}
+	// --help after a global flag is help too; global flags with no
+	// command say so, not that the command "--owner" is unknown.
+	for _, args := range [][]string{{"--owner", "x", "--help"}, {"--json", "-h"}, {"--owner=x", "--help"}} {
+		r = tg(t, dir, args...)
+		assert.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stdout, "Usage:\n\n\ttaskgraph <command> [arguments] [flags]", "%v", args)
+	}
+	for _, args := range [][]string{{"--owner", "x"}, {"--owner", "help"}, {"--json"}} {
+		r = tg(t, dir, args...)
+		assert.Equal(t, exitUsage, r.code, "%v", args)
+		assert.Equal(t, "taskgraph: no command after "+strings.Join(args, " ")+"\nRun 'taskgraph help' for usage.\n", r.stderr, "%v", args)
+	}
 	// A flag's error names it as it is typed.
 	r = tg(t, dir, "add", "x", "-priority", "high")
 	assert.Equal(t, exitUsage, r.code)

@@ -176,3 +176,29 @@ func TestNextWait(t *testing.T) {
 		assert.Contains(t, r.stderr, c.want, "%v", c.args)
 	}
 }
+
+// With a task file that cannot be read, next that claims nothing fails
+// with the corrupt file (exit 1), with or without --wait, as task_wait and
+// Work do: the unreadable task may be pending, so the graph is not known
+// to be finished, nor what to wait on.
+func TestNextWithACorruptFile(t *testing.T) {
+	dir := project(t)
+	ok(t, dir, "add", "a")
+	ok(t, dir, "next", "--owner", "me")
+	ok(t, dir, "done", "1", "--owner", "me")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".tasks", "task_2.json"), []byte("{garbage"), 0o644))
+	for _, args := range [][]string{
+		{"next"}, {"next", "--json"}, {"next", "--wait", "--timeout", "1s"},
+	} {
+		r := tg(t, dir, args...)
+		assert.Equal(t, exitError, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stderr, "corrupt task file", args)
+		assert.Contains(t, r.stderr, "task_2.json", args)
+		assert.NotContains(t, r.stdout+r.stderr, "finished", args)
+	}
+	// A readable ready task is still claimed.
+	ok(t, dir, "add", "b")
+	r := tg(t, dir, "next", "--owner", "me")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Claimed #3")
+}

@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -69,9 +70,9 @@ func Find(start string) (Repo, error) {
 // fromFile reads the .git file of the working tree top.
 func fromFile(top string) (Repo, error) {
 	name := filepath.Join(top, ".git")
-	data, err := os.ReadFile(name)
+	data, err := readSmall(name)
 	if err != nil {
-		return Repo{}, fmt.Errorf("%s: %w", name, err)
+		return Repo{}, fmt.Errorf("%w; or name the task directory with --dir or $TASKGRAPH_DIR", err)
 	}
 	line, _, _ := strings.Cut(string(data), "\n")
 	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
@@ -83,10 +84,13 @@ func fromFile(top string) (Repo, error) {
 		return Repo{}, fmt.Errorf("%s names the git directory %s, which is not there (a moved repository or worktree: `git worktree repair` fixes the link); or name the task directory with --dir or $TASKGRAPH_DIR", name, gitDir)
 	}
 	common := gitDir
-	cd, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	cd, err := readSmall(filepath.Join(gitDir, "commondir"))
 	switch {
 	case err == nil:
 		common = resolve(gitDir, strings.TrimSpace(string(cd)))
+		if fi, err := os.Stat(common); err != nil || !fi.IsDir() {
+			return Repo{}, fmt.Errorf("%s names the common git directory %s, which is not there (git refuses this worktree too): name the task directory with --dir or $TASKGRAPH_DIR", filepath.Join(gitDir, "commondir"), common)
+		}
 	case absent(err):
 		// Not a linked worktree: a submodule, a worktree whose git
 		// directory lives elsewhere (--separate-git-dir), or a
@@ -96,7 +100,7 @@ func fromFile(top string) (Repo, error) {
 		}
 		return Repo{Top: top, Main: top}, nil
 	default:
-		return Repo{}, err
+		return Repo{}, fmt.Errorf("%w; or name the task directory with --dir or $TASKGRAPH_DIR", err)
 	}
 	bare, worktree := config(common)
 	switch {
@@ -108,6 +112,36 @@ func fromFile(top string) (Repo, error) {
 		return Repo{Top: top, Shared: true, Main: filepath.Dir(common)}, nil
 	}
 	return Repo{}, fmt.Errorf("%s is a linked worktree of the repository in %s, whose main worktree cannot be told from it (its git directory is not named .git, is not bare, and sets no core.worktree; git worktree list cannot tell either): name the shared task directory with --dir or $TASKGRAPH_DIR", top, common)
+}
+
+// maxFile bounds what readSmall reads: git's link files hold one path,
+// and a repository's config is a few kilobytes.
+const maxFile = 1 << 20
+
+// readSmall reads the regular file name, of at most maxFile bytes. Anything
+// else — a FIFO, which would block the read until a writer came, a device,
+// a directory, a file too large to be git's — is an error naming it.
+func readSmall(name string) ([]byte, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s), so git does not read it either", name, fi.Mode().Type())
+	}
+	if fi.Size() > maxFile {
+		return nil, fmt.Errorf("%s holds %d bytes, more than git writes there (at most %d are read)", name, fi.Size(), maxFile)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err == nil && len(data) > maxFile {
+		err = fmt.Errorf("%s holds more than %d bytes, more than git writes there", name, maxFile)
+	}
+	return data, err
 }
 
 // resolve returns path made absolute against base, as git reads the paths
@@ -131,7 +165,7 @@ func absent(err error) bool {
 // dir: [core] bare, and [core] worktree. A config it cannot read says
 // neither.
 func config(dir string) (bare bool, worktree string) {
-	data, err := os.ReadFile(filepath.Join(dir, "config"))
+	data, err := readSmall(filepath.Join(dir, "config"))
 	if err != nil {
 		return false, ""
 	}
