@@ -5,6 +5,7 @@ package taskgraph_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	tg "github.com/taskgraph-dev/taskgraph"
@@ -122,3 +123,43 @@ func BenchmarkWatchedWrite(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBoardVsClone compares Board over 100,000 tasks (a chain, labels
+// on every tenth) with the floor of any answer that hands out its tasks:
+// a shallow copy of the task slice (slices.Clone). The ratio of the two is
+// what issue "Performance at scale" bounds (≤ 2×).
+func BenchmarkBoardVsClone(b *testing.B) {
+	const n = 100_000
+	tasks := make([]tg.Task, n)
+	for i := range tasks {
+		t := tg.Task{ID: tg.ID(i + 1), Subject: fmt.Sprint("task ", i+1), Status: tg.Pending, Priority: tg.DefaultPriority}
+		if i > 0 {
+			t.BlockedBy = []tg.ID{tg.ID(i)}
+		}
+		if i%10 == 0 {
+			t.Labels = []string{"backend"}
+		}
+		if i < n/2 {
+			t.Status = tg.Completed
+		}
+		tasks[i] = t
+	}
+	s := tg.NewMemStore()
+	if err := s.Load(ctx, tasks); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Board", func(b *testing.B) {
+		for range b.N {
+			if _, err := s.Board(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("slices.Clone", func(b *testing.B) {
+		for range b.N {
+			sink = slices.Clone(tasks)
+		}
+	})
+}
+
+var sink []tg.Task

@@ -119,7 +119,11 @@ func Await(ctx context.Context, s Store, opts ...WorkOption) (Board, error) {
 		return Board{}, err
 	}
 	defer stop()
-	return awaitWork(ctx, s, &events, cfg, time.Time{})
+	// A lease that had lapsed before the call, by this machine's clock, is
+	// looked at again within lapseRecheck rather than at once: the caller
+	// has usually just failed to claim it, the store's clock being behind,
+	// and would otherwise spin.
+	return awaitWork(ctx, s, &events, cfg, time.Now())
 }
 
 // subscribe watches s if it is a Watcher (events is nil otherwise) until
@@ -139,10 +143,12 @@ func subscribe(ctx context.Context, s Store) (events <-chan Event, stop func(), 
 
 // awaitWork returns the board once a task for cfg's labels can be
 // claimed — it is ready, or its lease lapsed after since (a ClaimNext at
-// since saw the earlier lapses) — or the graph is finished, waiting
-// between looks. *events becomes nil if the watch ends, so that the caller
+// since saw the earlier lapses), or a lease that lapsed earlier by this
+// machine's clock is due to be looked at again (lapseRecheck) — or the
+// graph is finished, waiting between looks. *events becomes nil if the watch ends, so that the caller
 // polls from then on.
 func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfig, since time.Time) (Board, error) {
+	due := false // a lease lapsed, by this clock or the store's: look, and let the caller claim
 	for {
 		drain(*events)
 		b, err := s.Board(ctx)
@@ -154,10 +160,10 @@ func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfi
 		lapsed := func(t Task) bool {
 			return mine(t) && t.LeaseExpiresAt.After(since) && !t.LeaseExpiresAt.After(now)
 		}
-		if b.Finished() || slices.ContainsFunc(b.Ready, mine) || slices.ContainsFunc(b.InProgress, lapsed) {
+		if due || b.Finished() || slices.ContainsFunc(b.Ready, mine) || slices.ContainsFunc(b.InProgress, lapsed) {
 			return b, nil
 		}
-		if *events, err = wait(ctx, *events, b, cfg, time.Now()); err != nil {
+		if *events, due, err = wait(ctx, *events, b, cfg, now); err != nil {
 			return Board{}, err
 		}
 	}
@@ -243,34 +249,48 @@ func drain(events <-chan Event) {
 	}
 }
 
+// lapseRecheck is how soon a wait looks again at a lease that has lapsed
+// by this machine's clock but that ClaimNext did not take: the store
+// decides a lapse by its own clock (WithClock, or the database's for
+// pgstore), which may be behind. Looking once a second neither spins nor
+// misses the lapse for long.
+const lapseRecheck = time.Second
+
 // wait returns after the next event, when the first lease on the board
-// that could free a task for this agent lapses, or after poll on a store
-// that cannot be watched. It returns nil events if the watch ended, so
-// that Work polls from then on.
-func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now time.Time) (<-chan Event, error) {
+// that could free a task for this agent lapses (lapsed true), or after
+// poll on a store that cannot be watched. It returns nil events if the
+// watch ended, so that Work polls from then on.
+func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now time.Time) (_ <-chan Event, lapsed bool, err error) {
 	d := cfg.poll
 	if events != nil {
 		d = time.Hour
 	}
+	toLapse := time.Duration(-1)
 	for _, t := range b.InProgress {
-		// A lease that has lapsed already is on a task ClaimNext did not
-		// take: not this agent's (its labels), so nothing to wait for.
-		if t.LeaseExpiresAt.After(now) && hasLabels(t.Labels, cfg.labels) {
-			d = min(d, t.LeaseExpiresAt.Sub(now))
+		if t.LeaseExpiresAt.IsZero() || !hasLabels(t.Labels, cfg.labels) {
+			continue
 		}
+		left := max(t.LeaseExpiresAt.Sub(now), lapseRecheck) // lapsed already: see lapseRecheck
+		if toLapse < 0 || left < toLapse {
+			toLapse = left
+		}
+	}
+	if toLapse >= 0 && toLapse < d {
+		d, lapsed = toLapse, true
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-		return events, ctx.Err()
+		return events, false, ctx.Err()
 	case _, ok := <-events:
 		if !ok {
-			return nil, nil
+			return nil, false, nil
 		}
+		return events, false, nil
 	case <-timer.C:
+		return events, lapsed, nil
 	}
-	return events, nil
 }
 
 // KeepAlive renews owner's lease on task id to ttl every ttl/3 until stop is

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -459,4 +460,42 @@ func TestAwait(t *testing.T) {
 			require.True(t, board.Finished())
 		})
 	}
+}
+
+// boardCounter counts Board calls: how often a wait looked.
+type boardCounter struct {
+	tg.Store
+	boards atomic.Int64
+}
+
+func (c *boardCounter) Board(ctx context.Context, f ...tg.Filter) (tg.Board, error) {
+	c.boards.Add(1)
+	return c.Store.Board(ctx, f...)
+}
+
+// A store whose clock is behind this machine's decides a lease has not
+// lapsed when the wall clock says it has: a claim-and-wait loop must
+// neither spin on such a lease nor sleep past it for long. (Before:
+// 32,555 looks in 300 ms.)
+func TestAwaitWithAStoreClockBehind(t *testing.T) {
+	past := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	mem := tg.NewMemStore(tg.WithClock(func() time.Time { return past }))
+	_, err := mem.Create(ctx, tg.NewTask{Subject: "a"})
+	require.NoError(t, err)
+	_, err = mem.Claim(ctx, 1, "crashed", tg.WithLease(time.Minute)) // lapsed long ago by the wall clock, not by the store's
+	require.NoError(t, err)
+	s := &boardCounter{Store: mem}
+	wctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+	defer cancel()
+	tries := 0
+	for wctx.Err() == nil {
+		_, err := s.ClaimNext(ctx, "me")
+		require.ErrorIs(t, err, tg.ErrNoReady)
+		tries++
+		if _, err := tg.Await(wctx, s, tg.WorkPoll(time.Hour)); err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		}
+	}
+	assert.LessOrEqual(t, s.boards.Load(), int64(12), "the wait spun")
+	assert.GreaterOrEqual(t, tries, 2, "the lease was looked at again within a second or so")
 }
