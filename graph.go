@@ -211,8 +211,24 @@ func (g *graph) nextReadyWith(labels []string) (ID, bool) {
 	return best.id, found
 }
 
-func (g *graph) isReady(id ID) bool {
-	t := g.tasks[id]
+func (g *graph) isReady(id ID) bool { return g.readyTask(g.tasks[id]) }
+
+// blockersOf reports whether every blocker of t exists and is completed,
+// and whether t names one that does not exist: one look at each.
+func (g *graph) blockersOf(t *Task) (done, gone bool) {
+	done = true
+	for _, b := range t.BlockedBy {
+		bt := g.tasks[b]
+		if bt == nil {
+			return false, true
+		}
+		done = done && bt.Status == Completed
+	}
+	return done, false
+}
+
+// readyTask reports whether t, which the graph holds (or nil), is ready.
+func (g *graph) readyTask(t *Task) bool {
 	if t == nil || t.Status != Pending {
 		return false
 	}
@@ -240,39 +256,66 @@ func (g *graph) view(id ID) Task {
 	return g.viewIn(id, &a)
 }
 
-// arena hands out id slices from one allocation, so that copying a whole
-// board costs a few allocations instead of two per task.
-type arena []ID
+// arena hands out id and label slices from one allocation each, so that
+// copying a whole board costs a few allocations instead of three per
+// task. Each slice it hands out has its capacity cut to its length: an
+// append by the caller copies instead of writing over the next one.
+type arena struct {
+	ids  []ID
+	strs []string
+}
 
-func (a *arena) copy(ids []ID) []ID {
+func (a *arena) copyIDs(ids []ID) []ID {
 	if len(ids) == 0 {
 		return nil
 	}
-	if cap(*a)-len(*a) < len(ids) {
-		*a = make([]ID, 0, max(len(ids), 256))
+	return carve(&a.ids, ids)
+}
+
+func (a *arena) copyStrings(s []string) []string {
+	if len(s) == 0 {
+		return slices.Clone(s) // nil stays nil, empty stays empty: no allocation
 	}
-	start := len(*a)
-	*a = append(*a, ids...)
-	return (*a)[start:len(*a):len(*a)]
+	return carve(&a.strs, s)
+}
+
+// carve appends s to *pool (a new one if it has no room) and returns the
+// copy.
+func carve[T any](pool *[]T, s []T) []T {
+	if cap(*pool)-len(*pool) < len(s) {
+		*pool = make([]T, 0, max(len(s), 256))
+	}
+	start := len(*pool)
+	*pool = append(*pool, s...)
+	return (*pool)[start:len(*pool):len(*pool)]
 }
 
 func (g *graph) viewIn(id ID, a *arena) Task {
-	t := *g.tasks[id]
-	t.BlockedBy = a.copy(t.BlockedBy)
-	t.Metadata = jsonvalue.Clone(t.Metadata)
-	t.Labels = slices.Clone(t.Labels)
-	// Every id in dependents is a task that exists: remove drops its edges.
-	t.Blocks = a.copy(g.dependents[id])
-	return t
+	var v Task
+	g.viewInto(&v, g.tasks[id], a)
+	return v
 }
 
-// arenaFor returns an arena big enough for every id slice of a full copy.
+// viewInto makes *v a copy of t, which the graph holds, that shares
+// nothing mutable with it, with Blocks from the reverse index. (In place:
+// a board copies a hundred thousand tasks, each a few hundred bytes.)
+func (g *graph) viewInto(v, t *Task, a *arena) {
+	*v = *t
+	v.BlockedBy = a.copyIDs(v.BlockedBy)
+	v.Metadata = jsonvalue.Clone(v.Metadata)
+	v.Labels = a.copyStrings(v.Labels)
+	// Every id in dependents is a task that exists: remove drops its edges.
+	v.Blocks = a.copyIDs(g.dependents[t.ID])
+}
+
+// arenaFor returns an arena big enough for a copy of every task.
 func (g *graph) arenaFor() arena {
-	n := 0
+	var ids, strs int
 	for _, t := range g.tasks {
-		n += 2 * len(t.BlockedBy) // each edge appears once in BlockedBy, once in Blocks
+		ids += 2 * len(t.BlockedBy) // each edge appears once in BlockedBy, once in Blocks
+		strs += len(t.Labels)
 	}
-	return make(arena, 0, n)
+	return arena{ids: make([]ID, 0, ids), strs: make([]string, 0, strs)}
 }
 
 // list returns the tasks that sel selects, by id.
@@ -292,7 +335,7 @@ func (g *graph) list(sel Selection) []Task {
 	a := g.arenaFor()
 	out := make([]Task, len(ids))
 	for i, id := range ids {
-		out[i] = g.viewIn(id, &a)
+		g.viewInto(&out[i], g.tasks[id], &a)
 	}
 	return out
 }
@@ -346,9 +389,13 @@ func (g *graph) board(sel Selection) Board {
 	)
 	strandedBy := g.strandedBy()
 	kind := make([]uint8, len(g.ids))
+	held := make([]*Task, len(g.ids)) // g.tasks[g.ids[i]], looked up once
 	var counts [kinds]int
+	var nIDs, nStrs int // what the copies need, for the arena
+	var namesGone []int // the blocked tasks (by index) that name a blocker that does not exist
 	for i, id := range g.ids {
 		t := g.tasks[id]
+		held[i] = t
 		k := uint8(ready)
 		switch t.Status {
 		case InProgress:
@@ -360,18 +407,24 @@ func (g *graph) board(sel Selection) Board {
 		case Cancelled:
 			k = cancelled
 		default:
+			done, gone := g.blockersOf(t)
 			switch {
-			case g.isReady(id):
+			case done:
 			case strandedBy[id] != 0:
 				k = stranded
 			default:
 				k = blocked
+				if gone {
+					namesGone = append(namesGone, i)
+				}
 			}
 		}
 		if !sel.Match(t, k == ready) || sel.Limit > 0 && k != ready && counts[k] == sel.Limit {
 			k = none
 		} else {
 			counts[k]++
+			nIDs += 2 * len(t.BlockedBy) // Blocks are the other end of the edges, about as many
+			nStrs += len(t.Labels)
 		}
 		kind[i] = k
 	}
@@ -402,7 +455,7 @@ func (g *graph) board(sel Selection) Board {
 		lists[k] = all[len(all) : len(all) : len(all)+counts[k]]
 		all = all[:len(all)+counts[k]]
 	}
-	a := g.arenaFor()
+	a := arena{ids: make([]ID, 0, nIDs), strs: make([]string, 0, nStrs)}
 	var missing map[ID][]ID
 	var by map[ID]ID
 	for i, id := range g.ids {
@@ -410,11 +463,16 @@ func (g *graph) board(sel Selection) Board {
 		if k == none {
 			continue
 		}
-		t := g.viewIn(id, &a)
-		lists[k] = append(lists[k], t)
+		lists[k] = lists[k][:len(lists[k])+1]
+		t := &lists[k][len(lists[k])-1]
+		g.viewInto(t, held[i], &a)
 		switch k {
 		case blocked:
-			if _, m, _ := unfinished(&t, g.status); len(m) > 0 {
+			if len(namesGone) == 0 || namesGone[0] != i {
+				continue
+			}
+			namesGone = namesGone[1:]
+			if _, m, _ := unfinished(t, g.status); len(m) > 0 {
 				if missing == nil {
 					missing = make(map[ID][]ID)
 				}
