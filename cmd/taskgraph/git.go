@@ -6,6 +6,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,7 +72,11 @@ func (e *env) gitWarnings(dir string) ([]string, error) {
 		return nil, err
 	} else if in {
 		missing, err := taskgraph.GitIgnoreMissing(dir)
-		if err != nil {
+		if errors.Is(err, taskgraph.ErrInvalid) {
+			// A .gitignore that is not a regular file: a warning like the
+			// others, which says what to do; the graph has no problem.
+			warnings = append(warnings, strings.TrimPrefix(err.Error(), "taskgraph: "))
+		} else if err != nil {
 			return nil, err
 		}
 		name := filepath.Join(dir, taskgraph.GitIgnoreName)

@@ -136,6 +136,17 @@ func TestCheckSaysInitFixesGitIgnore(t *testing.T) {
 	assert.Equal(t, 0, r.code)
 	assert.Empty(t, r.stderr)
 
+	// A .gitignore git cannot read (a symbolic link) is a warning that
+	// says what to do, not a failure after "no problems".
+	require.NoError(t, os.Remove(ignore))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "elsewhere"), ignore))
+	r = tg(t, dir, "check")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "no problems")
+	assert.Contains(t, r.stderr, "warning: "+ignore+" is a symbolic link")
+	require.NoError(t, os.Remove(ignore))
+	ok(t, dir, "init")
+
 	// Outside git there is nothing to say.
 	plain := project(t)
 	require.NoError(t, os.Remove(filepath.Join(plain, ".tasks", ".gitignore")))

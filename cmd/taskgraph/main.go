@@ -245,7 +245,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	e, do := newEnv(ctx, name, cmd, stdin, stdout, stderr)
 	pos, err := parseInterspersed(e.fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stdout, "usage: taskgraph %s %s\n\n%s\n\nFlags:\n", name, cmd.args, cmd.help)
+		fmt.Fprintf(stdout, "usage: %s\n\n%s\n\nFlags:\n", usageLine(name, cmd), cmd.help)
 		var defaults strings.Builder
 		e.fs.SetOutput(&defaults)
 		e.fs.PrintDefaults()
@@ -253,7 +253,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s\nusage: taskgraph %s %s\nRun 'taskgraph help %s' for details.\n", longFlags(err.Error()), name, cmd.args, name)
+		fmt.Fprintf(stderr, "%s\nusage: %s\nRun 'taskgraph help %s' for details.\n", longFlags(err.Error()), usageLine(name, cmd), name)
 		return exitUsage
 	}
 	e.args = pos
@@ -313,7 +313,7 @@ func exitCode(stderr io.Writer, name string, cmd command, err error) int {
 	case errors.As(err, &quiet):
 		return quiet.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "taskgraph %s: %v\nusage: taskgraph %s %s\n", name, err, name, cmd.args)
+		fmt.Fprintf(stderr, "taskgraph %s: %v\nusage: %s\n", name, err, usageLine(name, cmd))
 		return exitUsage
 	case errors.As(err, &ng):
 		fmt.Fprintf(stderr, "taskgraph %s: %v\n", name, err)
@@ -582,4 +582,9 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// usageLine is a command's usage: its name and its arguments, if any.
+func usageLine(name string, cmd command) string {
+	return strings.TrimSpace("taskgraph " + name + " " + cmd.args)
 }
