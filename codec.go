@@ -69,7 +69,7 @@ func encodeTask(t *Task) ([]byte, error) {
 		{"blockedBy", blockedBy, false},
 		{"owner", t.Owner, false},
 		{"key", t.Key, t.Key == ""},
-		{"priority", int(t.Priority), t.Priority == DefaultPriority},
+		{"priority", t.Priority.Level(), t.Priority == DefaultPriority},
 		{"labels", t.Labels, len(t.Labels) == 0},
 		{"reason", t.Reason, t.Reason == ""},
 		{"result", t.Result, t.Result == ""},
@@ -150,7 +150,7 @@ func decodeFast(id ID, data []byte) *Task {
 	}
 	prio := DefaultPriority
 	if f.Priority != nil {
-		if prio = Priority(*f.Priority); !prio.Valid() {
+		if prio = PriorityLevel(int(*f.Priority)); !prio.Valid() {
 			return nil
 		}
 	}
@@ -266,10 +266,10 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 	t.Priority = DefaultPriority
 	if v, ok := raw["priority"]; ok && string(v) != "null" {
 		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil || !Priority(n).Valid() {
+		if err != nil || !PriorityLevel(int(n)).Valid() {
 			return nil, fmt.Errorf(`field "priority" is %s, want 0 (P0, most urgent) to 4 (P4)`, v)
 		}
-		t.Priority = Priority(n)
+		t.Priority = PriorityLevel(int(n))
 	}
 	if v, ok := raw["labels"]; ok && string(v) != "null" {
 		var labels []string

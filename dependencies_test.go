@@ -67,11 +67,11 @@ func TestReadyInClaimOrder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p1, p3 := tg.P1, tg.P3
 			for _, nt := range []tg.NewTask{
-				{Subject: "old P3", Priority: &p3},
+				{Subject: "old P3", Priority: p3},
 				{Subject: "old default"},
-				{Subject: "new P1", Priority: &p1},
-				{Subject: "newer P1", Priority: &p1},
-				{Subject: "blocked P1", Priority: &p1, BlockedBy: []tg.ID{1}},
+				{Subject: "new P1", Priority: p1},
+				{Subject: "newer P1", Priority: p1},
+				{Subject: "blocked P1", Priority: p1, BlockedBy: []tg.ID{1}},
 			} {
 				_, err := s.Create(ctx, nt)
 				require.NoError(t, err)

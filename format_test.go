@@ -174,7 +174,7 @@ func TestFileFormatNewFields(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, tg.WithClock(func() time.Time { return time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC) }))
 	p0 := tg.P0
-	a, err := s.Create(ctx, tg.NewTask{Subject: "schema", Key: "schema", Priority: &p0, Labels: []string{"db", "backend"}})
+	a, err := s.Create(ctx, tg.NewTask{Subject: "schema", Key: "schema", Priority: p0, Labels: []string{"db", "backend"}})
 	require.NoError(t, err)
 	_, err = s.Claim(ctx, a.ID, "alice")
 	require.NoError(t, err)

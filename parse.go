@@ -29,7 +29,7 @@ func ParsePriority(s string) (Priority, error) {
 		d = d[1:]
 	}
 	if len(d) == 1 && '0' <= d[0] && d[0] <= '4' {
-		return Priority(d[0] - '0'), nil
+		return PriorityLevel(int(d[0] - '0')), nil
 	}
 	shown := fmt.Sprintf("%.20q", s)
 	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -43,7 +43,7 @@ func (Rulebook) Priority(field string, p Priority) error {
 	if p.Valid() {
 		return nil
 	}
-	return &InvalidError{Field: field, Reason: priorityReason(strconv.Itoa(int(p)))}
+	return &InvalidError{Field: field, Reason: priorityReason(strconv.Itoa(p.Level()))}
 }
 
 func priorityReason(shown string) string {

@@ -34,7 +34,7 @@ func TestParsePriority(t *testing.T) {
 	}
 	_, err := tg.ParsePriority("7")
 	assert.EqualError(t, err, "priority: 7 is not a priority: use 0 (P0, most urgent) to 4 (P4, least); the default is 2")
-	assert.EqualError(t, tg.Rules.Priority("priority", 7), err.Error(), "one text for a number and a word")
+	assert.EqualError(t, tg.Rules.Priority("priority", tg.PriorityLevel(7)), err.Error(), "one text for a number and a word")
 	_, err = tg.ParsePriority("high")
 	assert.EqualError(t, err, `priority: "high" is not a priority: use 0 (P0, most urgent) to 4 (P4, least); the default is 2`)
 }

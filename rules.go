@@ -179,10 +179,8 @@ func (Rulebook) CreateArgs(nt NewTask) error {
 	if _, err := normalizeMetadata(nt.Metadata); err != nil {
 		return err
 	}
-	if nt.Priority != nil {
-		if err := Rules.Priority("priority", *nt.Priority); err != nil {
-			return err
-		}
+	if err := Rules.Priority("priority", nt.Priority); err != nil {
+		return err
 	}
 	if _, err := Rules.Labels("labels", nt.Labels); err != nil {
 		return err
@@ -444,10 +442,7 @@ func create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(st
 		return nil, err
 	}
 	labels, _ := Rules.Labels("labels", nt.Labels) // valid: CreateArgs
-	prio := DefaultPriority
-	if nt.Priority != nil {
-		prio = *nt.Priority
-	}
+	prio := nt.Priority                            // the zero value is DefaultPriority
 	return &Task{
 		ID: id, Subject: nt.Subject, Description: nt.Description, Status: Pending, Owner: nt.Owner,
 		BlockedBy: addIDs(addIDs(nil, nt.BlockedBy), after), Metadata: meta,
@@ -928,7 +923,7 @@ func (Rulebook) Delete(id ID, dependents []ID, detach bool) error {
 // allocated id is highWater, and returns the versions to store: metadata
 // normalised, BlockedBy de-duplicated, Blocks dropped, Rev advanced,
 // missing timestamps set to now, labels sorted. Priority is taken as
-// given (the zero value is P0). exists is asked about every blocker
+// given (the zero value is DefaultPriority). exists is asked about every blocker
 // outside the batch, key about every key (which must be unique, in the
 // batch and in the store). The store then refuses the load if it closes a
 // cycle.

@@ -122,6 +122,7 @@ package taskgraph
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -177,28 +178,54 @@ func (s Status) ended() bool { return s == Failed || s == Cancelled }
 // urgent ready task first, then the lowest id. A task created without a
 // priority, or read from a file without one, has DefaultPriority.
 //
-// Beware that the zero value is P0: a Task literal given to Loader.Load
-// without a Priority is loaded as most urgent; set DefaultPriority.
+// The zero value is DefaultPriority, P2: a NewTask, or a Task given to
+// Loader.Load, without a Priority has the default one. Outside Go — task
+// files, JSON, the tools, the command line, PostgreSQL — a priority is
+// its level, 0 (P0) to 4 (P4): see Level and PriorityLevel.
 type Priority int
 
-// The five priorities.
+// The five priorities, most urgent first; they order as they compare.
 const (
-	P0 Priority = iota // most urgent
+	P0 Priority = iota - 2 // most urgent
 	P1
-	P2
+	P2 // the zero value: DefaultPriority
 	P3
 	P4 // least urgent
 )
 
 // DefaultPriority is the priority of a task that was given none: the
-// middle, P2.
+// middle, P2, which is Priority's zero value.
 const DefaultPriority = P2
+
+// PriorityLevel returns the priority whose level is n: 0 is P0, 4 is P4.
+// Other levels give a priority that is not Valid.
+func PriorityLevel(n int) Priority { return P0 + Priority(n) }
+
+// Level returns p's level, as task files, JSON and the tools write it: 0
+// for P0 to 4 for P4.
+func (p Priority) Level() int { return int(p - P0) }
 
 // Valid reports whether p is one of P0 to P4.
 func (p Priority) Valid() bool { return p >= P0 && p <= P4 }
 
 // String returns "P0" to "P4".
-func (p Priority) String() string { return "P" + strconv.Itoa(int(p)) }
+func (p Priority) String() string { return "P" + strconv.Itoa(p.Level()) }
+
+// MarshalJSON writes p as its level, 0 to 4.
+func (p Priority) MarshalJSON() ([]byte, error) {
+	return strconv.AppendInt(nil, int64(p.Level()), 10), nil
+}
+
+// UnmarshalJSON reads a level, 0 to 4 (another number gives a priority
+// that is not Valid, which a store refuses).
+func (p *Priority) UnmarshalJSON(data []byte) error {
+	n, err := strconv.ParseInt(string(data), 10, 32)
+	if err != nil {
+		return fmt.Errorf("a priority is a whole number, 0 (most urgent) to 4: %w", err)
+	}
+	*p = PriorityLevel(int(n))
+	return nil
+}
 
 // Task is one node of the graph.
 //
@@ -259,8 +286,8 @@ type NewTask struct {
 	Blocks      []ID // existing tasks that the new one blocks: their BlockedBy gains its id
 	Metadata    map[string]any
 
-	// Priority is the task's priority; nil means DefaultPriority.
-	Priority *Priority
+	// Priority is the task's priority; the zero value is DefaultPriority.
+	Priority Priority
 	// Labels are the task's labels, stored sorted and without duplicates.
 	Labels []string
 	// Key names the task, uniquely in its graph; "" for none. If a task

@@ -162,6 +162,15 @@ func asField(name string, err error) error {
 	return err
 }
 
+// newPriority checks a new task's priority argument: nil is the default.
+func newPriority(p *int64) (taskgraph.Priority, error) {
+	pr, err := toPriority(p)
+	if err != nil || pr == nil {
+		return taskgraph.DefaultPriority, err
+	}
+	return *pr, nil
+}
+
 // toPriority checks a priority argument (taskgraph.ParsePriority); nil
 // stays nil.
 func toPriority(p *int64) (*taskgraph.Priority, error) {

@@ -58,7 +58,7 @@ func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, erro
 	if key != nil {
 		nt.Key = *key
 	}
-	if nt.Priority, err = toPriority(priority); err != nil {
+	if nt.Priority, err = newPriority(priority); err != nil {
 		return "", err
 	}
 	t, err := h.store.Create(ctx, nt)

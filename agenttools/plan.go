@@ -62,7 +62,7 @@ func decodePlanTask(i int, raw json.RawMessage) (taskgraph.NewTask, error) {
 		nt.After = append(nt.After, string(a))
 	}
 	var err error
-	if nt.Priority, err = toPriority(priority); err != nil {
+	if nt.Priority, err = newPriority(priority); err != nil {
 		return fail(err)
 	}
 	return nt, nil

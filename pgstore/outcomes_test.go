@@ -60,7 +60,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 		assert.Empty(t, task.Key)
 	}
 	p0 := taskgraph.P0
-	urgent, err := s.Create(ctx, taskgraph.NewTask{Subject: "urgent", Priority: &p0, Key: "urgent", Labels: []string{"x"}})
+	urgent, err := s.Create(ctx, taskgraph.NewTask{Subject: "urgent", Priority: p0, Key: "urgent", Labels: []string{"x"}})
 	require.NoError(t, err)
 	assert.Equal(t, taskgraph.ID(4), urgent.ID)
 	got, err := s.ClaimNext(ctx, "w")
@@ -83,7 +83,7 @@ func TestClaimNextIndexed(t *testing.T) {
 	s := open(t, p, graph)
 	var tasks []taskgraph.Task
 	for i := 1; i <= 5000; i++ {
-		task := taskgraph.Task{ID: taskgraph.ID(i), Subject: "t", Status: taskgraph.Pending, Priority: taskgraph.Priority(i % 5)}
+		task := taskgraph.Task{ID: taskgraph.ID(i), Subject: "t", Status: taskgraph.Pending, Priority: taskgraph.PriorityLevel(i % 5)}
 		if i%2 == 0 {
 			task.Labels = []string{"frontend"}
 		}
@@ -134,7 +134,7 @@ func TestClaimNextPlannedOnce(t *testing.T) {
 	s := open(t, p, graphName(t))
 	var tasks []taskgraph.Task
 	for i := 1; i <= 200; i++ {
-		task := taskgraph.Task{ID: taskgraph.ID(i), Subject: "t", Status: taskgraph.Pending, Priority: taskgraph.Priority(i % 5)}
+		task := taskgraph.Task{ID: taskgraph.ID(i), Subject: "t", Status: taskgraph.Pending, Priority: taskgraph.PriorityLevel(i % 5)}
 		if i%2 == 0 {
 			task.Labels = []string{"frontend"}
 		}

@@ -36,7 +36,7 @@ func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
 	if err := row.Scan(dest...); err != nil {
 		return t, err
 	}
-	t.ID, t.Status, t.BlockedBy, t.Priority = taskgraph.ID(id), taskgraph.Status(status), ids(by), taskgraph.Priority(prio)
+	t.ID, t.Status, t.BlockedBy, t.Priority = taskgraph.ID(id), taskgraph.Status(status), ids(by), taskgraph.PriorityLevel(int(prio))
 	if len(t.Labels) == 0 {
 		t.Labels = nil
 	}
@@ -214,7 +214,7 @@ func (w *writes) put(q string, t *taskgraph.Task) *pgx.QueuedQuery {
 	}
 	return w.b.Queue(q, w.s.graph, t.ID, t.Subject, t.Description, string(t.Status), t.Owner, int64s(t.BlockedBy), meta,
 		t.CreatedAt, t.UpdatedAt, t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner,
-		int16(t.Priority), labels, t.Key, t.Reason, t.Result)
+		int16(t.Priority.Level()), labels, t.Key, t.Reason, t.Result)
 }
 
 // view queues the statement q storing t and reads back into out the task

@@ -184,8 +184,17 @@ func (d *driver) priority() *tg.Priority {
 	if v >= 6 {
 		return nil
 	}
-	p := tg.Priority(v) // 5: refused
+	p := tg.PriorityLevel(v) // 5: refused
 	return &p
+}
+
+// newPriority is a new task's priority: as priority, nil being the
+// default, P2 (the zero value).
+func (d *driver) newPriority() tg.Priority {
+	if p := d.priority(); p != nil {
+		return *p
+	}
+	return tg.DefaultPriority
 }
 
 // labels returns 0 to 3 labels, sometimes repeated or malformed.

@@ -71,7 +71,7 @@ func (d *driver) createEdges() op {
 // createKeyed creates a task with a priority, labels, a key (often one
 // that exists) and references.
 func (d *driver) createKeyed() op {
-	nt := tg.NewTask{Subject: d.subject(), Priority: d.priority(), Labels: d.labels()}
+	nt := tg.NewTask{Subject: d.subject(), Priority: d.newPriority(), Labels: d.labels()}
 	if d.pick(4) > 0 {
 		nt.Key = d.key()
 	}
@@ -101,7 +101,7 @@ func (d *driver) createPlan() op {
 			}
 		}
 		keys = append(keys, k)
-		nts[i] = tg.NewTask{Subject: d.subject(), Key: k, Priority: d.priority(), Labels: d.labels()}
+		nts[i] = tg.NewTask{Subject: d.subject(), Key: k, Priority: d.newPriority(), Labels: d.labels()}
 		if d.pick(6) == 0 {
 			nts[i].Blocks = d.ids()
 		}
@@ -400,7 +400,7 @@ func (d *driver) loadedTask(base tg.ID, i, n int, now time.Time) tg.Task {
 	if d.pick(4) == 0 {
 		t.Metadata = d.metadata()
 	}
-	t.Priority = tg.Priority(d.pick(6)) // 5: refused
+	t.Priority = tg.PriorityLevel(d.pick(6)) // 5: refused
 	if d.pick(3) == 0 {
 		t.Labels = d.labels()
 	}

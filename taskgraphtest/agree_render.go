@@ -200,8 +200,8 @@ func fmtNewTask(nt tg.NewTask) string {
 	if nt.Metadata != nil {
 		f = append(f, "Metadata:"+fmtMeta(nt.Metadata))
 	}
-	if nt.Priority != nil {
-		f = append(f, fmt.Sprint("Priority:", int(*nt.Priority)))
+	if nt.Priority != tg.DefaultPriority {
+		f = append(f, fmt.Sprint("Priority:", nt.Priority.Level()))
 	}
 	if nt.Labels != nil {
 		f = append(f, fmt.Sprintf("Labels:%q", nt.Labels))
@@ -249,7 +249,7 @@ func fmtPatch(p tg.Patch) string {
 		f = append(f, "Metadata:"+fmtMeta(p.Metadata))
 	}
 	if p.Priority != nil {
-		f = append(f, fmt.Sprint("Priority:", int(*p.Priority)))
+		f = append(f, fmt.Sprint("Priority:", p.Priority.Level()))
 	}
 	if p.Labels != nil {
 		f = append(f, fmt.Sprintf("Labels:%q", *p.Labels))

@@ -29,8 +29,8 @@ func testPriority(t *testing.T, s tg.Store) {
 	assert.Equal(t, tg.DefaultPriority, a.Priority)
 	assert.Equal(t, tg.P2, a.Priority)
 	assert.Equal(t, "P2", a.Priority.String())
-	for _, bad := range []tg.Priority{-1, 5, 99} {
-		_, err := s.Create(ctx, tg.NewTask{Subject: "x", Priority: prio(bad)})
+	for _, bad := range []tg.Priority{tg.PriorityLevel(-1), tg.PriorityLevel(5), 99} {
+		_, err := s.Create(ctx, tg.NewTask{Subject: "x", Priority: bad})
 		var inv *tg.InvalidError
 		require.ErrorAs(t, err, &inv, "%d", bad)
 		assert.Equal(t, "priority", inv.Field)
@@ -38,7 +38,7 @@ func testPriority(t *testing.T, s tg.Store) {
 		require.ErrorIs(t, err, tg.ErrInvalid)
 	}
 	mk := func(subject string, p tg.Priority, blockedBy ...tg.ID) tg.Task {
-		task, err := s.Create(ctx, tg.NewTask{Subject: subject, Priority: prio(p), BlockedBy: blockedBy})
+		task, err := s.Create(ctx, tg.NewTask{Subject: subject, Priority: p, BlockedBy: blockedBy})
 		require.NoError(t, err)
 		require.Equal(t, p, task.Priority)
 		return task
@@ -124,7 +124,7 @@ func testLabels(t *testing.T, s tg.Store) {
 // labels, most urgent first, lapsed leases included; Claim ignores it.
 func testClaimNextLabels(t *testing.T, s tg.Store) {
 	mk := func(subject string, p tg.Priority, labels ...string) tg.Task {
-		task, err := s.Create(ctx, tg.NewTask{Subject: subject, Priority: prio(p), Labels: labels})
+		task, err := s.Create(ctx, tg.NewTask{Subject: subject, Priority: p, Labels: labels})
 		require.NoError(t, err)
 		return task
 	}
@@ -246,7 +246,7 @@ func testKeys(t *testing.T, s tg.Store) {
 	assert.Equal(t, "schema", a.Key)
 	assert.Equal(t, "schema", get(t, s, a.ID).Key)
 
-	again, err := s.Create(ctx, tg.NewTask{Subject: "a different subject", Key: "schema", Priority: prio(tg.P0)})
+	again, err := s.Create(ctx, tg.NewTask{Subject: "a different subject", Key: "schema", Priority: tg.P0})
 	require.NoError(t, err, "a retried create")
 	assert.Equal(t, a, again, "the existing task, as it is: fields are not compared")
 	all, err := s.List(ctx)
@@ -306,7 +306,7 @@ func testCreatePlan(t *testing.T, s tg.Store) {
 	other := create(t, s, "other") // 2
 	plan := []tg.NewTask{
 		{Key: "tests", Subject: "write tests", After: []string{"api", "#2"}, Labels: []string{"qa"}},
-		{Key: "schema", Subject: "schema", After: []string{"base"}, Priority: prio(tg.P0)},
+		{Key: "schema", Subject: "schema", After: []string{"base"}, Priority: tg.P0},
 		{Key: "api", Subject: "api", After: []string{"schema", "schema"}, Description: "REST"},
 		{Key: "docs", Subject: "docs", After: []string{"schema"}, Blocks: []tg.ID{other.ID}},
 	}
@@ -488,8 +488,8 @@ func LabelledMix(t testing.TB, s tg.Store, n int) map[tg.ID]tg.Task {
 		case 4:
 			labels = []string{"frontend", "backend"}
 		}
-		p := tg.Priority((i*3 + i/5) % 5)
-		task, err := s.Create(ctx, tg.NewTask{Subject: fmt.Sprint("task ", i), Priority: &p, Labels: labels})
+		p := tg.PriorityLevel((i*3 + i/5) % 5)
+		task, err := s.Create(ctx, tg.NewTask{Subject: fmt.Sprint("task ", i), Priority: p, Labels: labels})
 		require.NoError(t, err)
 		out[task.ID] = task
 	}

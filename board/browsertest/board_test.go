@@ -58,7 +58,7 @@ func seed(t *testing.T, dir string) {
 		{"Invite beta users", "", []taskgraph.ID{14}, nil, p2, nil},
 		{"Internet Explorer support", "", []taskgraph.ID{6}, nil, taskgraph.P4, []string{"frontend"}},
 	} {
-		nt := taskgraph.NewTask{Subject: p.subject, Description: p.desc, BlockedBy: p.after, Metadata: p.meta, Priority: &p.pri, Labels: p.labels}
+		nt := taskgraph.NewTask{Subject: p.subject, Description: p.desc, BlockedBy: p.after, Metadata: p.meta, Priority: p.pri, Labels: p.labels}
 		if _, err := s.Create(ctx, nt); err != nil {
 			t.Fatal(err)
 		}

@@ -52,8 +52,7 @@ func project(t *testing.T, dir string, n int) []taskgraph.ID {
 			Subject: fmt.Sprintf("%s %s (%d)", verbs[r.IntN(len(verbs))], things[r.IntN(len(things))], i),
 			Labels:  []string{areas[r.IntN(len(areas))]},
 		}
-		p := taskgraph.Priority(r.IntN(5))
-		nt.Priority = &p
+		nt.Priority = taskgraph.PriorityLevel(r.IntN(5))
 		switch {
 		case i == 8:
 			nt.BlockedBy = []taskgraph.ID{7}

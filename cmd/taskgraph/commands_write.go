@@ -82,7 +82,7 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 				existed = slices.ContainsFunc(all, func(t taskgraph.Task) bool { return t.Key == *key })
 			}
 			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks,
-				Priority: priority.p, Labels: labels, Key: *key})
+				Priority: priority.value(), Labels: labels, Key: *key})
 			if err != nil {
 				return err
 			}

@@ -51,6 +51,14 @@ func (f *priorityFlag) String() string {
 	return f.p.String()
 }
 
+// value is the priority given, or the default.
+func (f *priorityFlag) value() taskgraph.Priority {
+	if f.p == nil {
+		return taskgraph.DefaultPriority
+	}
+	return *f.p
+}
+
 func (f *priorityFlag) Set(v string) error {
 	p, err := taskgraph.ParsePriority(v)
 	if err != nil {
