@@ -13,10 +13,11 @@ import (
 )
 
 // Snapshot is the whole graph as the page shows it: what GET /api/board
-// returns and what each event of GET /api/events carries.
+// returns and what the first event of GET /api/events carries (later
+// events carry a Change from one version to the next).
 type Snapshot struct {
-	// Version increases with every snapshot the server makes; a page
-	// ignores one older than what it shows.
+	// Version increases by one with every change to what the page shows;
+	// a Change applies to the version before it.
 	Version int64 `json:"version"`
 	// Now is the server's clock when the snapshot was made, so the page
 	// can tell lease times in the server's time.
