@@ -16,9 +16,13 @@
 // task.
 //
 // The page follows the store as it changes, by this process or any other:
-// the server watches the store ([taskgraph.Watcher]) and pushes a snapshot
-// of the graph over Server-Sent Events, at most one every 100 ms however
-// fast the store changes. The page never polls and never reloads.
+// the server watches the store ([taskgraph.Watcher]) and, at most once
+// every 100 ms however fast the store changes, computes the board once for
+// every page, diffs it with the board before, and pushes over Server-Sent
+// Events only the tasks whose view changed (derived state included: a
+// completion that readies ten tasks sends those ten). A page is sent a
+// whole snapshot only when it opens, or falls too far behind. The page
+// never polls and never reloads.
 //
 // The page, its script, its stylesheet and the graph-layout library (dagre,
 // MIT, under static/vendor/dagre) are embedded in the package: it works
@@ -43,9 +47,11 @@
 //
 //	GET  /                          the page
 //	GET  /static/...                its script, stylesheet, layout worker and dagre
-//	GET  /api/board                 a Snapshot, as JSON
-//	GET  /api/events                Server-Sent Events: "snapshot" events carrying a Snapshot, at once and after each change;
-//	                                503 with Retry-After past WithMaxStreams open streams
+//	GET  /api/board                 the current Snapshot, as JSON (shared by every request and page, made once per change)
+//	GET  /api/events                Server-Sent Events: a "snapshot" event carrying a Snapshot at once, then a "change"
+//	                                event carrying a Change after each change, each with the id EPOCH.VERSION; a
+//	                                reconnect with a Last-Event-ID this server still has the changes since is sent
+//	                                those, any other a "snapshot"; 503 with Retry-After past WithMaxStreams open streams
 //	POST /api/tasks                 create a task (CreateRequest); 201 and the task
 //	POST /api/tasks/{id}/release    release a claim (ReleaseRequest)
 //	POST /api/tasks/{id}/reopen     move a completed, failed or cancelled task back to pending (ReopenRequest)
@@ -146,7 +152,7 @@ type Server struct {
 	mux   *http.ServeMux
 	hub   *hub
 
-	version      atomic.Int64           // of the last snapshot
+	epoch        string                 // names this server in event ids: a restarted one counts anew
 	watchProblem atomic.Pointer[string] // why the store cannot be watched, if it cannot
 }
 
@@ -167,7 +173,7 @@ func New(store taskgraph.Store, opts ...Option) *Server {
 	if c.streams < 1 {
 		c.streams = DefaultMaxStreams
 	}
-	s := &Server{store: store, cfg: c, mux: http.NewServeMux()}
+	s := &Server{store: store, cfg: c, mux: http.NewServeMux(), epoch: rand.Text()[:10]}
 	s.hub = newHub(s)
 	s.routes()
 	return s
@@ -276,23 +282,42 @@ func quoteOrNone(s string) string {
 	return `"` + s + `"`
 }
 
-// hub runs one watch of the store while any page is connected, and sends
-// every connected page one snapshot per change, coalesced to at most one
-// per interval.
+// hub runs one watch of the store while any page is connected, keeps the
+// board's state — computed once per change, whatever the number of pages
+// — and tells every connected page what changed, at most once per
+// interval.
 type hub struct {
-	s      *Server
-	poke   chan struct{} // a write through this board: send a snapshot
-	done   chan struct{} // closed by close
-	mu     sync.Mutex
-	subs   map[*subscriber]struct{}
-	stop   func() // ends the running loop; nil when none runs
-	closed bool
+	s    *Server
+	poke chan struct{} // a write through this board: bring the state up to date
+	done chan struct{} // closed by close
+
+	compute  sync.Mutex            // held while a state is computed: one at a time
+	cur      atomic.Pointer[state] // the latest state
+	stale    atomic.Bool           // the store may have changed since cur was made
+	watching atomic.Bool           // the loop watches the store: stale is told of every change
+	builds   atomic.Int64          // states computed, for the tests
+
+	mu       sync.Mutex
+	subs     map[*subscriber]struct{}
+	recent   []change // the latest changes, oldest first, for pages a few versions behind
+	failure  []byte   // the last failure event, if the last attempt failed
+	failures int64    // failures so far
+	stop     func()   // ends the running loop; nil when none runs
+	closed   bool
+}
+
+// change is one version's Change event, framed.
+type change struct {
+	version int64
+	data    []byte
 }
 
 type subscriber struct {
-	ch chan []byte // the latest snapshot not yet sent; older ones are dropped
+	wake chan struct{} // a new state or failure; a page only ever needs the latest
 }
 
 func newHub(s *Server) *hub {
-	return &hub{s: s, poke: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*subscriber]struct{}{}}
+	h := &hub{s: s, poke: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*subscriber]struct{}{}}
+	h.stale.Store(true)
+	return h
 }

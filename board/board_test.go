@@ -2,12 +2,14 @@ package board_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -295,12 +297,19 @@ type events struct {
 	t    *testing.T
 	resp *http.Response
 	sc   *bufio.Scanner
+	cur  *board.Snapshot // the board as the events so far make it
+	kind string          // of the last event: "snapshot" or "change"
+	size int             // of the last event's data
+	id   string          // of the last event
 }
 
-func openEvents(t *testing.T, srv *httptest.Server) *events {
+func openEvents(t *testing.T, srv *httptest.Server, edit ...func(*http.Request)) *events {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/events", nil)
+	for _, f := range edit {
+		f(req)
+	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -317,11 +326,14 @@ func openEvents(t *testing.T, srv *httptest.Server) *events {
 	return &events{t: t, resp: resp, sc: sc}
 }
 
-// next returns the next snapshot, or fails the test after a minute.
+// next returns the board as the next event leaves it, or fails the test
+// after a minute: a "snapshot" is the board, a "change" is applied to the
+// board before it, as the page does.
 func (e *events) next() board.Snapshot {
 	e.t.Helper()
 	type result struct {
-		snap board.Snapshot
+		kind string
+		data []byte
 		err  error
 	}
 	ch := make(chan result, 1)
@@ -330,12 +342,12 @@ func (e *events) next() board.Snapshot {
 		for e.sc.Scan() {
 			line := e.sc.Text()
 			switch {
+			case strings.HasPrefix(line, "id: "):
+				e.id = strings.TrimPrefix(line, "id: ")
 			case strings.HasPrefix(line, "event: "):
 				event = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: ") && event == "snapshot":
-				var s board.Snapshot
-				err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &s)
-				ch <- result{s, err}
+			case strings.HasPrefix(line, "data: ") && (event == "snapshot" || event == "change"):
+				ch <- result{kind: event, data: []byte(strings.TrimPrefix(line, "data: "))}
 				return
 			}
 		}
@@ -346,11 +358,77 @@ func (e *events) next() board.Snapshot {
 		if r.err != nil {
 			e.t.Fatal(r.err)
 		}
-		return r.snap
+		e.kind, e.size = r.kind, len(r.data)
+		if r.kind == "snapshot" {
+			var s board.Snapshot
+			if err := json.Unmarshal(r.data, &s); err != nil {
+				e.t.Fatal(err)
+			}
+			e.cur = &s
+			return s
+		}
+		var c board.Change
+		if err := json.Unmarshal(r.data, &c); err != nil {
+			e.t.Fatal(err)
+		}
+		if e.cur == nil {
+			e.t.Fatal("a change before any snapshot")
+		}
+		s, err := applyChange(*e.cur, c)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.cur = &s
+		return s
 	case <-time.After(time.Minute):
 		e.t.Fatal("no snapshot within a minute")
 	}
 	panic("unreachable")
+}
+
+// applyChange applies c to s as the page does, and checks it against the
+// counts c carries.
+func applyChange(s board.Snapshot, c board.Change) (board.Snapshot, error) {
+	if c.From != s.Version {
+		return s, fmt.Errorf("a change from version %d to a board at %d", c.From, s.Version)
+	}
+	byID := map[taskgraph.ID]board.TaskView{}
+	for _, t := range s.Tasks {
+		byID[t.ID] = t
+	}
+	for _, id := range c.Removed {
+		delete(byID, id)
+	}
+	for _, t := range c.Tasks {
+		byID[t.ID] = t
+	}
+	out := s
+	out.Version, out.Now, out.Problem = c.Version, c.Now, c.Problem
+	if c.CriticalPath != nil {
+		out.CriticalPath = c.CriticalPath
+	}
+	out.Tasks = slices.SortedFunc(maps.Values(byID), func(a, b board.TaskView) int { return cmp.Compare(a.ID, b.ID) })
+	out.Columns = nil
+	for _, col := range s.Columns {
+		col.IDs = []taskgraph.ID{}
+		var in []board.TaskView
+		for _, t := range out.Tasks {
+			if t.State == col.Key {
+				in = append(in, t)
+			}
+		}
+		if col.Key == taskgraph.StateReady {
+			slices.SortStableFunc(in, func(a, b board.TaskView) int { return cmp.Compare(a.Priority, b.Priority) })
+		}
+		for _, t := range in {
+			col.IDs = append(col.IDs, t.ID)
+		}
+		if n := c.Counts[col.Key]; n != len(col.IDs) {
+			return s, fmt.Errorf("column %s: %d tasks after the change, and the change counts %d", col.Key, len(col.IDs), n)
+		}
+		out.Columns = append(out.Columns, col)
+	}
+	return out, nil
 }
 
 // until reads snapshots until one satisfies ok.

@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -31,6 +34,13 @@ func (e streamsFull) Error() string {
 // retryAfter is the Retry-After, in seconds, of a refused event stream.
 const retryAfter = "10"
 
+// recentChanges and recentBytes bound the changes kept for pages that
+// fell behind: one further behind is sent a whole snapshot.
+const (
+	recentChanges = 64
+	recentBytes   = 16 << 20
+)
+
 // subscribe adds a page to the hub and starts watching the store if it is
 // the first.
 func (h *hub) subscribe() (*subscriber, error) {
@@ -42,7 +52,7 @@ func (h *hub) subscribe() (*subscriber, error) {
 	if len(h.subs) >= h.s.cfg.streams {
 		return nil, streamsFull{h.s.cfg.streams}
 	}
-	sub := &subscriber{ch: make(chan []byte, 1)}
+	sub := &subscriber{wake: make(chan struct{}, 1)}
 	h.subs[sub] = struct{}{}
 	if h.stop == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -65,6 +75,7 @@ func (h *hub) unsubscribe(sub *subscriber) {
 
 // changed tells the hub that this board wrote to the store.
 func (h *hub) changed() {
+	h.stale.Store(true)
 	select {
 	case h.poke <- struct{}{}:
 	default:
@@ -85,10 +96,136 @@ func (h *hub) close() {
 	}
 }
 
-// loop watches the store until ctx ends and broadcasts a snapshot after
-// each change, never two within the interval: events that arrive in
-// between mark the graph dirty and are answered by one snapshot when the
-// interval has passed.
+// current returns the latest state, first computing a new one if the store
+// may have changed since: always when no watch runs, which would say.
+func (h *hub) current(ctx context.Context) (*state, error) {
+	if st := h.cur.Load(); st != nil && h.watching.Load() && !h.stale.Load() {
+		return st, nil
+	}
+	return h.refresh(ctx)
+}
+
+// refresh computes the state anew, unless another caller just did, and
+// tells the pages what changed. Computations are one at a time, so pages
+// and requests that ask together share one.
+func (h *hub) refresh(ctx context.Context) (*state, error) {
+	h.compute.Lock()
+	defer h.compute.Unlock()
+	old := h.cur.Load()
+	if old != nil && h.watching.Load() && !h.stale.Load() {
+		return old, nil
+	}
+	h.stale.Store(false) // a change from now on makes it stale again
+	st, err := h.s.newState(ctx)
+	h.builds.Add(1)
+	if err != nil {
+		h.stale.Store(true)
+		h.fail(err)
+		return nil, err
+	}
+	var data []byte
+	if old != nil {
+		st.version = old.version + 1
+		data = st.changeJSON(old)
+		if data == nil {
+			return old, nil // nothing the page shows changed
+		}
+	} else {
+		st.version = 1
+	}
+	h.publish(st, data)
+	return st, nil
+}
+
+// publish makes st the current state and wakes every page.
+func (h *hub) publish(st *state, data []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cur.Store(st)
+	h.failure = nil
+	if data != nil {
+		h.recent = append(h.recent, change{st.version, h.s.frame("change", st.version, data)})
+		size := 0
+		for _, c := range h.recent {
+			size += len(c.data)
+		}
+		for len(h.recent) > recentChanges || len(h.recent) > 1 && size > recentBytes {
+			size -= len(h.recent[0].data)
+			h.recent = slices.Delete(h.recent, 0, 1)
+		}
+	} else {
+		h.recent = nil // a new beginning: no page can follow from before
+	}
+	h.wakeAll()
+}
+
+// fail tells every page that the store could not be read.
+func (h *hub) fail(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failure = errorEvent(err)
+	h.failures++
+	h.wakeAll()
+}
+
+func (h *hub) wakeAll() {
+	for sub := range h.subs {
+		select {
+		case sub.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// since returns the framed changes that take a page from version v to
+// the current state, or false if they are not all kept.
+func (h *hub) since(v, to int64) ([][]byte, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out [][]byte
+	for _, c := range h.recent {
+		if c.version > v && c.version <= to {
+			out = append(out, c.data)
+		}
+	}
+	return out, int64(len(out)) == to-v
+}
+
+// frame makes data a Server-Sent Event with an id that names this server
+// and the version.
+func (s *Server) frame(event string, version int64, data []byte) []byte {
+	out := make([]byte, 0, len(data)+64)
+	out = append(out, "id: "...)
+	out = append(out, s.eventID(version)...)
+	out = append(out, "\nevent: "...)
+	out = append(out, event...)
+	out = append(out, "\ndata: "...)
+	out = append(out, data...)
+	return append(out, "\n\n"...)
+}
+
+func (s *Server) eventID(version int64) string {
+	return s.epoch + "." + strconv.FormatInt(version, 10)
+}
+
+// lastVersion reads the version a reconnecting page saw last from its
+// Last-Event-ID, or 0 if it names none of this server's.
+func (s *Server) lastVersion(r *http.Request) int64 {
+	epoch, v, ok := strings.Cut(r.Header.Get("Last-Event-ID"), ".")
+	if !ok || epoch != s.epoch {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// loop watches the store until ctx ends and brings the state up to date
+// after each change, never twice within the interval: events that arrive
+// in between mark the state stale and are answered by one computation
+// when the interval has passed.
 func (h *hub) loop(ctx context.Context) {
 	var events <-chan taskgraph.Event
 	if w, ok := h.s.store.(taskgraph.Watcher); ok {
@@ -99,10 +236,12 @@ func (h *hub) loop(ctx context.Context) {
 		} else {
 			h.s.watchProblem.Store(nil)
 			events = ch
+			h.watching.Store(true)
+			defer h.watching.Store(false)
 		}
 	}
 	// A change between a page's first snapshot and the start of the watch
-	// raises no event: send a snapshot now that the watch has begun.
+	// raises no event: look again now that the watch has begun.
 	h.changed()
 	var (
 		last   time.Time
@@ -122,8 +261,11 @@ func (h *hub) loop(ctx context.Context) {
 		case _, ok := <-events:
 			if !ok {
 				events = nil // the store was closed: only our own writes remain
+				h.watching.Store(false)
+				h.stale.Store(true)
 				continue
 			}
+			h.stale.Store(true)
 			dirty = true
 		case <-h.poke:
 			dirty = true
@@ -143,34 +285,17 @@ func (h *hub) loop(ctx context.Context) {
 			continue
 		}
 		dirty = false
-		data, err := h.s.snapshotJSON(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			data = errorEvent(err)
+		if _, err := h.refresh(ctx); err != nil && ctx.Err() != nil {
+			return
 		}
-		h.broadcast(data)
-		last = time.Now() // the interval runs from a send to the next
+		last = time.Now() // the interval runs from a computation to the next
 	}
 }
 
-// broadcast hands data to every page, replacing a snapshot a slow page has
-// not taken yet: a page only ever needs the latest.
-func (h *hub) broadcast(data []byte) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for sub := range h.subs {
-		select {
-		case <-sub.ch:
-		default:
-		}
-		sub.ch <- data
-	}
-}
-
-// handleEvents streams snapshots as Server-Sent Events: one at once, then
-// one after each change.
+// handleEvents streams the board as Server-Sent Events: a "snapshot" at
+// once, then a "change" after each change. A page that reconnects with
+// the Last-Event-ID of a version this server still has the changes since
+// is sent those; a page further behind, or new, a whole snapshot.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	sub, err := s.hub.subscribe()
 	if err != nil {
@@ -181,11 +306,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.hub.unsubscribe(sub)
-	// Subscribed first, then the first snapshot: a change in between is
-	// not lost, it is sent again.
-	first, err := s.snapshotJSON(r.Context())
-	if err != nil {
-		first = errorEvent(err)
+	// Subscribed first, then the state: a change in between is not lost.
+	if _, err := s.hub.current(r.Context()); err != nil && r.Context().Err() != nil {
+		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -193,13 +316,39 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	send := func(data []byte) bool {
-		if _, err := w.Write(data); err != nil {
-			return false
+	send := func(parts ...[]byte) bool {
+		for _, p := range parts {
+			if _, err := w.Write(p); err != nil {
+				return false
+			}
 		}
 		return rc.Flush() == nil
 	}
-	if !send(first) {
+	last := s.lastVersion(r) // the version the page shows
+	var failures int64
+	catchUp := func() bool {
+		s.hub.mu.Lock()
+		failure, n := s.hub.failure, s.hub.failures
+		s.hub.mu.Unlock()
+		if failure != nil && n != failures {
+			failures = n
+			return send(failure)
+		}
+		st := s.hub.cur.Load()
+		if st == nil || st.version == last {
+			return true
+		}
+		if last != 0 && last < st.version {
+			if chain, ok := s.hub.since(last, st.version); ok {
+				last = st.version
+				return send(chain...)
+			}
+		}
+		last = st.version
+		head := fmt.Appendf(nil, "id: %s\nevent: snapshot\ndata: ", s.eventID(st.version))
+		return send(slices.Concat([][]byte{head}, st.fullJSON(s), [][]byte{[]byte("\n\n")})...)
+	}
+	if !catchUp() {
 		return
 	}
 	ping := time.NewTicker(heartbeat)
@@ -210,8 +359,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-s.hub.done:
 			return
-		case data := <-sub.ch:
-			if !send(data) {
+		case <-sub.wake:
+			if !catchUp() {
 				return
 			}
 		case <-ping.C:

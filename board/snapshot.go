@@ -3,23 +3,21 @@
 package board
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
 )
 
 // Snapshot is the whole graph as the page shows it: what GET /api/board
-// returns and what each event of GET /api/events carries.
+// returns and what the first event of GET /api/events carries (later
+// events carry a Change from one version to the next).
 type Snapshot struct {
-	// Version increases with every snapshot the server makes; a page
-	// ignores one older than what it shows.
+	// Version increases by one with every change to what the page shows;
+	// a Change applies to the version before it.
 	Version int64 `json:"version"`
 	// Now is the server's clock when the snapshot was made, so the page
 	// can tell lease times in the server's time.
@@ -113,61 +111,15 @@ var columns = []struct {
 	{taskgraph.StateCancelled, "Cancelled", func(b *taskgraph.Board) []taskgraph.Task { return b.Cancelled }},
 }
 
-// Snapshot reads the store and returns the board as the page shows it.
+// Snapshot returns the board as the page shows it, as of now: the shared
+// state every page is sent, brought up to date first if the store
+// changed since it was made.
 func (s *Server) Snapshot(ctx context.Context) (Snapshot, error) {
-	b, err := s.store.Board(ctx)
-	var problem string
+	st, err := s.hub.current(ctx)
 	if err != nil {
-		if !errors.Is(err, taskgraph.ErrCorrupt) {
-			return Snapshot{}, err
-		}
-		problem = err.Error() // the readable tasks are still on the board
+		return Snapshot{}, err
 	}
-	if p := s.watchProblem.Load(); p != nil {
-		problem = strings.TrimPrefix(problem+"; "+*p, "; ")
-	}
-	now := time.Now().UTC()
-	snap := Snapshot{
-		Version: s.version.Add(1), Now: now, Title: s.cfg.title, Writes: s.cfg.writes,
-		Columns: make([]Column, 0, len(columns)), Problem: problem,
-	}
-	status := map[taskgraph.ID]taskgraph.Status{}
-	n := 0
-	for _, c := range columns {
-		for _, t := range c.tasks(&b) {
-			status[t.ID] = t.Status
-			n++
-		}
-	}
-	all := make([]taskgraph.Task, 0, n)
-	for _, c := range columns {
-		all = append(all, c.tasks(&b)...)
-	}
-	ex := newExplainer(all, b.StrandedBy, now)
-	walk := newStrandWalk(all, b.StrandedBy)
-	snap.Tasks = make([]TaskView, 0, n)
-	for _, c := range columns {
-		col := Column{Key: c.key, Title: c.title, IDs: []taskgraph.ID{}}
-		for _, t := range c.tasks(&b) {
-			col.IDs = append(col.IDs, t.ID)
-			v := view(t, c.key, status, now)
-			if c.key == taskgraph.StateBlocked || c.key == taskgraph.StateStranded {
-				v.StrandedBy = b.StrandedBy[t.ID]
-				v.Why = ex.why(t)
-			}
-			if c.key == taskgraph.StateFailed || c.key == taskgraph.StateCancelled {
-				v.Strands = walk.from(t)
-			}
-			snap.Tasks = append(snap.Tasks, v)
-		}
-		snap.Columns = append(snap.Columns, col)
-	}
-	slices.SortFunc(snap.Tasks, func(a, b TaskView) int { return cmp.Compare(a.ID, b.ID) })
-	if path, err := taskgraph.CriticalPath(all); err == nil {
-		snap.CriticalPath = path
-	}
-	snap.CriticalPath = nonNil(snap.CriticalPath)
-	return snap, nil
+	return st.snapshot(s), nil
 }
 
 func view(t taskgraph.Task, state taskgraph.State, status map[taskgraph.ID]taskgraph.Status, now time.Time) TaskView {
@@ -195,84 +147,19 @@ func view(t taskgraph.Task, state taskgraph.State, status map[taskgraph.ID]taskg
 	return v
 }
 
-// explainer gives taskgraph.Explain's text for the tasks that are not
-// ready. Explain is linear in the tasks it is given, and a snapshot
-// explains every blocked and stranded task, so each is explained over
-// only what its answer depends on: the task, its blockers, and for each
-// blocker that is itself stranded, the task that strands it, given to
-// Explain as that blocker's one blocker. The cause of a stranded task is
-// the lowest failed or cancelled task that reaches it, which is the
-// lowest of its failed or cancelled blockers and of the causes of its
-// stranded blockers, so the text is the one Explain gives over the whole
-// graph (TestWhyIsExplain checks it) and a snapshot stays linear.
-type explainer struct {
-	byID       map[taskgraph.ID]*taskgraph.Task
-	strandedBy map[taskgraph.ID]taskgraph.ID
-	now        time.Time
-	sub        []taskgraph.Task // reused from one task to the next
-	in         map[taskgraph.ID]bool
-}
-
-func newExplainer(all []taskgraph.Task, strandedBy map[taskgraph.ID]taskgraph.ID, now time.Time) *explainer {
-	byID := make(map[taskgraph.ID]*taskgraph.Task, len(all))
-	for i := range all {
-		byID[all[i].ID] = &all[i]
-	}
-	return &explainer{byID: byID, strandedBy: strandedBy, now: now, in: map[taskgraph.ID]bool{}}
-}
-
-func (x *explainer) why(t taskgraph.Task) string {
-	sub := append(x.sub[:0], t)
-	clear(x.in)
-	x.in[t.ID] = true
-	add := func(id, blocker taskgraph.ID) {
-		if bt := x.byID[id]; bt != nil && !x.in[id] {
-			x.in[id] = true
-			c := *bt
-			c.BlockedBy, c.Blocks = nil, nil
-			if blocker != 0 {
-				c.BlockedBy = []taskgraph.ID{blocker}
-			}
-			sub = append(sub, c)
-		}
-	}
-	for _, b := range t.BlockedBy {
-		cause := x.strandedBy[b]
-		add(b, cause)
-		if cause != 0 {
-			add(cause, 0)
-		}
-	}
-	x.sub = sub
-	e, err := taskgraph.Explain(sub, t.ID, x.now)
-	if err != nil {
-		return ""
-	}
-	return e.Text
-}
-
 // strandWalk finds what a failed or cancelled task strands: the stranded
 // tasks reachable from it along Blocks through stranded tasks only. Each
 // walk visits only the tasks it returns, so a snapshot whose causes
 // strand disjoint sets of tasks stays linear; a task stranded by several
 // causes is visited once per cause.
 type strandWalk struct {
-	byID     map[taskgraph.ID]*taskgraph.Task
+	get      func(taskgraph.ID) *taskgraph.Task
 	stranded map[taskgraph.ID]taskgraph.ID // Board.StrandedBy: the stranded tasks
 	seen     map[taskgraph.ID]bool         // reused from one walk to the next
 }
 
-func newStrandWalk(all []taskgraph.Task, strandedBy map[taskgraph.ID]taskgraph.ID) *strandWalk {
-	w := &strandWalk{stranded: strandedBy, seen: map[taskgraph.ID]bool{}}
-	if len(strandedBy) > 0 {
-		w.byID = make(map[taskgraph.ID]*taskgraph.Task, len(strandedBy))
-		for i := range all {
-			if _, ok := strandedBy[all[i].ID]; ok {
-				w.byID[all[i].ID] = &all[i]
-			}
-		}
-	}
-	return w
+func newStrandWalk(strandedBy map[taskgraph.ID]taskgraph.ID, get func(taskgraph.ID) *taskgraph.Task) *strandWalk {
+	return &strandWalk{get: get, stranded: strandedBy, seen: map[taskgraph.ID]bool{}}
 }
 
 // from returns the ids of the tasks cause strands, sorted, or nil.
@@ -286,8 +173,11 @@ func (w *strandWalk) from(cause taskgraph.Task) []taskgraph.ID {
 	for len(next) > 0 {
 		var more []taskgraph.ID
 		for _, id := range next {
-			t := w.byID[id]
-			if t == nil || w.seen[id] {
+			if _, ok := w.stranded[id]; !ok || w.seen[id] {
+				continue
+			}
+			t := w.get(id)
+			if t == nil {
 				continue
 			}
 			w.seen[id] = true
@@ -307,22 +197,6 @@ func nonNil(ids []taskgraph.ID) []taskgraph.ID {
 	return ids
 }
 
-// snapshotJSON is one snapshot as a Server-Sent Event.
-func (s *Server) snapshotJSON(ctx context.Context) ([]byte, error) {
-	snap, err := s.Snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	data, err := json.Marshal(snap)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(data)+32)
-	out = append(out, "event: snapshot\ndata: "...)
-	out = append(out, data...)
-	return append(out, "\n\n"...), nil
-}
-
 // errorEvent tells the page the store could not be read.
 func errorEvent(err error) []byte {
 	data, _ := json.Marshal(map[string]string{"error": err.Error()})
@@ -331,10 +205,16 @@ func errorEvent(err error) []byte {
 
 // handleBoard answers GET /api/board with a Snapshot.
 func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request) {
-	snap, err := s.Snapshot(r.Context())
+	st, err := s.hub.current(r.Context())
 	if err != nil {
 		storeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, snap)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	for _, chunk := range st.fullJSON(s) {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+	}
 }

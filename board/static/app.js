@@ -1,6 +1,8 @@
-// The taskgraph board: renders the snapshots the server pushes over
-// Server-Sent Events (api/events). It never polls and never reloads; the
-// one timer below only re-words "5m ago" and "lease 3m left" each second.
+// The taskgraph board: renders the board the server pushes over
+// Server-Sent Events (api/events): a whole snapshot first, then after each
+// change only the tasks that changed, which it applies to the board it
+// holds. It never polls and never reloads; the one timer below only
+// re-words "5m ago" and "lease 3m left" each second.
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -18,6 +20,7 @@
     snapshots: 0, renders: 0, version: 0, tasks: 0,
     lastRenderMs: 0, lastRenderWall: 0, firstRenderAt: 0, lastSnapshotAt: 0,
     layouts: 0, lastLayoutMs: 0, layoutAt: 0, layoutVersion: 0, connected: false, lastSnapshotBytes: 0,
+    changes: 0, lastChangeBytes: 0, resyncs: 0,
   };
   window.taskgraphBoard = stats;
 
@@ -134,16 +137,23 @@
 
   // ---- live updates
 
+  // The board as the events so far make it: the last snapshot, with every
+  // change since applied to it in place. Its columns stay in the server's
+  // order: Ready by priority, then id; every other column by id.
+  let model = null;
+  let source = null;
+
   function connect() {
     const es = new EventSource("api/events");
+    source = es;
     es.addEventListener("open", () => {
       stats.connected = true;
-      S.lastVersion = 0; // a restarted server counts from 1 again
       const l = $("live");
       l.textContent = "live";
       l.className = "live on";
     });
     es.addEventListener("error", () => {
+      if (es !== source) return;
       stats.connected = false;
       const l = $("live");
       l.className = "live off";
@@ -155,11 +165,27 @@
         setTimeout(connect, 10000 + Math.random() * 5000);
         return;
       }
+      // The browser reconnects by itself, naming the last event it had:
+      // the server sends what changed since, or a whole snapshot.
       l.textContent = "reconnecting…";
     });
     es.addEventListener("snapshot", (e) => {
+      if (es !== source) return;
       stats.lastSnapshotBytes = e.data.length;
-      apply(JSON.parse(e.data));
+      const snap = JSON.parse(e.data);
+      model = { snap, byId: new Map(snap.tasks.map((t) => [t.id, t])), cols: new Map(snap.columns.map((c) => [c.key, c])) };
+      apply();
+    });
+    es.addEventListener("change", (e) => {
+      if (es !== source) return;
+      stats.lastChangeBytes = e.data.length;
+      const c = JSON.parse(e.data);
+      if (!model || c.from !== model.snap.version || !applyChange(c)) {
+        resync();
+        return;
+      }
+      stats.changes++;
+      apply();
     });
     es.addEventListener("failure", (e) => {
       const p = $("problem");
@@ -168,22 +194,93 @@
     });
   }
 
-  let frame = 0, pending = null;
-  function apply(snap) {
-    if (S.lastVersion && snap.version <= S.lastVersion) return;
-    S.lastVersion = snap.version;
-    stats.snapshots++;
-    stats.lastSnapshotAt = performance.now();
-    pending = snap;
-    // Render at most once a frame, whatever arrives in between.
-    if (!frame) frame = requestAnimationFrame(() => { frame = 0; const s = pending; pending = null; render(s); });
+  // resync starts the stream anew, for a whole snapshot: a change that
+  // does not follow from the board this page holds.
+  function resync() {
+    stats.resyncs++;
+    model = null;
+    source.close();
+    connect();
   }
 
-  function render(snap) {
+  function claimOrder(a, b) { return (a.priority - b.priority) || (a.id - b.id); }
+
+  // Where x goes in the sorted list, by cmp; found is whether it is there.
+  function search(list, x, cmp) {
+    let lo = 0, hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cmp(list[mid], x) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return { at: lo, found: lo < list.length && cmp(list[lo], x) === 0 };
+  }
+
+  // Column ids are kept in the column's order, compared by their tasks.
+  function columnCmp(key, tasks) {
+    if (key !== "ready") return (a, b) => a - b;
+    return (a, b) => claimOrder(tasks.get(a) || { id: a, priority: 2 }, tasks.get(b) || { id: b, priority: 2 });
+  }
+
+  function leaveColumn(t) {
+    const col = model.cols.get(t.state);
+    if (!col) return;
+    // Compared by the task as it was: it is still in the map.
+    const at = search(col.ids, t.id, columnCmp(t.state, model.byId));
+    if (at.found) col.ids.splice(at.at, 1);
+    else { const i = col.ids.indexOf(t.id); if (i >= 0) col.ids.splice(i, 1); }
+  }
+
+  function joinColumn(t) {
+    const col = model.cols.get(t.state);
+    if (!col) return;
+    const at = search(col.ids, t.id, columnCmp(t.state, model.byId));
+    if (!at.found) col.ids.splice(at.at, 0, t.id);
+  }
+
+  // applyChange applies a change to the model; false if the result does
+  // not add up to the counts the server sent.
+  function applyChange(c) {
+    const snap = model.snap;
+    for (const id of c.removed) {
+      const old = model.byId.get(id);
+      if (!old) continue;
+      leaveColumn(old);
+      model.byId.delete(id);
+      const at = search(snap.tasks, old, (a, b) => a.id - b.id);
+      if (at.found) snap.tasks.splice(at.at, 1);
+    }
+    for (const t of c.tasks) {
+      const old = model.byId.get(t.id);
+      if (old) leaveColumn(old);
+      model.byId.set(t.id, t);
+      joinColumn(t);
+      const at = search(snap.tasks, t, (a, b) => a.id - b.id);
+      if (at.found) snap.tasks[at.at] = t;
+      else snap.tasks.splice(at.at, 0, t);
+    }
+    snap.version = c.version;
+    snap.now = c.now;
+    snap.problem = c.problem || undefined;
+    if (c.criticalPath) snap.criticalPath = c.criticalPath;
+    for (const col of snap.columns) if ((c.counts[col.key] || 0) !== col.ids.length) return false;
+    return true;
+  }
+
+  let frame = 0;
+  function apply() {
+    stats.snapshots++;
+    stats.lastSnapshotAt = performance.now();
+    // Render at most once a frame, whatever arrives in between.
+    if (!frame) frame = requestAnimationFrame(() => { frame = 0; if (model) render(model); });
+  }
+
+  function render(m) {
     const t0 = performance.now();
+    const snap = m.snap;
     S.snap = snap;
     S.offset = Date.parse(snap.now) - Date.now();
-    S.byId = new Map(snap.tasks.map((t) => [t.id, t]));
+    S.byId = m.byId;
     renderHeader();
     computeVisible();
     renderFilters();

@@ -1,0 +1,320 @@
+// The board's JSON, written by hand: a snapshot of 100,000 tasks is tens
+// of megabytes, which encoding/json would build through reflection and a
+// buffer grown by doubling; this appends each task into one buffer sized
+// for it, and the same code writes a change's few tasks.
+
+package board
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/taskgraph-dev/taskgraph"
+)
+
+// Change is what a "change" event of GET /api/events carries: how the
+// board differs from the version before it (From). Tasks holds every task
+// whose view changed, new ones included, each as it is now; Removed the
+// ids of the tasks that are gone. The page keeps its columns in order
+// itself: Ready by (priority, id), every other column by id.
+type Change struct {
+	Version int64     `json:"version"`
+	From    int64     `json:"from"`
+	Now     time.Time `json:"now"`
+	// Problem is the Snapshot's Problem as of this version ("" for none).
+	Problem string `json:"problem"`
+	// Counts is how many tasks each column holds, by state.
+	Counts  map[taskgraph.State]int `json:"counts"`
+	Tasks   []TaskView              `json:"tasks"`
+	Removed []taskgraph.ID          `json:"removed"`
+	// CriticalPath is the new critical path, or absent if it is unchanged.
+	CriticalPath []taskgraph.ID `json:"criticalPath,omitempty"`
+}
+
+func appendJSON(b []byte, v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, data...), nil
+}
+
+// chunkSize is the size of the pieces a snapshot's JSON is written in: a
+// snapshot of 100,000 tasks is tens of megabytes, and one buffer for it
+// would be sized by a guess or grown by doubling, either of which
+// allocates far more than it holds.
+const chunkSize = 1 << 20
+
+// fullJSON returns the state's Snapshot as JSON, in pieces to be written
+// one after the other, made once.
+func (st *state) fullJSON(s *Server) [][]byte {
+	st.fullOnce.Do(func() {
+		var chunks [][]byte
+		b := make([]byte, 0, chunkSize)
+		room := func(n int) {
+			if cap(b)-len(b) < n {
+				chunks = append(chunks, b)
+				b = make([]byte, 0, max(chunkSize, n))
+			}
+		}
+		b = append(b, `{"version":`...)
+		b = strconv.AppendInt(b, st.version, 10)
+		b = append(b, `,"now":`...)
+		b = appendTime(b, st.now)
+		if s.cfg.title != "" {
+			b = append(b, `,"title":`...)
+			b = appendString(b, s.cfg.title)
+		}
+		b = append(b, `,"writes":`...)
+		b = strconv.AppendBool(b, s.cfg.writes)
+		b = append(b, `,"columns":[`...)
+		for c, col := range columns {
+			if c > 0 {
+				b = append(b, ',')
+			}
+			room(64 + 21*len(st.cols[c]))
+			b = append(b, `{"key":`...)
+			b = appendString(b, string(col.key))
+			b = append(b, `,"title":`...)
+			b = appendString(b, col.title)
+			b = append(b, `,"ids":`...)
+			b = appendIDs(b, st.cols[c])
+			b = append(b, '}')
+		}
+		b = append(b, `],"tasks":[`...)
+		for i := range st.refs {
+			room(st.sizeOf(i))
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = st.appendTask(b, i)
+		}
+		room(64 + 21*len(st.path) + 6*len(st.problem))
+		b = append(b, `],"criticalPath":`...)
+		b = appendIDs(b, st.path)
+		if st.problem != "" {
+			b = append(b, `,"problem":`...)
+			b = appendString(b, st.problem)
+		}
+		st.full = append(chunks, append(b, '}'))
+	})
+	return st.full
+}
+
+// sizeOf is about how many bytes task i takes in JSON.
+func (st *state) sizeOf(i int) int {
+	t, d := st.task(i), &st.d[i]
+	n := 256 + len(t.Subject) + len(t.Description) + len(t.Owner) + len(t.Key) + len(t.Reason) + len(t.Result) +
+		len(t.PrevOwner) + len(d.why) + 12*(len(t.BlockedBy)+len(t.Blocks)+len(d.waitingOn)+len(d.missing)+len(d.strands))
+	for _, l := range t.Labels {
+		n += len(l) + 3
+	}
+	if len(t.Metadata) > 0 {
+		n += 256
+	}
+	return 2 * n // room for escapes
+}
+
+// changeJSON returns the Change from old to st as JSON, or nil if nothing
+// the page shows changed.
+func (st *state) changeJSON(old *state) []byte {
+	changed, removed := st.diff(old)
+	pathChanged := !slicesEqual(st.path, old.path)
+	if len(changed) == 0 && len(removed) == 0 && !pathChanged && st.problem == old.problem {
+		return nil
+	}
+	b := make([]byte, 0, 512)
+	b = append(b, `{"version":`...)
+	b = strconv.AppendInt(b, st.version, 10)
+	b = append(b, `,"from":`...)
+	b = strconv.AppendInt(b, old.version, 10)
+	b = append(b, `,"now":`...)
+	b = appendTime(b, st.now)
+	b = append(b, `,"problem":`...)
+	b = appendString(b, st.problem)
+	b = append(b, `,"counts":{`...)
+	for c, col := range columns {
+		if c > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, string(col.key))
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(len(st.cols[c])), 10)
+	}
+	b = append(b, `},"tasks":[`...)
+	for k, i := range changed {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = st.appendTask(b, i)
+	}
+	b = append(b, `],"removed":`...)
+	b = appendIDs(b, removed)
+	if pathChanged {
+		b = append(b, `,"criticalPath":`...)
+		b = appendIDs(b, st.path)
+	}
+	return append(b, '}')
+}
+
+func slicesEqual(a, b []taskgraph.ID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// appendTask appends task i as a TaskView in JSON: the fields, names and
+// omissions of TaskView's tags.
+func (st *state) appendTask(b []byte, i int) []byte {
+	t, d := st.task(i), &st.d[i]
+	str := func(b []byte, name, v string, omitEmpty bool) []byte {
+		if omitEmpty && v == "" {
+			return b
+		}
+		b = append(append(append(b, ",\""...), name...), "\":"...)
+		return appendString(b, v)
+	}
+	ids := func(b []byte, name string, v []taskgraph.ID, omitEmpty bool) []byte {
+		if omitEmpty && len(v) == 0 {
+			return b
+		}
+		b = append(append(append(b, ",\""...), name...), "\":"...)
+		return appendIDs(b, v)
+	}
+	tm := func(b []byte, name string, v time.Time) []byte {
+		if v.IsZero() {
+			return b
+		}
+		b = append(append(append(b, ",\""...), name...), "\":"...)
+		return appendTime(b, v)
+	}
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, int64(t.ID), 10)
+	b = str(b, "subject", t.Subject, false)
+	b = str(b, "description", t.Description, true)
+	b = str(b, "status", string(t.Status), false)
+	b = str(b, "state", string(columns[st.refs[i].col].key), true)
+	b = str(b, "owner", t.Owner, true)
+	b = append(b, `,"priority":`...)
+	b = strconv.AppendInt(b, int64(t.Priority), 10)
+	if len(t.Labels) > 0 {
+		b = append(b, `,"labels":[`...)
+		for k, l := range t.Labels {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, l)
+		}
+		b = append(b, ']')
+	}
+	b = str(b, "key", t.Key, true)
+	b = str(b, "reason", t.Reason, true)
+	b = str(b, "result", t.Result, true)
+	b = ids(b, "blockedBy", t.BlockedBy, false)
+	b = ids(b, "blocks", t.Blocks, false)
+	b = ids(b, "waitingOn", d.waitingOn, true)
+	b = ids(b, "missing", d.missing, true)
+	if d.strandedBy != 0 {
+		b = append(b, `,"strandedBy":`...)
+		b = strconv.AppendInt(b, int64(d.strandedBy), 10)
+	}
+	b = ids(b, "strands", d.strands, true)
+	b = str(b, "why", d.why, true)
+	if len(t.Metadata) > 0 {
+		b = append(b, `,"metadata":`...)
+		if m, err := appendJSON(b, t.Metadata); err == nil {
+			b = m
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	b = tm(b, "createdAt", t.CreatedAt)
+	b = tm(b, "updatedAt", t.UpdatedAt)
+	b = tm(b, "claimedAt", t.ClaimedAt)
+	b = tm(b, "leaseExpiresAt", t.LeaseExpiresAt)
+	if d.lapsed {
+		b = append(b, `,"leaseLapsed":true`...)
+	}
+	b = str(b, "prevOwner", t.PrevOwner, true)
+	b = append(b, `,"rev":`...)
+	b = strconv.AppendInt(b, t.Rev, 10)
+	return append(b, '}')
+}
+
+func appendIDs(b []byte, ids []taskgraph.ID) []byte {
+	b = append(b, '[')
+	for k, id := range ids {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	return append(b, ']')
+}
+
+// appendTime writes a time as time.Time's MarshalJSON does.
+func appendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+const hex = "0123456789abcdef"
+
+// appendString writes s as a JSON string, escaped as encoding/json does
+// (HTML characters and U+2028/U+2029 included; invalid UTF-8 becomes
+// U+FFFD).
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
