@@ -204,7 +204,7 @@ func (st *state) appendTask(b []byte, i int) []byte {
 	b = str(b, "state", string(columns[st.refs[i].col].key), true)
 	b = str(b, "owner", t.Owner, true)
 	b = append(b, `,"priority":`...)
-	b = strconv.AppendInt(b, int64(t.Priority), 10)
+	b = strconv.AppendInt(b, int64(t.Priority.Level()), 10)
 	if len(t.Labels) > 0 {
 		b = append(b, `,"labels":[`...)
 		for k, l := range t.Labels {

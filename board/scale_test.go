@@ -39,7 +39,7 @@ func project(tb testing.TB, n int) *taskgraph.MemStore {
 			Subject:     fmt.Sprintf("Task number %d of the project", i),
 			Description: "Some words that say what is to be done, and how, and why it matters to the rest.",
 			Status:      taskgraph.Pending,
-			Priority:    taskgraph.Priority(r.IntN(5)),
+			Priority:    taskgraph.PriorityLevel(r.IntN(5)),
 			Labels:      []string{areas[r.IntN(len(areas))]},
 			CreatedAt:   now, UpdatedAt: now, Rev: 1,
 		}
