@@ -40,33 +40,11 @@ func listFlags(fs *flag.FlagSet, all bool) *listing {
 	fs.IntVar(&l.limit, "limit", 0, "print at most `N` tasks, "+first+", and say how many more there are (default: all)")
 	if all {
 		fs.Func("status", "only tasks with this `STATUS`: pending, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)", func(v string) error {
-			var names stringList
-			_ = names.Set(v)
-			for _, n := range names {
-				st, err := taskgraph.ParseStatus(n)
-				if err != nil {
-					l.badStatus = err
-					if _, serr := taskgraph.ParseState(n); serr == nil {
-						l.stateAsStatus = n
-					}
-				}
-				l.statuses = append(l.statuses, st)
-			}
+			addNames(v, parseStatus, taskgraph.ParseState, &l.statuses, &l.badStatus, &l.stateAsStatus)
 			return nil
 		})
 		fs.Func("state", "only tasks in this `STATE`: ready, blocked, stranded, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)", func(v string) error {
-			var names stringList
-			_ = names.Set(v)
-			for _, n := range names {
-				st, err := taskgraph.ParseState(n)
-				if err != nil {
-					l.badState = err
-					if _, serr := taskgraph.ParseStatus(n); serr == nil {
-						l.statusAsState = n
-					}
-				}
-				l.states = append(l.states, st)
-			}
+			addNames(v, taskgraph.ParseState, parseStatus, &l.states, &l.badState, &l.statusAsState)
 			return nil
 		})
 		fs.Func("owned-by", "only tasks held or finished by `NAME` (\"\" for tasks without an owner)", func(v string) error {
@@ -165,4 +143,27 @@ func isReady(t taskgraph.Task, v view) bool {
 		}
 	}
 	return true
+}
+
+// parseStatus is taskgraph.ParseStatus of any status.
+func parseStatus(s string) (taskgraph.Status, error) { return taskgraph.ParseStatus(s) }
+
+// addNames adds to *into the names of v (repeated or comma-separated) as
+// parse reads them. A name parse refuses is kept in *bad, the error told
+// after all flags are read; if other reads it, it is the other flag's word
+// (a state given as --status, say), kept in *misplaced for that error to
+// say so.
+func addNames[T, U any](v string, parse func(string) (T, error), other func(string) (U, error), into *[]T, bad *error, misplaced *string) {
+	var names stringList
+	_ = names.Set(v)
+	for _, n := range names {
+		x, err := parse(n)
+		if err != nil {
+			*bad = err
+			if _, oerr := other(n); oerr == nil {
+				*misplaced = n
+			}
+		}
+		*into = append(*into, x)
+	}
 }
