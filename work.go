@@ -145,8 +145,8 @@ func subscribe(ctx context.Context, s Store) (events <-chan Event, stop func(), 
 // claimed — it is ready, or its lease lapsed after since (a ClaimNext at
 // since saw the earlier lapses), or a lease that lapsed earlier by this
 // machine's clock is due to be looked at again (lapseRecheck) — or the
-// graph is finished, waiting between looks. *events becomes nil if the watch ends, so that the caller
-// polls from then on.
+// graph is finished, waiting between looks. *events becomes nil if the
+// watch ends, so that the caller polls from then on.
 func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfig, since time.Time) (Board, error) {
 	due := false // a lease lapsed, by this clock or the store's: look, and let the caller claim
 	for {
@@ -270,7 +270,10 @@ func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now
 		if t.LeaseExpiresAt.IsZero() || !hasLabels(t.Labels, cfg.labels) {
 			continue
 		}
-		left := max(t.LeaseExpiresAt.Sub(now), lapseRecheck) // lapsed already: see lapseRecheck
+		left := t.LeaseExpiresAt.Sub(now)
+		if left <= 0 {
+			left = lapseRecheck // lapsed already, and ClaimNext did not take it
+		}
 		if toLapse < 0 || left < toLapse {
 			toLapse = left
 		}

@@ -433,11 +433,15 @@ func TestAwait(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []tg.ID{b.ID}, idsOf(board.Ready))
 
-			// A lease that lapses wakes it too.
-			_, err = s.Claim(ctx, b.ID, "crashed", tg.WithLease(300*time.Millisecond))
+			// A lease that lapses wakes it too, when it lapses (not a
+			// second later, as a lease that lapsed before the call is).
+			_, err = s.Claim(ctx, b.ID, "crashed", tg.WithLease(200*time.Millisecond))
 			require.NoError(t, err)
-			board, err = tg.Await(wctx, s, tg.WorkPoll(time.Hour))
+			start := time.Now()
+			// A store seen without Watch: the lapse's own timer wakes it.
+			board, err = tg.Await(wctx, &boardCounter{Store: s}, tg.WorkPoll(time.Hour))
 			require.NoError(t, err)
+			assert.Less(t, time.Since(start), 950*time.Millisecond, "woke late for a lapse")
 			require.Equal(t, []tg.ID{b.ID}, idsOf(board.InProgress))
 			_, err = s.ClaimNext(ctx, "me")
 			require.NoError(t, err, "what Await woke for can be claimed")
