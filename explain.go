@@ -6,7 +6,7 @@ package taskgraph
 import (
 	"fmt"
 	"slices"
-	"strings"
+	"strconv"
 	"time"
 )
 
@@ -86,39 +86,9 @@ func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) 
 	switch e.State {
 	case StateReady:
 		return fmt.Sprintf("task %d is ready: nothing it waits on is unfinished; claim it", t.ID)
-	case StateBlocked:
-		var parts []string
-		for _, w := range e.Waiting {
-			parts = append(parts, fmt.Sprintf("%d (%s)", w.ID, holding(w.Status, w.Owner, w.LeaseLeft)))
-		}
-		s := fmt.Sprintf("task %d is blocked", t.ID)
-		if len(parts) > 0 {
-			s += ", waiting on " + strings.Join(parts, ", ")
-		}
-		if len(e.Missing) > 0 {
-			s += fmt.Sprintf("; it names tasks that do not exist: %v (create them or remove those edges)", e.Missing)
-		}
-		return s
-	case StateStranded:
-		cause := g.tasks[e.StrandedBy]
-		why := fmt.Sprintf("%d %s", cause.ID, cause.Status)
-		if cause.Status == Cancelled {
-			why = fmt.Sprintf("%d was cancelled", cause.ID)
-		}
-		if cause.Reason != "" {
-			why += fmt.Sprintf(" (%q)", short(cause.Reason))
-		}
-		if slices.Contains(t.BlockedBy, cause.ID) {
-			return fmt.Sprintf("task %d is stranded: its blocker %s; reopen %d or remove the edge", t.ID, why, cause.ID)
-		}
-		via := ID(0)
-		for _, w := range e.Waiting {
-			if strandedBy[w.ID] == cause.ID {
-				via = w.ID
-				break
-			}
-		}
-		return fmt.Sprintf("task %d is stranded: it waits on %d, which cannot start because %s; reopen %d or remove the edge", t.ID, via, why, cause.ID)
+	case StateBlocked, StateStranded:
+		lookup := func(id ID) *Task { return g.tasks[id] }
+		return string(AppendWhyNotReady(nil, t, lookup, func(id ID) ID { return strandedBy[id] }, now))
 	case StateInProgress:
 		return fmt.Sprintf("task %d is %s", t.ID, holding(InProgress, t.Owner, leaseLeft(t, now)))
 	case StateCompleted:
@@ -141,6 +111,75 @@ func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) 
 	default: // a status no store writes, in a slice made by hand
 		return fmt.Sprintf("task %d has the status %q, which is not %s: correct it", t.ID, e.State, statusList)
 	}
+}
+
+// AppendWhyNotReady appends to b Explain's text for t, a pending task
+// that is not ready — blocked, or stranded — looking tasks up in the
+// caller's own index: task returns a task by id (nil if there is none),
+// strandedBy the failed or cancelled task that strands a task (0 if none,
+// as Board.StrandedBy does). Explain writes its text with it; a caller
+// that keeps a large graph indexed (the web board) explains its tasks
+// with it without Explain's copy of the whole graph for each.
+func AppendWhyNotReady(b []byte, t *Task, task func(ID) *Task, strandedBy func(ID) ID, now time.Time) []byte {
+	b = append(b, "task "...)
+	b = strconv.AppendInt(b, int64(t.ID), 10)
+	if cause := strandedBy(t.ID); cause != 0 {
+		b = append(b, " is stranded: "...)
+		if slices.Contains(t.BlockedBy, cause) {
+			b = append(b, "its blocker "...)
+		} else {
+			var via ID // the first unfinished blocker the same cause strands
+			for _, w := range t.BlockedBy {
+				if bt := task(w); bt != nil && bt.Status != Completed && strandedBy(w) == cause {
+					via = w
+					break
+				}
+			}
+			b = append(b, "it waits on "...)
+			b = strconv.AppendInt(b, int64(via), 10)
+			b = append(b, ", which cannot start because "...)
+		}
+		b = strconv.AppendInt(b, int64(cause), 10)
+		c := task(cause)
+		if c.Status == Cancelled {
+			b = append(b, " was cancelled"...)
+		} else {
+			b = append(append(b, ' '), c.Status...)
+		}
+		if c.Reason != "" {
+			b = append(b, " ("...)
+			b = strconv.AppendQuote(b, short(c.Reason))
+			b = append(b, ')')
+		}
+		b = append(b, "; reopen "...)
+		b = strconv.AppendInt(b, int64(cause), 10)
+		return append(b, " or remove the edge"...)
+	}
+	b = append(b, " is blocked"...)
+	var missing []ID
+	sep := ", waiting on "
+	for _, w := range t.BlockedBy {
+		bt := task(w)
+		switch {
+		case bt == nil:
+			missing = append(missing, w)
+			continue
+		case bt.Status == Completed:
+			continue
+		}
+		b = append(b, sep...)
+		sep = ", "
+		b = strconv.AppendInt(b, int64(w), 10)
+		b = append(b, " ("...)
+		b = append(b, holding(bt.Status, bt.Owner, leaseLeft(bt, now))...)
+		b = append(b, ')')
+	}
+	if len(missing) > 0 {
+		b = append(b, "; it names tasks that do not exist: "...)
+		b = fmt.Append(b, missing)
+		b = append(b, " (create them or remove those edges)"...)
+	}
+	return b
 }
 
 // holding renders the state of a blocker: its status, and for one in

@@ -8,11 +8,9 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/taskgraph-dev/taskgraph"
 )
@@ -145,7 +143,7 @@ func (st *state) derive() {
 		switch key {
 		case taskgraph.StateBlocked, taskgraph.StateStranded:
 			d.strandedBy = st.board.StrandedBy[t.ID]
-			buf = st.why(buf[:0], t, d)
+			buf = st.why(buf[:0], t)
 			d.why = string(buf)
 		case taskgraph.StateFailed, taskgraph.StateCancelled:
 			d.strands = walk.from(*t)
@@ -153,106 +151,15 @@ func (st *state) derive() {
 	}
 }
 
-// why appends taskgraph.Explain's text for a blocked or stranded task.
-// Explain is linear in the tasks it is given and allocates an index of
-// them on every call, which over a board of 100,000 tasks costs more than
-// the rest of a snapshot together; this says the same from what the
-// board already knows (TestWhyIsExplain checks it, over every blocked and
-// stranded task of its graphs).
-func (st *state) why(b []byte, t *taskgraph.Task, d *derived) []byte {
-	b = append(b, "task "...)
-	b = strconv.AppendInt(b, int64(t.ID), 10)
-	if cause := d.strandedBy; cause != 0 {
-		c := st.task(st.find(cause))
-		b = append(b, " is stranded: "...)
-		reason := func(b []byte) []byte {
-			b = strconv.AppendInt(b, int64(c.ID), 10)
-			if c.Status == taskgraph.Cancelled {
-				b = append(b, " was cancelled"...)
-			} else {
-				b = append(append(b, ' '), c.Status...)
-			}
-			if c.Reason != "" {
-				b = append(b, " ("...)
-				b = strconv.AppendQuote(b, short(c.Reason))
-				b = append(b, ')')
-			}
-			return b
+// why appends taskgraph.Explain's text for a blocked or stranded task,
+// from what the board already knows (taskgraph.AppendWhyNotReady).
+func (st *state) why(b []byte, t *taskgraph.Task) []byte {
+	return taskgraph.AppendWhyNotReady(b, t, func(id taskgraph.ID) *taskgraph.Task {
+		if j := st.find(id); j >= 0 {
+			return st.task(j)
 		}
-		if slices.Contains(t.BlockedBy, cause) {
-			b = append(b, "its blocker "...)
-			b = reason(b)
-		} else {
-			var via taskgraph.ID
-			for _, w := range d.waitingOn {
-				if j := st.find(w); j >= 0 && st.board.StrandedBy[w] == cause {
-					via = w
-					break
-				}
-			}
-			b = append(b, "it waits on "...)
-			b = strconv.AppendInt(b, int64(via), 10)
-			b = append(b, ", which cannot start because "...)
-			b = reason(b)
-		}
-		b = append(b, "; reopen "...)
-		b = strconv.AppendInt(b, int64(cause), 10)
-		return append(b, " or remove the edge"...)
-	}
-	b = append(b, " is blocked"...)
-	first := true
-	for _, w := range d.waitingOn {
-		j := st.find(w)
-		if j < 0 {
-			continue
-		}
-		if first {
-			b = append(b, ", waiting on "...)
-			first = false
-		} else {
-			b = append(b, ", "...)
-		}
-		bt := st.task(j)
-		b = strconv.AppendInt(b, int64(w), 10)
-		b = append(b, " ("...)
-		if bt.Status != taskgraph.InProgress {
-			b = append(b, bt.Status...)
-		} else {
-			b = append(b, "in progress"...)
-			if bt.Owner != "" {
-				b = append(append(b, ", held by "...), bt.Owner...)
-			}
-			if !bt.LeaseExpiresAt.IsZero() {
-				switch left := bt.LeaseExpiresAt.Sub(st.now); {
-				case left > 0:
-					b = append(append(append(b, ", lease "...), left.Round(time.Second).String()...), " left"...)
-				case left < 0:
-					b = append(append(append(b, ", lease lapsed "...), (-left).Round(time.Second).String()...), " ago: anyone may claim it"...)
-				}
-			}
-		}
-		b = append(b, ')')
-	}
-	if len(d.missing) > 0 {
-		b = append(b, "; it names tasks that do not exist: ["...)
-		for k, m := range d.missing {
-			if k > 0 {
-				b = append(b, ' ')
-			}
-			b = strconv.AppendInt(b, int64(m), 10)
-		}
-		b = append(b, "] (create them or remove those edges)"...)
-	}
-	return b
-}
-
-// short cuts s to 120 characters for a one-line text, as Explain does.
-func short(s string) string {
-	if utf8.RuneCountInString(s) > 120 {
-		r := []rune(s)
-		return string(r[:119]) + "…"
-	}
-	return s
+		return nil
+	}, func(id taskgraph.ID) taskgraph.ID { return st.board.StrandedBy[id] }, st.now)
 }
 
 // criticalPath is taskgraph.CriticalPath of the board's tasks, computed
