@@ -7,13 +7,13 @@ package agenttools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
-	"github.com/taskgraph-dev/taskgraph/internal/slicesx"
 )
 
 // DefaultWait is how long task_wait waits at most, unless WithWait says
@@ -73,13 +73,14 @@ func (h handlers) wait(ctx context.Context, raw json.RawMessage) (string, error)
 		return finished(b), nil
 	}
 	now := time.Now()
+	forMe := taskgraph.Selection{Labels: labels} // labels sorted, as Rules.Labels returns them
 	for _, t := range b.Ready {
-		if carries(t, labels) {
+		if forMe.Match(&t, true) {
 			return fmt.Sprintf("Ready: #%d %s. Claim it with task_claim_next.", t.ID, t.Subject), nil
 		}
 	}
 	for _, t := range b.InProgress {
-		if carries(t, labels) && !t.LeaseExpiresAt.IsZero() && !t.LeaseExpiresAt.After(now) {
+		if forMe.Match(&t, false) && !t.LeaseExpiresAt.IsZero() && !t.LeaseExpiresAt.After(now) {
 			return fmt.Sprintf("Ready: #%d %s (the lease of %q lapsed). Claim it with task_claim_next.", t.ID, t.Subject, t.Owner), nil
 		}
 	}
@@ -103,17 +104,17 @@ func (h handlers) nothingReady(ctx context.Context, labels []string) (string, er
 // finished describes a finished graph (Board.Finished): all done, or
 // stalled on failed and stranded tasks.
 func finished(b taskgraph.Board) string {
-	n := len(b.Failed) + len(b.Stranded)
-	if n == 0 {
+	var s *taskgraph.StalledError
+	if !errors.As(b.Stall(), &s) {
 		return "Finished: nothing left to do."
 	}
-	id := func(t taskgraph.Task) taskgraph.ID { return t.ID }
+	n := len(s.Failed) + len(s.Stranded)
 	var parts []string
-	if len(b.Failed) > 0 {
-		parts = append(parts, "failed "+FormatIDs(slicesx.Map(b.Failed, id)))
+	if len(s.Failed) > 0 {
+		parts = append(parts, "failed "+FormatIDs(s.Failed))
 	}
-	if len(b.Stranded) > 0 {
-		parts = append(parts, "stranded "+FormatIDs(slicesx.Map(b.Stranded, id)))
+	if len(s.Stranded) > 0 {
+		parts = append(parts, "stranded "+FormatIDs(s.Stranded))
 	}
 	verb := "tasks failed or are"
 	if n == 1 {
@@ -160,16 +161,6 @@ func (h handlers) standing(b taskgraph.Board, labels []string, now time.Time) st
 		out += "; the next lease lapses in " + roundDuration(next.Sub(now))
 	}
 	return out + "."
-}
-
-// carries reports whether t has every one of labels.
-func carries(t taskgraph.Task, labels []string) bool {
-	for _, l := range labels {
-		if !slices.Contains(t.Labels, l) {
-			return false
-		}
-	}
-	return true
 }
 
 // roundDuration writes d to the second, and at least 1s.
