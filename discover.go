@@ -47,13 +47,9 @@ func FindDir(start string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("taskgraph: finding the task directory: %w", err)
 	}
-	from, stop := start, repo.Top
-	if repo.Shared {
-		rel, err := filepath.Rel(repo.Top, start)
-		if err != nil {
-			return "", err
-		}
-		from, stop = filepath.Join(repo.Main, rel), repo.Main
+	from, err := repo.SharedPlace(start)
+	if err != nil {
+		return "", err
 	}
-	return gitdir.Nearest(from, stop, DirName)
+	return gitdir.Nearest(from, repo.Main, DirName) // no higher than the shared worktree's top
 }

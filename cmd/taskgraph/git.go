@@ -26,14 +26,11 @@ func sharedPlace(wd string) (where string, shared bool, err error) {
 		return "", false, err
 	}
 	repo, err := gitdir.Find(wd)
-	if err != nil || !repo.Shared {
+	if err != nil {
 		return wd, false, err
 	}
-	rel, err := filepath.Rel(repo.Top, wd)
-	if err != nil {
-		return "", false, err
-	}
-	return filepath.Join(repo.Main, rel), true, nil
+	where, err = repo.SharedPlace(wd)
+	return where, repo.Shared, err
 }
 
 // inGit reports whether the task directory dir is inside a git repository

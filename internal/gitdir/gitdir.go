@@ -224,6 +224,21 @@ func isTrue(v string) bool {
 	return false
 }
 
+// SharedPlace returns where dir, an absolute directory in repo (as Find
+// returns it), stands in the worktree whose things every worktree shares:
+// in a linked worktree, the same place relative to the top in the main
+// worktree (or the bare repository's directory); elsewhere dir itself.
+func (repo Repo) SharedPlace(dir string) (string, error) {
+	if !repo.Shared {
+		return dir, nil
+	}
+	rel, err := filepath.Rel(repo.Top, dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(repo.Main, rel), nil
+}
+
 // Nearest returns the nearest directory named name in from or in one of
 // its parents, going no higher than stop (or the filesystem root when stop
 // is "" or not above from), or "" when there is none. A file of that name
