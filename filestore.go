@@ -636,8 +636,8 @@ func (s *FileStore) Claim(ctx context.Context, id ID, owner string, opts ...Clai
 	return ops{s}.Claim(ctx, id, owner, opts...)
 }
 
-// ClaimNext claims the most urgent ready task, the lowest id among
-// equals; see [Store.ClaimNext] and [WithLabels].
+// ClaimNext claims the first ready task in claim order
+// ([Rulebook.ClaimOrder]); see [Store.ClaimNext] and [WithLabels].
 func (s *FileStore) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error) {
 	return ops{s}.ClaimNext(ctx, owner, opts...)
 }

@@ -21,15 +21,15 @@ import (
 // from, and ready is a lazily cleaned min-heap of ids that may be ready.
 type graph struct {
 	tasks      map[ID]*Task
-	ids        []ID            // sorted ids of tasks
-	dependents map[ID][]ID     // blocker -> sorted ids whose BlockedBy names it (even if the blocker is missing)
-	maxID      ID              // highest id ever seen, including the high-water mark of deleted ids
-	ready      readyHeap       // candidates for ClaimNext, by (priority, id); validated on use
-	queued     map[ID]Priority // the priority of the newest entry of each id in ready
-	leased     map[ID]bool     // in_progress tasks with a lease
-	broken     map[ID]error    // ids whose file exists but is corrupt (FileStore only)
-	keys       map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
-	ended      int             // failed or cancelled tasks: while there are none, nothing is stranded
+	ids        []ID              // sorted ids of tasks
+	dependents map[ID][]ID       // blocker -> sorted ids whose BlockedBy names it (even if the blocker is missing)
+	maxID      ID                // highest id ever seen, including the high-water mark of deleted ids
+	ready      readyHeap         // candidates for ClaimNext, by (priority, id); validated on use
+	queued     map[ID]readyEntry // the newest entry of each id in ready
+	leased     map[ID]bool       // in_progress tasks with a lease
+	broken     map[ID]error      // ids whose file exists but is corrupt (FileStore only)
+	keys       map[string][]ID   // key -> sorted ids of the tasks with it (more than one only if hand-edited)
+	ended      int               // failed or cancelled tasks: while there are none, nothing is stranded
 	// backward counts edges whose blocker has the higher id. While it is
 	// zero, ids are a topological order, and a new edge from a lower to a
 	// higher id cannot close a cycle: the common case needs no search.
@@ -40,7 +40,7 @@ func newGraph() *graph {
 	return &graph{
 		tasks:      make(map[ID]*Task),
 		dependents: make(map[ID][]ID),
-		queued:     make(map[ID]Priority),
+		queued:     make(map[ID]readyEntry),
 		leased:     make(map[ID]bool),
 		broken:     make(map[ID]error),
 		keys:       make(map[string][]ID),
@@ -142,18 +142,18 @@ func (g *graph) markBroken(id ID, err error) {
 }
 
 // touch queues id for ClaimNext if it is ready now. An entry records the
-// priority it was queued with: a task whose priority changed is queued
-// again, and its old entry is discarded when it comes up.
+// claim order's key it was queued with: a task whose priority changed is
+// queued again, and its old entry is discarded when it comes up.
 func (g *graph) touch(id ID) {
 	if !g.isReady(id) {
 		return
 	}
-	p := g.tasks[id].Priority
-	if q, ok := g.queued[id]; ok && q == p {
+	e := entryOf(g.tasks[id])
+	if q, ok := g.queued[id]; ok && q == e {
 		return
 	}
-	g.queued[id] = p
-	heap.Push(&g.ready, readyEntry{pri: p, id: id})
+	g.queued[id] = e
+	heap.Push(&g.ready, e)
 	if len(g.ready) > 2*len(g.tasks)+1024 {
 		g.requeue() // stale entries outnumber the tasks: start afresh
 	}
@@ -161,22 +161,22 @@ func (g *graph) touch(id ID) {
 
 // requeue rebuilds the ready heap from the tasks.
 func (g *graph) requeue() {
-	g.ready, g.queued = g.ready[:0], make(map[ID]Priority)
+	g.ready, g.queued = g.ready[:0], make(map[ID]readyEntry)
 	for _, id := range g.ids {
 		if g.isReady(id) {
-			p := g.tasks[id].Priority
-			g.queued[id] = p
-			g.ready = append(g.ready, readyEntry{pri: p, id: id})
+			e := entryOf(g.tasks[id])
+			g.queued[id] = e
+			g.ready = append(g.ready, e)
 		}
 	}
 	heap.Init(&g.ready)
 }
 
-// live reports whether a heap entry stands for a ready task at the
-// priority it was queued with.
+// live reports whether a heap entry stands for a ready task with the key
+// it was queued with.
 func (g *graph) live(e readyEntry) bool {
 	t := g.tasks[e.id]
-	return t != nil && t.Priority == e.pri && g.isReady(e.id)
+	return t != nil && entryOf(t) == e && g.isReady(e.id)
 }
 
 // nextReady returns the most urgent ready task, the lowest id among
@@ -188,7 +188,7 @@ func (g *graph) nextReady() (ID, bool) {
 			return e.id, true
 		}
 		heap.Pop(&g.ready)
-		if q, ok := g.queued[e.id]; ok && q == e.pri {
+		if q, ok := g.queued[e.id]; ok && q == e {
 			delete(g.queued, e.id)
 		}
 	}
@@ -485,9 +485,7 @@ func (g *graph) board(sel Selection) Board {
 			by[id] = strandedBy[id]
 		}
 	}
-	// In claim order: g.ids is by id, so a stable sort by priority is by
-	// (priority, id), as ClaimNext takes them.
-	slices.SortStableFunc(lists[ready], func(a, b Task) int { return cmp.Compare(a.Priority, b.Priority) })
+	slices.SortFunc(lists[ready], func(a, b Task) int { return Rules.ClaimOrder(&a, &b) })
 	return Board{
 		Ready: lists[ready], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
 		Completed: lists[completed], Failed: lists[failed], Cancelled: lists[cancelled],
@@ -554,14 +552,27 @@ func (g *graph) findCycle() []ID {
 	return nil
 }
 
-// readyEntry is a task queued for ClaimNext, with the priority it was
-// queued with.
+// readyEntry is a task queued for ClaimNext, with its key in the claim
+// order (Rules.ClaimOrder) as it was queued.
 type readyEntry struct {
-	pri Priority
-	id  ID
+	pri     Priority
+	created int64 // CreatedAt as createdKey orders it
+	id      ID
 }
 
-func (e readyEntry) less(o readyEntry) bool { return e.pri < o.pri || e.pri == o.pri && e.id < o.id }
+func entryOf(t *Task) readyEntry {
+	return readyEntry{pri: t.Priority, created: createdKey(t.CreatedAt), id: t.ID}
+}
+
+func (e readyEntry) less(o readyEntry) bool {
+	if e.pri != o.pri {
+		return e.pri < o.pri
+	}
+	if e.created != o.created {
+		return e.created < o.created
+	}
+	return e.id < o.id
+}
 
 type readyHeap = lessHeap[readyEntry]
 

@@ -105,8 +105,8 @@ func (m *MemStore) Claim(ctx context.Context, id ID, owner string, opts ...Claim
 	return ops{m}.Claim(ctx, id, owner, opts...)
 }
 
-// ClaimNext claims the most urgent ready task, the lowest id among
-// equals; see [Store.ClaimNext] and [WithLabels].
+// ClaimNext claims the first ready task in claim order
+// ([Rulebook.ClaimOrder]); see [Store.ClaimNext] and [WithLabels].
 func (m *MemStore) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error) {
 	return ops{m}.ClaimNext(ctx, owner, opts...)
 }

@@ -193,7 +193,7 @@ func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string
 	for id := range g.leased {
 		t := g.tasks[id]
 		if by, _, _ := unfinished(t, g.status); len(by) == 0 && !now.Before(t.LeaseExpiresAt) && hasLabels(t.Labels, labels) &&
-			(best == nil || (readyEntry{t.Priority, t.ID}).less(readyEntry{best.Priority, best.ID})) {
+			(best == nil || Rules.ClaimOrder(t, best) < 0) {
 			best = t
 		}
 	}

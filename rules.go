@@ -4,6 +4,7 @@
 package taskgraph
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -717,6 +718,32 @@ func (Rulebook) ClaimNextArgs(owner string, lease time.Duration, labels []string
 		return nil, err
 	}
 	return Rules.Labels("labels", labels)
+}
+
+// ClaimOrder compares a and b in the order ClaimNext takes ready tasks:
+// the more urgent first (P0 before P4), then the one created first, then
+// the lower id. Ids drawn for a graph kept in git (see [FindDir]) do not
+// follow creation order, so creation time comes before the id; for
+// sequential ids the two agree. A task without a creation time (a file
+// the reference wrote) comes before every task that has one.
+func (Rulebook) ClaimOrder(a, b *Task) int {
+	if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(createdKey(a.CreatedAt), createdKey(b.CreatedAt)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// createdKey is t as an integer in the claim order: microseconds since
+// 1970, as PostgreSQL keeps timestamps, so that every store breaks ties
+// the same way; the zero time is the least.
+func createdKey(t time.Time) int64 {
+	if t.IsZero() {
+		return math.MinInt64
+	}
+	return t.UnixMicro()
 }
 
 // Claim moves t to InProgress under owner. write is false when owner

@@ -66,8 +66,9 @@ type Store interface {
 	// with a *BlockedError. Claiming a task one already holds succeeds.
 	Claim(ctx context.Context, id ID, owner string, opts ...ClaimOption) (Task, error)
 	// ClaimNext atomically claims the most urgent ready task (lowest
-	// Priority), the lowest id among equals; if there is none, the most
-	// urgent, then lowest, task whose lease has expired. With WithLabels
+	// Priority), the first created among equals, then the lowest id
+	// (Rules.ClaimOrder); if there is none, the first in that order whose
+	// lease has expired. With WithLabels
 	// it considers only tasks that carry all the labels. It returns
 	// ErrNoReady when there is no such task.
 	ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error)

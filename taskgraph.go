@@ -175,7 +175,7 @@ func (s Status) ended() bool { return s == Failed || s == Cancelled }
 
 // Priority says how urgent a task is, in the convention of issue
 // trackers: P0 is the most urgent, P4 the least. ClaimNext takes the most
-// urgent ready task first, then the lowest id. A task created without a
+// urgent ready task first, then the first created (Rules.ClaimOrder). A task created without a
 // priority, or read from a file without one, has DefaultPriority.
 //
 // The zero value is DefaultPriority, P2: a NewTask, or a Task given to
@@ -338,7 +338,7 @@ type Completion struct {
 // Board partitions a graph by what can happen next. Every task is in
 // exactly one list, and each list is sorted by id.
 type Board struct {
-	Ready      []Task // pending, every blocker exists and is completed; in claim order (priority, then id)
+	Ready      []Task // pending, every blocker exists and is completed; in claim order (Rules.ClaimOrder)
 	Blocked    []Task // pending, some blocker unfinished or missing, and not stranded
 	InProgress []Task
 	Completed  []Task

@@ -4,7 +4,7 @@
 // graph laid out left to right with its critical path marked, and each
 // task in full on a click — who holds it, for how long, its priority,
 // labels, reason or result, and why it is not ready (taskgraph.Explain).
-// The Ready column is in claim order (priority, then id), and a failed or
+// The Ready column is in claim order (priority, then creation, then id), and a failed or
 // cancelled task names every task it strands.
 //
 // A board of a thousand tasks stays usable: a search (every word, in a

@@ -78,7 +78,7 @@ func (s *Server) newState(ctx context.Context) (*state, error) {
 		problem = strings.TrimPrefix(problem+"; "+*p, "; ")
 	}
 	st := &state{now: time.Now().UTC(), problem: problem, board: b}
-	// Ready is in claim order (priority, then id), every other column by
+	// Ready is in claim order (priority, then creation, then id), every other column by
 	// id: the page keeps its columns in that order as tasks change, so
 	// the server makes sure of it whatever the store returned.
 	slices.SortStableFunc(b.Ready, func(x, y taskgraph.Task) int {

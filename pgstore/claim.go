@@ -64,7 +64,7 @@ const readyCondition = `(t.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest
 
 // ClaimNext implements taskgraph.Store. Claiming the most urgent ready
 // task is one statement (claimReady, retried like a transaction), served
-// by the index on (graph, priority, id) of the pending tasks, with the
+// by the index on (graph, priority, created_at, id) of the pending tasks, with the
 // labels of WithLabels checked on the way: concurrent callers skip the
 // rows others have locked instead of waiting for them, and none can claim
 // a row another has claimed. When no task is ready, or the first ready
@@ -105,10 +105,11 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 	})
 }
 
-// claimOrder is the order in which ClaimNext takes tasks: the most urgent
-// first, then the lowest id. With graph = $1 and status = 'pending', the
+// claimOrder is the order in which ClaimNext takes tasks,
+// taskgraph.Rules.ClaimOrder: the most urgent first, then the first
+// created, then the lowest id. With graph = $1 and status = 'pending', the
 // index taskgraph_tasks_claim walks it.
-const claimOrder = `ORDER BY priority, id`
+const claimOrder = `ORDER BY priority, created_at, id`
 
 // claimReady claims the most urgent ready task that carries labels ($7)
 // with one statement: the Rulebook's Claim of a ready pending task,
@@ -189,8 +190,8 @@ const fitsSQL = `(t.rev < $5 AND
 
 // next returns the task that ClaimNext claims by the Rulebook, among those
 // that carry labels: with ready, the most urgent ready pending task; else,
-// or if none is left, the most urgent whose lease has lapsed (the lowest
-// id among equals). Rows others have locked are skipped.
+// or if none is left, the most urgent whose lease has lapsed (in claim
+// order). Rows others have locked are skipped.
 func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, labels []string, at *time.Time) (taskgraph.ID, error) {
 	var id int64
 	if ready {

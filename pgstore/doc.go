@@ -15,7 +15,7 @@
 //
 // Concurrency: every operation is one transaction. Claims and completions
 // lock only the rows they touch, and ClaimNext picks the most urgent ready
-// task (then the lowest id) with FOR UPDATE SKIP LOCKED, so workers run in
+// task (then the first created, then the lowest id) with FOR UPDATE SKIP LOCKED, so workers run in
 // parallel without ever claiming one task twice. Writes that add edges or
 // delete tasks serialise per graph with a transaction-scoped advisory lock,
 // so two concurrent edits can never close a cycle between them. Leases

@@ -70,11 +70,12 @@ func TestMigrateFromVersion3(t *testing.T) {
 	require.NoError(t, err)
 	var version int
 	require.NoError(t, old.QueryRow(ctx, `SELECT max(version) FROM taskgraph_schema_migrations`).Scan(&version))
-	assert.Equal(t, 5, version)
+	assert.Equal(t, 6, version)
 }
 
 // TestClaimNextIndexed: the statement that picks ClaimNext's task is
-// served by the index on (graph, priority, id) of the pending tasks, with
+// served by the index on (graph, priority, created_at, id) of the pending
+// tasks, with
 // and without labels: it reads the claim order off the index instead of
 // sorting the graph's pending tasks.
 func TestClaimNextIndexed(t *testing.T) {

@@ -33,7 +33,7 @@ type listing struct {
 func listFlags(fs *flag.FlagSet, all bool) *listing {
 	l := &listing{}
 	fs.Var(&l.labels, "label", "only tasks with this `LABEL` (repeat or comma-separate: all of them)")
-	first := "the most urgent (P0 first, then the lowest id)"
+	first := "the most urgent (P0 first, then the first created)"
 	if all {
 		first = "the lowest ids"
 	}
