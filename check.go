@@ -118,7 +118,9 @@ func (c *checker) classifyEntry(name string) error {
 	case name == journalFileName:
 		return c.checkJournal(name)
 	case name == metaFileName:
-		return c.checkMeta(name)
+		return c.checkSmall(name, parseMeta, "the id high-water mark", metaProblem)
+	case name == idsFileName:
+		return c.checkSmall(name, parseIDs, "this checkout's last id", idsProblem)
 	case name == lockFileName:
 		c.checkLockFile(name)
 	case name == syncFileName:
@@ -169,18 +171,19 @@ func (c *checker) checkJournal(name string) error {
 	return nil
 }
 
-// checkMeta reports the id high-water mark if it is unusable.
-func (c *checker) checkMeta(name string) error {
+// checkSmall reports a small JSON file that parse cannot use: what it
+// holds, and problem, what happens until it is fixed.
+func (c *checker) checkSmall(name string, parse func([]byte) (ID, error), what, problem string) error {
 	fi, data, err := readFile(c.fsys, c.root, c.dir, name, maxFileSize)
 	if err == nil && fi != nil {
-		if _, perr := parseMeta(data); perr != nil {
+		if _, perr := parse(data); perr != nil {
 			err = &CorruptError{Path: filepath.Join(c.dir, name), Err: perr}
 		}
 	}
 	var ce *CorruptError
 	switch {
 	case errors.As(err, &ce):
-		c.add(ProblemCorrupt, name, 0, "the id high-water mark is unusable (%v): %s", ce.Err, metaProblem)
+		c.add(ProblemCorrupt, name, 0, "%s is unusable (%v): %s", what, ce.Err, problem)
 	case err != nil:
 		return err
 	}

@@ -132,6 +132,7 @@ const metaProblem = `it records the highest task id ever allocated, so every wri
 // since without it a deleted id could be allocated again.
 func (s *FileStore) readMeta() error {
 	fi, data, err := readFile(s.fs, s.root, s.dir, metaFileName, maxFileSize)
+	s.metaFound = fi != nil
 	if fi == nil && err == nil {
 		s.metaErr = nil
 		return nil
@@ -178,6 +179,11 @@ func (s *FileStore) raiseHighWater(id ID) error {
 	if id <= s.hwm {
 		return nil
 	}
+	return s.writeMeta(id)
+}
+
+// writeMeta durably writes the meta file with high-water mark id.
+func (s *FileStore) writeMeta(id ID) error {
 	data, _ := json.Marshal(meta{HighWater: id})
 	if err := s.writeFile(metaFileName, append(data, '\n')); err != nil {
 		return err
@@ -190,7 +196,7 @@ func (s *FileStore) raiseHighWater(id ID) error {
 			return err
 		}
 	}
-	s.hwm = id
+	s.hwm, s.metaFound = id, true
 	return nil
 }
 

@@ -84,6 +84,13 @@ type FileStore struct {
 	g        *graph
 	stamps   map[ID]stamp
 	hwm      ID // high-water mark in the meta file
+	// metaFound: the meta file exists (readMeta).
+	metaFound bool
+	// cloneIDs: ids come from this checkout's block (ids.go), because
+	// the directory is in a git working tree or has an id file; ids is
+	// the id file as read under the lock.
+	cloneIDs bool
+	ids      cloneIDs
 	log      changeLog
 	dirMtime int64 // directory mtime that the cache accounts for
 	// metaErr and journalErr report a meta or journal file that cannot be
@@ -162,6 +169,10 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		done:   make(chan struct{}),
 	}
 	s.chooseProtocol()
+	if _, err := root.Lstat(idsFileName); err == nil || inGitWorkTree(dir) {
+		s.cloneIDs = true
+		s.g.alloc = s.allocator()
+	}
 	if s.gc {
 		s.hub.holding = true
 		s.log.sync.cond.L = &s.log.sync.mu
@@ -461,6 +472,11 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 	if s.metaErr != nil {
 		return false, s.metaErr
 	}
+	if s.cloneIDs {
+		if err := s.readIDs(); err != nil {
+			return false, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		p, err := mk(s.g, s.cfg.now().UTC())
 		if err != nil {
@@ -477,6 +493,9 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 				continue
 			}
 			return false, fmt.Errorf("taskgraph: task files keep changing under the lock (a program writing .tasks without taking it?): %w", ErrConflict)
+		}
+		if err := s.recordIDs(p); err != nil {
+			return false, withHint(err)
 		}
 		if err := s.commit(p); err != nil {
 			return errors.Is(err, ErrUnknownOutcome), withHint(err)

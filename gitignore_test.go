@@ -92,6 +92,7 @@ func TestGitIgnoreAfterWrites(t *testing.T) {
 	assert.Equal(t, []string{".tasks/.gitignore", ".tasks/.taskgraph.meta", ".tasks/task_1.json"}, staged)
 	assert.Contains(t, ignored, ".tasks/.taskgraph.lock")
 	assert.Contains(t, ignored, ".tasks/.taskgraph.log")
+	assert.Contains(t, ignored, ".tasks/.taskgraph.ids")
 }
 
 func TestWriteGitIgnoreKeepsWhatIsThereAndIsIdempotent(t *testing.T) {

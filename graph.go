@@ -26,6 +26,9 @@ type graph struct {
 	maxID      ID                // highest id ever seen, including the high-water mark of deleted ids
 	ready      readyHeap         // candidates for ClaimNext, by (priority, id); validated on use
 	queued     map[ID]readyEntry // the newest entry of each id in ready
+	// alloc, if set, gives the first of n new ids (FileStore.allocator);
+	// else they follow the highest id ever seen.
+	alloc func(g *graph, n int) (ID, error)
 	leased     map[ID]bool       // in_progress tasks with a lease
 	broken     map[ID]error      // ids whose file exists but is corrupt (FileStore only)
 	keys       map[string][]ID   // key -> sorted ids of the tasks with it (more than one only if hand-edited)
@@ -139,6 +142,14 @@ func (g *graph) markBroken(id ID, err error) {
 	g.remove(id)
 	g.broken[id] = err
 	g.maxID = max(g.maxID, id)
+}
+
+// firstID returns the first of n ids for new tasks.
+func (g *graph) firstID(n int) (ID, error) {
+	if g.alloc != nil {
+		return g.alloc(g, n)
+	}
+	return g.maxID + 1, nil
 }
 
 // touch queues id for ClaimNext if it is ready now. An entry records the

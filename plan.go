@@ -20,6 +20,9 @@ type plan struct {
 	read   []ID
 	result ID
 	ids    []ID // the tasks of a CreatePlan, in input order
+	// lastNew is the highest id the write allocates; 0 if it creates
+	// nothing.
+	lastNew ID
 }
 
 // The plan functions run the Rulebook against the in-memory graph of
@@ -79,14 +82,18 @@ func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
 	if id, ok := Rules.Keyed(nt, g.keyed); ok {
 		return &plan{read: []ID{id}, result: id}, nil // exists: returned as it is
 	}
-	t, err := create(g.maxID+1, nt, now, g.exists, g.keyed) // Rules.Create, its arguments checked just above
+	id, err := g.firstID(1)
+	if err != nil {
+		return nil, err
+	}
+	t, err := create(id, nt, now, g.exists, g.keyed) // Rules.Create, its arguments checked just above
 	if err != nil {
 		return nil, err
 	}
 	// The new id is read too: a file of that id that the cache does not
 	// know (made behind the lock) is loaded and the id decided again,
 	// rather than overwritten.
-	p := &plan{put: []*Task{t}, read: append([]ID{t.ID}, t.BlockedBy...), result: t.ID}
+	p := &plan{put: []*Task{t}, read: append([]ID{t.ID}, t.BlockedBy...), result: t.ID, lastNew: t.ID}
 	for _, d := range addIDs(nil, nt.Blocks) {
 		dt, _ := g.current(d)
 		Rules.Reblock(dt, now, []ID{t.ID}, nil)
@@ -97,13 +104,18 @@ func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
 }
 
 func (g *graph) planCreatePlan(nts []NewTask, now time.Time) (*plan, error) {
-	pl, err := Rules.Plan(nts, g.maxID+1, now, g.exists, g.keyed)
+	first, err := g.firstID(len(nts))
+	if err != nil {
+		return nil, err
+	}
+	pl, err := Rules.Plan(nts, first, now, g.exists, g.keyed)
 	if err != nil {
 		return nil, err
 	}
 	p := &plan{ids: pl.IDs}
 	p.read = append(p.read, pl.IDs...) // existing ones, and new ids as in planCreate
 	for _, t := range pl.New {
+		p.lastNew = max(p.lastNew, t.ID)
 		p.put = append(p.put, t)
 		p.read = append(p.read, t.BlockedBy...)
 	}

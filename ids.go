@@ -1,0 +1,198 @@
+// Ids that do not collide across the clones of a graph kept in git: each
+// checkout draws its ids from a block of a million that only it uses, and
+// records the last id it drew in a file of its own.
+
+package taskgraph
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+
+	"github.com/taskgraph-dev/taskgraph/internal/gitdir"
+)
+
+// idsFileName is the checkout's id file: {"last": N}, the last id this
+// checkout allocated. It belongs to the machine (git ignores it): every
+// clone keeps its own.
+const idsFileName = ".taskgraph.ids"
+
+// blockSize is how many ids a block holds. Block 0 (ids 1 to 999,999) is
+// the block of the checkout where the graph began: a graph that never
+// leaves one checkout keeps the sequential ids it always had. Every other
+// checkout draws a block between firstBlock and lastBlock at random, so
+// its ids have twelve digits: 482193000001, 482193000002, ...
+const (
+	blockSize  = 1_000_000
+	firstBlock = 100_000
+	lastBlock  = 999_999
+)
+
+// Why blocks, and why this size. Two clones of a repository, or two
+// branches of one, create tasks without seeing each other's; git then
+// merges their task files by name, so the ids must differ. A counter in
+// the committed meta file cannot do it (each branch counts from the same
+// value), and neither can a counter per checkout alone (clones start
+// equal). A block per checkout makes the ids of two checkouts differ, and
+// a counter kept outside git (the id file) makes two branches of one
+// checkout differ, since switching branches does not reset it. Two
+// checkouts draw the same block with probability 1 in 900,000 (for ten
+// clones of one graph, 1 in 20,000), and even then their ids collide
+// only if both create tasks before either sees the other's; a merge
+// driver that meets two different tasks under one name reports it (see
+// MergeTaskFiles). Twelve digits cost a model about four tokens where a
+// small id costs one: measured in agenttools/tokenbudget.
+
+// cloneIDs is the allocation state of a FileStore whose ids must not
+// collide across clones: the id file's last id, read under the lock.
+type cloneIDs struct {
+	last  ID
+	found bool  // the id file exists
+	err   error // the id file cannot be used: writes that create refuse
+}
+
+// idsProblem says what to do about an id file that cannot be used.
+const idsProblem = `it records the last task id this checkout allocated, so creating a task is refused (every other write and every read goes on) until it is a regular file holding {"last": N}; removing it is safe: the next task then takes an id from a block no other checkout uses`
+
+// inGitWorkTree reports whether dir is inside a git working tree, where
+// the graph may be committed, cloned and merged.
+func inGitWorkTree(dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	repo, err := gitdir.Find(abs)
+	// A .git that cannot be followed is still a repository: draw ids
+	// that cannot collide.
+	return err != nil || repo.Top != ""
+}
+
+// parseIDs decodes the content of the id file.
+func parseIDs(data []byte) (ID, error) {
+	var f struct {
+		Last *ID `json:"last"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return 0, err
+	}
+	if f.Last == nil || *f.Last < 0 || *f.Last > MaxID {
+		return 0, errors.New(`not {"last": N} with N a task id or 0`)
+	}
+	return *f.Last, nil
+}
+
+// readIDs reads the id file under the lock, before a write that may
+// create a task.
+func (s *FileStore) readIDs() error {
+	fi, data, err := readFile(s.fs, s.root, s.dir, idsFileName, maxFileSize)
+	s.ids = cloneIDs{found: fi != nil}
+	if fi == nil && err == nil {
+		return nil
+	}
+	if err == nil {
+		if s.ids.last, err = parseIDs(data); err == nil {
+			return nil
+		}
+		err = &CorruptError{Path: filepath.Join(s.dir, idsFileName), Err: err}
+	}
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		s.ids.err = fmt.Errorf("%w: %s", ce, idsProblem)
+		return nil
+	}
+	return err
+}
+
+// allocator returns the function that gives the first of n new ids: the
+// ids after the highest this checkout's block holds, on disk or in the id
+// file, or the start of a fresh block when that one is full, or when the
+// checkout has no id file and the graph did not begin in it.
+func (s *FileStore) allocator() func(g *graph, n int) (ID, error) {
+	return func(g *graph, n int) (ID, error) {
+		if s.ids.err != nil {
+			return 0, s.ids.err
+		}
+		block := s.ids.last / blockSize
+		if !s.ids.found && (len(g.ids) > 0 || len(g.broken) > 0 || s.metaFound) {
+			// Tasks were here before this checkout drew an id: the
+			// graph came from elsewhere, and block 0 is its origin's.
+			block = -1
+		}
+		if block >= 0 {
+			if first := highestIn(g, block, s.hwm, s.ids.last) + 1; first+ID(n) <= (block+1)*blockSize {
+				return first, nil
+			}
+		}
+		return freshBlock(g, n)
+	}
+}
+
+// highestIn returns the highest id known in block — a task, a corrupt
+// file, the meta file's high-water mark, the id file's last id — or, if
+// none is, the id before the block's first.
+func highestIn(g *graph, block, hwm, last ID) ID {
+	lo, hi := block*blockSize, (block+1)*blockSize
+	top := max(lo, 0)
+	if i, _ := slices.BinarySearch(g.ids, hi); i > 0 && g.ids[i-1] >= lo {
+		top = max(top, g.ids[i-1])
+	}
+	for id := range g.broken {
+		if id >= lo && id < hi {
+			top = max(top, id)
+		}
+	}
+	for _, id := range []ID{hwm, last} {
+		if id >= lo && id < hi {
+			top = max(top, id)
+		}
+	}
+	return top
+}
+
+// freshBlock draws a block that no id on disk is in and returns its first
+// id.
+func freshBlock(g *graph, n int) (ID, error) {
+	if n >= blockSize {
+		return 0, &InvalidError{Field: "tasks", Reason: fmt.Sprintf("%d new tasks in one write: a graph kept in git takes at most %d at a time", n, blockSize-1)}
+	}
+	for {
+		block := ID(firstBlock + rand.IntN(lastBlock-firstBlock+1))
+		if highestIn(g, block, 0, 0) == block*blockSize {
+			return block*blockSize + 1, nil
+		}
+	}
+}
+
+// recordIDs durably records the last id p allocates in the id file,
+// before any task file of p is written: once a task file of the block is
+// on disk, a later checkout of another branch may remove it, and only the
+// id file then keeps its id from being drawn again.
+func (s *FileStore) recordIDs(p *plan) error {
+	if p.lastNew == 0 || !s.cloneIDs {
+		return nil
+	}
+	data, _ := json.Marshal(struct {
+		Last ID `json:"last"`
+	}{p.lastNew})
+	if err := s.writeFile(idsFileName, append(data, '\n')); err != nil {
+		return err
+	}
+	if s.gc {
+		// As for the meta file (raiseHighWater): a group-committed
+		// create syncs no directory.
+		if err := s.syncDir(); err != nil {
+			return err
+		}
+	}
+	s.ids = cloneIDs{last: p.lastNew, found: true}
+	if !s.metaFound {
+		// The graph began here. A clone must see that it did not begin
+		// there, or it would draw from block 0 too: the meta file, which
+		// git carries, says so.
+		return s.writeMeta(s.hwm)
+	}
+	return nil
+}
