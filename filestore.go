@@ -79,11 +79,11 @@ type FileStore struct {
 	sem  chan struct{} // serialises this store's goroutines
 
 	// Guarded by sem.
-	closed   bool
-	scanned  bool
-	g        *graph
-	stamps   map[ID]stamp
-	hwm      ID // high-water mark in the meta file
+	closed  bool
+	scanned bool
+	g       *graph
+	stamps  map[ID]stamp
+	hwm     ID // high-water mark in the meta file
 	// metaFound: the meta file exists (readMeta).
 	metaFound bool
 	// cloneIDs: ids come from this checkout's block (ids.go), because

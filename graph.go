@@ -28,11 +28,11 @@ type graph struct {
 	queued     map[ID]readyEntry // the newest entry of each id in ready
 	// alloc, if set, gives the first of n new ids (FileStore.allocator);
 	// else they follow the highest id ever seen.
-	alloc func(g *graph, n int) (ID, error)
-	leased     map[ID]bool       // in_progress tasks with a lease
-	broken     map[ID]error      // ids whose file exists but is corrupt (FileStore only)
-	keys       map[string][]ID   // key -> sorted ids of the tasks with it (more than one only if hand-edited)
-	ended      int               // failed or cancelled tasks: while there are none, nothing is stranded
+	alloc  func(g *graph, n int) (ID, error)
+	leased map[ID]bool     // in_progress tasks with a lease
+	broken map[ID]error    // ids whose file exists but is corrupt (FileStore only)
+	keys   map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
+	ended  int             // failed or cancelled tasks: while there are none, nothing is stranded
 	// backward counts edges whose blocker has the higher id. While it is
 	// zero, ids are a topological order, and a new edge from a lower to a
 	// higher id cannot close a cycle: the common case needs no search.

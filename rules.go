@@ -790,7 +790,10 @@ func (Rulebook) Renew(t *Task, owner string, ttl time.Duration, now time.Time) e
 	if err := holder(t, owner, true); err != nil {
 		return err
 	}
-	advance(t, now)
+	// A new version, but not a change of the task: UpdatedAt stays, so
+	// that only the lease (which a graph kept in git leaves out of its
+	// commits) tells a renewed task from the one before.
+	t.Rev++
 	t.LeaseExpiresAt = now.Add(ttl)
 	return nil
 }

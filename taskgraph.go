@@ -242,8 +242,8 @@ type Task struct {
 	Blocks      []ID   // tasks that list this one in their BlockedBy (derived)
 	Metadata    map[string]any
 	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	Rev         int64 // +1 on every write; 0 for a file that no taskgraph wrote
+	UpdatedAt   time.Time // the last write but a lease renewal
+	Rev         int64     // +1 on every write; 0 for a file that no taskgraph wrote
 
 	// ClaimedAt is when the current owner claimed the task; zero if unknown.
 	ClaimedAt time.Time

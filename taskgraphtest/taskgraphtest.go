@@ -569,9 +569,13 @@ func testLeases(t *testing.T, s tg.Store) {
 	_, err = s.Complete(ctx, b.ID, "carol")
 	assert.ErrorIs(t, err, tg.ErrClaimed, "the previous owner lost it")
 
+	before := get(t, s, a.ID)
 	renewed, err := s.Renew(ctx, a.ID, "alice", 2*time.Hour)
 	require.NoError(t, err)
 	assert.True(t, renewed.LeaseExpiresAt.After(long.LeaseExpiresAt))
+	assert.Equal(t, before.Rev+1, renewed.Rev, "a renewal is a new version")
+	assert.True(t, before.UpdatedAt.Equal(renewed.UpdatedAt),
+		"a renewal changes the lease, not the task: UpdatedAt stays (a graph kept in git stays clean while a lease is renewed)")
 	_, err = s.Renew(ctx, a.ID, "bob", time.Hour)
 	assert.ErrorIs(t, err, tg.ErrClaimed)
 	_, err = s.Renew(ctx, a.ID, "alice", 0)
