@@ -75,7 +75,7 @@ func encodeTask(t *Task) ([]byte, error) {
 		{"result", t.Result, t.Result == ""},
 		{"createdAt", t.CreatedAt, t.CreatedAt.IsZero()},
 		{"updatedAt", t.UpdatedAt, t.UpdatedAt.IsZero()},
-		{"rev", t.Rev, false},
+		{"rev", t.Rev, t.Rev == 0}, // 0 only in what git commits (CleanTaskFile)
 		{"metadata", t.Metadata, len(t.Metadata) == 0},
 		{"claimedAt", t.ClaimedAt, t.ClaimedAt.IsZero()},
 		{"leaseExpiresAt", t.LeaseExpiresAt, t.LeaseExpiresAt.IsZero()},

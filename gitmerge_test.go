@@ -1,0 +1,175 @@
+package taskgraph
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+func file(t *testing.T, task Task) []byte {
+	t.Helper()
+	if task.ID == 0 {
+		task.ID = 7
+	}
+	if task.Status == "" {
+		task.Status = Pending
+	}
+	if task.CreatedAt.IsZero() {
+		task.CreatedAt = t0
+	}
+	data, err := encodeTask(&task)
+	require.NoError(t, err)
+	return data
+}
+
+func merged(t *testing.T, base, ours, theirs []byte) (*Task, []string) {
+	t.Helper()
+	out, conflicts, err := MergeTaskFiles(".tasks/task_7.json", base, ours, theirs)
+	require.NoError(t, err)
+	task, err := decodeTask(7, out)
+	require.NoError(t, err, "the merge is a valid task file:\n%s", out)
+	assert.NotContains(t, string(out), `"rev"`, "clean: no version")
+	assert.NotContains(t, string(out), `"leaseExpiresAt"`, "clean: no lease")
+	return task, conflicts
+}
+
+func TestMergeTextTakesTheSideThatChangedItOrTheLaterWrite(t *testing.T) {
+	base := Task{Subject: "s", Description: "d", UpdatedAt: t0}
+	ours := base
+	ours.Subject, ours.UpdatedAt = "ours", t0.Add(time.Minute)
+	theirs := base
+	theirs.Description, theirs.UpdatedAt = "theirs", t0.Add(2*time.Minute)
+	got, conflicts := merged(t, file(t, base), file(t, ours), file(t, theirs))
+	assert.Empty(t, conflicts)
+	assert.Equal(t, "ours", got.Subject, "only ours changed it")
+	assert.Equal(t, "theirs", got.Description, "only theirs changed it")
+	assert.Equal(t, t0.Add(2*time.Minute), got.UpdatedAt)
+
+	theirs.Subject = "theirs, later"
+	got, conflicts = merged(t, file(t, base), file(t, ours), file(t, theirs))
+	assert.Empty(t, conflicts)
+	assert.Equal(t, "theirs, later", got.Subject, "both changed it: the later write")
+	got, _ = merged(t, file(t, base), file(t, theirs), file(t, ours))
+	assert.Equal(t, "theirs, later", got.Subject, "whichever side it is on")
+
+	theirs.UpdatedAt = ours.UpdatedAt
+	got, conflicts = merged(t, file(t, base), file(t, ours), file(t, theirs))
+	assert.Equal(t, "ours", got.Subject, "a tie keeps ours")
+	require.Len(t, conflicts, 1)
+	assert.Contains(t, conflicts[0], "the subject")
+}
+
+func TestMergeEdgesAndLabelsAsSets(t *testing.T) {
+	base := Task{BlockedBy: []ID{1, 2}, Labels: []string{"a", "b"}}
+	ours := base
+	ours.BlockedBy, ours.Labels = []ID{1, 2, 3}, []string{"b"}
+	theirs := base
+	theirs.BlockedBy, theirs.Labels = []ID{2, 4}, []string{"a", "b", "c"}
+	got, conflicts := merged(t, file(t, base), file(t, ours), file(t, theirs))
+	assert.Empty(t, conflicts)
+	assert.Equal(t, []ID{2, 3, 4}, got.BlockedBy, "1 removed by theirs, 3 and 4 added")
+	assert.Equal(t, []string{"b", "c"}, got.Labels, "a removed by ours, c added by theirs")
+}
+
+func TestMergeStateFollowsTheWorkflow(t *testing.T) {
+	base := Task{UpdatedAt: t0}
+	claimed := Task{Status: InProgress, Owner: "alice", ClaimedAt: t0.Add(time.Minute), UpdatedAt: t0.Add(3 * time.Minute),
+		LeaseExpiresAt: t0.Add(time.Hour), Rev: 9}
+	done := Task{Status: Completed, Owner: "bob", ClaimedAt: t0.Add(time.Minute), Result: "shipped", UpdatedAt: t0.Add(2 * time.Minute)}
+	got, conflicts := merged(t, file(t, base), file(t, claimed), file(t, done))
+	assert.Empty(t, conflicts)
+	assert.Equal(t, Completed, got.Status, "further along the workflow, though written earlier")
+	assert.Equal(t, "bob", got.Owner)
+	assert.Equal(t, "shipped", got.Result)
+	assert.Zero(t, got.Rev)
+
+	failed := Task{Status: Failed, Owner: "carol", Reason: "flaky", UpdatedAt: t0.Add(5 * time.Minute)}
+	got, conflicts = merged(t, file(t, base), file(t, done), file(t, failed))
+	assert.Equal(t, Failed, got.Status, "two different ends: the later is kept")
+	assert.Equal(t, "flaky", got.Reason)
+	assert.Empty(t, got.Result, "the state is taken whole")
+	require.Len(t, conflicts, 1)
+	assert.Contains(t, conflicts[0], `completed ("shipped") here and failed ("flaky") on the other side`)
+
+	other := claimed
+	other.Owner, other.UpdatedAt = "dave", t0.Add(time.Hour)
+	got, conflicts = merged(t, file(t, base), file(t, claimed), file(t, other))
+	assert.Equal(t, "dave", got.Owner)
+	require.Len(t, conflicts, 1)
+	assert.Contains(t, conflicts[0], "alice holds it here and dave on the other side")
+
+	// A reopen on one side, nothing on the other: the reopen.
+	reopened := Task{Status: Pending, UpdatedAt: t0.Add(time.Hour)}
+	got, conflicts = merged(t, file(t, failed), file(t, failed), file(t, reopened))
+	assert.Empty(t, conflicts)
+	assert.Equal(t, Pending, got.Status)
+}
+
+func TestMergeMetadataAndUnknownFieldsKeyByKey(t *testing.T) {
+	base := Task{Metadata: map[string]any{"a": 1.0, "b": "x"}}
+	ours := base
+	ours.Metadata = map[string]any{"a": 2.0, "b": "x"}
+	theirs := base
+	theirs.Metadata = map[string]any{"a": 1.0, "c": true}
+	baseFile := file(t, base)
+	oursFile := []byte(strings.Replace(string(file(t, ours)), "\n}\n", ",\n  \"x-ours\": 1\n}\n", 1))
+	got, conflicts := merged(t, baseFile, oursFile, file(t, theirs))
+	assert.Empty(t, conflicts)
+	assert.Equal(t, map[string]any{"a": 2.0, "c": true}, got.Metadata, "a changed by ours, b removed and c added by theirs")
+	assert.Equal(t, json.RawMessage("1"), got.unknown["x-ours"])
+}
+
+func TestMergeTwoTasksUnderOneIDIsAConflict(t *testing.T) {
+	ours := Task{Subject: "ours", CreatedAt: t0}
+	theirs := Task{Subject: "theirs", CreatedAt: t0.Add(time.Second)}
+	got, conflicts := merged(t, nil, file(t, ours), file(t, theirs))
+	assert.Equal(t, "ours", got.Subject)
+	require.Len(t, conflicts, 1)
+	assert.Contains(t, conflicts[0], "two different tasks got id 7")
+	assert.Contains(t, conflicts[0], "git show :3:.tasks/task_7.json")
+
+	// Both sides added the same task (a cherry-pick): merged.
+	same := Task{Subject: "same", CreatedAt: t0, UpdatedAt: t0}
+	later := same
+	later.Description, later.UpdatedAt = "more", t0.Add(time.Minute)
+	got, conflicts = merged(t, nil, file(t, same), file(t, later))
+	assert.Empty(t, conflicts)
+	assert.Equal(t, "more", got.Description)
+}
+
+func TestMergeMetaTakesTheHigherMark(t *testing.T) {
+	out, conflicts, err := MergeTaskFiles(".tasks/.taskgraph.meta", []byte(`{"highWater": 3}`), []byte(`{"highWater": 5}`), []byte(`{"highWater": 482193000004}`))
+	require.NoError(t, err)
+	assert.Empty(t, conflicts)
+	assert.JSONEq(t, `{"highWater": 482193000004}`, string(out))
+}
+
+func TestMergeRefusesWhatItCannotRead(t *testing.T) {
+	_, _, err := MergeTaskFiles(".tasks/task_7.json", nil, []byte("{"), file(t, Task{}))
+	assert.ErrorContains(t, err, "our version")
+	_, _, err = MergeTaskFiles(".tasks/notes.txt", nil, nil, nil)
+	assert.ErrorContains(t, err, "not a task file")
+}
+
+func TestCleanTaskFile(t *testing.T) {
+	data := file(t, Task{Status: InProgress, Owner: "alice", ClaimedAt: t0, LeaseExpiresAt: t0.Add(time.Hour), Rev: 12, UpdatedAt: t0})
+	out := CleanTaskFile("task_7.json", data)
+	assert.NotContains(t, string(out), "rev")
+	assert.NotContains(t, string(out), "leaseExpiresAt")
+	assert.Contains(t, string(out), `"owner": "alice"`)
+	assert.Equal(t, out, CleanTaskFile("task_7.json", out), "cleaning is idempotent")
+
+	renewed := file(t, Task{Status: InProgress, Owner: "alice", ClaimedAt: t0, LeaseExpiresAt: t0.Add(2 * time.Hour), Rev: 13, UpdatedAt: t0})
+	assert.Equal(t, out, CleanTaskFile("task_7.json", renewed), "a renewal leaves nothing for git to see")
+
+	for _, raw := range [][]byte{[]byte("{garbage"), {}, []byte(`{"id": 8, "subject": "wrong id", "status": "pending", "blockedBy": [], "owner": ""}`)} {
+		assert.Equal(t, raw, CleanTaskFile("task_7.json", raw), "what it cannot read passes unchanged")
+	}
+	assert.Equal(t, data, CleanTaskFile(".taskgraph.meta", data))
+}
