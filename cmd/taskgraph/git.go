@@ -1,7 +1,8 @@
 // What the command does for a task directory in a git repository: init
-// writes the .gitignore that keeps this machine's files out of commits and,
-// in a linked worktree, makes the graph in the main worktree, which every
-// worktree shares; check says when either is amiss.
+// writes the .gitignore that keeps this machine's files out of commits and
+// the .gitattributes that routes task files through the merge driver
+// (gitmerge.go), and, in a linked worktree, makes the graph in the main
+// worktree, which every worktree shares; check says when any is amiss.
 
 package main
 
@@ -57,7 +58,14 @@ func (e *env) setUpGit(dir string) error {
 	if changed {
 		fmt.Fprintf(e.stderr, "note: %s lists this machine's files (lock, change log, sync file) for git to leave out; commit it with the task files\n", filepath.Join(dir, taskgraph.GitIgnoreName))
 	}
-	return nil
+	changed, err = taskgraph.WriteGitAttributes(dir)
+	if err != nil {
+		return fmt.Errorf("write %s so that git merges task files by their rules: %w", filepath.Join(dir, taskgraph.GitAttributesName), err)
+	}
+	if changed {
+		fmt.Fprintf(e.stderr, "note: %s sends task files through taskgraph's merge driver and clean filter; commit it with the task files\n", filepath.Join(dir, taskgraph.GitAttributesName))
+	}
+	return e.registerDriver(dir)
 }
 
 // gitWarnings returns what check says about the task directory dir in use
@@ -84,6 +92,14 @@ func (e *env) gitWarnings(dir string) ([]string, error) {
 		if len(missing) > 0 {
 			warnings = append(warnings, fmt.Sprintf("%s, so `git add -A` would commit this machine's files (lock, change log, sync file) with the tasks; run `%s` (safe to run again: it only adds what is missing)", what, e.initCommand(dir)))
 		}
+		if missing, err := taskgraph.GitAttributesMissing(dir); errors.Is(err, taskgraph.ErrInvalid) {
+			warnings = append(warnings, strings.TrimPrefix(err.Error(), "taskgraph: "))
+		} else if err != nil {
+			return nil, err
+		} else if len(missing) > 0 {
+			warnings = append(warnings, fmt.Sprintf("%s lacks %q, so git would merge task files as text and commit every lease renewal; run `%s`", filepath.Join(dir, taskgraph.GitAttributesName), strings.Join(missing, "\n"), e.initCommand(dir)))
+		}
+		warnings = append(warnings, e.driverWarnings(dir)...)
 	}
 	wd, err := os.Getwd()
 	if err != nil {

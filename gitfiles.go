@@ -1,7 +1,9 @@
-// The .gitignore a task directory in a git repository needs: it keeps the
-// files that belong to one machine — the lock, the change log, the sync
-// file, a journal in flight, temporary files, what a restart set aside —
-// out of commits, so that only the tasks are shared.
+// The .gitignore and .gitattributes a task directory in a git repository
+// needs: the first keeps the files that belong to one machine — the lock,
+// the change log, the sync file, the id file, a journal in flight,
+// temporary files, what a restart set aside — out of commits, so that only
+// the tasks are shared; the second sends the task files through
+// taskgraph's merge driver and clean filter (gitmerge.go).
 
 package taskgraph
 
@@ -52,27 +54,32 @@ var gitIgnorePatterns = []string{
 // one), a directory or anything but a regular file is an error matching
 // ErrInvalid, and is left as it is.
 func WriteGitIgnore(dir string) (bool, error) {
-	name := filepath.Join(dir, GitIgnoreName)
-	old, exists, err := readGitIgnore(name)
+	return appendLines(filepath.Join(dir, GitIgnoreName), gitIgnoreHeader, missingLines)
+}
+
+// appendLines appends to the git file name the lines missing reports it
+// lacks, under header, creating the file if there is none.
+func appendLines(name, header string, missing func([]byte) []string) (bool, error) {
+	old, exists, err := readGitFile(name)
 	if err != nil {
 		return false, err
 	}
-	missing := missingLines(old)
-	if len(missing) == 0 {
+	add := missing(old)
+	if len(add) == 0 {
 		return false, nil
 	}
 	eol := "\n"
 	if strings.Contains(string(old), "\r\n") {
 		eol = "\r\n" // as the file's own lines end
 	}
-	var add string
+	var text string
 	if len(old) > 0 && old[len(old)-1] != '\n' {
-		add = eol
+		text = eol
 	}
-	if !slices.Contains(lines(old), gitIgnoreHeader) {
-		missing = append([]string{gitIgnoreHeader}, missing...)
+	if !slices.Contains(lines(old), header) {
+		add = append([]string{header}, add...)
 	}
-	add += strings.Join(missing, eol) + eol
+	text += strings.Join(add, eol) + eol
 	flag := os.O_WRONLY | os.O_APPEND
 	if !exists {
 		flag = os.O_WRONLY | os.O_CREATE | os.O_EXCL
@@ -81,7 +88,7 @@ func WriteGitIgnore(dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err = f.WriteString(add); err == nil {
+	if _, err = f.WriteString(text); err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -95,18 +102,19 @@ func WriteGitIgnore(dir string) (bool, error) {
 // such file. It fails as WriteGitIgnore does on a .gitignore git would not
 // read.
 func GitIgnoreMissing(dir string) ([]string, error) {
-	old, _, err := readGitIgnore(filepath.Join(dir, GitIgnoreName))
+	old, _, err := readGitFile(filepath.Join(dir, GitIgnoreName))
 	if err != nil {
 		return nil, err
 	}
 	return missingLines(old), nil
 }
 
-// readGitIgnore returns the content of the .gitignore name and whether it
-// exists. A symbolic link is refused rather than followed — git reads no
-// patterns from one, and writing through it would change a file elsewhere
-// — and so is anything but a regular file (reading a FIFO would block).
-func readGitIgnore(name string) ([]byte, bool, error) {
+// readGitFile returns the content of the .gitignore or .gitattributes name
+// and whether it exists. A symbolic link is refused rather than followed —
+// git reads no patterns from one, and writing through it would change a
+// file elsewhere — and so is anything but a regular file (reading a FIFO
+// would block).
+func readGitFile(name string) ([]byte, bool, error) {
 	fi, err := os.Lstat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -164,4 +172,54 @@ func lines(data []byte) []string {
 		out = append(out, strings.TrimRight(l, " "))
 	}
 	return out
+}
+
+// GitAttributesName is the name of the file [WriteGitAttributes] writes in
+// a task directory.
+const GitAttributesName = ".gitattributes"
+
+const gitAttributesHeader = "# taskgraph: how git merges and commits task files (`taskgraph init` adds these and registers the driver and filter in .git/config)"
+
+// GitDriver is the name under which a graph kept in git registers its
+// merge driver and clean filter in git's configuration
+// (merge.taskgraph.driver, filter.taskgraph.clean): see
+// [MergeTaskFiles] and [CleanTaskFile].
+const GitDriver = "taskgraph"
+
+// gitAttributeLines route the task files through the merge driver and the
+// clean filter, and the meta file through the merge driver.
+var gitAttributeLines = []string{
+	taskFilePrefix + "*" + taskFileSuffix + " merge=" + GitDriver + " filter=" + GitDriver,
+	metaFileName + " merge=" + GitDriver,
+}
+
+// WriteGitAttributes makes dir/.gitattributes send the task files and the
+// meta file to taskgraph's merge driver, and the task files through its
+// clean filter, as [WriteGitIgnore] does for .gitignore (the lines are
+// appended if missing; nothing is rewritten). The driver and the filter
+// are commands that git's configuration names, which a repository does
+// not carry: every clone registers them itself (`taskgraph init`). Until
+// it does, git merges task files as text and commits lease renewals.
+func WriteGitAttributes(dir string) (bool, error) {
+	return appendLines(filepath.Join(dir, GitAttributesName), gitAttributesHeader, missingAttributes)
+}
+
+// GitAttributesMissing returns the lines [WriteGitAttributes] would add.
+func GitAttributesMissing(dir string) ([]string, error) {
+	old, _, err := readGitFile(filepath.Join(dir, GitAttributesName))
+	if err != nil {
+		return nil, err
+	}
+	return missingAttributes(old), nil
+}
+
+func missingAttributes(data []byte) []string {
+	have := lines(data)
+	var missing []string
+	for _, l := range gitAttributeLines {
+		if !slices.Contains(have, l) {
+			missing = append(missing, l)
+		}
+	}
+	return missing
 }

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// listed is a task as list --json prints it.
+type listed struct {
+	ID          int64   `json:"id"`
+	Subject     string  `json:"subject"`
+	Description string  `json:"description"`
+	Status      string  `json:"status"`
+	Owner       string  `json:"owner"`
+	BlockedBy   []int64 `json:"blockedBy"`
+}
+
+func listAll(t *testing.T, dir string) map[string]listed {
+	t.Helper()
+	var tasks []listed
+	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, "list", "--json")), &tasks))
+	bySubject := map[string]listed{}
+	for _, task := range tasks {
+		_, dup := bySubject[task.Subject]
+		require.False(t, dup, "one task per subject: %v", tasks)
+		bySubject[task.Subject] = task
+	}
+	return bySubject
+}
+
+// addID adds a task and returns its id.
+func addID(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	var task listed
+	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, append([]string{"add", "--json"}, args...)...)), &task))
+	return jsonID(task.ID)
+}
+
+func jsonID(id int64) string {
+	b, _ := json.Marshal(id)
+	return string(b)
+}
+
+// editDescription sets a task's description through taskgraph edit, with
+// an "editor" that rewrites the line.
+func editDescription(t *testing.T, dir, id, from, to string) {
+	t.Helper()
+	editor := filepath.Join(t.TempDir(), "editor")
+	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/\"description\": \""+from+"\"/\"description\": \""+to+"\"/' \"$1\"\n"), 0o755))
+	r := runIn(t, dir, cleanEnv("EDITOR="+editor), "edit", id)
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
+// committed lists the files git tracks under .tasks.
+func committed(t *testing.T, dir string) []string {
+	t.Helper()
+	return strings.Fields(gitIn(t, dir, "ls-files", ".tasks"))
+}
+
+func commitAll(t *testing.T, dir, msg string) {
+	t.Helper()
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", msg)
+}
+
+// checkClean runs check and requires no problem and no warning.
+func checkClean(t *testing.T, dir string) {
+	t.Helper()
+	r := tg(t, dir, "check")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Empty(t, r.stderr, "no warning")
+}
+
+// The issue's script: two branches each add two tasks, one also completes
+// an existing task and the other edits a task's description; git merge
+// succeeds without a conflict, and the merged graph has every task and
+// edge under distinct ids; check is clean and no machine file is
+// committed.
+func TestGitMergeOfTwoBranches(t *testing.T) {
+	dir := gitRepo(t)
+	ok(t, dir, "init")
+	schema := addID(t, dir, "schema")
+	api := addID(t, dir, "api", "--after", schema, "--desc", "REST")
+	docs := addID(t, dir, "docs")
+	commitAll(t, dir, "plan")
+
+	gitIn(t, dir, "checkout", "-q", "-b", "one")
+	a1 := addID(t, dir, "one-a", "--after", api)
+	addID(t, dir, "one-b", "--after", a1)
+	ok(t, dir, "claim", schema, "--owner", "alice")
+	ok(t, dir, "done", schema, "--owner", "alice", "--result", "migrated")
+	commitAll(t, dir, "one")
+
+	gitIn(t, dir, "checkout", "-q", "main")
+	gitIn(t, dir, "checkout", "-q", "-b", "two")
+	b1 := addID(t, dir, "two-a", "--after", docs)
+	addID(t, dir, "two-b", "--after", api+","+b1)
+	editDescription(t, dir, api, "REST", "gRPC")
+	commitAll(t, dir, "two")
+
+	out := gitIn(t, dir, "merge", "--no-edit", "one")
+	assert.NotContains(t, out, "CONFLICT")
+	assert.Empty(t, porcelain(t, dir), "merged and committed")
+
+	tasks := listAll(t, dir)
+	require.Len(t, tasks, 7, "every task of both sides")
+	ids := map[int64]bool{}
+	for _, task := range tasks {
+		ids[task.ID] = true
+	}
+	assert.Len(t, ids, 7, "distinct ids")
+	assert.Equal(t, "completed", tasks["schema"].Status, "completed on one")
+	assert.Equal(t, "gRPC", tasks["api"].Description, "edited on two")
+	assert.Equal(t, []int64{tasks["api"].ID}, tasks["one-a"].BlockedBy)
+	assert.Equal(t, []int64{tasks["one-a"].ID}, tasks["one-b"].BlockedBy)
+	assert.Equal(t, []int64{tasks["docs"].ID}, tasks["two-a"].BlockedBy)
+	assert.ElementsMatch(t, []int64{tasks["api"].ID, tasks["two-a"].ID}, tasks["two-b"].BlockedBy)
+	checkClean(t, dir)
+	for _, f := range committed(t, dir) {
+		name := filepath.Base(f)
+		assert.True(t, strings.HasPrefix(name, "task_") || name == ".taskgraph.meta" || name == ".gitignore" || name == ".gitattributes",
+			"%s is the machine's, not the graph's", f)
+	}
+	// The merged graph works: the next ready task is api (schema is done).
+	assert.Contains(t, ok(t, dir, "next", "--owner", "bob"), "api")
+}
+
+// Two clones each add tasks, and one edits what the other completes;
+// pulling one into the other merges without a conflict, under ids that
+// differ by construction.
+func TestGitMergeOfTwoClones(t *testing.T) {
+	origin := gitRepo(t)
+	ok(t, origin, "init")
+	first := addID(t, origin, "first", "--desc", "v1")
+	second := addID(t, origin, "second", "--after", first)
+	commitAll(t, origin, "plan")
+
+	clone := func(name string) string {
+		dir := filepath.Join(filepath.Dir(origin), name)
+		gitIn(t, filepath.Dir(origin), "clone", "-q", origin, dir)
+		r := tg(t, dir, "check")
+		assert.Contains(t, r.stderr, "has not registered taskgraph's merge driver", "a fresh clone is told")
+		assert.Contains(t, r.stderr, "run `taskgraph init`")
+		ok(t, dir, "init")
+		checkClean(t, dir)
+		return dir
+	}
+	c1, c2 := clone("c1"), clone("c2")
+
+	x := addID(t, c1, "from c1", "--after", second)
+	editDescription(t, c1, first, "v1", "v2")
+	commitAll(t, c1, "c1")
+	y := addID(t, c2, "from c2", "--after", second)
+	ok(t, c2, "claim", first, "--owner", "carol")
+	ok(t, c2, "done", first, "--owner", "carol")
+	commitAll(t, c2, "c2")
+	assert.NotEqual(t, x, y)
+	assert.Greater(t, len(x), 6, "a clone draws from its own block: %s", x)
+
+	out := gitIn(t, c2, "pull", "-q", "--no-rebase", "--no-edit", c1, "main")
+	assert.NotContains(t, out, "CONFLICT")
+	tasks := listAll(t, c2)
+	require.Len(t, tasks, 4)
+	assert.Equal(t, "v2", tasks["first"].Description)
+	assert.Equal(t, "completed", tasks["first"].Status)
+	checkClean(t, c2)
+}
+
+// Two agents claim one task on two branches: the merge stops on that file,
+// which still holds a valid task (the later claim); check says what
+// happened and how to finish; once added, check is clean.
+func TestGitMergeConflictIsReportedInWords(t *testing.T) {
+	dir := gitRepo(t)
+	ok(t, dir, "init")
+	task := addID(t, dir, "contested")
+	commitAll(t, dir, "plan")
+	gitIn(t, dir, "checkout", "-q", "-b", "one")
+	ok(t, dir, "claim", task, "--owner", "alice")
+	commitAll(t, dir, "alice")
+	gitIn(t, dir, "checkout", "-q", "main")
+	ok(t, dir, "claim", task, "--owner", "bob")
+	commitAll(t, dir, "bob")
+
+	r := gitRun(t, dir, "merge", "--no-edit", "one")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stdout+r.stderr, "CONFLICT")
+	assert.Contains(t, r.stdout+r.stderr, "holds it here")
+
+	data, err := os.ReadFile(filepath.Join(dir, ".tasks", "task_"+task+".json"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "<<<<<<<", "never broken JSON")
+	var shown listed
+	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, "show", task, "--json")), &shown), "the store reads it")
+	assert.Equal(t, "in_progress", shown.Status)
+
+	c := tg(t, dir, "check")
+	assert.Contains(t, c.stderr, "is unmerged")
+	assert.Contains(t, c.stderr, "holds it here and")
+	assert.Contains(t, c.stderr, "git add")
+
+	gitIn(t, dir, "add", ".tasks")
+	gitIn(t, dir, "commit", "-q", "--no-edit")
+	checkClean(t, dir)
+}
+
+// gitRun runs git in dir as gitIn does, but returns its outcome, failed or
+// not.
+func gitRun(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	gitIn(t, dir, "--version") // skips without git
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	return collect(t, cmd)
+}
