@@ -109,15 +109,17 @@ var (
 // through: the first hundred completed, one failed, four in progress with
 // owners, the rest pending, most blocked by one or two earlier tasks;
 // every task has a label or two, and one in seven a priority other than
-// the default.
-func bigGraph(t *testing.T) taskgraph.Store {
+// the default. Its ids start after base: 0 for the sequential ids of one
+// checkout, or a block's first id less one (482193000000) for those a
+// clone of a graph kept in git draws.
+func bigGraph(t *testing.T, base taskgraph.ID) taskgraph.Store {
 	t.Helper()
 	ctx := context.Background()
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	store := taskgraph.NewMemStore(taskgraph.WithClock(func() time.Time { return now }))
 	tasks := make([]taskgraph.Task, 500)
 	for i := range tasks {
-		id := taskgraph.ID(i + 1)
+		id := base + taskgraph.ID(i+1)
 		t := taskgraph.Task{ID: id, Status: taskgraph.Pending, CreatedAt: now, UpdatedAt: now,
 			Subject:  fmt.Sprintf("%s %s %s", verbs[i%len(verbs)], objects[(i/3)%len(objects)], places[(i/7)%len(places)]),
 			Priority: taskgraph.DefaultPriority, Labels: []string{labels[i%len(labels)]}}
@@ -152,8 +154,19 @@ func bigGraph(t *testing.T) taskgraph.Store {
 	return store
 }
 
+// TestListBudget measures task_list over 500 tasks at its default limit,
+// with sequential ids and with the twelve-digit ids of a clone of a graph
+// kept in git (each id costs about four tokens there instead of one).
 func TestListBudget(t *testing.T) {
-	store := bigGraph(t)
+	for _, ids := range []struct {
+		name string
+		base taskgraph.ID
+	}{{"sequential ids", 0}, {"a clone's twelve-digit ids", 482193000000}} {
+		t.Run(ids.name, func(t *testing.T) { listBudgetOf(t, bigGraph(t, ids.base)) })
+	}
+}
+
+func listBudgetOf(t *testing.T, store taskgraph.Store) {
 	res, err := agenttools.New(store).Call(context.Background(), "task_list", json.RawMessage(`{}`))
 	if err != nil || res.IsError {
 		t.Fatalf("task_list: %v %s", err, res.Text)
