@@ -65,6 +65,8 @@
 // Files. A task is task_<id>.json (codec.go). Beside the tasks live
 // dot-files the reference's glob never sees: .taskgraph.lock (the flock),
 // .taskgraph.meta (the id high-water mark, so ids are never reused),
+// .taskgraph.ids (in a git working tree, the last id this checkout drew:
+// ids.go),
 // .taskgraph.log (what each write changed: the cache's feed and the redo
 // log of group commit), .taskgraph.sync (how far the log is durable,
 // shared by the processes) and, only during a write that touches several
@@ -131,8 +133,12 @@ import (
 	"github.com/taskgraph-dev/taskgraph/internal/slicesx"
 )
 
-// ID identifies a task. IDs are positive, allocated in increasing order and
-// never reused, even after a task is deleted.
+// ID identifies a task. IDs are positive, below 2^53, and never reused,
+// even after a task is deleted. A store allocates them in increasing
+// order; a FileStore in a git working tree draws them, in each checkout but
+// the one where the graph began, from a block of its own (see
+// [MergeTaskFiles] and the repository's docs/git.md), so that branches
+// and clones merge without two tasks sharing an id.
 type ID int64
 
 // Status is the lifecycle state of a task: Pending → InProgress →
