@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,6 +42,7 @@ const (
 	ProblemIgnored      ProblemKind = "ignored"       // looks like a task file but is not named like one
 	ProblemSetAside     ProblemKind = "set-aside"     // a change log of another directory, set aside after a restart
 	ProblemLost         ProblemKind = "lost"          // a file a power loss left empty, moved aside
+	ProblemDuplicateKey ProblemKind = "duplicate-key" // two tasks with one key, as a merge of two branches can leave
 )
 
 // Check reads the task directory dir without changing anything in it and
@@ -90,7 +92,21 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 	}
 	c.checkTasks(cfg.now())
 	c.checkCycles()
+	c.checkKeys()
 	return c.problems, nil
+}
+
+// checkKeys reports every key that more than one task carries: each task
+// was created with it where the other was not seen (two branches of a
+// graph kept in git, merged), and a create with the key returns the first.
+func (c *checker) checkKeys() {
+	for _, key := range slices.Sorted(maps.Keys(c.g.keys)) {
+		ids := c.g.keys[key]
+		for _, id := range ids[1:] {
+			c.add(ProblemDuplicateKey, taskFileName(id), id, "task %d has the key %q of task %d too (were they created on two branches?): a create with this key returns task %d; if they are the same work, delete one (taskgraph delete %d), else change or remove the \"key\" line of %s by hand (no command edits a key)",
+				id, key, ids[0], ids[0], id, taskFileName(id))
+		}
+	}
 }
 
 // checker is the state of one Check: the directory, the tasks read from

@@ -220,3 +220,39 @@ func gitRun(t *testing.T, dir string, args ...string) result {
 	cmd.Env = append(cleanEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
 	return collect(t, cmd)
 }
+
+// Each branch adds an edge, and together they close a cycle; each adds a
+// task with the same key. The merge itself succeeds (each file merged
+// cleanly); check reports both, the tasks on the cycle cannot start, and
+// removing an edge and a key settles it.
+func TestGitMergeThatClosesACycleOrDuplicatesAKey(t *testing.T) {
+	dir := gitRepo(t)
+	ok(t, dir, "init")
+	a := addID(t, dir, "a")
+	b := addID(t, dir, "b")
+	commitAll(t, dir, "plan")
+	gitIn(t, dir, "checkout", "-q", "-b", "one")
+	ok(t, dir, "dep", "add", a, b)
+	addID(t, dir, "deploy one", "--key", "deploy")
+	commitAll(t, dir, "one")
+	gitIn(t, dir, "checkout", "-q", "main")
+	ok(t, dir, "dep", "add", b, a)
+	second := addID(t, dir, "deploy two", "--key", "deploy")
+	commitAll(t, dir, "two")
+	gitIn(t, dir, "merge", "--no-edit", "one")
+
+	r := tg(t, dir, "check")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "cycle: tasks block each other")
+	assert.Contains(t, r.stdout, `duplicate-key: task `+second+` has the key "deploy" of task`)
+	assert.NotEqual(t, 0, tg(t, dir, "claim", a).code, "a task on the cycle cannot start")
+
+	ok(t, dir, "dep", "rm", a, b)
+	assert.Contains(t, r.stdout, `change or remove the "key" line of task_`+second+`.json by hand`)
+	name := filepath.Join(dir, ".tasks", "task_"+second+".json")
+	data, err := os.ReadFile(name)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(name, []byte(strings.Replace(string(data), `"key": "deploy"`, `"key": "deploy-2"`, 1)), 0o644))
+	commitAll(t, dir, "settled")
+	checkClean(t, dir)
+}
