@@ -414,7 +414,10 @@ func (d *driver) loadedTask(base tg.ID, i, n int, now time.Time) tg.Task {
 		t.Result = "loaded result"
 	}
 	if d.pick(2) == 0 {
-		t.CreatedAt = now.Add(-time.Hour)
+		// Created before the tasks already there, or at one instant
+		// with another loaded task: the claim order's tie-break by
+		// creation time, then id, against the ids' order.
+		t.CreatedAt = now.Add(-time.Duration(1+d.pick(2)) * time.Hour)
 		t.UpdatedAt = now.Add(-time.Minute)
 		t.Rev = int64(d.pick(4))
 	}
