@@ -29,6 +29,18 @@ func gitGraph(t *testing.T) (repo, dir string) {
 	return repo, dir
 }
 
+// committedGraph is gitGraph with one task, committed, and its store.
+func committedGraph(t *testing.T) (repo, dir string, s *FileStore) {
+	t.Helper()
+	repo, dir = gitGraph(t)
+	s = openTest(t, dir)
+	_, err := s.Create(context.Background(), NewTask{Subject: "a"})
+	require.NoError(t, err)
+	runGit(t, repo, "add", "-A")
+	runGit(t, repo, "commit", "-qm", "a")
+	return repo, dir, s
+}
+
 func lastID(t *testing.T, dir string) ID {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, idsFileName))
@@ -83,13 +95,8 @@ func TestIDsOutsideGitAreUnchanged(t *testing.T) {
 // files and the meta file, no id file) draws its ids from a block of its
 // own, consecutive within it; two clones draw different blocks.
 func TestIDsOfAClone(t *testing.T) {
-	origin, dir := gitGraph(t)
-	s := openTest(t, dir)
+	origin, _, _ := committedGraph(t)
 	ctx := context.Background()
-	_, err := s.Create(ctx, NewTask{Subject: "a"})
-	require.NoError(t, err)
-	runGit(t, origin, "add", "-A")
-	runGit(t, origin, "commit", "-qm", "a")
 
 	var blocks []ID
 	for range 2 {
@@ -117,13 +124,8 @@ func TestIDsOfAClone(t *testing.T) {
 // created on the other branch, but not the id file: their ids are never
 // drawn again in this checkout.
 func TestIDsAcrossBranches(t *testing.T) {
-	repo, dir := gitGraph(t)
-	s := openTest(t, dir)
+	repo, dir, s := committedGraph(t)
 	ctx := context.Background()
-	_, err := s.Create(ctx, NewTask{Subject: "a"})
-	require.NoError(t, err)
-	runGit(t, repo, "add", "-A")
-	runGit(t, repo, "commit", "-qm", "a")
 	runGit(t, repo, "checkout", "-qb", "one")
 	b, err := s.Create(ctx, NewTask{Subject: "b"})
 	require.NoError(t, err)
