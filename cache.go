@@ -110,6 +110,27 @@ func (s *FileStore) scan() error {
 		}
 	}
 	slices.Sort(ids)
+	// Every task file is stat'ed, in parallel (mostly waiting on the
+	// filesystem: more workers than processors), while an empty cache is
+	// filled from the snapshot; then only the files whose stamp differs
+	// from the cache's are read.
+	var wg sync.WaitGroup
+	workers := max(runtime.GOMAXPROCS(0), 8)
+	stamps := make([]stamp, len(ids))
+	statted := make([]bool, len(ids))
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(ids); i += workers {
+				if fi, err := s.root.Lstat(taskFileName(ids[i])); err == nil {
+					stamps[i], statted[i] = stampOf(fi), true
+				}
+			}
+		})
+	}
+	if len(s.stamps) == 0 && !s.scanned {
+		s.loadSnapshot()
+	}
+	wg.Wait()
 	for _, id := range slices.Collect(maps.Keys(s.stamps)) {
 		if !present[id] {
 			s.hub.change(s.g, []ID{id}, func() { s.g.remove(id) })
@@ -125,21 +146,15 @@ func (s *FileStore) scan() error {
 	skip := make([]bool, len(ids))
 	// Loading is parallel; installing into the graph is sequential and in
 	// id order, which keeps the sorted index appends cheap.
-	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), 8)
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(ids); i += workers {
-				id := ids[i]
-				if old, cached := s.stamps[id]; cached {
-					fi, err := s.root.Lstat(taskFileName(id))
-					if err == nil && stampOf(fi) == old {
-						skip[i] = true
-						continue
-					}
+				if old, cached := s.stamps[ids[i]]; cached && statted[i] && stamps[i] == old {
+					skip[i] = true
+					continue
 				}
 				r := &results[i]
-				r.fi, r.t, r.err = s.load(id)
+				r.fi, r.t, r.err = s.load(ids[i])
 			}
 		})
 	}
@@ -156,6 +171,7 @@ func (s *FileStore) scan() error {
 			return r.err
 		}
 		s.install(id, r.fi, r.t, r.err)
+		s.snapshotLoads++
 	}
 	if err := s.readMeta(); err != nil {
 		return err
@@ -212,7 +228,7 @@ func (s *FileStore) afterScan() error {
 // a task file, the meta file, the journal or the change log (see
 // atomicfile.TempName), and nothing else.
 func isTempName(name string) bool {
-	for _, n := range []string{metaFileName, journalFileName, logFileName} {
+	for _, n := range []string{metaFileName, journalFileName, logFileName, idsFileName} {
 		if atomicfile.IsTempOf(name, n) {
 			return true
 		}

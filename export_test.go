@@ -85,3 +85,8 @@ func (k *killFS) Rename(oldname, newname string) error {
 	}
 	return k.fileSystem.Rename(oldname, newname)
 }
+
+// SetSnapshotMin sets how many files a scan reads before it writes the
+// snapshot: the tests write it after every scan that read one, so that
+// every test also runs on stores that start from a snapshot.
+func SetSnapshotMin(n int) { snapshotMin = n }

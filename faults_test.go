@@ -170,6 +170,9 @@ func copyTree(t *testing.T, from string) string {
 	entries, err := os.ReadDir(from)
 	require.NoError(t, err)
 	for _, e := range entries {
+		if e.IsDir() {
+			continue // the cache directory
+		}
 		data, err := os.ReadFile(filepath.Join(from, e.Name()))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(to, e.Name()), data, 0o644))

@@ -86,6 +86,9 @@ type FileStore struct {
 	hwm     ID // high-water mark in the meta file
 	// metaFound: the meta file exists (readMeta).
 	metaFound bool
+	// snapshotLoads counts the task files scans have read since the
+	// snapshot was last written (snapshot.go).
+	snapshotLoads int
 	// cloneIDs: ids come from this checkout's block (ids.go), because
 	// the directory is in a git working tree or has an id file; ids is
 	// the id file as read under the lock.
@@ -376,6 +379,7 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 				s.log.sync.hold(gen, off, s.hub.take())
 			}
 			unlock()
+			s.writeSnapshot() // outside the lock: it is this store's cache
 			<-s.sem
 			if !s.gc {
 				return nil

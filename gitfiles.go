@@ -37,6 +37,7 @@ var gitIgnorePatterns = []string{
 	setAsideLogPrefix + "*", // change logs set aside after a restart
 	syncFileName,            // how far this machine's log is synced
 	idsFileName,             // the last id this checkout drew from its block
+	cacheDirName + "/",      // a cache of the decoded tasks
 	journalFileName,         // a multi-file write in flight, replayed here
 	lostDirName + "/",       // what a power loss left empty, moved aside
 	atomicfile.TempPrefix(".taskgraph.") + "*",                         // a meta or journal being written

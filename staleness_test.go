@@ -104,7 +104,7 @@ func TestKilledBeforeRecordIsSeen(t *testing.T) {
 			require.NoError(t, err)
 			for _, n := range names {
 				base := filepath.Base(n)
-				assert.True(t, base == ".taskgraph.lock" || base == ".taskgraph.log" || base == ".taskgraph.meta" || base == ".taskgraph.sync", "left behind: %s", base)
+				assert.True(t, base == ".taskgraph.lock" || base == ".taskgraph.log" || base == ".taskgraph.meta" || base == ".taskgraph.sync" || base == ".taskgraph.cache", "left behind: %s", base)
 				assert.False(t, strings.HasPrefix(base, ".task_"), "a temporary file outlived the next write: %s", base)
 			}
 		})

@@ -32,18 +32,22 @@ func flagsList(fs *flag.FlagSet) func(e *env) error {
 func flagsReady(fs *flag.FlagSet) func(e *env) error {
 	f := listFlags(fs, false)
 	return func(e *env) error {
-		f.ready = true
 		return e.withListing(f, func(s store) error {
-			b, err := s.Board(e.ctx)
+			// The ready tasks only: the rest of the board is copied
+			// out only to say why none is ready.
+			b, err := s.Board(e.ctx, taskgraph.ReadyOnly())
 			if readFailed(err) {
 				return err
 			}
-			v := viewOfBoard(b)
+			v := viewOfReady(b.Ready)
 			shown, more := f.pick(b.Ready, v)
 			if perr := e.printPicked(shown, more, v); perr != nil {
 				return perr
 			}
 			if err == nil && len(shown) == 0 {
+				if b, err = s.Board(e.ctx); err != nil {
+					return err
+				}
 				e.printNoneReady(f.labels, b)
 				return errQuiet{exitUnavailable}
 			}

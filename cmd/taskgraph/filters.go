@@ -98,29 +98,28 @@ func (e *env) withListing(l *listing, f func(s store) error) error {
 // ts (by id for list, claim order for ready), at most limit of them, and
 // how many more it selects.
 func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
-	var out []taskgraph.Task
-	for _, t := range ts {
-		if len(l.statuses) > 0 && !slices.Contains(l.statuses, t.Status) {
-			continue
+	out := ts // no filter: every task, uncopied
+	if len(l.statuses) > 0 || len(l.states) > 0 || l.ownedBy != nil || len(l.labels) > 0 || l.ready {
+		out = make([]taskgraph.Task, 0, len(ts))
+		for _, t := range ts {
+			if l.selects(t, v) {
+				out = append(out, t)
+			}
 		}
-		if len(l.states) > 0 && !slices.Contains(l.states, v.state[t.ID]) {
-			continue
-		}
-		if l.ownedBy != nil && t.Owner != *l.ownedBy {
-			continue
-		}
-		if !hasAll(t.Labels, l.labels) {
-			continue
-		}
-		if l.ready && !isReady(t, v) {
-			continue
-		}
-		out = append(out, t)
 	}
 	if l.limit > 0 && len(out) > l.limit {
 		return out[:l.limit], len(out) - l.limit
 	}
 	return out, 0
+}
+
+// selects reports whether t passes every filter of the listing.
+func (l *listing) selects(t taskgraph.Task, v view) bool {
+	return (len(l.statuses) == 0 || slices.Contains(l.statuses, t.Status)) &&
+		(len(l.states) == 0 || slices.Contains(l.states, v.state[t.ID])) &&
+		(l.ownedBy == nil || t.Owner == *l.ownedBy) &&
+		hasAll(t.Labels, l.labels) &&
+		(!l.ready || isReady(t, v))
 }
 
 func hasAll(have, want []string) bool {

@@ -4,8 +4,11 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +22,34 @@ func (e *env) printJSON(v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printJSONArray prints the n elements elem gives as printJSON prints a
+// slice of them, byte for byte, one element at a time: a list of 100,000
+// tasks is never held whole, as values or as text.
+func (e *env) printJSONArray(n int, elem func(i int) any) error {
+	if n == 0 {
+		_, err := io.WriteString(e.stdout, "[]\n")
+		return err
+	}
+	w := bufio.NewWriterSize(e.stdout, 64<<10)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", "  ")
+	w.WriteString("[\n  ")
+	for i := range n {
+		buf.Reset()
+		if err := enc.Encode(elem(i)); err != nil {
+			return err
+		}
+		w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		if i < n-1 {
+			w.WriteString(",\n  ")
+		}
+	}
+	w.WriteString("\n]\n")
+	return w.Flush()
 }
 
 // view is what a task's line needs to know of the whole graph: the status
@@ -47,11 +78,24 @@ func viewOfBoard(b taskgraph.Board) view {
 	return v
 }
 
+// viewOfReady is the view of ready tasks alone: each is ready, and so
+// every blocker of each is completed.
+func viewOfReady(ready []taskgraph.Task) view {
+	v := view{status: map[taskgraph.ID]taskgraph.Status{}, state: map[taskgraph.ID]taskgraph.State{}}
+	for _, t := range ready {
+		v.status[t.ID], v.state[t.ID] = t.Status, taskgraph.StateReady
+		for _, b := range t.BlockedBy {
+			v.status[b] = taskgraph.Completed
+		}
+	}
+	return v
+}
+
 // printTasks prints ts, one a line, or as a JSON array of tasks with their
 // state.
 func (e *env) printTasks(ts []taskgraph.Task, v view) error {
 	if e.json {
-		return e.printJSON(v.toJSONs(ts))
+		return e.printJSONArray(len(ts), func(i int) any { return v.toJSON(ts[i]) })
 	}
 	for _, t := range ts {
 		fmt.Fprintln(e.stdout, e.line(t, v))

@@ -58,11 +58,14 @@ func toJSONs(ts []taskgraph.Task) []taskJSON { return slicesx.Map(ts, toJSON) }
 // toJSONs is ts as --json prints a list, each task with its state in v:
 // [] when empty.
 func (v view) toJSONs(ts []taskgraph.Task) []taskJSON {
-	return slicesx.Map(ts, func(t taskgraph.Task) taskJSON {
-		j := toJSON(t)
-		j.State = v.state[t.ID]
-		return j
-	})
+	return slicesx.Map(ts, v.toJSON)
+}
+
+// toJSON is toJSON with t's state.
+func (v view) toJSON(t taskgraph.Task) taskJSON {
+	j := toJSON(t)
+	j.State = v.state[t.ID]
+	return j
 }
 
 func fromJSON(j taskJSON) taskgraph.Task {

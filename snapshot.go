@@ -1,0 +1,373 @@
+// The snapshot: a disposable copy of the decoded tasks with the stamp of
+// the file each was read from, so that a cold open reads one file and
+// stats the rest instead of reading every task file.
+
+package taskgraph
+
+import (
+	"io/fs"
+
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"hash/crc32"
+	"maps"
+	"slices"
+	"time"
+)
+
+// The snapshot is cacheDirName/snapshotName. It is a cache, never the
+// truth: each task in it is used only while its file's stamp (inode,
+// size, mtime) is the one recorded, so a task written since — by
+// taskgraph, by hand, by the reference — is read from its file, and a
+// file that is gone is gone. It is written outside the lock by whoever
+// scanned, replaced atomically but not synced; one that is missing,
+// damaged or not a regular file is ignored (and replaced when it can be).
+// It lives in a directory of its own so that replacing it leaves the task
+// directory's mtime, which every store watches, alone. Git ignores it.
+const (
+	cacheDirName = ".taskgraph.cache"
+	snapshotName = "snapshot"
+)
+
+// snapshotMagic starts a snapshot; the version changes with the encoding.
+const snapshotMagic = "taskgraph snapshot 1\n"
+
+// snapshotMin is how many task files a scan must have read (not taken
+// from the snapshot) before it writes a new one: below it, reading them
+// costs less than writing the snapshot.
+var snapshotMin = 256
+
+// maxSnapshotSize bounds what is read of a snapshot.
+const maxSnapshotSize = 1 << 31
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// snapshotEntry is a task as the snapshot holds it.
+type snapshotEntry struct {
+	stamp stamp
+	task  *Task
+}
+
+// encodeSnapshot renders the tasks of g with their stamps.
+func encodeSnapshot(g *graph, stamps map[ID]stamp) []byte {
+	e := snapEncoder{b: make([]byte, 0, 256*len(g.ids))}
+	e.b = append(e.b, snapshotMagic...)
+	n := 0
+	for _, id := range g.ids {
+		if _, ok := stamps[id]; ok && g.tasks[id] != nil {
+			n++
+		}
+	}
+	e.uint(uint64(n))
+	for _, id := range g.ids {
+		st, ok := stamps[id]
+		t := g.tasks[id]
+		if !ok || t == nil {
+			continue
+		}
+		e.uint(uint64(id))
+		e.uint(st.Ino)
+		e.int(st.Size)
+		e.int(st.Mtime)
+		for _, s := range []string{t.Subject, t.Description, string(t.Status), t.Owner, t.PrevOwner, t.Key, t.Reason, t.Result} {
+			e.str(s)
+		}
+		e.ids(t.BlockedBy)
+		e.strs(t.Labels)
+		e.int(int64(t.Priority))
+		e.int(t.Rev)
+		for _, tm := range []time.Time{t.CreatedAt, t.UpdatedAt, t.ClaimedAt, t.LeaseExpiresAt} {
+			e.time(tm)
+		}
+		if t.Metadata == nil {
+			e.str("")
+		} else {
+			data, _ := json.Marshal(t.Metadata) // it came from JSON: it goes back
+			e.str(string(data))
+		}
+		e.uint(uint64(len(t.unknown)))
+		for _, k := range slices.Sorted(maps.Keys(t.unknown)) {
+			e.str(k)
+			e.str(string(t.unknown[k]))
+		}
+	}
+	return binary.LittleEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
+}
+
+// decodeSnapshot returns the entries of a snapshot, or an error if it is
+// not one this code wrote whole.
+func decodeSnapshot(data []byte) ([]snapshotEntry, error) {
+	if len(data) < len(snapshotMagic)+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, errors.New("not a snapshot of this version")
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, errors.New("checksum mismatch")
+	}
+	// The strings of every task are slices of one copy of the body: one
+	// allocation instead of one a string.
+	d := snapDecoder{b: body[len(snapshotMagic):]}
+	d.text = string(d.b)
+	n := d.uint()
+	if n > uint64(len(d.b)) {
+		return nil, errors.New("bad count")
+	}
+	out := make([]snapshotEntry, 0, n)
+	slab := make([]Task, n) // one allocation for every task
+	for i := range n {
+		var en snapshotEntry
+		t := &slab[i]
+		t.ID = ID(d.uint())
+		en.stamp = stamp{Ino: d.uint(), Size: d.int(), Mtime: d.int()}
+		for _, p := range []*string{&t.Subject, &t.Description, (*string)(&t.Status), &t.Owner, &t.PrevOwner, &t.Key, &t.Reason, &t.Result} {
+			*p = d.str()
+		}
+		t.BlockedBy = d.ids()
+		t.Labels = d.strs()
+		t.Priority = Priority(d.int())
+		t.Rev = d.int()
+		for _, p := range []*time.Time{&t.CreatedAt, &t.UpdatedAt, &t.ClaimedAt, &t.LeaseExpiresAt} {
+			*p = d.time()
+		}
+		if meta := d.str(); meta != "" && d.err == nil {
+			if err := json.Unmarshal([]byte(meta), &t.Metadata); err != nil {
+				return nil, err
+			}
+		}
+		if k := d.uint(); k > 0 && k <= uint64(len(d.b)) {
+			t.unknown = make(map[string]json.RawMessage, k)
+			for range k {
+				key := d.str()
+				t.unknown[key] = json.RawMessage(d.str())
+			}
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		if t.ID <= 0 || t.ID > MaxID || !t.Status.Valid() || !t.Priority.Valid() {
+			return nil, errors.New("a task out of range")
+		}
+		en.task = t
+		out = append(out, en)
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return nil, errors.New("trailing or truncated data")
+	}
+	return out, nil
+}
+
+// snapEncoder appends the snapshot's primitives: varints, and strings
+// and lists prefixed by their length (+1, so that 0 stands for nil).
+type snapEncoder struct{ b []byte }
+
+func (e *snapEncoder) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *snapEncoder) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+func (e *snapEncoder) str(s string)  { e.uint(uint64(len(s))); e.b = append(e.b, s...) }
+
+func (e *snapEncoder) ids(ids []ID) {
+	if ids == nil {
+		e.uint(0)
+		return
+	}
+	e.uint(uint64(len(ids)) + 1)
+	for _, id := range ids {
+		e.int(int64(id))
+	}
+}
+
+func (e *snapEncoder) strs(ss []string) {
+	if ss == nil {
+		e.uint(0)
+		return
+	}
+	e.uint(uint64(len(ss)) + 1)
+	for _, s := range ss {
+		e.str(s)
+	}
+}
+
+// time keeps a time as decoding its file gave it: the zero time; a UTC
+// time as nanoseconds; any other as its text, parsed again.
+func (e *snapEncoder) time(t time.Time) {
+	switch {
+	case t.IsZero():
+		e.uint(0)
+	case t.Location() == time.UTC:
+		e.uint(1)
+		e.int(t.UnixNano())
+	default:
+		e.uint(2)
+		e.str(t.Format(time.RFC3339Nano))
+	}
+}
+
+// snapDecoder reads what snapEncoder wrote; the first problem sticks in
+// err and every later read returns zero values.
+type snapDecoder struct {
+	b    []byte
+	text string // b's bytes as a string, from the start of b at the decode's start
+	err  error
+}
+
+var errTruncated = errors.New("truncated")
+
+func (d *snapDecoder) uint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errTruncated
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *snapDecoder) int() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errTruncated
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *snapDecoder) str() string {
+	n := d.uint()
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.err = errTruncated
+		return ""
+	}
+	at := len(d.text) - len(d.b)
+	s := d.text[at : at+int(n)]
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *snapDecoder) ids() []ID {
+	n := d.uint()
+	if n == 0 || d.err != nil || n-1 > uint64(len(d.b)) {
+		if n != 0 {
+			d.err = errTruncated
+		}
+		return nil
+	}
+	ids := make([]ID, n-1)
+	for i := range ids {
+		ids[i] = ID(d.int())
+	}
+	return ids
+}
+
+func (d *snapDecoder) strs() []string {
+	n := d.uint()
+	if n == 0 || d.err != nil || n-1 > uint64(len(d.b)) {
+		if n != 0 {
+			d.err = errTruncated
+		}
+		return nil
+	}
+	ss := make([]string, n-1)
+	for i := range ss {
+		ss[i] = d.str()
+	}
+	return ss
+}
+
+func (d *snapDecoder) time() time.Time {
+	switch d.uint() {
+	case 0:
+		return time.Time{}
+	case 1:
+		return time.Unix(0, d.int()).UTC()
+	case 2:
+		t, err := time.Parse(time.RFC3339Nano, d.str())
+		if err != nil && d.err == nil {
+			d.err = err
+		}
+		return t
+	}
+	if d.err == nil {
+		d.err = errors.New("bad time")
+	}
+	return time.Time{}
+}
+
+// loadSnapshot fills an empty cache from the snapshot, if there is a
+// usable one: the scan that follows stats every task file and reads only
+// those whose stamp differs. It reports whether it loaded one.
+func (s *FileStore) loadSnapshot() bool {
+	cache, err := s.root.OpenRoot(cacheDirName)
+	if err != nil {
+		return false
+	}
+	defer cache.Close()
+	d, err := cache.Open(".")
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	fi, data, err := readFile(newDirFS(cache, d), cache, cacheDirName, snapshotName, maxSnapshotSize)
+	if fi == nil || err != nil {
+		return false
+	}
+	entries, err := decodeSnapshot(data)
+	if err != nil {
+		return false
+	}
+	ids := make([]ID, len(entries))
+	for i, en := range entries {
+		ids[i] = en.task.ID
+	}
+	if len(s.g.tasks) == 0 {
+		// Sized once rather than grown a hundred thousand times.
+		s.g.tasks = make(map[ID]*Task, len(entries))
+		s.g.dependents = make(map[ID][]ID, len(entries))
+		s.stamps = make(map[ID]stamp, len(entries))
+	}
+	s.hub.change(s.g, ids, func() {
+		for _, en := range entries {
+			s.g.put(en.task)
+			s.stamps[en.task.ID] = en.stamp
+		}
+	})
+	return true
+}
+
+// writeSnapshot replaces the snapshot with the cache, if the last scans
+// read enough files to make it worth it. It runs after the lock is
+// released; a failure (a read-only directory, a full disk, a cache
+// directory that is a file) costs only the next cold open's time.
+func (s *FileStore) writeSnapshot() {
+	if s.snapshotLoads < snapshotMin {
+		return
+	}
+	s.snapshotLoads = 0
+	if err := s.root.Mkdir(cacheDirName, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return
+	}
+	cache, err := s.root.OpenRoot(cacheDirName)
+	if err != nil {
+		return
+	}
+	defer cache.Close()
+	if d, err := cache.Open("."); err == nil {
+		// What a writer killed mid-write left (another's write in
+		// progress, removed too, just fails).
+		names, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, n := range names {
+			if atomicfile.IsTempOf(n, snapshotName) {
+				_ = cache.Remove(n)
+			}
+		}
+	}
+	_ = atomicfile.WriteNoSync(cache, snapshotName, encodeSnapshot(s.g, s.stamps), s.cfg.filePerm)
+}
