@@ -799,3 +799,19 @@ func dropGraph(url, graph string) {
 		pool.Close()
 	}
 }
+
+// printJSONArray prints what printJSON prints for the same slice, byte
+// for byte: list --json streams, and says the same.
+func TestPrintJSONArrayIsPrintJSON(t *testing.T) {
+	for _, items := range [][]map[string]any{nil, {{"a": "<&>"}}, {{"a": 1, "b": []int{1, 2}}, {}, {"c": map[string]any{"d": "ü"}}}} {
+		var want, got bytes.Buffer
+		require.NoError(t, (&env{stdout: &want}).printJSON(items))
+		require.NoError(t, (&env{stdout: &got}).printJSONArray(len(items), func(i int) any { return items[i] }))
+		if items == nil {
+			assert.Equal(t, "null\n", want.String(), "a nil slice")
+			assert.Equal(t, "[]\n", got.String(), "printTasks never prints null")
+			continue
+		}
+		assert.Equal(t, want.String(), got.String())
+	}
+}
