@@ -143,6 +143,7 @@ func (s *FileStore) scan() error {
 		err error
 	}
 	results := make([]loaded, len(ids))
+	var read []ID // read from their files by this scan
 	skip := make([]bool, len(ids))
 	// Loading is parallel; installing into the graph is sequential and in
 	// id order, which keeps the sorted index appends cheap.
@@ -172,13 +173,16 @@ func (s *FileStore) scan() error {
 		}
 		s.install(id, r.fi, r.t, r.err)
 		s.snapshotLoads++
+		if r.err == nil && r.t != nil {
+			read = append(read, id) // a corrupt file is never used: nothing to keep
+		}
 	}
 	if err := s.readMeta(); err != nil {
 		return err
 	}
 	s.dirMtime = dfi.ModTime().UnixNano()
 	if s.redoLog() {
-		if err := s.afterScan(); err != nil {
+		if err := s.afterScan(read); err != nil {
 			return err
 		}
 	}
@@ -188,9 +192,10 @@ func (s *FileStore) scan() error {
 
 // afterScan finishes a scan with group commit: after a restart of the
 // machine it replays the log onto the files (which needs the exclusive
-// lock), and it makes what the scan read durable, since files renamed
-// since the last checkpoint may not be yet.
-func (s *FileStore) afterScan() error {
+// lock), and it makes what the scan read durable (read: the task files it
+// read rather than took from the cache or the snapshot), since files
+// renamed since the last checkpoint may not be yet.
+func (s *FileStore) afterScan(read []ID) error {
 	due, err := s.restartDue()
 	if err != nil {
 		return err
@@ -216,12 +221,66 @@ func (s *FileStore) afterScan() error {
 			return s.scan()
 		}
 	}
-	if err := s.syncFS(); err != nil {
+	if err := s.syncSeen(read); err != nil {
 		return fmt.Errorf("taskgraph: sync %s: %w", s.dir, err)
 	}
 	s.log.syncedIno, s.log.syncedOff = s.log.ino, s.log.off
 	s.log.sync.durableTo(s.log.gen, s.log.off)
 	return nil
+}
+
+// syncSeenMax is how many files a scan fsyncs one by one; past it, one
+// syncfs costs less.
+const syncSeenMax = 512
+
+// syncSeen makes durable what a scan saw: the task files it read, their
+// directory entries and the change log (whose records redo every
+// group-committed write the scan may have seen before its writer's sync).
+// Files it took from the cache or the snapshot were made durable by the
+// scan that first read them. Only a scan that read many files — a cold
+// open without a snapshot, or after many changes — calls syncfs, which
+// also waits on every other program's unwritten data on the filesystem.
+func (s *FileStore) syncSeen(read []ID) error {
+	if len(read) > syncSeenMax {
+		return s.syncFS()
+	}
+	open := func(name string) (*os.File, error) {
+		f, err := s.fs.OpenRead(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // gone since: nothing to make durable
+		}
+		return f, err
+	}
+	for _, id := range read {
+		f, err := open(taskFileName(id))
+		if err == nil && f != nil {
+			err = s.fs.Sync(f)
+			f.Close()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if s.log.ino != 0 {
+		f, err := open(logFileName)
+		if err != nil {
+			return err
+		}
+		if f != nil {
+			if fi, serr := f.Stat(); serr == nil && atomicfile.FileID(fi) == s.log.ino {
+				// Through the sync file: another process's sync
+				// may already cover it.
+				err = s.sharedSync(f, s.log.ino, s.log.off)
+			} else {
+				err = s.syncData(f) // replaced since the scan: this one
+			}
+			f.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return s.syncDir()
 }
 
 // isTempName reports whether name is a temporary file of a replacement of
