@@ -385,23 +385,71 @@ func measureStore(s taskgraph.Store, shape string, n, samples int) []Result {
 }
 
 // coldOpen times Open+Board in fresh processes against a plain loop that
-// reads every file, also in fresh processes.
+// reads every file, also in fresh processes; and the CLI's `ready --json`
+// and `list --json` (output to /dev/null), each fresh process timed from
+// the outside, interleaved with a fresh read loop (ABAB), so that every
+// ratio is against its neighbour. A first `ready` writes the snapshot
+// (.taskgraph.cache) and is not counted.
 func coldOpen(dir, shape string, n int) []Result {
-	var open, loop []time.Duration
+	var open, loop, ready, list []time.Duration
 	var rss string
+	cli := cliBinary()
+	run := func(args ...string) time.Duration {
+		cmd := exec.Command(cli, append([]string{"--dir", dir}, args...)...)
+		start := time.Now()
+		var exit *exec.ExitError
+		if out, err := cmd.CombinedOutput(); err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 3) { // 3: none ready
+			log.Fatalf("taskgraph %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return time.Since(start)
+	}
+	loopOnce := func() time.Duration {
+		start := time.Now()
+		self("-readloop", dir)
+		return time.Since(start)
+	}
+	run("ready", "--json") // writes the snapshot
+	var readyRatio, listRatio []float64
 	for range 3 {
 		us, r := self("-cold", dir)
 		open = append(open, us)
 		rss = r
 		us, _ = self("-readloop", dir)
 		loop = append(loop, us)
+		l1, rd, l2, ls := loopOnce(), run("ready", "--json"), loopOnce(), run("list", "--json")
+		ready, list = append(ready, rd), append(list, ls)
+		readyRatio, listRatio = append(readyRatio, float64(rd)/float64(l1)), append(listRatio, float64(ls)/float64(l2))
 	}
 	m, l := median(open), median(loop)
+	slices.Sort(readyRatio)
+	slices.Sort(listRatio)
 	return []Result{
 		{Shape: shape, N: n, Op: "cold Open+Board", Median: m, P90: pct(open, 90), Samples: 3,
 			Note: fmt.Sprintf("%.2f× ReadFile loop; RSS %s", m/l, rss)},
 		{Shape: shape, N: n, Op: "ReadFile loop", Median: l, P90: pct(loop, 90), Samples: 3},
+		{Shape: shape, N: n, Op: "cold ready --json", Median: median(ready), P90: pct(ready, 90), Samples: 3,
+			Note: fmt.Sprintf("%.2f× a fresh ReadFile loop process run beside it (median of 3 neighbours)", readyRatio[1])},
+		{Shape: shape, N: n, Op: "cold list --json", Median: median(list), P90: pct(list, 90), Samples: 3,
+			Note: fmt.Sprintf("%.2f× a fresh ReadFile loop process run beside it (median of 3 neighbours)", listRatio[1])},
 	}
+}
+
+var cliPath string
+
+// cliBinary builds the taskgraph command once, for the cold CLI rows.
+func cliBinary() string {
+	if cliPath != "" {
+		return cliPath
+	}
+	dir, err := os.MkdirTemp("", "taskgraph-bench-cli-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cliPath = filepath.Join(dir, "taskgraph")
+	if out, err := exec.Command("go", "build", "-o", cliPath, "github.com/taskgraph-dev/taskgraph/cmd/taskgraph").CombinedOutput(); err != nil {
+		log.Fatalf("building taskgraph: %v: %s", err, out)
+	}
+	return cliPath
 }
 
 // self runs this binary with a flag and parses "micros rss" from its output.
