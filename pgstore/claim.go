@@ -125,6 +125,9 @@ func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duratio
 		return err
 	})
 	t.Blocks = ids(blocks)
+	if err == nil && fits {
+		s.notify(ctx) // claimed
+	}
 	return t, fits, err
 }
 

@@ -17,7 +17,7 @@ func (s *Store) Delete(ctx context.Context, id taskgraph.ID, opts ...taskgraph.D
 		return err
 	}
 	detach := set.Detach
-	return s.begin(ctx, func(tx pgx.Tx) error {
+	return s.write(ctx, func(tx pgx.Tx) error {
 		if err := s.serialise(ctx, tx); err != nil {
 			return err
 		}

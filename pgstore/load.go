@@ -37,7 +37,7 @@ func (s *Store) Load(ctx context.Context, tasks []taskgraph.Task) error {
 const loadBatch = 1000
 
 func (s *Store) load(ctx context.Context, tasks []taskgraph.Task) error {
-	return s.begin(ctx, func(tx pgx.Tx) error {
+	return s.write(ctx, func(tx pgx.Tx) error {
 		if err := s.serialise(ctx, tx); err != nil {
 			return err
 		}

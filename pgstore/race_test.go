@@ -3,14 +3,13 @@ package pgstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -104,20 +103,16 @@ func TestReopenRacesClaimNext(t *testing.T) {
 	}
 }
 
-// TestReopenNotifiesOnlyTheTask: Reopen writes its dependents' rows
-// unchanged (so that a concurrent ClaimNext re-checks them); the trigger
-// notifies no watcher of a write that changes nothing.
-func TestReopenNotifiesOnlyTheTask(t *testing.T) {
+// TestWritesNotifyAfterCommit: every write notifies the graph once, after
+// it has committed, from a transaction of its own; a read notifies
+// nothing; and no trigger notifies from inside a write's transaction,
+// where the notify lock would be held through the commit's flush
+// (migration 007).
+func TestWritesNotifyAfterCommit(t *testing.T) {
 	p := pool(t)
 	graph := graphName(t)
 	s := open(t, p, graph)
 	a, err := s.Create(ctx, taskgraph.NewTask{Subject: "a"})
-	require.NoError(t, err)
-	_, err = s.Claim(ctx, a.ID, "w")
-	require.NoError(t, err)
-	_, err = s.Complete(ctx, a.ID, "w")
-	require.NoError(t, err)
-	b, err := s.Create(ctx, taskgraph.NewTask{Subject: "b", BlockedBy: []taskgraph.ID{a.ID}})
 	require.NoError(t, err)
 
 	conn, err := p.Acquire(ctx)
@@ -126,19 +121,29 @@ func TestReopenNotifiesOnlyTheTask(t *testing.T) {
 	_, err = conn.Exec(ctx, `LISTEN taskgraph`)
 	require.NoError(t, err)
 	defer conn.Exec(ctx, `UNLISTEN taskgraph`)
-	_, err = s.Reopen(ctx, a.ID)
-	require.NoError(t, err)
-	var got []string
-	for {
-		wait, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		n, err := conn.Conn().WaitForNotification(wait)
-		cancel()
-		if err != nil {
-			break
-		}
-		if strings.HasPrefix(n.Payload, graph+"\t") {
-			got = append(got, strings.TrimPrefix(n.Payload, graph+"\t"))
+	drain := func() []string {
+		var got []string
+		for {
+			wait, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			n, err := conn.Conn().WaitForNotification(wait)
+			cancel()
+			if err != nil {
+				return got
+			}
+			got = append(got, n.Payload)
 		}
 	}
-	require.Equal(t, []string{fmt.Sprintf("%d\tupdate", a.ID)}, got, "B (%d) is written but not changed", b.ID)
+	_, err = s.ClaimNext(ctx, "w") // the one-statement claim
+	require.NoError(t, err)
+	assert.Equal(t, []string{graph}, drain(), "a claim notifies once")
+	_, err = s.Complete(ctx, a.ID, "w")
+	require.NoError(t, err)
+	assert.Equal(t, []string{graph}, drain(), "a completion notifies once")
+	_, err = s.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, drain(), "a read notifies nothing")
+
+	var triggers int
+	require.NoError(t, p.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'taskgraph_tasks'::regclass AND NOT tgisinternal`).Scan(&triggers))
+	assert.Zero(t, triggers, "nothing notifies from inside a write's transaction")
 }

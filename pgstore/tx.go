@@ -50,12 +50,13 @@ func (s *Store) begin(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return retry(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
 }
 
-// transact runs fn in a transaction, as begin does, and returns what fn
-// returned in the attempt that committed; on failure, the zero value and
-// the error.
+// transact runs the write fn in a transaction, as begin does, tells the
+// watchers once it has committed (notify), and returns what fn returned
+// in the attempt that committed; on failure, the zero value and the
+// error.
 func transact[T any](ctx context.Context, s *Store, fn func(tx pgx.Tx) (T, error)) (T, error) {
 	var out T
-	err := s.begin(ctx, func(tx pgx.Tx) error {
+	err := s.write(ctx, func(tx pgx.Tx) error {
 		var err error
 		out, err = fn(tx)
 		return err
@@ -65,6 +66,27 @@ func transact[T any](ctx context.Context, s *Store, fn func(tx pgx.Tx) (T, error
 		return zero, err
 	}
 	return out, nil
+}
+
+// write runs the write fn in a transaction, as begin does, and tells the
+// watchers once it has committed.
+func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if err := s.begin(ctx, fn); err != nil {
+		return err
+	}
+	s.notify(ctx)
+	return nil
+}
+
+// notify wakes every watcher of the graph (Watch, and so Work), after a
+// write has committed: in a transaction of its own that writes nothing,
+// so that the database-wide lock every notifying transaction takes at
+// commit is held for no flush (migration 007). The write is done whatever
+// happens here: a notification that cannot be sent (the context ended,
+// the connection failed) is not an error of the write; the watchers see
+// its change at their next wake-up, which the next write gives.
+func (s *Store) notify(ctx context.Context) {
+	_, _ = s.pool.Exec(context.WithoutCancel(ctx), `SELECT pg_notify('taskgraph', $1)`, s.graph)
 }
 
 // serialise takes the graph's advisory lock until the transaction ends.

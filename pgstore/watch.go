@@ -15,9 +15,10 @@ import (
 	"github.com/taskgraph-dev/taskgraph"
 )
 
-// Watch implements taskgraph.Watcher with LISTEN/NOTIFY: a trigger notifies
-// every change to a task, from any client of the database, at commit.
-// Notifications that arrive together are coalesced. It holds one pool
+// Watch implements taskgraph.Watcher with LISTEN/NOTIFY: every write of a
+// pgstore notifies the graph once it has committed (Store.notify), and a
+// watcher woken reads the board and reports what changed since the last
+// one it read. Notifications that arrive together are coalesced. It holds one pool
 // connection until the watch ends: when ctx is done, when the store is
 // closed (the last event is then of kind taskgraph.Ended, with Err
 // matching taskgraph.ErrClosed), or when the connection or a query fails
@@ -124,16 +125,16 @@ func (w *watcher) run(ctx context.Context) {
 // why it stopped.
 func (w *watcher) loop(ctx context.Context) error {
 	for {
-		touched, err := w.gather(ctx)
+		woken, err := w.gather(ctx)
 		if err != nil {
 			return fmt.Errorf("pgstore: watch: %w", err)
 		}
-		if len(touched) > 0 {
+		if woken {
 			b, err := w.s.Board(ctx)
 			if err != nil {
 				return fmt.Errorf("pgstore: watch: %w", err)
 			}
-			if !w.report(ctx, touched, b) {
+			if !w.report(ctx, b) {
 				return ctx.Err()
 			}
 		}
@@ -147,8 +148,9 @@ func (w *watcher) loop(ctx context.Context) error {
 }
 
 // gather waits for a notification, then takes every one already queued,
-// and returns the ids of this graph's tasks they name.
-func (w *watcher) gather(ctx context.Context) (map[taskgraph.ID]bool, error) {
+// and reports whether one was for this graph (false: a lease may have
+// lapsed meanwhile).
+func (w *watcher) gather(ctx context.Context) (bool, error) {
 	wait, cancel := ctx, context.CancelFunc(func() {})
 	if d, ok := w.leases.Next(w.now()); ok {
 		// Wake for the first lease to lapse: re-armed every few
@@ -163,25 +165,20 @@ func (w *watcher) gather(ctx context.Context) (map[taskgraph.ID]bool, error) {
 		// No notification before the lapse. A timed-out wait leaves the
 		// connection usable: pgx waits for notifications without a
 		// query in flight.
-		return nil, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	touched := map[taskgraph.ID]bool{}
+	woken := false
 	for n != nil {
-		if graph, rest, ok := strings.Cut(n.Payload, "\t"); ok && graph == w.s.graph {
-			var id int64
-			var op string
-			if _, err := fmt.Sscanf(rest, "%d\t%s", &id, &op); err == nil {
-				touched[taskgraph.ID(id)] = true
-			}
-		}
+		graph, _, _ := strings.Cut(n.Payload, "\t") // older versions' triggers sent "graph\tid\top"
+		woken = woken || graph == w.s.graph
 		short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
 		n, _ = w.conn.Conn().WaitForNotification(short)
 		cancel()
 	}
-	return touched, nil
+	return woken, nil
 }
 
 // send sends one event, keeping the leases current with it, and reports
@@ -199,19 +196,26 @@ func (w *watcher) send(ctx context.Context, kind taskgraph.EventKind, t taskgrap
 
 // report sends the events that take the graph from what was last reported
 // to b, and reports whether the receiver is still there.
-func (w *watcher) report(ctx context.Context, touched map[taskgraph.ID]bool, b taskgraph.Board) bool {
+func (w *watcher) report(ctx context.Context, b taskgraph.Board) bool {
 	send := func(kind taskgraph.EventKind, t taskgraph.Task) bool { return w.send(ctx, kind, t) }
 	now, ready := index(b)
-	for _, id := range slices.Sorted(maps.Keys(touched)) {
+	ids := slices.Collect(maps.Keys(now))
+	for id := range w.known {
+		if _, ok := now[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
 		t, exists := now[id]
 		old, existed := w.known[id]
 		ok := true
 		switch {
 		case exists && !existed:
 			ok = send(taskgraph.Created, t)
-		case exists:
+		case exists && t.Rev != old.Rev: // every write of a task advances its rev
 			ok = send(taskgraph.Updated, t)
-		case existed:
+		case !exists:
 			ok = send(taskgraph.Deleted, old)
 		}
 		if !ok {
