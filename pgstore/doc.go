@@ -15,9 +15,18 @@
 //
 // Concurrency: every operation is one transaction. Claims and completions
 // lock only the rows they touch, and ClaimNext picks the most urgent ready
-// task (then the first created, then the lowest id) with FOR UPDATE SKIP LOCKED, so workers run in
-// parallel without ever claiming one task twice. Writes that add edges or
+// task (then the first created, then the lowest id) with FOR UPDATE SKIP
+// LOCKED, so workers run in parallel without ever claiming one task twice. Writes that add edges or
 // delete tasks serialise per graph with a transaction-scoped advisory lock,
 // so two concurrent edits can never close a cycle between them. Leases
 // expire by the database's clock, or by the clock given with WithClock.
+//
+// Watchers (Watch, and Work waiting for a task) are woken by NOTIFY on the
+// channel taskgraph, with the graph's name as payload, which every write
+// sends once it has committed, from a transaction of its own: a
+// transaction that notifies holds a database-wide lock through its
+// commit, so a notification sent inside each write would serialise the
+// writes' commits. A program that writes the tables directly should send
+// SELECT pg_notify('taskgraph', graph) after its commit; until someone
+// does, watchers see its change at their next wake-up.
 package pgstore

@@ -51,8 +51,8 @@ func (s *Store) Reopen(ctx context.Context, id taskgraph.ID) (taskgraph.Task, er
 			return taskgraph.Task{}, err
 		}
 		if finished && len(ids) > 0 {
-			// The same values: no notification (the trigger skips a write
-			// that changes nothing), no new rev, but a new row version.
+			// The same values: no new rev (a watcher reports no
+			// change), but a new row version.
 			if _, err := tx.Exec(ctx, `UPDATE taskgraph_tasks SET blocked_by = blocked_by WHERE graph = $1 AND id = ANY($2)`,
 				s.graph, int64s(ids)); err != nil {
 				return taskgraph.Task{}, err
