@@ -78,7 +78,7 @@ func encodeTask(t *Task) ([]byte, error) {
 		{"rev", t.Rev, t.Rev == 0}, // 0 only in what git commits (CleanTaskFile)
 		{"metadata", t.Metadata, len(t.Metadata) == 0},
 		{"claimedAt", t.ClaimedAt, t.ClaimedAt.IsZero()},
-		{"leaseExpiresAt", t.LeaseExpiresAt, t.LeaseExpiresAt.IsZero()},
+		{"leaseExpiresAt", t.LeaseExpiresAt.Format(fixedWidthTime), t.LeaseExpiresAt.IsZero()},
 		{"prevOwner", t.PrevOwner, t.PrevOwner == ""},
 	}
 	for _, f := range fields {
@@ -97,6 +97,13 @@ func encodeTask(t *Task) ([]byte, error) {
 	b.WriteString("\n}\n")
 	return b.Bytes(), nil
 }
+
+// fixedWidthTime is RFC 3339 with all nine digits of the nanoseconds, for
+// the lease's expiry: a renewal then leaves the file's size as it was (but
+// when its rev gains a digit), and git, which takes a file whose size
+// changed for modified without running its clean filter, sees a renewed
+// task unchanged (see CleanTaskFile).
+const fixedWidthTime = "2006-01-02T15:04:05.000000000Z07:00"
 
 func marshalNoEscape(v any) ([]byte, error) {
 	var b bytes.Buffer
