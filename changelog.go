@@ -252,6 +252,25 @@ func (s *FileStore) recordLog(j *journal.Journal) error {
 	return nil
 }
 
+// announceDeletion makes durable, before a single-file write removes a
+// task file, that the removal is about to happen (an X line): any fsync on
+// the filesystem may make the removal durable before the D line that
+// records it is, and a replay after a power loss would otherwise restore
+// the missing file from the task's last record.
+func (s *FileStore) announceDeletion(j *journal.Journal) error {
+	if len(j.Del) == 0 || !s.redoLog() || s.log.f == nil {
+		return nil
+	}
+	var rec []byte
+	for _, id := range j.Del {
+		rec = changelog.AppendDeleting(rec, id)
+	}
+	if err := s.appendRecord(rec); err != nil {
+		return err
+	}
+	return s.syncData(s.log.f)
+}
+
 // appendLog records which tasks j changed, with their new content and
 // stamps, and the directory mtime after it: one whole record, which tells
 // the other stores what changed and, once synced after the lock is let go

@@ -265,6 +265,9 @@ func (s *FileStore) commit(p *plan) error {
 		if err := s.raiseHighWater(ID(j.HighWater)); err != nil {
 			return err
 		}
+		if err := s.announceDeletion(j); err != nil {
+			return err
+		}
 		// With group commit the change-log record makes the file
 		// durable (groupcommit.go), after the lock is let go — unless
 		// the version it replaces could not be restored from the log.

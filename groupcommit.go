@@ -253,6 +253,14 @@ func (s *FileStore) replayAfterReboot() (changed bool, err error) {
 // Anything else — a file edited since, records that are not this file's —
 // is left as it is: the files win.
 func (s *FileStore) redo(id ID, h []changelog.Change) (bool, error) {
+	// A removal announced after the last record (an X line) may have
+	// reached the disk without the record that followed it: a missing
+	// file is then deleted, not lost.
+	deleting := len(h) > 0 && h[len(h)-1].Deleting
+	h = slices.DeleteFunc(slices.Clone(h), func(c changelog.Change) bool { return c.Deleting })
+	if len(h) == 0 {
+		return false, nil
+	}
 	wrote := map[int64]bool{}     // the revs the records wrote
 	continues := map[int64]bool{} // the revs a record replaced
 	for i, c := range h {
@@ -281,7 +289,7 @@ func (s *FileStore) redo(id ID, h []changelog.Change) (bool, error) {
 	}
 	switch state {
 	case fileMissing:
-		if last.Deleted {
+		if last.Deleted || deleting {
 			return false, nil
 		}
 	case fileDamaged:

@@ -51,6 +51,12 @@ const (
 	Intent Kind = 'I' // a write about to commit, and the mtime before it
 	// Checkpoint: every write recorded before it is durable in its files.
 	Checkpoint Kind = 'C'
+	// Deleting: a task file about to be removed, written and synced
+	// before the removal. A removal may reach the disk before the D line
+	// that records it (any fsync on the filesystem can commit it); after a
+	// power loss this line tells the replay that a missing file was
+	// deleted, not lost, and must not be restored from an older record.
+	Deleting Kind = 'X'
 )
 
 // Stamp identifies one version of a file: a replaced file has a new inode.
@@ -85,7 +91,12 @@ func AppendDelete(buf []byte, id, rev int64) []byte {
 	return fmt.Appendf(buf, "D %d %d\n", id, rev)
 }
 
-// AppendMtime appends the record of the directory's mtime after a write.
+// AppendDeleting appends the announcement that the file of id is about to
+// be removed.
+func AppendDeleting(buf []byte, id int64) []byte { return fmt.Appendf(buf, "X %d\n", id) }
+
+// AppendMtime appends the directory's mtime after a write: the end of its
+// record.
 func AppendMtime(buf []byte, mtime int64) []byte { return fmt.Appendf(buf, "M %d\n", mtime) }
 
 // AppendIntent appends the announcement of a write of ids, made while the
@@ -155,6 +166,9 @@ func Parse(line string) (r Record, ok bool) {
 			boot = ""
 		}
 		return Record{Kind: Checkpoint, Boot: boot, Dir: dir}, true
+	case "X":
+		n, err := strconv.ParseInt(rest, 10, 64)
+		return Record{Kind: Deleting, ID: n}, err == nil && n > 0
 	case "D":
 		id, rev, hasRev := strings.Cut(rest, " ")
 		n, err := strconv.ParseInt(id, 10, 64)
@@ -188,7 +202,10 @@ func Parse(line string) (r Record, ok bool) {
 // Change is the state one record leaves a task in: its content, or
 // deleted.
 type Change struct {
-	Deleted bool
+	// Deleting: a removal was about to happen (an X line); it carries
+	// nothing else, and no M line ends it.
+	Deleting bool
+	Deleted  bool
 	Rev     int64  // when Deleted: the rev of the task deleted (0 if not said)
 	Content []byte // the task file, when not Deleted
 	Stamp   Stamp  // the file written, when not Deleted
@@ -219,6 +236,8 @@ func Redo(log []byte) map[int64][]Change {
 		switch r.Kind {
 		case Intent, Checkpoint:
 			group, damaged = nil, false
+		case Deleting:
+			history[r.ID] = append(history[r.ID], Change{Deleting: true, End: pos})
 		case Put, Delete:
 			if group == nil {
 				group = map[int64]Change{}

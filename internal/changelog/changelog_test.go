@@ -136,3 +136,26 @@ func TestRedo(t *testing.T) {
 	_, _, ok = LastCheckpoint([]byte("P 1 2 3 4 {\"x\":\"C y\"}\nM 5\n"))
 	require.False(t, ok, "a C inside a line is not a checkpoint")
 }
+
+// TestRedoKeepsAnnouncedDeletions: an X line after a task's last record
+// comes back as a Deleting change, which needs no M line (the removal and
+// its D line may be what the power loss took).
+func TestRedoKeepsAnnouncedDeletions(t *testing.T) {
+	var log []byte
+	log = AppendPut(log, 5, Stamp{Ino: 1, Size: 2, Mtime: 3}, []byte(`{"id":5}`))
+	log = AppendMtime(log, 10)
+	log = AppendIntent(log, 10, []int64{5})
+	log = AppendDeleting(log, 5)
+	h := Redo(log)[5]
+	if len(h) != 2 || h[0].Deleting || !h[1].Deleting {
+		t.Fatalf("history of 5: %+v, want its put and then the announced deletion", h)
+	}
+	if r, ok := Parse("X 5"); !ok || r.Kind != Deleting || r.ID != 5 {
+		t.Fatalf("Parse(X 5) = %+v, %v", r, ok)
+	}
+	for _, bad := range []string{"X", "X 0", "X -1", "X x"} {
+		if _, ok := Parse(bad); ok {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+}
