@@ -206,10 +206,10 @@ type Change struct {
 	// nothing else, and no M line ends it.
 	Deleting bool
 	Deleted  bool
-	Rev     int64  // when Deleted: the rev of the task deleted (0 if not said)
-	Content []byte // the task file, when not Deleted
-	Stamp   Stamp  // the file written, when not Deleted
-	End     int    // where the record (its M line) ends in the log
+	Rev      int64  // when Deleted: the rev of the task deleted (0 if not said)
+	Content  []byte // the task file, when not Deleted
+	Stamp    Stamp  // the file written, when not Deleted
+	End      int    // where the record (its M line) ends in the log
 }
 
 // Redo returns, for each task, the changes the whole records of log (whole
