@@ -56,6 +56,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("P 1 2 3 4 {}\nP 9", 14)
 	f.Add("I 77 1 2\nP 1 2 3 4 {}\n", 9)
 	f.Add("C b\nI 77 1\nP 1 2 3 4 {}\nM 78\nC c\n", 30)
+	f.Add("P 1 2 3 4 {}\nM 5\nI 5 1\nX 1\nD 1 1\nM 6\n", 40)
 	f.Fuzz(func(t *testing.T, log string, cut int) {
 		if cut < 0 || cut > len(log) {
 			cut = len(log)
@@ -64,7 +65,13 @@ func FuzzParse(f *testing.F) {
 		for id, h := range Redo(whole) {
 			require.Positive(t, id)
 			for i, c := range h {
-				require.True(t, c.Deleted != (c.Content != nil))
+				kinds := 0
+				for _, is := range []bool{c.Deleting, c.Deleted, c.Content != nil} {
+					if is {
+						kinds++
+					}
+				}
+				require.Equal(t, 1, kinds, "an announced deletion, a deletion or a put: %+v", c)
 				require.True(t, c.End > 0 && c.End <= len(whole) && whole[c.End-1] == '\n')
 				require.True(t, i == 0 || c.End > h[i-1].End, "in log order")
 			}
