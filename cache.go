@@ -121,8 +121,8 @@ func (s *FileStore) scan() error {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(ids); i += workers {
-				if fi, err := s.root.Lstat(taskFileName(ids[i])); err == nil {
-					stamps[i], statted[i] = stampOf(fi), true
+				if ino, size, mtime, err := atomicfile.StatIn(s.dirf, s.root, taskFileName(ids[i])); err == nil {
+					stamps[i], statted[i] = stamp{Ino: ino, Size: size, Mtime: mtime}, true
 				}
 			}
 		})

@@ -6,6 +6,8 @@ package atomicfile
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // OpenIn opens name, a single path element, inside the directory dir with
@@ -42,4 +44,16 @@ func OpenIn(dir *os.File, _ *os.Root, name string, flag int, perm os.FileMode) (
 		return nil, &os.PathError{Op: "openat", Path: name, Err: oerr}
 	}
 	return os.NewFile(uintptr(fd), name), nil
+}
+
+// StatIn returns the inode, size and modification time (nanoseconds) of
+// name, a single path element inside the directory dir, without following
+// a symlink: what os.Root's Lstat gives, with one fstatat(2) and nothing
+// allocated, for a scan that stats every file of a large directory.
+func StatIn(dir *os.File, _ *os.Root, name string) (ino uint64, size, mtime int64, err error) {
+	var st unix.Stat_t
+	err = Control(dir, "fstatat", func(fd int) error {
+		return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	return st.Ino, st.Size, st.Mtim.Sec*1e9 + st.Mtim.Nsec, err
 }
