@@ -89,10 +89,8 @@ type FileStore struct {
 	// snapshotLoads counts the task files scans have read since the
 	// snapshot was last written (snapshot.go).
 	snapshotLoads int
-	// cloneIDs: ids come from this checkout's block (ids.go), because
-	// the directory is in a git working tree or has an id file; ids is
-	// the id file as read under the lock.
-	cloneIDs bool
+	// ids is the id file as read under the lock, when ids come from this
+	// checkout's block (ids.go: g.alloc is set).
 	ids      cloneIDs
 	log      changeLog
 	dirMtime int64 // directory mtime that the cache accounts for
@@ -173,8 +171,7 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 	}
 	s.chooseProtocol()
 	if _, err := root.Lstat(idsFileName); err == nil || inGitWorkTree(dir) {
-		s.cloneIDs = true
-		s.g.alloc = s.allocator()
+		s.g.alloc = s.allocator() // ids from this checkout's block
 	}
 	if s.gc {
 		s.hub.holding = true
@@ -476,7 +473,7 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 	if s.metaErr != nil {
 		return false, s.metaErr
 	}
-	if s.cloneIDs {
+	if s.g.alloc != nil {
 		if err := s.readIDs(); err != nil {
 			return false, err
 		}

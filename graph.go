@@ -575,14 +575,11 @@ func entryOf(t *Task) readyEntry {
 	return readyEntry{pri: t.Priority, created: createdKey(t.CreatedAt), id: t.ID}
 }
 
-func (e readyEntry) less(o readyEntry) bool {
-	if e.pri != o.pri {
-		return e.pri < o.pri
-	}
-	if e.created != o.created {
-		return e.created < o.created
-	}
-	return e.id < o.id
+func (e readyEntry) less(o readyEntry) bool { return e.compare(o) < 0 }
+
+// compare is the claim order (Rules.ClaimOrder) on the entries' keys.
+func (e readyEntry) compare(o readyEntry) int {
+	return cmp.Or(cmp.Compare(e.pri, o.pri), cmp.Compare(e.created, o.created), cmp.Compare(e.id, o.id))
 }
 
 type readyHeap = lessHeap[readyEntry]

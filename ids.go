@@ -171,7 +171,7 @@ func freshBlock(g *graph, n int) (ID, error) {
 // on disk, a later checkout of another branch may remove it, and only the
 // id file then keeps its id from being drawn again.
 func (s *FileStore) recordIDs(p *plan) error {
-	if p.lastNew == 0 || !s.cloneIDs {
+	if p.lastNew == 0 || s.g.alloc == nil {
 		return nil
 	}
 	data, _ := json.Marshal(struct {

@@ -4,7 +4,6 @@
 package taskgraph
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -726,15 +725,7 @@ func (Rulebook) ClaimNextArgs(owner string, lease time.Duration, labels []string
 // follow creation order, so creation time comes before the id; for
 // sequential ids the two agree. A task without a creation time (a file
 // the reference wrote) comes before every task that has one.
-func (Rulebook) ClaimOrder(a, b *Task) int {
-	if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(createdKey(a.CreatedAt), createdKey(b.CreatedAt)); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.ID, b.ID)
-}
+func (Rulebook) ClaimOrder(a, b *Task) int { return entryOf(a).compare(entryOf(b)) }
 
 // createdKey is t as an integer in the claim order: microseconds since
 // 1970, as PostgreSQL keeps timestamps, so that every store breaks ties

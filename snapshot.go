@@ -74,8 +74,8 @@ func encodeSnapshot(g *graph, stamps map[ID]stamp) []byte {
 		for _, s := range []string{t.Subject, t.Description, string(t.Status), t.Owner, t.PrevOwner, t.Key, t.Reason, t.Result} {
 			e.str(s)
 		}
-		e.ids(t.BlockedBy)
-		e.strs(t.Labels)
+		encodeList(&e, t.BlockedBy, func(id ID) { e.int(int64(id)) })
+		encodeList(&e, t.Labels, e.str)
 		e.int(int64(t.Priority))
 		e.int(t.Rev)
 		for _, tm := range []time.Time{t.CreatedAt, t.UpdatedAt, t.ClaimedAt, t.LeaseExpiresAt} {
@@ -124,8 +124,8 @@ func decodeSnapshot(data []byte) ([]snapshotEntry, error) {
 		for _, p := range []*string{&t.Subject, &t.Description, (*string)(&t.Status), &t.Owner, &t.PrevOwner, &t.Key, &t.Reason, &t.Result} {
 			*p = d.str()
 		}
-		t.BlockedBy = d.ids()
-		t.Labels = d.strs()
+		t.BlockedBy = decodeList(&d, func() ID { return ID(d.int()) })
+		t.Labels = decodeList(&d, d.str)
 		t.Priority = Priority(d.int())
 		t.Rev = d.int()
 		for _, p := range []*time.Time{&t.CreatedAt, &t.UpdatedAt, &t.ClaimedAt, &t.LeaseExpiresAt} {
@@ -166,25 +166,16 @@ func (e *snapEncoder) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *snapEncoder) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
 func (e *snapEncoder) str(s string)  { e.uint(uint64(len(s))); e.b = append(e.b, s...) }
 
-func (e *snapEncoder) ids(ids []ID) {
-	if ids == nil {
+// encodeList appends a list, nil kept apart from empty, each element by
+// put.
+func encodeList[T any](e *snapEncoder, list []T, put func(T)) {
+	if list == nil {
 		e.uint(0)
 		return
 	}
-	e.uint(uint64(len(ids)) + 1)
-	for _, id := range ids {
-		e.int(int64(id))
-	}
-}
-
-func (e *snapEncoder) strs(ss []string) {
-	if ss == nil {
-		e.uint(0)
-		return
-	}
-	e.uint(uint64(len(ss)) + 1)
-	for _, s := range ss {
-		e.str(s)
+	e.uint(uint64(len(list)) + 1)
+	for _, v := range list {
+		put(v)
 	}
 }
 
@@ -251,7 +242,8 @@ func (d *snapDecoder) str() string {
 	return s
 }
 
-func (d *snapDecoder) ids() []ID {
+// decodeList reads what encodeList wrote, each element by get.
+func decodeList[T any](d *snapDecoder, get func() T) []T {
 	n := d.uint()
 	if n == 0 || d.err != nil || n-1 > uint64(len(d.b)) {
 		if n != 0 {
@@ -259,26 +251,11 @@ func (d *snapDecoder) ids() []ID {
 		}
 		return nil
 	}
-	ids := make([]ID, n-1)
-	for i := range ids {
-		ids[i] = ID(d.int())
+	list := make([]T, n-1)
+	for i := range list {
+		list[i] = get()
 	}
-	return ids
-}
-
-func (d *snapDecoder) strs() []string {
-	n := d.uint()
-	if n == 0 || d.err != nil || n-1 > uint64(len(d.b)) {
-		if n != 0 {
-			d.err = errTruncated
-		}
-		return nil
-	}
-	ss := make([]string, n-1)
-	for i := range ss {
-		ss[i] = d.str()
-	}
-	return ss
+	return list
 }
 
 func (d *snapDecoder) time() time.Time {
