@@ -18,11 +18,11 @@ import (
 // Watch implements taskgraph.Watcher with LISTEN/NOTIFY: every write of a
 // pgstore notifies the graph once it has committed (Store.notify), and a
 // watcher woken reads the board and reports what changed since the last
-// one it read. Notifications that arrive together are coalesced. It holds one pool
-// connection until the watch ends: when ctx is done, when the store is
-// closed (the last event is then of kind taskgraph.Ended, with Err
-// matching taskgraph.ErrClosed), or when the connection or a query fails
-// (Ended, with the failure).
+// one it read. Notifications that arrive together are coalesced. It
+// holds one pool connection until the watch ends: when ctx is done, when
+// the store is closed (the last event is then of kind taskgraph.Ended,
+// with Err matching taskgraph.ErrClosed), or when the connection or a
+// query fails (Ended, with the failure).
 func (s *Store) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, err
