@@ -27,6 +27,7 @@ var knownFields = map[string]bool{
 	"createdAt": true, "updatedAt": true, "rev": true, "metadata": true,
 	"claimedAt": true, "leaseExpiresAt": true, "prevOwner": true,
 	"key": true, "priority": true, "labels": true, "reason": true, "result": true,
+	"notes": true, "history": true,
 }
 
 // encodeTask renders t as the bytes of its task file.
@@ -80,6 +81,8 @@ func encodeTask(t *Task) ([]byte, error) {
 		{"claimedAt", t.ClaimedAt, t.ClaimedAt.IsZero()},
 		{"leaseExpiresAt", t.LeaseExpiresAt.Format(fixedWidthTime), t.LeaseExpiresAt.IsZero()},
 		{"prevOwner", t.PrevOwner, t.PrevOwner == ""},
+		{"notes", t.Notes, len(t.Notes) == 0},
+		{"history", t.History, len(t.History) == 0},
 	}
 	for _, f := range fields {
 		if f.omit {
@@ -137,6 +140,8 @@ type taskFile struct {
 	Labels         []string       `json:"labels"`
 	Reason         string         `json:"reason"`
 	Result         string         `json:"result"`
+	Notes          []Note         `json:"notes"`
+	History        []Transition   `json:"history"`
 }
 
 func decodeFast(id ID, data []byte) *Task {
@@ -164,7 +169,8 @@ func decodeFast(id ID, data []byte) *Task {
 	t := &Task{ID: id, Subject: *f.Subject, Description: f.Description, Status: *f.Status, Owner: f.Owner,
 		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Rev: f.Rev, Metadata: f.Metadata,
 		ClaimedAt: f.ClaimedAt, LeaseExpiresAt: f.LeaseExpiresAt, PrevOwner: f.PrevOwner,
-		Key: f.Key, Priority: prio, Labels: fileLabels(f.Labels), Reason: f.Reason, Result: f.Result}
+		Key: f.Key, Priority: prio, Labels: fileLabels(f.Labels), Reason: f.Reason, Result: f.Result,
+		Notes: nilIfEmpty(f.Notes), History: nilIfEmpty(f.History)}
 	if f.BlockedBy != nil {
 		ids := make([]ID, len(f.BlockedBy))
 		for i, b := range f.BlockedBy {
@@ -331,6 +337,12 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 			t.Metadata = nil
 		}
 	}
+	if t.Notes, err = decodeArray[Note](raw, "notes", "notes ({at, author, text})"); err != nil {
+		return nil, err
+	}
+	if t.History, err = decodeArray[Transition](raw, "history", "transitions ({at, event, by, detail})"); err != nil {
+		return nil, err
+	}
 	for k, v := range raw {
 		if !knownFields[k] {
 			if t.unknown == nil {
@@ -350,6 +362,28 @@ func fileLabels(labels []string) []string {
 		return nil
 	}
 	return slices.Compact(slices.Sorted(slices.Values(labels)))
+}
+
+// decodeArray decodes the optional array field k; an empty one is nil.
+func decodeArray[T any](raw map[string]json.RawMessage, k, what string) ([]T, error) {
+	v, ok := raw[k]
+	if !ok || string(v) == "null" {
+		return nil, nil
+	}
+	var out []T
+	if err := json.Unmarshal(v, &out); err != nil {
+		return nil, fmt.Errorf("field %q is not an array of %s", k, what)
+	}
+	return nilIfEmpty(out), nil
+}
+
+// nilIfEmpty returns s, or nil if it is empty: a field written empty and
+// one left out are the same task.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 func decodeString(raw map[string]json.RawMessage, k string, required bool) (string, error) {

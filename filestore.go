@@ -692,6 +692,11 @@ func (s *FileStore) Release(ctx context.Context, id ID, owner string) (Task, err
 	return ops{s}.Release(ctx, id, owner)
 }
 
+// Note appends a note to a task; see [Noter].
+func (s *FileStore) Note(ctx context.Context, id ID, author, text string) (Task, error) {
+	return ops{s}.Note(ctx, id, author, text)
+}
+
 // Delete removes a task; see [Store.Delete].
 func (s *FileStore) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
 	return ops{s}.Delete(ctx, id, opts...)

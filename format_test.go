@@ -166,8 +166,8 @@ func TestReferenceDirectoryReadOnly(t *testing.T) {
 	}
 }
 
-// TestFileFormatNewFields: priority, labels, key, reason and result are
-// written only when set (priority only when not the default), after the
+// TestFileFormatNewFields: priority, labels, key, reason, result and
+// history are written only when set (priority only when not the default), after the
 // reference's fields, and read back; a file with a priority out of range
 // is corrupt, naming the field.
 func TestFileFormatNewFields(t *testing.T) {
@@ -199,7 +199,20 @@ func TestFileFormatNewFields(t *testing.T) {
   "createdAt": "2026-12-02T10:00:00Z",
   "updatedAt": "2026-12-02T10:00:00Z",
   "rev": 3,
-  "claimedAt": "2026-12-02T10:00:00Z"
+  "claimedAt": "2026-12-02T10:00:00Z",
+  "history": [
+    {
+      "at": "2026-12-02T10:00:00Z",
+      "event": "claimed",
+      "by": "alice"
+    },
+    {
+      "at": "2026-12-02T10:00:00Z",
+      "event": "failed",
+      "by": "alice",
+      "detail": "migration «12» failed"
+    }
+  ]
 }
 `, string(data))
 

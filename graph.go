@@ -315,6 +315,8 @@ func (g *graph) viewInto(v, t *Task, a *arena) {
 	v.BlockedBy = a.copyIDs(v.BlockedBy)
 	v.Metadata = jsonvalue.Clone(v.Metadata)
 	v.Labels = a.copyStrings(v.Labels)
+	v.Notes = slices.Clone(v.Notes)
+	v.History = slices.Clone(v.History)
 	// Every id in dependents is a task that exists: remove drops its edges.
 	v.Blocks = a.copyIDs(g.dependents[t.ID])
 }

@@ -111,6 +111,11 @@ func (m *MemStore) ClaimNext(ctx context.Context, owner string, opts ...ClaimOpt
 	return ops{m}.ClaimNext(ctx, owner, opts...)
 }
 
+// Note appends a note to a task; see [Noter].
+func (m *MemStore) Note(ctx context.Context, id ID, author, text string) (Task, error) {
+	return ops{m}.Note(ctx, id, author, text)
+}
+
 // Renew extends the lease of a task owner holds; see [Store.Renew].
 func (m *MemStore) Renew(ctx context.Context, id ID, owner string, ttl time.Duration) (Task, error) {
 	return ops{m}.Renew(ctx, id, owner, ttl)

@@ -219,15 +219,23 @@ func (g *graph) planRenew(id ID, owner string, ttl time.Duration, now time.Time)
 	if err := Rules.RenewArgs(ttl); err != nil {
 		return nil, err
 	}
-	return g.planHolder(id, now, func(t *Task) error { return Rules.Renew(t, owner, ttl, now) })
+	return g.planOne(id, func(t *Task) error { return Rules.Renew(t, owner, ttl, now) })
+}
+
+func (g *graph) planNote(id ID, author, text string, now time.Time) (*plan, error) {
+	if err := Rules.NoteArgs(author, text); err != nil {
+		return nil, err
+	}
+	return g.planOne(id, func(t *Task) error { return Rules.Note(t, author, text, now) })
 }
 
 func (g *graph) planRelease(id ID, owner string, now time.Time) (*plan, error) {
-	return g.planHolder(id, now, func(t *Task) error { return Rules.Release(t, owner, now) })
+	return g.planOne(id, func(t *Task) error { return Rules.Release(t, owner, now) })
 }
 
-// planHolder plans a one-task write that only its holder may make.
-func (g *graph) planHolder(id ID, now time.Time, rule func(t *Task) error) (*plan, error) {
+// planOne plans a write of task id alone, which rule decides: those only
+// its holder may make (Renew, Release), and a note.
+func (g *graph) planOne(id ID, rule func(t *Task) error) (*plan, error) {
 	t, err := g.current(id)
 	if err != nil {
 		return nil, err
@@ -259,14 +267,14 @@ func (g *graph) planFail(id ID, owner, reason string, now time.Time) (*plan, err
 	if err := Rules.FailArgs(reason); err != nil {
 		return nil, err
 	}
-	return g.planHolder(id, now, func(t *Task) error { return Rules.Fail(t, owner, reason, now) })
+	return g.planOne(id, func(t *Task) error { return Rules.Fail(t, owner, reason, now) })
 }
 
 func (g *graph) planCancel(id ID, reason string, now time.Time) (*plan, error) {
 	if err := Rules.CancelArgs(reason); err != nil {
 		return nil, err
 	}
-	return g.planHolder(id, now, func(t *Task) error { return Rules.Cancel(t, reason, now) })
+	return g.planOne(id, func(t *Task) error { return Rules.Cancel(t, reason, now) })
 }
 
 func (g *graph) planReopen(id ID, now time.Time) (*plan, error) {

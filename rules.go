@@ -380,6 +380,17 @@ func (Rulebook) LoadArgs(tasks []Task) error {
 		if err := metadataText(f+"metadata", t.Metadata); err != nil {
 			return err
 		}
+		for j, n := range t.Notes {
+			if err := texts(fmt.Sprintf("%snotes[%d].author", f, j), n.Author, fmt.Sprintf("%snotes[%d].text", f, j), n.Text); err != nil {
+				return err
+			}
+		}
+		for j, h := range t.History {
+			g := fmt.Sprintf("%shistory[%d].", f, j)
+			if err := texts(g+"event", string(h.Event), g+"by", h.By, g+"detail", h.Detail); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -612,6 +623,14 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 		return false, &ConflictError{ID: t.ID, Want: p.IfRev, Got: t.Rev}
 	}
 	advance(t, now)
+	edited := patchedFields(p)
+	if len(edited) > 0 {
+		defer func() {
+			if err == nil {
+				record(t, now, HistoryEdited, "", strings.Join(edited, ", "))
+			}
+		}()
+	}
 	if p.Subject != nil {
 		if *p.Subject == "" {
 			return false, &InvalidError{Field: "subject", Reason: "must not be empty"}
@@ -649,6 +668,7 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 		return false, nil
 	}
 	st := *p.Status
+	by := t.Owner // the new owner of a claim, the holder of a release
 	switch {
 	case !st.Valid():
 		return false, statusError("status", string(st))
@@ -681,10 +701,46 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 	if st != InProgress {
 		t.LeaseExpiresAt = time.Time{}
 	}
+	from := t.Status
 	t.Status = st
+	record(t, now, patchedStatus(from, st), by, "")
 	// Edges added to a task already past pending record an ordering, not
 	// a transition: only entering a started state checks blockers.
 	return st != Pending, nil
+}
+
+// patchedFields names the fields p edits, but its status, for the
+// task's history.
+func patchedFields(p Patch) []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"subject", p.Subject != nil}, {"description", p.Description != nil}, {"owner", p.Owner != nil},
+		{"blockedBy", len(p.AddBlockedBy)+len(p.RemoveBlockedBy) > 0}, {"blocks", len(p.AddBlocks)+len(p.RemoveBlocks) > 0},
+		{"metadata", p.Metadata != nil}, {"priority", p.Priority != nil}, {"labels", p.Labels != nil},
+	} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// patchedStatus is the history's name for a patch that moves a task from
+// one status to another (Patch allows only these).
+func patchedStatus(from, to Status) HistoryEvent {
+	switch {
+	case to == InProgress:
+		return HistoryClaimed
+	case to == Completed:
+		return HistoryCompleted
+	case from.ended():
+		return HistoryReopened
+	default:
+		return HistoryReleased
+	}
 }
 
 // Reblock edits the blockers of t as one write of t: the ids in add are
@@ -696,6 +752,7 @@ func (Rulebook) Reblock(t *Task, now time.Time, add, remove []ID) {
 	advance(t, now)
 	t.BlockedBy = addIDs(t.BlockedBy, add)
 	t.BlockedBy = slices.DeleteFunc(t.BlockedBy, func(b ID) bool { return slices.Contains(remove, b) })
+	record(t, now, HistoryEdited, "", "blockedBy")
 }
 
 // ClaimArgs validates the arguments of Claim and ClaimNext, before any
@@ -757,6 +814,7 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 		case t.Owner == owner:
 		case expired:
 			t.PrevOwner = t.Owner
+			record(t, t.LeaseExpiresAt, HistoryLapsed, t.Owner, "")
 		default:
 			return false, &ClaimedError{ID: t.ID, Owner: t.Owner}
 		}
@@ -764,6 +822,8 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 	advance(t, now)
 	if t.Status != InProgress || t.Owner != owner {
 		t.ClaimedAt = now
+		c := Rules.ClaimTransition(owner, lease, now)
+		record(t, now, c.Event, c.By, c.Detail)
 	}
 	t.Status, t.Owner = InProgress, owner
 	t.LeaseExpiresAt = time.Time{}
@@ -771,6 +831,18 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 		t.LeaseExpiresAt = now.Add(lease)
 	}
 	return true, nil
+}
+
+// ClaimTransition is the history entry of a claim by owner at now: for a
+// store that writes a claim of a ready task in its own query language
+// (pgstore), which must append it to the history as Claim does (unless
+// the history is full: then the store runs Claim).
+func (Rulebook) ClaimTransition(owner string, lease time.Duration, now time.Time) Transition {
+	c := Transition{At: now, Event: HistoryClaimed, By: owner}
+	if lease > 0 {
+		c.Detail = "lease " + lease.String()
+	}
+	return c
 }
 
 // Renew extends the lease of t, which owner must hold, to ttl from now.
@@ -802,6 +874,7 @@ func (Rulebook) Complete(t *Task, owner, result string, now time.Time) error {
 	err := finishHeld(t, owner, Completed, now, Rules.CompleteArgs(result))
 	if err == nil {
 		t.Result = result
+		record(t, now, HistoryCompleted, t.Owner, result)
 	}
 	return err
 }
@@ -833,6 +906,7 @@ func (Rulebook) Fail(t *Task, owner, reason string, now time.Time) error {
 	err := finishHeld(t, owner, Failed, now, Rules.FailArgs(reason))
 	if err == nil {
 		t.Reason = reason
+		record(t, now, HistoryFailed, t.Owner, reason)
 	}
 	return err
 }
@@ -853,6 +927,7 @@ func (Rulebook) Cancel(t *Task, reason string, now time.Time) error {
 	advance(t, now)
 	t.Status, t.Reason = Cancelled, reason
 	t.LeaseExpiresAt = time.Time{}
+	record(t, now, HistoryCancelled, "", reason)
 	return nil
 }
 
@@ -884,6 +959,7 @@ func (Rulebook) Reopen(t *Task, now time.Time, dependents []ID, status func(ID) 
 		}
 	}
 	advance(t, now)
+	record(t, now, HistoryReopened, "", "was "+string(t.Status))
 	t.Status, t.Owner, t.Reason, t.Result = Pending, "", "", ""
 	t.ClaimedAt, t.LeaseExpiresAt = time.Time{}, time.Time{}
 	return nil
@@ -896,6 +972,7 @@ func (Rulebook) Release(t *Task, owner string, now time.Time) error {
 		return err
 	}
 	advance(t, now)
+	record(t, now, HistoryReleased, t.Owner, "")
 	t.Status, t.Owner = Pending, ""
 	t.ClaimedAt, t.LeaseExpiresAt = time.Time{}, time.Time{}
 	return nil

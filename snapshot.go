@@ -32,7 +32,7 @@ const (
 )
 
 // snapshotMagic starts a snapshot; the version changes with the encoding.
-const snapshotMagic = "taskgraph snapshot 1\n"
+const snapshotMagic = "taskgraph snapshot 2\n"
 
 // snapshotMin is how many task files a scan must have read (not taken
 // from the snapshot) before it writes a new one: below it, reading them
@@ -87,6 +87,12 @@ func encodeSnapshot(g *graph, stamps map[ID]stamp) []byte {
 			data, _ := json.Marshal(t.Metadata) // it came from JSON: it goes back
 			e.str(string(data))
 		}
+		if len(t.Notes)+len(t.History) == 0 {
+			e.str("")
+		} else {
+			data, _ := json.Marshal(snapExtras{t.Notes, t.History}) // plain values: it marshals
+			e.str(string(data))
+		}
 		e.uint(uint64(len(t.unknown)))
 		for _, k := range slices.Sorted(maps.Keys(t.unknown)) {
 			e.str(k)
@@ -94,6 +100,13 @@ func encodeSnapshot(g *graph, stamps map[ID]stamp) []byte {
 		}
 	}
 	return binary.LittleEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
+}
+
+// snapExtras holds a task's notes and history in a snapshot, as JSON:
+// rare enough not to need the compact form of the other fields.
+type snapExtras struct {
+	Notes   []Note       `json:"n,omitempty"`
+	History []Transition `json:"h,omitempty"`
 }
 
 // decodeSnapshot returns the entries of a snapshot, or an error if it is
@@ -135,6 +148,13 @@ func decodeSnapshot(data []byte) ([]snapshotEntry, error) {
 			if err := json.Unmarshal([]byte(meta), &t.Metadata); err != nil {
 				return nil, err
 			}
+		}
+		if extras := d.str(); extras != "" && d.err == nil {
+			var x snapExtras
+			if err := json.Unmarshal([]byte(extras), &x); err != nil {
+				return nil, err
+			}
+			t.Notes, t.History = nilIfEmpty(x.Notes), nilIfEmpty(x.History)
 		}
 		if k := d.uint(); k > 0 && k <= uint64(len(d.b)) {
 			t.unknown = make(map[string]json.RawMessage, k)

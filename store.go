@@ -312,6 +312,8 @@ var (
 	_ Store   = (*MemStore)(nil)
 	_ Loader  = (*MemStore)(nil)
 	_ Watcher = (*MemStore)(nil)
+	_ Noter   = (*FileStore)(nil)
+	_ Noter   = (*MemStore)(nil)
 )
 
 // checked makes a plan with mk and runs Rules.Stored on every task it
@@ -436,6 +438,10 @@ func (o ops) Cancel(ctx context.Context, id ID, reason string) (Task, error) {
 
 func (o ops) Reopen(ctx context.Context, id ID) (Task, error) {
 	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planReopen(id, now) })
+}
+
+func (o ops) Note(ctx context.Context, id ID, author, text string) (Task, error) {
+	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planNote(id, author, text, now) })
 }
 
 func (o ops) Release(ctx context.Context, id ID, owner string) (Task, error) {

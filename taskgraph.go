@@ -278,6 +278,15 @@ type Task struct {
 	// agents that come after; "" if none.
 	Result string
 
+	// Notes are what agents wrote on the task (Noter), oldest first, at
+	// most MaxNotes: the hand-over memory for whoever takes it next.
+	Notes []Note
+	// History is every transition of the task, oldest first: who claimed
+	// it and when, lapses, releases, failures with their reason, and so on
+	// (see HistoryEvent), at most MaxHistory entries, the oldest
+	// summarised. Its creation is CreatedAt.
+	History []Transition
+
 	// unknown holds the JSON fields of the task file that taskgraph does
 	// not know, so that rewriting the file keeps them.
 	unknown map[string]json.RawMessage
@@ -388,6 +397,8 @@ func (t Task) clone() Task {
 	t.Blocks = slices.Clone(t.Blocks)
 	t.Metadata = jsonvalue.Clone(t.Metadata)
 	t.Labels = slices.Clone(t.Labels)
+	t.Notes = slices.Clone(t.Notes)
+	t.History = slices.Clone(t.History)
 	return t // unknown is never modified in place, so it may be shared
 }
 

@@ -5,8 +5,10 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,9 +121,11 @@ const claimOrder = `ORDER BY priority, created_at, id`
 // fits false. It returns pgx.ErrNoRows if no task is ready.
 func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, labels []string, at *time.Time) (t taskgraph.Task, fits bool, err error) {
 	var blocks []int64
+	// The history entry of the claim, its time the statement's own.
+	entry, _ := json.Marshal(taskgraph.Rules.ClaimTransition(owner, lease, time.Time{}))
 	err = retry(ctx, func() (err error) {
 		t, err = scanTask(s.pool.QueryRow(ctx, claimReadySQL,
-			s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels), &blocks, &fits)
+			s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels, entry), &blocks, &fits)
 		return err
 	})
 	t.Blocks = ids(blocks)
@@ -133,11 +137,13 @@ func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duratio
 
 // claimReadySQL is the statement of claimReady: $1 the graph, $2 the
 // owner, $3 the lease in microseconds, $4 the time (see nowSQL), $5 the
-// highest rev, $6 MaxTaskSize, $7 the labels.
+// highest rev, $6 MaxTaskSize, $7 the labels, $8 the claim's history
+// entry (Rules.ClaimTransition), to which it sets the time.
 var claimReadySQL = `WITH pick AS (` + pickReady + `), c AS (SELECT ` + nowSQL(4) + ` AS now), claimed AS (
 			UPDATE taskgraph_tasks t SET status = 'in_progress', owner = $2, claimed_at = c.now,
 				lease_expires_at = CASE WHEN $3::bigint > 0 THEN c.now + $3::bigint * interval '1 microsecond' END,
-				rev = t.rev + 1, updated_at = c.now
+				rev = t.rev + 1, updated_at = c.now,
+				history = coalesce(t.history, '[]'::jsonb) || jsonb_build_array(jsonb_set($8::jsonb, '{at}', to_jsonb(c.now)))
 			FROM pick, c WHERE t.graph = $1 AND t.id = pick.id AND pick.fits
 			RETURNING ` + qualified("t") + `, ` + blocksOf + ` AS blocks, true AS fits
 		)
@@ -158,7 +164,7 @@ var claimReadySQL = `WITH pick AS (` + pickReady + `), c AS (SELECT ` + nowSQL(4
 // or without labels). An expression it cannot see into gets the default
 // estimate, half the rows, and the generic plan is the index walk
 // (TestClaimNextPlannedOnce, TestClaimNextIndexed).
-const pickReady = `SELECT t.id, ` + fitsSQL + ` AND ` + unchangedSQL + ` AS fits FROM taskgraph_tasks t
+var pickReady = `SELECT t.id, ` + fitsSQL + ` AND ` + unchangedSQL + ` AS fits FROM taskgraph_tasks t
 	WHERE graph = $1 AND status = 'pending' AND coalesce(labels @> $7::text[], false) AND ` + readyCondition + `
 	` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
 
@@ -177,18 +183,22 @@ const pickReady = `SELECT t.id, ` + fitsSQL + ` AND ` + unchangedSQL + ` AS fits
 const unchangedSQL = `coalesce((SELECT true FROM taskgraph_tasks s WHERE s.ctid = t.ctid), false)`
 
 // fitsSQL holds when a claim of the row t by owner $2 certainly passes
-// Rules.Stored: its rev ($5 is the highest) can advance, and an upper
+// Rules.Stored, and appending to its history needs no summary (Claim
+// would summarise past MaxHistory): its rev ($5 is the highest) can
+// advance, and an upper
 // bound of the size of its file stays within MaxTaskSize ($6). JSON
 // escapes a byte into at most 6; each id of blockedBy takes at most 32
 // bytes, each label 16 besides its text; indented metadata takes at most
 // 4 bytes per byte of its text for each level of nesting ([ and { bound
-// the depth), plus 12; the field names, the priority and the times fit in
-// 1,024.
-const fitsSQL = `(t.rev < $5 AND
+// the depth), plus 12; notes and history, arrays of flat objects, at most
+// 8 bytes per byte of their text, and the claim's entry 512; the field
+// names, the priority and the times fit in 1,024.
+var fitsSQL = `(t.rev < $5 AND coalesce(jsonb_array_length(t.history), 0) < ` + strconv.Itoa(taskgraph.MaxHistory) + ` AND
 	6 * (octet_length(t.subject) + octet_length(t.description) + octet_length(t.prev_owner) + octet_length($2::text)
 		+ octet_length(t.key) + octet_length(t.reason) + octet_length(t.result) + coalesce(octet_length(array_to_string(t.labels, '')), 0))
 	+ 32 * cardinality(t.blocked_by) + 16 * cardinality(t.labels)
 	+ coalesce(octet_length(t.metadata::text)::bigint * (4 * (octet_length(t.metadata::text) - octet_length(translate(t.metadata::text, '[{', ''))) + 12), 0)
+	+ 8 * coalesce(octet_length(t.notes::text), 0) + 8 * coalesce(octet_length(t.history::text), 0) + 512
 	+ 1024 <= $6)`
 
 // next returns the task that ClaimNext claims by the Rulebook, among those
@@ -227,7 +237,8 @@ func (s *Store) Release(ctx context.Context, id taskgraph.ID, owner string) (tas
 	})
 }
 
-// holderWrite checks the arguments, then applies rule to task id and saves it.
+// holderWrite checks the arguments, then applies rule to task id and
+// saves it: the writes of one task that only its holder makes, and notes.
 func (s *Store) holderWrite(ctx context.Context, args func() error, id taskgraph.ID, rule func(t *taskgraph.Task, now time.Time) error) (taskgraph.Task, error) {
 	if err := s.usable(ctx); err != nil {
 		return taskgraph.Task{}, err

@@ -70,7 +70,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 	require.NoError(t, err)
 	var version int
 	require.NoError(t, old.QueryRow(ctx, `SELECT max(version) FROM taskgraph_schema_migrations`).Scan(&version))
-	assert.Equal(t, 7, version)
+	assert.Equal(t, 8, version)
 }
 
 // TestClaimNextIndexed: the statement that picks ClaimNext's task is
@@ -95,7 +95,7 @@ func TestClaimNextIndexed(t *testing.T) {
 	}
 	require.NoError(t, s.Load(ctx, tasks)) // analyzes the table after a large load
 	for _, labels := range [][]string{{}, {"frontend"}} {
-		rows, err := p.Query(ctx, `EXPLAIN `+pgstore.ClaimReadySQL, graph, "owner", int64(0), nil, int64(1<<62), taskgraph.MaxTaskSize, labels)
+		rows, err := p.Query(ctx, `EXPLAIN `+pgstore.ClaimReadySQL, graph, "owner", int64(0), nil, int64(1<<62), taskgraph.MaxTaskSize, labels, "{}")
 		require.NoError(t, err)
 		var plan []string
 		for rows.Next() {

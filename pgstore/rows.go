@@ -17,7 +17,7 @@ import (
 )
 
 const columns = `id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-	priority, labels, key, reason, result`
+	priority, labels, key, reason, result, notes, history`
 
 // blocksOf selects the ids of the tasks blocked by the row t, in order.
 const blocksOf = `ARRAY(SELECT d.id FROM taskgraph_tasks d WHERE d.graph = t.graph AND d.blocked_by @> ARRAY[t.id] ORDER BY d.id)`
@@ -31,8 +31,9 @@ func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
 	var claimed, lease *time.Time
 	var status string
 	var prio int16
+	var notes, history []byte
 	dest := append([]any{&id, &t.Subject, &t.Description, &status, &t.Owner, &by, &meta, &t.CreatedAt, &t.UpdatedAt, &t.Rev, &claimed, &lease, &t.PrevOwner,
-		&prio, &t.Labels, &t.Key, &t.Reason, &t.Result}, extra...)
+		&prio, &t.Labels, &t.Key, &t.Reason, &t.Result, &notes, &history}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return t, err
 	}
@@ -45,6 +46,12 @@ func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
 			return t, err
 		}
 	}
+	if err := unmarshalList(notes, &t.Notes); err != nil {
+		return t, err
+	}
+	if err := unmarshalList(history, &t.History); err != nil {
+		return t, err
+	}
 	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
 	if claimed != nil {
 		t.ClaimedAt = claimed.UTC()
@@ -53,6 +60,38 @@ func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
 		t.LeaseExpiresAt = lease.UTC()
 	}
 	return t, nil
+}
+
+// unmarshalList decodes a JSON array column into *out, nil when NULL or
+// empty, its times in UTC as every store returns them.
+func unmarshalList[T any](data []byte, out *[]T) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return err
+	}
+	if len(*out) == 0 {
+		*out = nil
+	}
+	for i := range *out {
+		switch v := any(&(*out)[i]).(type) {
+		case *taskgraph.Note:
+			v.At = v.At.UTC()
+		case *taskgraph.Transition:
+			v.At = v.At.UTC()
+		}
+	}
+	return nil
+}
+
+// marshalList encodes a list for a JSON array column: NULL when empty.
+func marshalList[T any](list []T) []byte {
+	if len(list) == 0 {
+		return nil
+	}
+	data, _ := json.Marshal(list) // plain values: it marshals
+	return data
 }
 
 // scanView reads the columns of a task followed by its blocksOf.
@@ -185,12 +224,12 @@ func (s *Store) withBlocks(ctx context.Context, tx pgx.Tx, t *taskgraph.Task) (t
 
 const (
 	taskColumns = `(graph, id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-		priority, labels, key, reason, result)`
+		priority, labels, key, reason, result, notes, history)`
 	insertTask = `INSERT INTO taskgraph_tasks AS t ` + taskColumns + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-		$15, $16, $17, $18, $19)`
+		$15, $16, $17, $18, $19, $20, $21)`
 	updateTask = `UPDATE taskgraph_tasks t SET (subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-		priority, labels, key, reason, result)
-		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) WHERE t.graph = $1 AND t.id = $2`
+		priority, labels, key, reason, result, notes, history)
+		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) WHERE t.graph = $1 AND t.id = $2`
 	deleteTask = `DELETE FROM taskgraph_tasks WHERE graph = $1 AND id = $2`
 	returning  = ` RETURNING ` + columns + `, ` + blocksOf
 )
@@ -214,7 +253,7 @@ func (w *writes) put(q string, t *taskgraph.Task) *pgx.QueuedQuery {
 	}
 	return w.b.Queue(q, w.s.graph, t.ID, t.Subject, t.Description, string(t.Status), t.Owner, int64s(t.BlockedBy), meta,
 		t.CreatedAt, t.UpdatedAt, t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner,
-		int16(t.Priority.Level()), labels, t.Key, t.Reason, t.Result)
+		int16(t.Priority.Level()), labels, t.Key, t.Reason, t.Result, marshalList(t.Notes), marshalList(t.History))
 }
 
 // view queues the statement q storing t and reads back into out the task

@@ -27,6 +27,7 @@ var decoders = []decoder{
 	(*driver).delete, (*driver).load, (*driver).advance, (*driver).get, (*driver).compare,
 	(*driver).createKeyed, (*driver).createKeyed, (*driver).createPlan, (*driver).createPlan,
 	(*driver).fail, (*driver).cancel, (*driver).reopen, (*driver).updateRouting, (*driver).listFiltered,
+	(*driver).note,
 }
 
 // decode reads the next operation from the input.
@@ -174,6 +175,25 @@ func (d *driver) drain() op {
 			return result{text: strings.Join(lines, "\n")}
 		},
 	}
+}
+
+// note writes a note, sometimes an invalid one, on a task: through
+// Noter, which every store of this module implements.
+func (d *driver) note() op {
+	id := d.id()
+	author := d.owner()
+	if d.pick(8) == 0 {
+		author = ""
+	}
+	texts := []string{"tried the obvious fix", "", "nul\x00", "see the log «7»"}
+	text := texts[d.pick(len(texts))]
+	return taskOp(fmt.Sprintf("Note(%d, %q, %q)", id, author, text), func(s tg.Store) (tg.Task, error) {
+		n, ok := s.(tg.Noter)
+		if !ok {
+			return tg.Task{}, fmt.Errorf("%T does not implement taskgraph.Noter", s)
+		}
+		return n.Note(bg, id, author, text)
+	})
 }
 
 // The operations of a task's holder, and those of anyone: Renew,

@@ -174,6 +174,14 @@ func fmtTask(t tg.Task) string {
 			b.WriteString(strconv.Quote(x))
 		case tg.Status:
 			b.WriteString(strconv.Quote(string(x)))
+		case []tg.Note:
+			for _, n := range x {
+				fmt.Fprintf(&b, "[%s %q %q]", fmtTime(n.At), n.Author, n.Text)
+			}
+		case []tg.Transition:
+			for _, h := range x {
+				fmt.Fprintf(&b, "[%s %s %q %q %d]", fmtTime(h.At), h.Event, h.By, h.Detail, h.Count)
+			}
 		default:
 			fmt.Fprint(&b, x)
 		}
