@@ -22,8 +22,8 @@ type Note struct {
 
 // Transition is one entry of a task's history.
 type Transition struct {
-	At    time.Time `json:"at"`
-	Event HistoryEvent    `json:"event"`
+	At    time.Time    `json:"at"`
+	Event HistoryEvent `json:"event"`
 	// By is who made the transition: the owner who claimed, released,
 	// failed or completed, the previous owner for a lapse, a note's
 	// author; "" when a write does not say (Cancel, Reopen, an edit).
