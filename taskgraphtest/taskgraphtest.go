@@ -95,6 +95,8 @@ var cases = []struct {
 	{"CreatePlanRefused", testCreatePlanRefused},
 	{"ConcurrentKeyedCreate", testConcurrentKeyedCreate},
 	{"LabelledAgents", testLabelledAgents},
+	{"Notes", testNotes},
+	{"History", testHistory},
 }
 
 var ctx = context.Background()
