@@ -180,6 +180,14 @@ func (m *merger) merge() *Task {
 	out.Metadata = mergeMap(m, "metadata", b.Metadata, o.Metadata, th.Metadata)
 	out.unknown = mergeMap(m, "field", b.unknown, o.unknown, th.unknown)
 	m.mergeState(&out)
+	out.Notes = mergeLog(o.Notes, th.Notes, func(n Note) time.Time { return n.At })
+	if len(out.Notes) > MaxNotes {
+		out.Notes = out.Notes[len(out.Notes)-MaxNotes:]
+	}
+	out.History = mergeLog(o.History, th.History, func(e Transition) time.Time { return e.At })
+	if len(out.History) > MaxHistory {
+		out.History = summarise(out.History, len(out.History)-MaxHistory)
+	}
 	if out.CreatedAt.IsZero() || !th.CreatedAt.IsZero() && th.CreatedAt.Before(out.CreatedAt) {
 		out.CreatedAt = th.CreatedAt
 	}
@@ -251,6 +259,29 @@ func describe(s state) string {
 		return fmt.Sprintf("%s (%q)", s.Status, s.Result)
 	}
 	return string(s.Status)
+}
+
+// mergeLog merges two append-only logs (notes, history), each in time
+// order, into one in time order: every entry of either side, an entry
+// both sides have once.
+func mergeLog[T comparable](ours, theirs []T, at func(T) time.Time) []T {
+	out := make([]T, 0, len(ours)+len(theirs))
+	seen := make(map[T]bool, len(ours))
+	for _, e := range ours {
+		seen[e] = true
+	}
+	i := 0
+	for _, e := range theirs {
+		if seen[e] {
+			continue
+		}
+		for i < len(ours) && !at(ours[i]).After(at(e)) {
+			out = append(out, ours[i])
+			i++
+		}
+		out = append(out, e)
+	}
+	return nilIfEmpty(append(out, ours[i:]...))
 }
 
 // mergeSet merges three versions of a set kept as a slice: ours' order,

@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,37 @@ func TestMergeEdgesAndLabelsAsSets(t *testing.T) {
 	assert.Equal(t, []ID{2, 3, 4}, got.BlockedBy, "1 removed by theirs, 3 and 4 added")
 	assert.Equal(t, []string{"b", "c"}, got.Labels, "a removed by ours, c added by theirs")
 }
+
+func TestMergeNotesAndHistoryAsLogs(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	base := Task{Notes: []Note{{At: at(1), Author: "a", Text: "one"}},
+		History: []Transition{{At: at(1), Event: HistoryNoted, By: "a"}}}
+	ours, theirs := base, base
+	ours.Notes = append(slices.Clone(base.Notes), Note{At: at(3), Author: "b", Text: "ours"})
+	ours.History = append(slices.Clone(base.History), Transition{At: at(3), Event: HistoryNoted, By: "b"})
+	theirs.Notes = append(slices.Clone(base.Notes), Note{At: at(2), Author: "c", Text: "theirs"})
+	theirs.History = append(slices.Clone(base.History), Transition{At: at(2), Event: HistoryClaimed, By: "c", Detail: "lease 1h0m0s"})
+	got, conflicts := merged(t, file(t, base), file(t, ours), file(t, theirs))
+	assert.Empty(t, conflicts)
+	assert.Equal(t, []Note{base.Notes[0], theirs.Notes[1], ours.Notes[1]}, got.Notes, "every note once, in time order")
+	assert.Equal(t, []Transition{base.History[0], theirs.History[1], ours.History[1]}, got.History)
+
+	// Both sides long: the merge keeps the bounds.
+	for i := range MaxHistory {
+		ours.History = append(ours.History, Transition{At: at(10 + 2*i), Event: HistoryReleased})
+		theirs.History = append(theirs.History, Transition{At: at(11 + 2*i), Event: HistoryReleased})
+	}
+	for i := range MaxNotes {
+		ours.Notes = append(ours.Notes, Note{At: at(10 + 2*i), Author: "b", Text: "n"})
+	}
+	got, _ = merged(t, file(t, base), file(t, ours), file(t, theirs))
+	require.Len(t, got.History, MaxHistory)
+	assert.Equal(t, HistoryEarlier, got.History[0].Event)
+	assert.Equal(t, 3+2*MaxHistory-(MaxHistory-1), got.History[0].Count, "the summary counts what it folded")
+	assert.Len(t, got.Notes, MaxNotes)
+}
+
+func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
 
 func TestMergeStateFollowsTheWorkflow(t *testing.T) {
 	base := Task{UpdatedAt: t0}
