@@ -40,9 +40,11 @@ type Transition struct {
 // HistoryEvent names a transition in a task's history.
 type HistoryEvent string
 
-// The transitions a history records. A task's creation is its CreatedAt
-// (not stored twice); lease renewals are not recorded.
+// The transitions a history records. Lease renewals are not recorded.
 const (
+	// HistoryCreated is never stored: a task's creation is its CreatedAt.
+	// Readers that list a history (taskgraph history) put it first.
+	HistoryCreated   HistoryEvent = "created"
 	HistoryClaimed   HistoryEvent = "claimed"
 	HistoryLapsed    HistoryEvent = "lapsed" // recorded by the claim that took the task over
 	HistoryReleased  HistoryEvent = "released"

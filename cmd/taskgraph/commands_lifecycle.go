@@ -62,7 +62,11 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 
 // printClaimed reports claim and next: the task claimed, or err.
 func (e *env) printClaimed(t taskgraph.Task, err error) error {
-	return e.printChanged(t, e.held(err, ""), "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner)
+	if err := e.printChanged(t, e.held(err, ""), "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner); err != nil || e.json {
+		return err
+	}
+	e.printNotes(t, 1) // what the one before tried, first
+	return nil
 }
 
 // claimNext is next: it claims the most urgent ready task with labels, or

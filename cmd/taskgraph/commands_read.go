@@ -73,6 +73,24 @@ func cmdShow(e *env) error {
 	return e.withTask(func(s store, t taskgraph.Task) error { return e.printTask(s, t) })
 }
 
+func cmdHistory(e *env) error {
+	return e.withTask(func(s store, t taskgraph.Task) error {
+		h := append([]taskgraph.Transition{}, t.History...)
+		if !t.CreatedAt.IsZero() && (len(h) == 0 || h[0].Event != taskgraph.HistoryEarlier) {
+			// The creation is the task's CreatedAt, not stored twice.
+			h = append([]taskgraph.Transition{{At: t.CreatedAt, Event: taskgraph.HistoryCreated}}, h...)
+		}
+		if e.json {
+			return e.printJSON(h)
+		}
+		fmt.Fprintf(e.stdout, "#%d: %s\n", t.ID, t.Subject)
+		for _, x := range h {
+			fmt.Fprintf(e.stdout, "  %s\n", historyLine(x))
+		}
+		return nil
+	})
+}
+
 func cmdExplain(e *env) error {
 	return e.withID(func(s store, id taskgraph.ID) error {
 		all, err := s.List(e.ctx)

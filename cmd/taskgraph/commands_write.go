@@ -202,3 +202,17 @@ func flagsDelete(fs *flag.FlagSet) func(e *env) error {
 		})
 	}
 }
+
+func cmdNote(e *env) error {
+	ids, err := e.argIDs(2, 0)
+	if err != nil {
+		return err
+	}
+	if err := taskgraph.Rules.NoteArgs(e.owner, e.args[1]); err != nil {
+		return usagef("%v", err)
+	}
+	return e.withStore(func(s store) error {
+		t, err := s.(taskgraph.Noter).Note(e.ctx, ids[0], e.owner, e.args[1])
+		return e.printChanged(t, err, "Noted on #%d: %s\n", t.ID, t.Subject)
+	})
+}

@@ -281,7 +281,45 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 	if t.Description != "" {
 		fmt.Fprintf(w, "\n%s\n", t.Description)
 	}
+	e.printNotes(t, len(t.Notes))
+	if n := len(t.History); n > 0 {
+		fmt.Fprintln(w, "\nhistory (taskgraph history for all):")
+		for _, h := range t.History[max(n-showHistory, 0):] {
+			fmt.Fprintf(w, "  %s\n", historyLine(h))
+		}
+	}
 	return nil
+}
+
+// showHistory is how many of a task's last transitions show prints.
+const showHistory = 5
+
+// printNotes prints the latest n notes of t, the latest first.
+func (e *env) printNotes(t taskgraph.Task, n int) {
+	if len(t.Notes) == 0 || n <= 0 {
+		return
+	}
+	fmt.Fprintln(e.stdout, "\nnotes, latest first:")
+	for i := len(t.Notes) - 1; i >= max(len(t.Notes)-n, 0); i-- {
+		note := t.Notes[i]
+		fmt.Fprintf(e.stdout, "  %s %s: %s\n", note.At.Local().Format(time.RFC3339), note.Author, note.Text)
+	}
+}
+
+// historyLine renders one transition: when, what, who, and its detail.
+func historyLine(h taskgraph.Transition) string {
+	line := h.At.Local().Format(time.RFC3339) + " " + string(h.Event)
+	switch {
+	case h.By == "":
+	case h.Event == taskgraph.HistoryLapsed:
+		line += ", held by " + h.By
+	default:
+		line += " by " + h.By
+	}
+	if h.Detail != "" {
+		line += ": " + h.Detail
+	}
+	return line
 }
 
 // printChanged ends a command that changed a task: it returns err if there

@@ -18,19 +18,21 @@ type taskJSON struct {
 	// State is where the task stands (taskgraph.State: ready, blocked,
 	// stranded, in_progress, …) in list, ready, show and board; derived,
 	// so not exported, and ignored by import.
-	State          taskgraph.State     `json:"state,omitempty"`
-	Priority       *taskgraph.Priority `json:"priority,omitempty"` // absent: the default
-	Labels         []string            `json:"labels,omitempty"`
-	Key            string              `json:"key,omitempty"`
-	Reason         string              `json:"reason,omitempty"`
-	Result         string              `json:"result,omitempty"`
-	Metadata       map[string]any      `json:"metadata,omitempty"`
-	CreatedAt      *time.Time          `json:"createdAt,omitempty"`
-	UpdatedAt      *time.Time          `json:"updatedAt,omitempty"`
-	Rev            int64               `json:"rev"`
-	ClaimedAt      *time.Time          `json:"claimedAt,omitempty"`
-	LeaseExpiresAt *time.Time          `json:"leaseExpiresAt,omitempty"`
-	PrevOwner      string              `json:"prevOwner,omitempty"`
+	State          taskgraph.State        `json:"state,omitempty"`
+	Priority       *taskgraph.Priority    `json:"priority,omitempty"` // absent: the default
+	Labels         []string               `json:"labels,omitempty"`
+	Key            string                 `json:"key,omitempty"`
+	Reason         string                 `json:"reason,omitempty"`
+	Result         string                 `json:"result,omitempty"`
+	Metadata       map[string]any         `json:"metadata,omitempty"`
+	CreatedAt      *time.Time             `json:"createdAt,omitempty"`
+	UpdatedAt      *time.Time             `json:"updatedAt,omitempty"`
+	Rev            int64                  `json:"rev"`
+	ClaimedAt      *time.Time             `json:"claimedAt,omitempty"`
+	LeaseExpiresAt *time.Time             `json:"leaseExpiresAt,omitempty"`
+	PrevOwner      string                 `json:"prevOwner,omitempty"`
+	Notes          []taskgraph.Note       `json:"notes,omitempty"`
+	History        []taskgraph.Transition `json:"history,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -44,7 +46,8 @@ func toJSON(t taskgraph.Task) taskJSON {
 	j := taskJSON{TaskJSON: agenttools.NewTaskJSON(t), Metadata: t.Metadata,
 		Labels: t.Labels, Key: t.Key, Reason: t.Reason, Result: t.Result,
 		CreatedAt: timePtr(t.CreatedAt), UpdatedAt: timePtr(t.UpdatedAt), Rev: t.Rev,
-		ClaimedAt: timePtr(t.ClaimedAt), LeaseExpiresAt: timePtr(t.LeaseExpiresAt), PrevOwner: t.PrevOwner}
+		ClaimedAt: timePtr(t.ClaimedAt), LeaseExpiresAt: timePtr(t.LeaseExpiresAt), PrevOwner: t.PrevOwner,
+		Notes: t.Notes, History: t.History}
 	if t.Priority != taskgraph.DefaultPriority {
 		p := t.Priority
 		j.Priority = &p
@@ -71,7 +74,8 @@ func (v view) toJSON(t taskgraph.Task) taskJSON {
 func fromJSON(j taskJSON) taskgraph.Task {
 	t := taskgraph.Task{ID: j.ID, Subject: j.Subject, Description: j.Description, Status: j.Status,
 		BlockedBy: j.BlockedBy, Owner: j.Owner, Metadata: j.Metadata, Rev: j.Rev, PrevOwner: j.PrevOwner,
-		Priority: taskgraph.DefaultPriority, Labels: j.Labels, Key: j.Key, Reason: j.Reason, Result: j.Result}
+		Priority: taskgraph.DefaultPriority, Labels: j.Labels, Key: j.Key, Reason: j.Reason, Result: j.Result,
+		Notes: j.Notes, History: j.History}
 	if j.Priority != nil {
 		t.Priority = *j.Priority
 	}
