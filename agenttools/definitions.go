@@ -24,6 +24,7 @@ func (h handlers) taskTools() []Tool {
 		{"task_wait", "Wait for a task", "Wait until a task is ready for you or all is finished (under a minute); says which.", schemaClaimNext, read, h.wait, ""},
 		{"task_complete", "Complete task", "Complete a task you hold; says which tasks this unblocked.", schemaComplete, once, h.complete, ""},
 		{"task_fail", "Fail task", "Give up on a task you hold, saying why. Tasks that depend on it cannot start until it is reopened.", schemaFail, once, h.fail, ""},
+		{"task_note", "Note on task", "Leave a note on a task for whoever takes it next: what you tried, found, or where you stopped.", schemaNote, additive, h.note, ""},
 		{"task_release", "Release task", "Give back a task you hold, for someone else to take.", schemaTaskID, once, byID(h.release), ""},
 		{"task_renew", "Renew lease", "Extend the lease on a task you hold, so that no one else takes it; call it now and then during long work.", schemaRenew, additive, h.renew, ""},
 		{"task_delete", "Delete task", "Delete a task no one else holds. detach: true also removes it from the tasks it blocks.", schemaDelete, destroying, h.delete, ""},
@@ -71,6 +72,9 @@ var (
 	schemaFail = json.RawMessage(`{"type":"object","properties":{` +
 		`"task_id":{"type":"integer"},"reason":{"type":"string"}},` +
 		`"required":["task_id","reason"]}`)
+	schemaNote = json.RawMessage(`{"type":"object","properties":{` +
+		`"task_id":{"type":"integer"},"text":{"type":"string"}},` +
+		`"required":["task_id","text"]}`)
 	schemaRenew = json.RawMessage(`{"type":"object","properties":{` +
 		`"task_id":{"type":"integer"},` +
 		`"seconds":{"type":"integer","description":"Lease length from now; default: a new claim's."}},` +

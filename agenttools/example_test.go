@@ -46,7 +46,7 @@ func Example() {
 		fmt.Printf("> %s\n%s\n", c.name, out)
 	}
 	// Output:
-	// task_create task_update task_list task_get task_plan task_claim task_claim_next task_wait task_complete task_fail task_release task_renew task_delete
+	// task_create task_update task_list task_get task_plan task_claim task_claim_next task_wait task_complete task_fail task_note task_release task_renew task_delete
 	// > task_create
 	// {
 	//   "id": 1,

@@ -134,6 +134,26 @@ func (h handlers) complete(ctx context.Context, raw json.RawMessage) (string, er
 	return out, nil
 }
 
+func (h handlers) note(ctx context.Context, raw json.RawMessage) (string, error) {
+	var text *string
+	tid, err := decodeID(raw, "task_id", taskID, field{"text", &text})
+	if err != nil {
+		return "", err
+	}
+	if text == nil {
+		return "", errors.New("text is required")
+	}
+	n, ok := h.store.(taskgraph.Noter)
+	if !ok {
+		return "", fmt.Errorf("this task store (%T) keeps no notes", h.store)
+	}
+	t, err := n.Note(ctx, tid, h.cfg.owner, *text)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Noted on #%d: %s", t.ID, t.Subject), nil
+}
+
 func (h handlers) release(ctx context.Context, id taskgraph.ID) (string, error) {
 	t, err := h.store.Release(ctx, id, h.cfg.owner)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/taskgraph-dev/taskgraph"
 )
@@ -62,10 +63,48 @@ type taskJSON struct {
 	Result         string              `json:"result,omitempty"`
 	LeaseExpiresAt string              `json:"leaseExpiresAt,omitempty"`
 	Metadata       map[string]any      `json:"metadata,omitempty"`
+	// Notes are the latest few notes, the latest first: what the agents
+	// before tried (see renderedNotes).
+	Notes []noteJSON `json:"notes,omitempty"`
+}
+
+// noteJSON is a note as a model sees it.
+type noteJSON struct {
+	Author string `json:"author"`
+	At     string `json:"at"`
+	Text   string `json:"text"`
+}
+
+// The budget of a task's notes in the tools' replies: the latest
+// maxNotesShown, each cut at maxNoteShown bytes (at most about 400
+// tokens in all, whatever the notes).
+const (
+	maxNotesShown = 3
+	maxNoteShown  = 500
+)
+
+// renderedNotes returns the latest notes of t within the budget, the
+// latest first.
+func renderedNotes(t taskgraph.Task) []noteJSON {
+	var out []noteJSON
+	for i := len(t.Notes) - 1; i >= 0 && len(out) < maxNotesShown; i-- {
+		n := t.Notes[i]
+		text := n.Text
+		if len(text) > maxNoteShown {
+			cut := maxNoteShown
+			for cut > 0 && !utf8.RuneStart(text[cut]) {
+				cut--
+			}
+			text = text[:cut] + "…"
+		}
+		out = append(out, noteJSON{Author: n.Author, At: n.At.UTC().Format(time.RFC3339), Text: text})
+	}
+	return out
 }
 
 func render(t taskgraph.Task) string {
-	j := taskJSON{TaskJSON: NewTaskJSON(t), Labels: t.Labels, Key: t.Key, Reason: t.Reason, Result: t.Result, Metadata: t.Metadata}
+	j := taskJSON{TaskJSON: NewTaskJSON(t), Labels: t.Labels, Key: t.Key, Reason: t.Reason, Result: t.Result, Metadata: t.Metadata,
+		Notes: renderedNotes(t)}
 	if t.Priority != taskgraph.DefaultPriority {
 		p := t.Priority
 		j.Priority = &p

@@ -212,7 +212,7 @@ func cmdNote(e *env) error {
 		return usagef("%v", err)
 	}
 	return e.withStore(func(s store) error {
-		t, err := s.(taskgraph.Noter).Note(e.ctx, ids[0], e.owner, e.args[1])
+		t, err := s.Note(e.ctx, ids[0], e.owner, e.args[1])
 		return e.printChanged(t, err, "Noted on #%d: %s\n", t.ID, t.Subject)
 	})
 }

@@ -101,6 +101,7 @@ type store interface {
 	taskgraph.Store
 	taskgraph.Loader
 	taskgraph.Watcher
+	taskgraph.Noter
 }
 
 // withStore opens the task graph — the directory found or named, or the

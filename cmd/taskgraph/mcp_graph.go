@@ -268,6 +268,14 @@ func (g *mcpGraph) Release(ctx context.Context, id taskgraph.ID, owner string) (
 	return s.Release(ctx, id, owner)
 }
 
+func (g *mcpGraph) Note(ctx context.Context, id taskgraph.ID, author, text string) (taskgraph.Task, error) {
+	s, err := g.read(ctx)
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	return s.(taskgraph.Noter).Note(ctx, id, author, text) // a FileStore, or the empty MemStore
+}
+
 func (g *mcpGraph) Delete(ctx context.Context, id taskgraph.ID, opts ...taskgraph.DeleteOption) error {
 	s, err := g.read(ctx)
 	if err != nil {

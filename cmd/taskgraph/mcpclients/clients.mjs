@@ -93,7 +93,7 @@ async function connect(dir, extra) {
 
 const TASKGRAPH_TOOLS = [
   "task_create", "task_update", "task_list", "task_get", "task_plan", "task_claim",
-  "task_claim_next", "task_complete", "task_fail", "task_release", "task_renew",
+  "task_claim_next", "task_complete", "task_fail", "task_note", "task_release", "task_renew",
   "task_delete", "task_wait",
 ];
 const CLAUDE_CODE_TOOLS = ["TaskCreate", "TaskGet", "TaskUpdate", "TaskList"];
@@ -165,6 +165,15 @@ async function sdkTaskgraph(work) {
 
     r = await call("task_claim_next", {});
     eq(S, "task_claim_next with #1 held and #2 blocked says so", textOf(r), "Nothing ready now: 1 held by you, 1 blocked.");
+
+    r = await call("task_note", { task_id: 1, text: "the grammar is in docs/grammar.md" });
+    eq(S, "task_note on #1", textOf(r), "Noted on #1: write the parser");
+    r = await call("task_get", { task_id: 1 });
+    const noted = JSON.parse(textOf(r));
+    eq(S, "task_get shows the note, by its author", JSON.stringify(noted.notes?.map((n) => [n.author, n.text])),
+      JSON.stringify([[claimed.owner, "the grammar is in docs/grammar.md"]]));
+    const history = JSON.parse(readFileSync(join(dir, "task_1.json"), "utf8")).history;
+    eq(S, "task_1.json: the history records the claim and the note", JSON.stringify(history?.map((h) => h.event)), JSON.stringify(["claimed", "noted"]));
 
     r = await call("task_complete", { task_id: 1, result: "parser written" });
     eq(S, "task_complete #1 names the task it unblocked", textOf(r), "Completed #1: write the parser\nUnblocked: #2 test the parser");
