@@ -170,7 +170,7 @@ func TestMCPBinary(t *testing.T) {
 	for _, tool := range tools {
 		names = append(names, tool.(map[string]any)["name"].(string))
 	}
-	assert.ElementsMatch(t, []string{"task_create", "task_update", "task_list", "task_get", "task_plan", "task_claim", "task_claim_next", "task_wait", "task_complete", "task_fail", "task_release", "task_renew", "task_delete"}, names)
+	assert.ElementsMatch(t, []string{"task_create", "task_update", "task_list", "task_get", "task_plan", "task_claim", "task_claim_next", "task_wait", "task_complete", "task_fail", "task_note", "task_release", "task_renew", "task_delete"}, names)
 	text, isErr := p.call(3, "task_claim", `{"task_id":1}`)
 	assert.False(t, isErr)
 	assert.Contains(t, text, "Claimed #1: existing task")
