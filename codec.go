@@ -28,6 +28,7 @@ var knownFields = map[string]bool{
 	"claimedAt": true, "leaseExpiresAt": true, "prevOwner": true,
 	"key": true, "priority": true, "labels": true, "reason": true, "result": true,
 	"notes": true, "history": true,
+	"notBefore": true, "due": true, "maxAttempts": true, "attempts": true, "backoff": true,
 }
 
 // encodeTask renders t as the bytes of its task file.
@@ -81,6 +82,11 @@ func encodeTask(t *Task) ([]byte, error) {
 		{"claimedAt", t.ClaimedAt, t.ClaimedAt.IsZero()},
 		{"leaseExpiresAt", t.LeaseExpiresAt.Format(fixedWidthTime), t.LeaseExpiresAt.IsZero()},
 		{"prevOwner", t.PrevOwner, t.PrevOwner == ""},
+		{"notBefore", t.NotBefore, t.NotBefore.IsZero()},
+		{"due", t.Due, t.Due.IsZero()},
+		{"maxAttempts", t.MaxAttempts, t.MaxAttempts == 0},
+		{"attempts", t.Attempts, t.Attempts == 0},
+		{"backoff", t.Backoff.String(), t.Backoff == 0},
 		{"notes", t.Notes, len(t.Notes) == 0},
 		{"history", t.History, len(t.History) == 0},
 	}
@@ -142,6 +148,11 @@ type taskFile struct {
 	Result         string         `json:"result"`
 	Notes          []Note         `json:"notes"`
 	History        []Transition   `json:"history"`
+	NotBefore      time.Time      `json:"notBefore"`
+	Due            time.Time      `json:"due"`
+	MaxAttempts    int            `json:"maxAttempts"`
+	Attempts       int            `json:"attempts"`
+	Backoff        string         `json:"backoff"`
 }
 
 func decodeFast(id ID, data []byte) *Task {
@@ -154,8 +165,16 @@ func decodeFast(id ID, data []byte) *Task {
 	if json.Unmarshal(data, &f) != nil {
 		return nil
 	}
-	if f.ID == nil || ID(*f.ID) != id || f.Subject == nil || f.Status == nil || !f.Status.Valid() || f.Rev < 0 {
+	if f.ID == nil || ID(*f.ID) != id || f.Subject == nil || f.Status == nil || !f.Status.Valid() || f.Rev < 0 ||
+		f.MaxAttempts < 0 || f.Attempts < 0 {
 		return nil
+	}
+	var backoff time.Duration
+	if f.Backoff != "" {
+		var err error
+		if backoff, err = time.ParseDuration(f.Backoff); err != nil || backoff < 0 {
+			return nil
+		}
 	}
 	if len(f.Metadata) == 0 {
 		f.Metadata = nil // {} and no metadata are the same
@@ -170,7 +189,8 @@ func decodeFast(id ID, data []byte) *Task {
 		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Rev: f.Rev, Metadata: f.Metadata,
 		ClaimedAt: f.ClaimedAt, LeaseExpiresAt: f.LeaseExpiresAt, PrevOwner: f.PrevOwner,
 		Key: f.Key, Priority: prio, Labels: fileLabels(f.Labels), Reason: f.Reason, Result: f.Result,
-		Notes: nilIfEmpty(f.Notes), History: nilIfEmpty(f.History)}
+		Notes: nilIfEmpty(f.Notes), History: nilIfEmpty(f.History),
+		NotBefore: f.NotBefore, Due: f.Due, MaxAttempts: f.MaxAttempts, Attempts: f.Attempts, Backoff: backoff}
 	if f.BlockedBy != nil {
 		ids := make([]ID, len(f.BlockedBy))
 		for i, b := range f.BlockedBy {
@@ -317,7 +337,8 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 	for _, f := range []struct {
 		k string
 		p *time.Time
-	}{{"createdAt", &t.CreatedAt}, {"updatedAt", &t.UpdatedAt}, {"claimedAt", &t.ClaimedAt}, {"leaseExpiresAt", &t.LeaseExpiresAt}} {
+	}{{"createdAt", &t.CreatedAt}, {"updatedAt", &t.UpdatedAt}, {"claimedAt", &t.ClaimedAt}, {"leaseExpiresAt", &t.LeaseExpiresAt},
+		{"notBefore", &t.NotBefore}, {"due", &t.Due}} {
 		s, err := decodeString(raw, f.k, false)
 		if err != nil {
 			return nil, err
@@ -335,6 +356,26 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 		}
 		if len(t.Metadata) == 0 {
 			t.Metadata = nil
+		}
+	}
+	for _, f := range []struct {
+		k string
+		p *int
+	}{{"maxAttempts", &t.MaxAttempts}, {"attempts", &t.Attempts}} {
+		n, err := decodeInt[int64](raw, f.k, false)
+		if err != nil {
+			return nil, err
+		}
+		if n > MaxAttemptsLimit*1000 {
+			return nil, fmt.Errorf("field %q is %d, out of range", f.k, n)
+		}
+		*f.p = int(n)
+	}
+	if b, err := decodeString(raw, "backoff", false); err != nil {
+		return nil, err
+	} else if b != "" {
+		if t.Backoff, err = time.ParseDuration(b); err != nil || t.Backoff < 0 {
+			return nil, fmt.Errorf("field \"backoff\" is %q, not a duration such as \"30s\" or \"5m\"", b)
 		}
 	}
 	if t.Notes, err = decodeArray[Note](raw, "notes", "notes ({at, author, text})"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"container/heap"
 	"maps"
 	"slices"
+	"time"
 )
 
 // State is where a task stands, derived from its status and its
@@ -24,6 +25,10 @@ const (
 	// StateReady is a pending task whose blockers all exist and are
 	// completed: ClaimNext may take it (Board.Ready).
 	StateReady State = "ready"
+	// StateDeferred is a pending task whose blockers are all completed
+	// but whose NotBefore is still to come: deferred by its creator, or a
+	// retry waiting out its backoff (Board.Deferred).
+	StateDeferred State = "deferred"
 	// StateBlocked is a pending task that waits on an unfinished or
 	// missing blocker, and is not stranded (Board.Blocked, Board.Missing).
 	StateBlocked State = "blocked"
@@ -42,6 +47,20 @@ const (
 	StateCancelled State = State(Cancelled)
 )
 
+// StateList is one list of a Board with the state of its tasks.
+type StateList struct {
+	State State
+	Tasks []Task
+}
+
+// Lists returns every list of b with its state, in the order of the
+// board's columns: ready, deferred, blocked, stranded, in progress,
+// completed, failed, cancelled. Code that walks a whole board walks this.
+func (b Board) Lists() []StateList {
+	return []StateList{{StateReady, b.Ready}, {StateDeferred, b.Deferred}, {StateBlocked, b.Blocked}, {StateStranded, b.Stranded},
+		{StateInProgress, b.InProgress}, {StateCompleted, b.Completed}, {StateFailed, b.Failed}, {StateCancelled, b.Cancelled}}
+}
+
 // Resolve partitions tasks by what can happen next. A pending task is ready
 // when every id in its BlockedBy names a completed task; stranded when a
 // blocker is failed or cancelled, or is a pending task that is itself
@@ -57,6 +76,9 @@ func Resolve(tasks []Task, filters ...Filter) Board {
 	sel, err := Rules.Filters(filters)
 	if err != nil {
 		return Board{}
+	}
+	if sel.Now.IsZero() {
+		sel.Now = time.Now()
 	}
 	return graphOf(tasks).board(sel)
 }

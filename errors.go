@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Errors. Every error returned by a Store matches at most one of these with
@@ -211,3 +212,44 @@ func (e *dirNotFoundError) Unwrap() error { return e.err }
 
 // Is reports whether target is ErrNotFound.
 func (e *dirNotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// ErrDeferred is matched by the error of a claim of a task whose
+// NotBefore is still to come (a deferred task, or a retry waiting out its
+// backoff): see DeferredError.
+var ErrDeferred = errors.New("task is deferred")
+
+// DeferredError says that a task cannot start before Until. It matches
+// ErrDeferred.
+type DeferredError struct {
+	ID    ID
+	Until time.Time
+}
+
+func (e *DeferredError) Error() string {
+	return fmt.Sprintf("task %d is deferred: it cannot start before %s", e.ID, e.Until.UTC().Format(time.RFC3339))
+}
+
+// Is reports whether target is ErrDeferred.
+func (e *DeferredError) Is(target error) bool { return target == ErrDeferred }
+
+// ErrGaveUp is matched by the error of a Claim of a task whose lease
+// lapsed on its last attempt (Task.MaxAttempts): the claim is not
+// granted, and the task is failed instead. This is the one error after
+// which a write happened — the failure, which is durable — not the claim
+// that was asked for. See GaveUpError.
+var ErrGaveUp = errors.New("task gave up: its last attempt lapsed")
+
+// GaveUpError names a task failed by the claim that would have been one
+// attempt too many. It matches ErrGaveUp.
+type GaveUpError struct {
+	ID       ID
+	Attempts int
+	Reason   string // the task's reason, as stored
+}
+
+func (e *GaveUpError) Error() string {
+	return fmt.Sprintf("task %d was not claimed: it is failed now, %s (reopen it for more attempts)", e.ID, e.Reason)
+}
+
+// Is reports whether target is ErrGaveUp.
+func (e *GaveUpError) Is(target error) bool { return target == ErrGaveUp }

@@ -76,6 +76,9 @@ func Explain(tasks []Task, id ID, now time.Time) (Explanation, error) {
 			e.State, e.StrandedBy = StateStranded, cause
 		}
 	}
+	if e.State == StateReady && t.Deferred(now) {
+		e.State = StateDeferred
+	}
 	e.Text = explainText(g, &e, strandedBy, now)
 	return e, nil
 }
@@ -86,6 +89,13 @@ func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) 
 	switch e.State {
 	case StateReady:
 		return fmt.Sprintf("task %d is ready: nothing it waits on is unfinished; claim it", t.ID)
+	case StateDeferred:
+		when := t.NotBefore.UTC().Format(time.RFC3339)
+		left := t.NotBefore.Sub(now).Round(time.Second)
+		if t.Attempts > 0 {
+			return fmt.Sprintf("task %d is waiting to retry: attempt %d of %d failed; it can start from %s (in %v)", t.ID, t.Attempts, t.MaxAttempts, when, left)
+		}
+		return fmt.Sprintf("task %d is deferred: it can start from %s (in %v)", t.ID, when, left)
 	case StateBlocked, StateStranded:
 		lookup := func(id ID) *Task { return g.tasks[id] }
 		return string(AppendWhyNotReady(nil, t, lookup, func(id ID) ID { return strandedBy[id] }, now))

@@ -459,6 +459,8 @@ func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan
 	return err
 }
 
+func (s *FileStore) now() time.Time { return s.cfg.now().UTC() }
+
 // writeLocked decides and commits a write under the exclusive lock, and
 // reports whether it committed.
 func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) (committed bool, err error) {

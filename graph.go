@@ -10,6 +10,7 @@ import (
 	"container/heap"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/taskgraph-dev/taskgraph/internal/graphpath"
 	"github.com/taskgraph-dev/taskgraph/internal/jsonvalue"
@@ -190,13 +191,24 @@ func (g *graph) live(e readyEntry) bool {
 	return t != nil && entryOf(t) == e && g.isReady(e.id)
 }
 
-// nextReady returns the most urgent ready task, the lowest id among
-// equals, discarding stale heap entries: O(log n).
-func (g *graph) nextReady() (ID, bool) {
+// nextReady returns the first ready task in claim order that is not
+// deferred at now, discarding stale heap entries: O(log n), and O(log n)
+// more for each deferred task ahead of it, which it puts back.
+func (g *graph) nextReady(now time.Time) (ID, bool) {
+	var deferred []readyEntry
+	defer func() {
+		for _, e := range deferred {
+			heap.Push(&g.ready, e)
+		}
+	}()
 	for g.ready.Len() > 0 {
 		e := g.ready[0]
 		if g.live(e) {
-			return e.id, true
+			if !g.tasks[e.id].Deferred(now) {
+				return e.id, true
+			}
+			deferred = append(deferred, heap.Pop(&g.ready).(readyEntry))
+			continue
 		}
 		heap.Pop(&g.ready)
 		if q, ok := g.queued[e.id]; ok && q == e {
@@ -208,14 +220,14 @@ func (g *graph) nextReady() (ID, bool) {
 
 // nextReadyWith is nextReady for the tasks that carry every label of the
 // sorted set labels. It scans the ready tasks: O(ready).
-func (g *graph) nextReadyWith(labels []string) (ID, bool) {
+func (g *graph) nextReadyWith(labels []string, now time.Time) (ID, bool) {
 	if len(labels) == 0 {
-		return g.nextReady()
+		return g.nextReady(now)
 	}
 	var best readyEntry
 	found := false
 	for _, e := range g.ready {
-		if (!found || e.less(best)) && g.live(e) && hasLabels(g.tasks[e.id].Labels, labels) {
+		if (!found || e.less(best)) && g.live(e) && hasLabels(g.tasks[e.id].Labels, labels) && !g.tasks[e.id].Deferred(now) {
 			best, found = e, true
 		}
 	}
@@ -391,6 +403,7 @@ func (g *graph) strandedBy() map[ID]ID {
 func (g *graph) board(sel Selection) Board {
 	const (
 		ready = iota
+		deferred
 		blocked
 		stranded
 		inProgress
@@ -422,6 +435,8 @@ func (g *graph) board(sel Selection) Board {
 		default:
 			done, gone := g.blockersOf(t)
 			switch {
+			case done && t.Deferred(sel.Now):
+				k = deferred
 			case done:
 			case strandedBy[id] != 0:
 				k = stranded
@@ -499,8 +514,14 @@ func (g *graph) board(sel Selection) Board {
 		}
 	}
 	slices.SortFunc(lists[ready], func(a, b Task) int { return Rules.ClaimOrder(&a, &b) })
+	slices.SortFunc(lists[deferred], func(a, b Task) int {
+		if c := a.NotBefore.Compare(b.NotBefore); c != 0 {
+			return c
+		}
+		return Rules.ClaimOrder(&a, &b)
+	})
 	return Board{
-		Ready: lists[ready], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
+		Ready: lists[ready], Deferred: lists[deferred], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
 		Completed: lists[completed], Failed: lists[failed], Cancelled: lists[cancelled],
 		StrandedBy: by, Missing: missing,
 	}

@@ -37,6 +37,8 @@ func (m *MemStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan,
 	})
 }
 
+func (m *MemStore) now() time.Time { return m.cfg.now().UTC() }
+
 func (m *MemStore) read(ctx context.Context, _ []ID, fn func(*graph) error) error {
 	if err := ctx.Err(); err != nil {
 		return err

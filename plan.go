@@ -23,6 +23,11 @@ type plan struct {
 	// lastNew is the highest id the write allocates; 0 if it creates
 	// nothing.
 	lastNew ID
+	// after is the error the operation returns once the plan is written:
+	// a claim that failed its task instead of claiming it, because the
+	// lapse used its last attempt (*GaveUpError); a ClaimNext that did so
+	// and found nothing to claim (ErrNoReady).
+	after error
 }
 
 // The plan functions run the Rulebook against the in-memory graph of
@@ -179,6 +184,9 @@ func (g *graph) planClaim(id ID, owner string, lease time.Duration, now time.Tim
 		return nil, err
 	}
 	write, err := Rules.Claim(t, owner, lease, now)
+	if write && errors.Is(err, ErrGaveUp) {
+		return &plan{put: []*Task{t}, read: []ID{id}, result: id, after: err}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -196,23 +204,37 @@ func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string
 	if err != nil {
 		return nil, err
 	}
-	if id, ok := g.nextReadyWith(labels); ok {
+	if id, ok := g.nextReadyWith(labels, now); ok {
 		return g.planClaim(id, owner, lease, now)
 	}
 	// Tasks whose lease lapsed come after every never-claimed ready task,
-	// the most urgent first.
-	var best *Task
+	// the most urgent first. A lapse that used a task's last attempt fails
+	// it, in the same write, and the claim goes on to the next.
+	var lapsed []*Task
 	for id := range g.leased {
 		t := g.tasks[id]
-		if by, _, _ := unfinished(t, g.status); len(by) == 0 && !now.Before(t.LeaseExpiresAt) && hasLabels(t.Labels, labels) &&
-			(best == nil || Rules.ClaimOrder(t, best) < 0) {
-			best = t
+		if by, _, _ := unfinished(t, g.status); len(by) == 0 && !now.Before(t.LeaseExpiresAt) && hasLabels(t.Labels, labels) {
+			lapsed = append(lapsed, t)
 		}
 	}
-	if best == nil {
+	slices.SortFunc(lapsed, Rules.ClaimOrder)
+	var gaveUp plan
+	for _, t := range lapsed {
+		p, err := g.planClaim(t.ID, owner, lease, now)
+		if err != nil || p.after == nil {
+			if err == nil && len(gaveUp.put) > 0 {
+				p.put = append(gaveUp.put, p.put...)
+				p.read = append(gaveUp.read, p.read...)
+			}
+			return p, err
+		}
+		gaveUp.put, gaveUp.read, gaveUp.result = append(gaveUp.put, p.put...), append(gaveUp.read, p.read...), p.result
+	}
+	if len(gaveUp.put) == 0 {
 		return nil, ErrNoReady
 	}
-	return g.planClaim(best.ID, owner, lease, now)
+	gaveUp.after = ErrNoReady
+	return &gaveUp, nil
 }
 
 func (g *graph) planRenew(id ID, owner string, ttl time.Duration, now time.Time) (*plan, error) {

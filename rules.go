@@ -190,6 +190,9 @@ func (Rulebook) CreateArgs(nt NewTask) error {
 			return err
 		}
 	}
+	if err := Rules.Schedule("", nt.MaxAttempts, nt.Backoff); err != nil {
+		return err
+	}
 	for i, ref := range nt.After {
 		if err := afterRef(fmt.Sprintf("after[%d]", i), ref); err != nil {
 			return err
@@ -321,7 +324,7 @@ func (Rulebook) Filters(filters []Filter) (Selection, error) {
 	if len(c.statuses) > 0 {
 		statuses = slices.Compact(slices.Sorted(slices.Values(c.statuses)))
 	}
-	return Selection{Statuses: statuses, Owner: c.owner, Labels: labels, ReadyOnly: c.readyOnly, Limit: c.limit}, nil
+	return Selection{Statuses: statuses, Owner: c.owner, Labels: labels, ReadyOnly: c.readyOnly, Limit: c.limit, Now: c.now}, nil
 }
 
 // prefixed returns err with prefix added to the field an *InvalidError
@@ -362,6 +365,16 @@ func (Rulebook) PatchArgs(p Patch) error {
 	}
 	if p.Labels != nil {
 		if _, err := Rules.Labels("labels", *p.Labels); err != nil {
+			return err
+		}
+	}
+	if p.MaxAttempts != nil {
+		if err := Rules.Schedule("", *p.MaxAttempts, 0); err != nil {
+			return err
+		}
+	}
+	if p.Backoff != nil {
+		if err := Rules.Schedule("", 0, *p.Backoff); err != nil {
 			return err
 		}
 	}
@@ -459,6 +472,7 @@ func create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(st
 		BlockedBy: addIDs(addIDs(nil, nt.BlockedBy), after), Metadata: meta,
 		CreatedAt: now, UpdatedAt: now, Rev: 1,
 		Priority: prio, Labels: labels, Key: nt.Key,
+		MaxAttempts: nt.MaxAttempts, Backoff: nt.Backoff, NotBefore: nt.NotBefore, Due: nt.Due,
 	}, nil
 }
 
@@ -664,6 +678,18 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 	if p.Labels != nil {
 		t.Labels, _ = Rules.Labels("labels", *p.Labels) // valid: PatchArgs
 	}
+	if p.NotBefore != nil {
+		t.NotBefore = *p.NotBefore
+	}
+	if p.Due != nil {
+		t.Due = *p.Due
+	}
+	if p.MaxAttempts != nil {
+		t.MaxAttempts = *p.MaxAttempts
+	}
+	if p.Backoff != nil {
+		t.Backoff = *p.Backoff
+	}
 	if p.Status == nil || *p.Status == t.Status {
 		return false, nil
 	}
@@ -688,6 +714,9 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 	}
 	if t.Status == Completed {
 		t.Result = ""
+	}
+	if t.Status == Pending && st != Pending && t.Deferred(now) {
+		return false, &DeferredError{ID: t.ID, Until: t.NotBefore}
 	}
 	if st == InProgress && t.Owner == "" {
 		return false, &InvalidError{Field: "owner", Reason: "an in_progress task needs an owner: use Claim, or set Owner in the same patch"}
@@ -720,6 +749,7 @@ func patchedFields(p Patch) []string {
 		{"subject", p.Subject != nil}, {"description", p.Description != nil}, {"owner", p.Owner != nil},
 		{"blockedBy", len(p.AddBlockedBy)+len(p.RemoveBlockedBy) > 0}, {"blocks", len(p.AddBlocks)+len(p.RemoveBlocks) > 0},
 		{"metadata", p.Metadata != nil}, {"priority", p.Priority != nil}, {"labels", p.Labels != nil},
+		{"notBefore", p.NotBefore != nil}, {"due", p.Due != nil}, {"maxAttempts", p.MaxAttempts != nil}, {"backoff", p.Backoff != nil},
 	} {
 		if f.set {
 			out = append(out, f.name)
@@ -796,9 +826,13 @@ func createdKey(t time.Time) int64 {
 
 // Claim moves t to InProgress under owner. write is false when owner
 // already holds t and asks for no lease: nothing changes. Otherwise the
-// store must then check t's blockers (Blocked) before storing it. A task
-// held by another owner may be claimed once its lease has expired; the
-// previous owner is kept in PrevOwner.
+// store must then check t's blockers (Blocked) before storing it. A
+// pending task whose NotBefore is to come is refused (*DeferredError). A
+// task held by another owner may be claimed once its lease has expired;
+// the previous owner is kept in PrevOwner. The lapse uses one of the
+// task's attempts (MaxAttempts); if it used the last one, Claim fails t
+// instead and returns write true with a *GaveUpError: the store stores t
+// (without checking its blockers) and returns that error.
 func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time) (write bool, err error) {
 	if err := Rules.ClaimArgs(owner, lease); err != nil {
 		return false, err
@@ -806,6 +840,10 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 	switch t.Status {
 	case Completed, Failed, Cancelled:
 		return false, finishedError(t)
+	case Pending:
+		if t.Deferred(now) {
+			return false, &DeferredError{ID: t.ID, Until: t.NotBefore}
+		}
 	case InProgress:
 		expired := !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt)
 		switch {
@@ -813,8 +851,13 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 			return false, nil // already ours: nothing to write
 		case t.Owner == owner:
 		case expired:
-			t.PrevOwner = t.Owner
 			record(t, t.LeaseExpiresAt, HistoryLapsed, t.Owner, "")
+			if t.MaxAttempts > 0 && !lapseAttempt(t) {
+				advance(t, now)
+				record(t, now, HistoryFailed, "", t.Reason)
+				return true, &GaveUpError{ID: t.ID, Attempts: t.Attempts, Reason: t.Reason}
+			}
+			t.PrevOwner = t.Owner
 		default:
 			return false, &ClaimedError{ID: t.ID, Owner: t.Owner}
 		}
@@ -902,13 +945,26 @@ func (Rulebook) FailArgs(reason string) error { return reasonArg(reason) }
 // Fail moves t, which must be InProgress (and held by owner, if owner is
 // not ""), to Failed, recording reason. The owner is kept as the record
 // of who tried. Its dependents are stranded from then on (see Board).
+// A task with MaxAttempts counts the attempt: while attempts remain it
+// becomes pending again instead, deferred by its backoff (RetryDelay),
+// and its dependents wait; the last attempt's failure is final, its
+// reason saying that it gave up.
 func (Rulebook) Fail(t *Task, owner, reason string, now time.Time) error {
-	err := finishHeld(t, owner, Failed, now, Rules.FailArgs(reason))
-	if err == nil {
-		t.Reason = reason
-		record(t, now, HistoryFailed, t.Owner, reason)
+	by := t.Owner
+	if err := finishHeld(t, owner, Failed, now, Rules.FailArgs(reason)); err != nil {
+		return err
 	}
-	return err
+	t.Reason = reason
+	detail := reason
+	if t.MaxAttempts > 0 {
+		if failAttempt(t, now, reason) {
+			detail = fmt.Sprintf("%s (attempt %d of %d; retry from %s)", reason, t.Attempts, t.MaxAttempts, t.NotBefore.UTC().Format(time.RFC3339))
+		} else {
+			detail = t.Reason
+		}
+	}
+	record(t, now, HistoryFailed, by, detail)
+	return nil
 }
 
 // CancelArgs validates the arguments of Cancel, before any task is read:
@@ -962,6 +1018,10 @@ func (Rulebook) Reopen(t *Task, now time.Time, dependents []ID, status func(ID) 
 	record(t, now, HistoryReopened, "", "was "+string(t.Status))
 	t.Status, t.Owner, t.Reason, t.Result = Pending, "", "", ""
 	t.ClaimedAt, t.LeaseExpiresAt = time.Time{}, time.Time{}
+	if t.Attempts > 0 {
+		t.NotBefore = time.Time{} // a retry's backoff, which it no longer waits out
+	}
+	t.Attempts = 0 // a person's decision: every attempt again
 	return nil
 }
 
@@ -1059,6 +1119,12 @@ func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) 
 		}
 		if t.Labels, err = Rules.Labels(field+".labels", t.Labels); err != nil {
 			return nil, err
+		}
+		if err := Rules.Schedule(field+".", t.MaxAttempts, t.Backoff); err != nil {
+			return nil, err
+		}
+		if t.Attempts < 0 {
+			return nil, &InvalidError{Field: field + ".attempts", Reason: fmt.Sprintf("%d is negative", t.Attempts)}
 		}
 		if t.Key != "" {
 			if err := Rules.Key(field+".key", t.Key); err != nil {

@@ -87,10 +87,10 @@ func encodeSnapshot(g *graph, stamps map[ID]stamp) []byte {
 			data, _ := json.Marshal(t.Metadata) // it came from JSON: it goes back
 			e.str(string(data))
 		}
-		if len(t.Notes)+len(t.History) == 0 {
+		if x := extrasOf(t); x.empty() {
 			e.str("")
 		} else {
-			data, _ := json.Marshal(snapExtras{t.Notes, t.History}) // plain values: it marshals
+			data, _ := json.Marshal(x) // plain values: it marshals
 			e.str(string(data))
 		}
 		e.uint(uint64(len(t.unknown)))
@@ -102,11 +102,29 @@ func encodeSnapshot(g *graph, stamps map[ID]stamp) []byte {
 	return binary.LittleEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
 }
 
-// snapExtras holds a task's notes and history in a snapshot, as JSON:
-// rare enough not to need the compact form of the other fields.
+// snapExtras holds a task's notes, history and schedule in a snapshot, as
+// JSON: rare enough not to need the compact form of the other fields.
 type snapExtras struct {
-	Notes   []Note       `json:"n,omitempty"`
-	History []Transition `json:"h,omitempty"`
+	Notes       []Note        `json:"n,omitempty"`
+	History     []Transition  `json:"h,omitempty"`
+	NotBefore   time.Time     `json:"nb,omitzero"`
+	Due         time.Time     `json:"d,omitzero"`
+	MaxAttempts int           `json:"ma,omitempty"`
+	Attempts    int           `json:"a,omitempty"`
+	Backoff     time.Duration `json:"b,omitempty"`
+}
+
+func extrasOf(t *Task) snapExtras {
+	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff}
+}
+
+func (x snapExtras) empty() bool {
+	return len(x.Notes)+len(x.History) == 0 && x.NotBefore.IsZero() && x.Due.IsZero() && x.MaxAttempts == 0 && x.Attempts == 0 && x.Backoff == 0
+}
+
+func (x snapExtras) apply(t *Task) {
+	t.Notes, t.History = nilIfEmpty(x.Notes), nilIfEmpty(x.History)
+	t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff = x.NotBefore, x.Due, x.MaxAttempts, x.Attempts, x.Backoff
 }
 
 // decodeSnapshot returns the entries of a snapshot, or an error if it is
@@ -154,7 +172,7 @@ func decodeSnapshot(data []byte) ([]snapshotEntry, error) {
 			if err := json.Unmarshal([]byte(extras), &x); err != nil {
 				return nil, err
 			}
-			t.Notes, t.History = nilIfEmpty(x.Notes), nilIfEmpty(x.History)
+			x.apply(t)
 		}
 		if k := d.uint(); k > 0 && k <= uint64(len(d.b)) {
 			t.unknown = make(map[string]json.RawMessage, k)

@@ -189,6 +189,7 @@ type CompleteSettings struct {
 type Filter func(*filterConfig)
 
 type filterConfig struct {
+	now       time.Time
 	statuses  []Status
 	owner     *string
 	labels    []string
@@ -228,6 +229,14 @@ func Limit(n int) Filter {
 	return func(c *filterConfig) { c.limit = max(n, 0) }
 }
 
+// AsOf makes Board (and Resolve) judge which pending tasks are deferred
+// (Task.NotBefore) as of t, instead of the store's clock: for Store
+// implementations that keep time elsewhere (pgstore passes the
+// database's) and for tests. It selects nothing by itself.
+func AsOf(t time.Time) Filter {
+	return func(c *filterConfig) { c.now = t }
+}
+
 // Selection is what a set of filters selects, validated (see
 // Rules.Filters): for Store implementations outside this package, which
 // run the selection in their own query language.
@@ -237,6 +246,9 @@ type Selection struct {
 	Labels    []string // all of these, sorted
 	ReadyOnly bool
 	Limit     int // 0: no limit
+	// Now is when deferral is judged (AsOf); zero: the store's clock, and
+	// for Resolve, time.Now.
+	Now time.Time
 }
 
 // Empty reports whether the selection selects every task.
@@ -299,6 +311,8 @@ type engine interface {
 	// read calls fn with a current graph under at least a shared lock;
 	// the tasks named in check are re-checked against their files first.
 	read(ctx context.Context, check []ID, fn func(g *graph) error) error
+	// now is the store's clock (WithClock).
+	now() time.Time
 }
 
 // ops implements the Store methods once, over any engine, so that every
@@ -373,6 +387,9 @@ func readSelection[T any](ctx context.Context, o ops, filters []Filter, view fun
 	sel, err := Rules.Filters(filters)
 	if err != nil {
 		return out, err
+	}
+	if sel.Now.IsZero() {
+		sel.Now = o.e.now()
 	}
 	err = o.e.read(ctx, nil, func(g *graph) error {
 		out = view(g, sel)
@@ -470,7 +487,11 @@ func (o ops) Board(ctx context.Context, filters ...Filter) (Board, error) {
 
 func (o ops) writeTask(ctx context.Context, mk func(g *graph, now time.Time) (*plan, error)) (Task, error) {
 	var t Task
-	err := o.e.write(ctx, checked(mk), func(g *graph, p *plan) { t = g.view(p.result) })
+	var after error
+	err := o.e.write(ctx, checked(mk), func(g *graph, p *plan) { t, after = g.view(p.result), p.after })
+	if err == nil && after != nil {
+		return Task{}, after
+	}
 	return t, err
 }
 

@@ -287,6 +287,26 @@ type Task struct {
 	// summarised. Its creation is CreatedAt.
 	History []Transition
 
+	// MaxAttempts is how many attempts the task gets (see attempts.go's
+	// rules, Rules.Fail and Rules.Claim): a failure, or a lease that
+	// lapsed, uses one; while attempts remain, a failure makes the task
+	// pending again, deferred by its backoff; the failure of the last one
+	// is final. 0: no limit, and a failure is final at once.
+	MaxAttempts int
+	// Attempts is how many attempts the task has used up: failures and
+	// lapsed leases. Reopen starts it again from 0.
+	Attempts int
+	// Backoff is how long a retry waits after the first failed attempt;
+	// the wait doubles with each further attempt, up to MaxBackoff.
+	Backoff time.Duration
+	// NotBefore defers the task: it is not ready until then (it is in
+	// Board.Deferred), set by the creator or by a retry's backoff. Zero:
+	// not deferred.
+	NotBefore time.Time
+	// Due is when the task should be done: shown, sorted and filtered by
+	// (Overdue), never enforced. Zero: none.
+	Due time.Time
+
 	// unknown holds the JSON fields of the task file that taskgraph does
 	// not know, so that rewriting the file keeps them.
 	unknown map[string]json.RawMessage
@@ -309,6 +329,12 @@ type NewTask struct {
 	// with this key exists, Create and CreatePlan return that task as it
 	// is and create nothing: a retried create never makes two.
 	Key string
+	// MaxAttempts, Backoff, NotBefore and Due are the task's schedule;
+	// see Task. Zero values: none.
+	MaxAttempts int
+	Backoff     time.Duration
+	NotBefore   time.Time
+	Due         time.Time
 	// After names the tasks that block the new one, by reference: the key
 	// of a task of the same plan (CreatePlan), the key of an existing
 	// task, or an existing id written "#12" or "12". They are added to
@@ -339,6 +365,13 @@ type Patch struct {
 	// removes them all).
 	Labels *[]string
 
+	// NotBefore, Due, MaxAttempts and Backoff, if not nil, set the
+	// task's schedule (see Task); a zero value clears it.
+	NotBefore   *time.Time
+	Due         *time.Time
+	MaxAttempts *int
+	Backoff     *time.Duration
+
 	// IfRev, when non-zero, makes the update fail with ErrConflict unless
 	// the task's current Rev equals it (optimistic concurrency).
 	IfRev int64
@@ -353,7 +386,12 @@ type Completion struct {
 // Board partitions a graph by what can happen next. Every task is in
 // exactly one list, and each list is sorted by id.
 type Board struct {
-	Ready      []Task // pending, every blocker exists and is completed; in claim order (Rules.ClaimOrder)
+	Ready []Task // pending, every blocker exists and is completed; in claim order (Rules.ClaimOrder)
+	// Deferred holds the pending tasks whose blockers are all completed
+	// but whose NotBefore is still to come: a deferred task, or a retry
+	// waiting out its backoff. They become ready at NotBefore; by
+	// NotBefore, then claim order.
+	Deferred   []Task
 	Blocked    []Task // pending, some blocker unfinished or missing, and not stranded
 	InProgress []Task
 	Completed  []Task
@@ -372,12 +410,12 @@ type Board struct {
 }
 
 // Finished reports whether no work is left that can run: nothing is
-// ready, blocked or in progress. Stranded tasks do not keep a graph
+// ready, deferred, blocked or in progress. Stranded tasks do not keep a graph
 // unfinished (they cannot run until someone reopens their cause). When
 // ClaimNext returns ErrNoReady, it tells a finished graph from one where
 // work is blocked or held by others.
 func (b Board) Finished() bool {
-	return len(b.Ready) == 0 && len(b.Blocked) == 0 && len(b.InProgress) == 0
+	return len(b.Ready) == 0 && len(b.Deferred) == 0 && len(b.Blocked) == 0 && len(b.InProgress) == 0
 }
 
 // Stall returns a *StalledError (matching ErrStalled) naming the failed

@@ -103,6 +103,7 @@ var columns = []struct {
 	tasks func(b *taskgraph.Board) []taskgraph.Task
 }{
 	{taskgraph.StateReady, "Ready", func(b *taskgraph.Board) []taskgraph.Task { return b.Ready }},
+	{taskgraph.StateDeferred, "Deferred", func(b *taskgraph.Board) []taskgraph.Task { return b.Deferred }},
 	{taskgraph.StateBlocked, "Blocked", func(b *taskgraph.Board) []taskgraph.Task { return b.Blocked }},
 	{taskgraph.StateStranded, "Stranded", func(b *taskgraph.Board) []taskgraph.Task { return b.Stranded }},
 	{taskgraph.StateInProgress, "In progress", func(b *taskgraph.Board) []taskgraph.Task { return b.InProgress }},

@@ -43,6 +43,12 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 		return taskgraph.Task{}, err
 	}
 	write, err := taskgraph.Rules.Claim(t, owner, lease, now)
+	if write && errors.Is(err, taskgraph.ErrGaveUp) { // the lapse used the last attempt: t is failed instead
+		if _, serr := s.save(ctx, tx, t, updateTask); serr != nil {
+			return taskgraph.Task{}, serr
+		}
+		return taskgraph.Task{}, afterCommit{err}
+	}
 	if err != nil {
 		return taskgraph.Task{}, err
 	}
@@ -58,6 +64,11 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 	}
 	return s.save(ctx, tx, t, updateTask)
 }
+
+// undeferred holds for a task whose NotBefore has come by the time of
+// the operation, $n (see nowSQL): with readyCondition, a task ClaimNext
+// may take.
+func undeferred(n int) string { return `(t.not_before IS NULL OR t.not_before <= ` + nowSQL(n) + `)` }
 
 // readyCondition holds for a task whose every blocker exists and is
 // completed.
@@ -99,11 +110,21 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 		return taskgraph.Task{}, err
 	}
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
-		id, err := s.next(ctx, tx, ready, labels, at)
-		if err != nil {
-			return taskgraph.Task{}, err
+		gaveUp := false
+		for {
+			id, err := s.next(ctx, tx, ready, labels, at)
+			if errors.Is(err, taskgraph.ErrNoReady) && gaveUp {
+				return taskgraph.Task{}, afterCommit{err} // the failures stand
+			}
+			if err != nil {
+				return taskgraph.Task{}, err
+			}
+			t, err := s.claim(ctx, tx, id, owner, lease, at)
+			if !errors.As(err, new(afterCommit)) {
+				return t, err
+			}
+			gaveUp = true // and on to the next lapsed task
 		}
-		return s.claim(ctx, tx, id, owner, lease, at)
 	})
 }
 
@@ -165,7 +186,7 @@ var claimReadySQL = `WITH pick AS (` + pickReady + `), c AS (SELECT ` + nowSQL(4
 // estimate, half the rows, and the generic plan is the index walk
 // (TestClaimNextPlannedOnce, TestClaimNextIndexed).
 var pickReady = `SELECT t.id, ` + fitsSQL + ` AND ` + unchangedSQL + ` AS fits FROM taskgraph_tasks t
-	WHERE graph = $1 AND status = 'pending' AND coalesce(labels @> $7::text[], false) AND ` + readyCondition + `
+	WHERE graph = $1 AND status = 'pending' AND coalesce(labels @> $7::text[], false) AND ` + readyCondition + ` AND ` + undeferred(4) + `
 	` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
 
 // unchangedSQL holds when the row t is the version the statement's
@@ -209,7 +230,7 @@ func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, labels []string
 	var id int64
 	if ready {
 		err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[] AND `+readyCondition+`
-			`+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, labels).Scan(&id)
+			AND `+undeferred(3)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, labels, at).Scan(&id)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return taskgraph.ID(id), err
 		}

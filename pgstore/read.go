@@ -5,6 +5,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -112,12 +113,20 @@ func (s *Store) Board(ctx context.Context, filters ...taskgraph.Filter) (taskgra
 	if err := s.usable(ctx); err != nil {
 		return taskgraph.Board{}, err
 	}
-	if _, err := taskgraph.Rules.Filters(filters); err != nil { // before any SQL
+	sel, err := taskgraph.Rules.Filters(filters) // before any SQL
+	if err != nil {
 		return taskgraph.Board{}, err
 	}
 	tasks, err := s.List(ctx)
 	if err != nil {
 		return taskgraph.Board{}, err
+	}
+	if sel.Now.IsZero() { // deferral is judged by the database's clock, as claims are
+		var now time.Time
+		if err := retry(ctx, func() error { return s.pool.QueryRow(ctx, `SELECT `+nowSQL(1), s.at()).Scan(&now) }); err != nil {
+			return taskgraph.Board{}, err
+		}
+		filters = append(filters, taskgraph.AsOf(now))
 	}
 	return taskgraph.Resolve(tasks, filters...), nil
 }

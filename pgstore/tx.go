@@ -56,17 +56,33 @@ func (s *Store) begin(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // error.
 func transact[T any](ctx context.Context, s *Store, fn func(tx pgx.Tx) (T, error)) (T, error) {
 	var out T
+	var after afterCommit
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		var err error
+		after = afterCommit{} // a retried transaction decides again
 		out, err = fn(tx)
+		if errors.As(err, &after) {
+			return nil // commit what fn wrote, then report after.err
+		}
 		return err
 	})
+	if err == nil {
+		err = after.err
+	}
 	if err != nil {
 		var zero T
 		return zero, err
 	}
 	return out, nil
 }
+
+// afterCommit is an error that a transaction's function returns after
+// writing what must stand: the transaction commits, and the operation
+// returns err (a claim that failed its task because the lapse used its
+// last attempt: taskgraph.ErrGaveUp).
+type afterCommit struct{ err error }
+
+func (a afterCommit) Error() string { return a.err.Error() }
 
 // write runs the write fn in a transaction, as begin does, and tells the
 // watchers once it has committed.

@@ -83,8 +83,8 @@ func (w *watcher) now() time.Time {
 // index returns every task of b by id, and the ready ones.
 func index(b taskgraph.Board) (map[taskgraph.ID]taskgraph.Task, map[taskgraph.ID]bool) {
 	all := map[taskgraph.ID]taskgraph.Task{}
-	for _, list := range [][]taskgraph.Task{b.Ready, b.Blocked, b.Stranded, b.InProgress, b.Completed, b.Failed, b.Cancelled} {
-		for _, t := range list {
+	for _, list := range b.Lists() {
+		for _, t := range list.Tasks {
 			all[t.ID] = t
 		}
 	}

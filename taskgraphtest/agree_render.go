@@ -91,14 +91,10 @@ func boardResult(b tg.Board, err error) result {
 		return errResult(err)
 	}
 	var lines []string
-	for _, part := range []struct {
-		state tg.State
-		tasks []tg.Task
-	}{{tg.StateReady, b.Ready}, {tg.StateBlocked, b.Blocked}, {tg.StateStranded, b.Stranded}, {tg.StateInProgress, b.InProgress},
-		{tg.StateCompleted, b.Completed}, {tg.StateFailed, b.Failed}, {tg.StateCancelled, b.Cancelled}} {
-		name := strings.ReplaceAll(string(part.state), "_", " ") // "in progress", as the transcripts have always read
-		lines = append(lines, fmt.Sprintf("board %s, %d:", name, len(part.tasks)))
-		for _, t := range part.tasks {
+	for _, part := range b.Lists() {
+		name := strings.ReplaceAll(string(part.State), "_", " ") // "in progress", as the transcripts have always read
+		lines = append(lines, fmt.Sprintf("board %s, %d:", name, len(part.Tasks)))
+		for _, t := range part.Tasks {
 			lines = append(lines, "  "+fmtTask(t))
 		}
 	}

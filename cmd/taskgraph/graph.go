@@ -80,7 +80,7 @@ var graphSyntaxes = map[string]graphSyntax{
 		rank:     "  { rank=same; %s } // wave %d\n",
 		tail:     "}\n",
 		styles: map[taskgraph.State]string{taskgraph.StateReady: "palegreen", taskgraph.StateBlocked: "white",
-			taskgraph.StateInProgress: "khaki", taskgraph.StateCompleted: "lightgray", taskgraph.StateStranded: "mistyrose",
+			taskgraph.StateDeferred: "lightcyan", taskgraph.StateInProgress: "khaki", taskgraph.StateCompleted: "lightgray", taskgraph.StateStranded: "mistyrose",
 			taskgraph.StateFailed: "salmon", taskgraph.StateCancelled: "gainsboro"},
 	},
 	"mermaid": {
@@ -89,26 +89,13 @@ var graphSyntaxes = map[string]graphSyntax{
 		edge:     "  t%d --> t%d\n",
 		critical: "  t%d ==> t%d\n",
 		rank:     "  %%%% wave %[2]d: %[1]s\n",
-		tail: "  classDef ready fill:#cfc\n  classDef blocked fill:#fff\n  classDef inprogress fill:#ffc\n  classDef completed fill:#ddd\n" +
+		tail: "  classDef ready fill:#cfc\n  classDef deferred fill:#dff\n  classDef blocked fill:#fff\n  classDef inprogress fill:#ffc\n  classDef completed fill:#ddd\n" +
 			"  classDef stranded fill:#fee\n  classDef failed fill:#f99\n  classDef cancelled fill:#eee,stroke-dasharray:4\n",
 	},
 }
 
-// states are the board's lists with the state each gives its tasks.
-func states(b taskgraph.Board) []struct {
-	ts    []taskgraph.Task
-	state taskgraph.State
-} {
-	return []struct {
-		ts    []taskgraph.Task
-		state taskgraph.State
-	}{{b.Ready, taskgraph.StateReady}, {b.Blocked, taskgraph.StateBlocked}, {b.Stranded, taskgraph.StateStranded},
-		{b.InProgress, taskgraph.StateInProgress}, {b.Completed, taskgraph.StateCompleted}, {b.Failed, taskgraph.StateFailed},
-		{b.Cancelled, taskgraph.StateCancelled}}
-}
-
 // graphNode and graphEdge are the graph as --json prints it: a node per
-// task with its state (ready, blocked, stranded, in_progress, completed,
+// task with its state (ready, deferred, blocked, stranded, in_progress, completed,
 // failed, cancelled), and an edge per dependency, from the blocker to the
 // task it blocks (execution order).
 type (
@@ -142,9 +129,9 @@ func graphJSON(b taskgraph.Board, la ahead) any {
 		out.CriticalPath = []taskgraph.ID{}
 	}
 	var all []taskgraph.Task
-	for _, g := range states(b) {
-		for _, t := range g.ts {
-			out.Nodes = append(out.Nodes, graphNode{t.ID, t.Subject, t.Status, g.state, t.Owner})
+	for _, g := range b.Lists() {
+		for _, t := range g.Tasks {
+			out.Nodes = append(out.Nodes, graphNode{t.ID, t.Subject, t.Status, g.State, t.Owner})
 			all = append(all, t)
 		}
 	}
@@ -173,9 +160,9 @@ func renderGraph(b taskgraph.Board, la ahead, format string) string {
 		state taskgraph.State
 	}
 	var nodes []node
-	for _, g := range states(b) {
-		for _, t := range g.ts {
-			nodes = append(nodes, node{t, g.state})
+	for _, g := range b.Lists() {
+		for _, t := range g.Tasks {
+			nodes = append(nodes, node{t, g.State})
 		}
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].t.ID < nodes[j].t.ID })
@@ -232,8 +219,8 @@ func renderGraph(b taskgraph.Board, la ahead, format string) string {
 // start.
 func renderWaves(b taskgraph.Board, la ahead) string {
 	byID := map[taskgraph.ID]taskgraph.Task{}
-	for _, g := range states(b) {
-		for _, t := range g.ts {
+	for _, g := range b.Lists() {
+		for _, t := range g.Tasks {
 			byID[t.ID] = t
 		}
 	}

@@ -527,6 +527,7 @@ func TestGraph(t *testing.T) {
   %% wave 2: #2 #3
   %% wave 3: #4
   classDef ready fill:#cfc
+  classDef deferred fill:#dff
   classDef blocked fill:#fff
   classDef inprogress fill:#ffc
   classDef completed fill:#ddd

@@ -93,15 +93,15 @@ func (e *env) printBoard(b taskgraph.Board) error {
 	v := viewOfBoard(b)
 	if e.json {
 		out := map[taskgraph.State][]taskJSON{}
-		for _, g := range states(b) {
-			out[g.state] = v.toJSONs(g.ts)
+		for _, g := range b.Lists() {
+			out[g.State] = v.toJSONs(g.Tasks)
 		}
 		return e.printJSON(out)
 	}
-	for _, g := range states(b) {
-		title := strings.ReplaceAll(string(g.state), "_", " ")
-		fmt.Fprintf(e.stdout, "%s%s (%d)\n", strings.ToUpper(title[:1]), title[1:], len(g.ts))
-		for _, t := range g.ts {
+	for _, g := range b.Lists() {
+		title := strings.ReplaceAll(string(g.State), "_", " ")
+		fmt.Fprintf(e.stdout, "%s%s (%d)\n", strings.ToUpper(title[:1]), title[1:], len(g.Tasks))
+		for _, t := range g.Tasks {
 			fmt.Fprintf(e.stdout, "  %s\n", e.line(t, v))
 		}
 	}

@@ -69,10 +69,10 @@ func viewOf(all []taskgraph.Task) view {
 // viewOfBoard returns the view of an unfiltered board.
 func viewOfBoard(b taskgraph.Board) view {
 	v := view{status: map[taskgraph.ID]taskgraph.Status{}, state: map[taskgraph.ID]taskgraph.State{}, strandedBy: b.StrandedBy}
-	for _, g := range states(b) {
-		for _, t := range g.ts {
+	for _, g := range b.Lists() {
+		for _, t := range g.Tasks {
 			v.status[t.ID] = t.Status
-			v.state[t.ID] = g.state
+			v.state[t.ID] = g.State
 		}
 	}
 	return v
