@@ -349,7 +349,7 @@ func (g *graph) list(sel Selection) []Task {
 	if !sel.Empty() {
 		ids = nil
 		for _, id := range g.ids {
-			if sel.Match(g.tasks[id], sel.ReadyOnly && g.isReady(id)) {
+			if sel.Match(g.tasks[id], sel.ReadyOnly && g.isReady(id) && !g.tasks[id].Deferred(sel.Now)) {
 				ids = append(ids, id)
 				if len(ids) == sel.Limit {
 					break

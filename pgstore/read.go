@@ -87,14 +87,18 @@ func (s *Store) listSelected(ctx context.Context, sel taskgraph.Selection) ([]ta
 		n := int64(sel.Limit)
 		limit = &n
 	}
+	at := s.at() // deferral as of the database's clock, unless AsOf says
+	if !sel.Now.IsZero() {
+		at = &sel.Now
+	}
 	var out []taskgraph.Task
 	err := retry(ctx, func() error {
 		rows, err := s.pool.Query(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1
 			AND (cardinality($2::text[]) = 0 OR status = ANY($2))
 			AND ($3::text IS NULL OR owner = $3)
 			AND labels @> $4::text[]
-			AND (NOT $5 OR status = 'pending' AND `+readyCondition+`)
-			ORDER BY id LIMIT $6`, s.graph, statuses, sel.Owner, labels, sel.ReadyOnly, limit)
+			AND (NOT $5 OR status = 'pending' AND `+readyCondition+` AND `+undeferred(7)+`)
+			ORDER BY id LIMIT $6`, s.graph, statuses, sel.Owner, labels, sel.ReadyOnly, limit, at)
 		if err != nil {
 			return err
 		}

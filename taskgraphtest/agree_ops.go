@@ -27,7 +27,7 @@ var decoders = []decoder{
 	(*driver).delete, (*driver).load, (*driver).advance, (*driver).get, (*driver).compare,
 	(*driver).createKeyed, (*driver).createKeyed, (*driver).createPlan, (*driver).createPlan,
 	(*driver).fail, (*driver).cancel, (*driver).reopen, (*driver).updateRouting, (*driver).listFiltered,
-	(*driver).note,
+	(*driver).note, (*driver).scheduled, (*driver).reschedule,
 }
 
 // decode reads the next operation from the input.
@@ -175,6 +175,35 @@ func (d *driver) drain() op {
 			return result{text: strings.Join(lines, "\n")}
 		},
 	}
+}
+
+// scheduled creates a task with a schedule: attempts (sometimes out of
+// range), a backoff, a NotBefore in the past or the next seconds.
+func (d *driver) scheduled() op {
+	nt := tg.NewTask{Subject: d.subject(), MaxAttempts: []int{0, 1, 2, 3, -1}[d.pick(5)],
+		Backoff: []time.Duration{0, time.Second, 3 * time.Second, -time.Second}[d.pick(4)]}
+	if d.pick(2) == 0 {
+		nt.NotBefore = d.clock.now().Add(time.Duration(d.pick(8)-2) * time.Second)
+	}
+	if d.pick(3) == 0 {
+		nt.BlockedBy = d.ids()
+	}
+	return createOp(nt)
+}
+
+// reschedule moves a task's NotBefore or changes its attempts.
+func (d *driver) reschedule() op {
+	id := d.id()
+	var p tg.Patch
+	switch d.pick(3) {
+	case 0:
+		p.NotBefore = ptr(d.clock.now().Add(time.Duration(d.pick(8)-4) * time.Second))
+	case 1:
+		p.NotBefore = ptr(time.Time{})
+	default:
+		p.MaxAttempts = ptr(d.pick(4))
+	}
+	return updateOp(id, p)
 }
 
 // note writes a note, sometimes an invalid one, on a task: through

@@ -213,6 +213,12 @@ func fmtNewTask(nt tg.NewTask) string {
 	if nt.Key != "" {
 		f = append(f, fmt.Sprintf("Key:%q", nt.Key))
 	}
+	if nt.MaxAttempts != 0 || nt.Backoff != 0 {
+		f = append(f, fmt.Sprintf("MaxAttempts:%d Backoff:%v", nt.MaxAttempts, nt.Backoff))
+	}
+	if !nt.NotBefore.IsZero() {
+		f = append(f, "NotBefore:"+fmtTime(nt.NotBefore))
+	}
 	if nt.After != nil {
 		f = append(f, fmt.Sprintf("After:%q", nt.After))
 	}
@@ -248,6 +254,15 @@ func fmtPatch(p tg.Patch) string {
 		if e.ids != nil {
 			f = append(f, e.name+":"+fmtIDs(e.ids))
 		}
+	}
+	if p.NotBefore != nil {
+		f = append(f, "NotBefore:"+fmtTime(*p.NotBefore))
+	}
+	if p.MaxAttempts != nil {
+		f = append(f, fmt.Sprintf("MaxAttempts:%d", *p.MaxAttempts))
+	}
+	if p.Backoff != nil {
+		f = append(f, fmt.Sprintf("Backoff:%v", *p.Backoff))
 	}
 	if p.Metadata != nil {
 		f = append(f, "Metadata:"+fmtMeta(p.Metadata))

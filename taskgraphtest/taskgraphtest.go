@@ -97,6 +97,9 @@ var cases = []struct {
 	{"LabelledAgents", testLabelledAgents},
 	{"Notes", testNotes},
 	{"History", testHistory},
+	{"Deferred", testDeferred},
+	{"Retries", testRetries},
+	{"LapsedAttempts", testLapsedAttempts},
 }
 
 var ctx = context.Background()
