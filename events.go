@@ -148,8 +148,9 @@ func (h *hub) publish(evs []Event) {
 // that a lapse is reported as it happens. now is the store's clock.
 func (h *hub) watch(ctx context.Context, initial []Task, now func() time.Time, closed <-chan struct{}) (events <-chan Event, end func(error)) {
 	w := &watcher{wake: make(chan struct{}, 1), endc: make(chan error, 1)}
+	start := now()
 	for _, t := range initial {
-		w.leases.Track(Event{Kind: Updated, Task: t})
+		w.leases.Track(Event{Kind: Updated, Task: t}, start)
 	}
 	h.mu.Lock()
 	if h.subs == nil {
@@ -228,10 +229,11 @@ func (w *watcher) run(ctx context.Context, out chan<- Event, now func() time.Tim
 		w.mu.Unlock()
 		// The queued events first bring the leases up to date (a renewal
 		// must not be reported as a lapse), then what has lapsed by now.
+		at := now()
 		for _, e := range batch {
-			w.leases.Track(e)
+			w.leases.Track(e, at)
 		}
-		batch = append(batch, w.leases.Lapsed(now())...)
+		batch = append(batch, w.leases.Lapsed(at)...)
 		for _, e := range batch {
 			select {
 			case out <- e:
@@ -276,54 +278,85 @@ func ended(ctx context.Context, out chan<- Event, err error) {
 	}
 }
 
-// Leases tracks the leased claims a watch has reported and tells when they
-// lapse, so that a watcher reports a Lapsed event when a lease expires —
-// no write happens then. Every store's Watch uses it; it is exported for
-// Watcher implementations outside this package. The zero value is ready
-// to use; it is not safe for concurrent use.
-type Leases struct{ m map[ID]Task }
+// Leases tracks the leased claims and the deferred tasks a watch has
+// reported and tells when their time comes, so that a watcher reports a
+// Lapsed event when a lease expires and an Undeferred event when a
+// deferred task's NotBefore comes — no write happens then. Every store's
+// Watch uses it; it is exported for Watcher implementations outside this
+// package. The zero value is ready to use; it is not safe for concurrent
+// use.
+type Leases struct{ leased, deferred map[ID]Task }
 
-// Track brings the set up to date with an event: an in-progress task with
-// a lease is tracked (with its latest lease), anything else about a task
-// stops tracking it. Unblocked, Lapsed and Ended events change nothing
-// here except that Lapsed, reported once, is not reported again.
-func (l *Leases) Track(e Event) {
+// Track brings the set up to date with an event seen at now: an
+// in-progress task with a lease is tracked (with its latest lease), a
+// pending task whose NotBefore is after now too, and anything else about
+// a task stops tracking it. Unblocked and Ended events change nothing
+// here except that Lapsed and Undeferred, reported once, are not
+// reported again.
+func (l *Leases) Track(e Event, now time.Time) {
 	t := e.Task
+	switch e.Kind {
+	case Unblocked, Ended:
+		return
+	case Lapsed:
+		delete(l.leased, t.ID)
+		return
+	case Undeferred:
+		delete(l.deferred, t.ID)
+		return
+	}
+	delete(l.leased, t.ID)
+	delete(l.deferred, t.ID)
 	switch {
-	case e.Kind == Unblocked || e.Kind == Ended:
-	case e.Kind == Lapsed:
-		delete(l.m, t.ID)
-	case e.Kind != Deleted && t.Status == InProgress && !t.LeaseExpiresAt.IsZero():
-		if l.m == nil {
-			l.m = map[ID]Task{}
-		}
-		l.m[t.ID] = t
-	default:
-		delete(l.m, t.ID)
+	case e.Kind == Deleted:
+	case t.Status == InProgress && !t.LeaseExpiresAt.IsZero():
+		l.leased = put(l.leased, t)
+	case t.Status == Pending && t.NotBefore.After(now):
+		l.deferred = put(l.deferred, t)
 	}
 }
 
+func put(m map[ID]Task, t Task) map[ID]Task {
+	if m == nil {
+		m = map[ID]Task{}
+	}
+	m[t.ID] = t
+	return m
+}
+
 // Lapsed returns, by id, a Lapsed event for each tracked claim whose lease
-// has expired at now, and stops tracking them.
+// has expired at now and an Undeferred event for each tracked deferred
+// task whose NotBefore has come, and stops tracking them.
 func (l *Leases) Lapsed(now time.Time) []Event {
 	var evs []Event
-	for id, t := range l.m {
+	for id, t := range l.leased {
 		if !t.LeaseExpiresAt.After(now) {
 			evs = append(evs, Event{Kind: Lapsed, Task: t})
-			delete(l.m, id)
+			delete(l.leased, id)
+		}
+	}
+	for id, t := range l.deferred {
+		if !t.NotBefore.After(now) {
+			evs = append(evs, Event{Kind: Undeferred, Task: t})
+			delete(l.deferred, id)
 		}
 	}
 	sortEvents(evs)
 	return evs
 }
 
-// Next returns how long after now the first tracked lease lapses, and
-// false if no lease is tracked.
+// Next returns how long after now the first tracked lease lapses or
+// deferred task comes due, and false if nothing is tracked.
 func (l *Leases) Next(now time.Time) (time.Duration, bool) {
 	var first time.Time
-	for _, t := range l.m {
+	for _, t := range l.leased {
 		if first.IsZero() || t.LeaseExpiresAt.Before(first) {
 			first = t.LeaseExpiresAt
+		}
+	}
+	for _, t := range l.deferred {
+		if first.IsZero() || t.NotBefore.Before(first) {
+			first = t.NotBefore
 		}
 	}
 	return first.Sub(now), !first.IsZero()
@@ -340,4 +373,4 @@ func sortEvents(evs []Event) {
 	})
 }
 
-var eventOrder = map[EventKind]string{Created: "0", Updated: "1", Unblocked: "2", Lapsed: "3", Deleted: "4"}
+var eventOrder = map[EventKind]string{Created: "0", Updated: "1", Unblocked: "2", Undeferred: "25", Lapsed: "3", Deleted: "4"}

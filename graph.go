@@ -29,11 +29,12 @@ type graph struct {
 	queued     map[ID]readyEntry // the newest entry of each id in ready
 	// alloc, if set, gives the first of n new ids (FileStore.allocator);
 	// else they follow the highest id ever seen.
-	alloc  func(g *graph, n int) (ID, error)
-	leased map[ID]bool     // in_progress tasks with a lease
-	broken map[ID]error    // ids whose file exists but is corrupt (FileStore only)
-	keys   map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
-	ended  int             // failed or cancelled tasks: while there are none, nothing is stranded
+	alloc    func(g *graph, n int) (ID, error)
+	leased   map[ID]bool     // in_progress tasks with a lease
+	deferred map[ID]bool     // pending tasks with a NotBefore, past or to come
+	broken   map[ID]error    // ids whose file exists but is corrupt (FileStore only)
+	keys     map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
+	ended    int             // failed or cancelled tasks: while there are none, nothing is stranded
 	// backward counts edges whose blocker has the higher id. While it is
 	// zero, ids are a topological order, and a new edge from a lower to a
 	// higher id cannot close a cycle: the common case needs no search.
@@ -46,6 +47,7 @@ func newGraph() *graph {
 		dependents: make(map[ID][]ID),
 		queued:     make(map[ID]readyEntry),
 		leased:     make(map[ID]bool),
+		deferred:   make(map[ID]bool),
 		broken:     make(map[ID]error),
 		keys:       make(map[string][]ID),
 	}
@@ -87,6 +89,11 @@ func (g *graph) put(t *Task) {
 	} else {
 		delete(g.leased, t.ID)
 	}
+	if t.Status == Pending && !t.NotBefore.IsZero() {
+		g.deferred[t.ID] = true
+	} else {
+		delete(g.deferred, t.ID)
+	}
 	g.touch(t.ID)
 	if old == nil || (old.Status == Completed) != (t.Status == Completed) {
 		for _, d := range g.dependents[t.ID] {
@@ -115,6 +122,7 @@ func (g *graph) remove(id ID) {
 	}
 	delete(g.tasks, id)
 	delete(g.leased, id)
+	delete(g.deferred, id)
 	g.ids = removeSorted(g.ids, id)
 }
 
@@ -263,12 +271,14 @@ func (g *graph) readyTask(t *Task) bool {
 	return true
 }
 
-// leasedTasks returns a copy of every claim with a lease, for a watch to
-// start tracking from.
-func (g *graph) leasedTasks() []Task {
+// timedTasks returns a copy of every claim with a lease and every
+// pending task with a NotBefore, for a watch to start tracking from.
+func (g *graph) timedTasks() []Task {
 	var out []Task
-	for id := range g.leased {
-		out = append(out, g.view(id))
+	for _, set := range []map[ID]bool{g.leased, g.deferred} {
+		for id := range set {
+			out = append(out, g.view(id))
+		}
 	}
 	return out
 }

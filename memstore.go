@@ -71,7 +71,7 @@ func (m *MemStore) Watch(ctx context.Context) (<-chan Event, error) {
 	err := m.read(ctx, nil, func(g *graph) error {
 		// Subscribed under the lock: no write falls between the
 		// starting view and the first event.
-		ch, _ = m.hub.watch(ctx, g.leasedTasks(), m.cfg.now, m.done)
+		ch, _ = m.hub.watch(ctx, g.timedTasks(), m.cfg.now, m.done)
 		return nil
 	})
 	return ch, err

@@ -526,6 +526,10 @@ const (
 	// Lapsed reports that a claim's lease expired: anyone may now claim the
 	// task. Nothing was written; the watcher computes it from the lease.
 	Lapsed EventKind = "lapsed"
+	// Undeferred reports that a deferred task's NotBefore has come (a
+	// deferral, or a retry's backoff): it is ready now unless a blocker
+	// keeps it waiting. Nothing was written; the watcher computes it.
+	Undeferred EventKind = "undeferred"
 	// Ended is the last event of a watch that ended for a reason other
 	// than its context: Event.Err says why, and Task is empty. A watch
 	// whose context is done sends no Ended event (ctx.Err() says why).

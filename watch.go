@@ -42,7 +42,7 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 	// Subscribed under the lock: every change after the view the watch
 	// starts from is published to it.
 	err := s.read(ctx, nil, func(g *graph) error {
-		events, end = s.hub.watch(ctx, g.leasedTasks(), s.cfg.now, s.done)
+		events, end = s.hub.watch(ctx, g.timedTasks(), s.cfg.now, s.done)
 		return nil
 	})
 	if err != nil {

@@ -281,6 +281,14 @@ func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now
 	if toLapse >= 0 && toLapse < d {
 		d, lapsed = toLapse, true
 	}
+	for _, t := range b.Deferred { // by NotBefore: the first of mine is the one
+		if hasLabels(t.Labels, cfg.labels) {
+			if left := max(t.NotBefore.Sub(now), time.Millisecond); left < d {
+				d, lapsed = left, false // it is ready then: the board says so
+			}
+			break
+		}
+	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {

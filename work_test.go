@@ -503,3 +503,60 @@ func TestAwaitWithAStoreClockBehind(t *testing.T) {
 	assert.LessOrEqual(t, s.boards.Load(), int64(12), "the wait spun")
 	assert.GreaterOrEqual(t, tries, 2, "the lease was looked at again within a second or so")
 }
+
+// TestWorkWaitsOutDeferralsAndRetries: Work retries a flaky task after its
+// backoff and takes a deferred task once its time has come, woken by the
+// watch (Undeferred), not by polling (WorkPoll is an hour); a graph with
+// only deferred work left is not finished.
+func TestWorkWaitsOutDeferralsAndRetries(t *testing.T) {
+	for _, name := range []string{"MemStore", "FileStore"} {
+		t.Run(name, func(t *testing.T) {
+			var s tg.Store = tg.NewMemStore()
+			if name == "FileStore" {
+				s = openStore(t, t.TempDir())
+			}
+			start := time.Now()
+			flaky, err := s.Create(ctx, tg.NewTask{Subject: "flaky", MaxAttempts: 3, Backoff: 100 * time.Millisecond})
+			require.NoError(t, err)
+			later, err := s.Create(ctx, tg.NewTask{Subject: "later", NotBefore: start.Add(400 * time.Millisecond)})
+			require.NoError(t, err)
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			var did []tg.ID
+			var at []time.Duration
+			err = tg.Work(wctx, s, "worker", func(_ context.Context, task tg.Task) error {
+				did, at = append(did, task.ID), append(at, time.Since(start))
+				if task.ID == flaky.ID && task.Attempts < 2 {
+					return errors.New("flaked")
+				}
+				return nil
+			}, tg.WorkPoll(time.Hour))
+			require.NoError(t, err)
+			require.Equal(t, []tg.ID{flaky.ID, flaky.ID, flaky.ID, later.ID}, did, "at %v", at)
+			assert.GreaterOrEqual(t, at[1]-at[0], 100*time.Millisecond, "the first retry waits out the backoff")
+			assert.GreaterOrEqual(t, at[2]-at[1], 200*time.Millisecond, "the second waits twice as long")
+			assert.GreaterOrEqual(t, at[3], 400*time.Millisecond, "the deferred task waits for its time")
+			assert.Less(t, at[3], 5*time.Second, "and is taken when it comes, not at a poll")
+			got, err := s.Get(ctx, flaky.ID)
+			require.NoError(t, err)
+			assert.Equal(t, tg.Completed, got.Status)
+			assert.Equal(t, 2, got.Attempts)
+		})
+	}
+}
+
+// TestWatchReportsUndeferred: a watch reports when a deferred task's time
+// comes, with no write.
+func TestWatchReportsUndeferred(t *testing.T) {
+	s := tg.NewMemStore()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	a, err := s.Create(ctx, tg.NewTask{Subject: "a", NotBefore: time.Now().Add(200 * time.Millisecond)})
+	require.NoError(t, err)
+	events, err := s.Watch(wctx)
+	require.NoError(t, err)
+	e := <-events
+	assert.Equal(t, tg.Undeferred, e.Kind)
+	assert.Equal(t, a.ID, e.Task.ID)
+	assert.False(t, time.Now().Before(a.NotBefore))
+}

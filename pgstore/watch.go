@@ -42,8 +42,11 @@ func (s *Store) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
 	}
 	w := &watcher{s: s, conn: conn, out: make(chan taskgraph.Event)}
 	w.known, w.ready = index(b)
-	for _, t := range b.InProgress {
-		w.leases.Track(taskgraph.Event{Kind: taskgraph.Updated, Task: t})
+	now := w.now()
+	for _, list := range b.Lists() {
+		for _, t := range list.Tasks {
+			w.leases.Track(taskgraph.Event{Kind: taskgraph.Updated, Task: t}, now)
+		}
 	}
 	go w.run(ctx)
 	return w.out, nil
@@ -68,7 +71,7 @@ type watcher struct {
 	out    chan taskgraph.Event
 	known  map[taskgraph.ID]taskgraph.Task // the graph as last reported
 	ready  map[taskgraph.ID]bool
-	leases taskgraph.Leases // leased claims as last reported, for Lapsed events
+	leases taskgraph.Leases // leased claims and deferred tasks as last reported, for Lapsed and Undeferred events
 }
 
 // now is the clock lapses are reported by: the store's WithClock, else
@@ -185,7 +188,7 @@ func (w *watcher) gather(ctx context.Context) (bool, error) {
 // whether the receiver is still there.
 func (w *watcher) send(ctx context.Context, kind taskgraph.EventKind, t taskgraph.Task) bool {
 	e := taskgraph.Event{Kind: kind, Task: t}
-	w.leases.Track(e)
+	w.leases.Track(e, w.now())
 	select {
 	case w.out <- e:
 		return true

@@ -4,6 +4,7 @@
 package taskgraphtest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -176,4 +177,29 @@ func testLapsedAttempts(t *testing.T, s tg.Store) {
 	got, err = s.Claim(ctx, c.ID, "w2")
 	require.NoError(t, err)
 	assert.Zero(t, got.Attempts)
+}
+
+// testWatchUndeferred: a store that can be watched reports a deferred
+// task's time coming (Undeferred), with no write, so that waiting agents
+// wake then without polling.
+func testWatchUndeferred(t *testing.T, s tg.Store) {
+	w, ok := s.(tg.Watcher)
+	if !ok {
+		t.Skipf("%T is not a Watcher: nothing to test", s)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	events, err := w.Watch(wctx)
+	require.NoError(t, err)
+	a, err := s.Create(ctx, tg.NewTask{Subject: "at noon", NotBefore: time.Now().Add(300 * time.Millisecond)})
+	require.NoError(t, err)
+	for e := range events {
+		if e.Kind == tg.Undeferred {
+			assert.Equal(t, a.ID, e.Task.ID)
+			assert.False(t, time.Now().Add(50*time.Millisecond).Before(a.NotBefore), "reported when its time came, not before")
+			return
+		}
+		require.NotEqual(t, tg.Ended, e.Kind, "the watch ended: %v", e.Err)
+	}
+	t.Fatal("no Undeferred event before the watch ended")
 }

@@ -100,6 +100,7 @@ var cases = []struct {
 	{"Deferred", testDeferred},
 	{"Retries", testRetries},
 	{"LapsedAttempts", testLapsedAttempts},
+	{"WatchUndeferred", testWatchUndeferred},
 }
 
 var ctx = context.Background()
