@@ -61,7 +61,8 @@ var (
 	schemaPlan = json.RawMessage(`{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"object","properties":{` +
 		`"key":{"type":"string"},"subject":{"type":"string"},"description":{"type":"string"},` +
 		`"after":{"type":"array","items":{"type":"string"},"description":"Keys of this plan's tasks, or existing ids as \"#12\"."},` +
-		schemaPriority + `,` + schemaLabels + `},` +
+		schemaPriority + `,` + schemaLabels + `,` +
+		`"maxAttempts":{"type":"integer","description":"Failures and lapses allowed; a failure retries while some remain."},"backoffSeconds":{"type":"integer"}},` +
 		`"required":["key","subject"]}}},"required":["tasks"]}`)
 	schemaClaimNext = json.RawMessage(`{"type":"object","properties":{` +
 		`"labels":{"type":"array","items":{"type":"string"},"description":"Only tasks with all these labels."}}}`)

@@ -79,6 +79,9 @@ func (h handlers) fail(ctx context.Context, raw json.RawMessage) (string, error)
 		return "", err
 	}
 	out := fmt.Sprintf("Failed #%d: %s", t.ID, t.Subject)
+	if t.Status == taskgraph.Pending { // attempts remain: it will be retried
+		return out + fmt.Sprintf("\nAttempt %d of %d; it will be retried from %s.", t.Attempts, t.MaxAttempts, t.NotBefore.UTC().Format(time.RFC3339)), nil
+	}
 	all, _, err := h.listAll(ctx)
 	if err != nil {
 		return "", err

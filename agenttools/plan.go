@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
 )
@@ -40,12 +41,14 @@ func decodePlanTask(i int, raw json.RawMessage) (taskgraph.NewTask, error) {
 		after                     []planRef
 		priority                  *int64
 		labels                    []string
+		maxAttempts, backoff      *int64
 	)
 	fail := func(err error) (taskgraph.NewTask, error) {
 		return taskgraph.NewTask{}, fmt.Errorf("tasks[%d]: %w", i, err)
 	}
 	if err := decode(raw, field{"key", &key}, field{"subject", &subject}, field{"description", &description},
-		field{"after", &after}, field{"priority", &priority}, field{"labels", &labels}); err != nil {
+		field{"after", &after}, field{"priority", &priority}, field{"labels", &labels},
+		field{"maxAttempts", &maxAttempts}, field{"backoffSeconds", &backoff}); err != nil {
 		return fail(err)
 	}
 	if key == nil || *key == "" {
@@ -64,6 +67,18 @@ func decodePlanTask(i int, raw json.RawMessage) (taskgraph.NewTask, error) {
 	var err error
 	if nt.Priority, err = newPriority(priority); err != nil {
 		return fail(err)
+	}
+	if maxAttempts != nil {
+		if *maxAttempts < 0 || *maxAttempts > taskgraph.MaxAttemptsLimit {
+			return fail(fmt.Errorf("maxAttempts is %d: want 0 (no limit) to %d", *maxAttempts, taskgraph.MaxAttemptsLimit))
+		}
+		nt.MaxAttempts = int(*maxAttempts)
+	}
+	if backoff != nil {
+		if *backoff < 0 || *backoff > int64(taskgraph.MaxBackoff/time.Second) {
+			return fail(fmt.Errorf("backoffSeconds is %d: want 0 to %d", *backoff, int64(taskgraph.MaxBackoff/time.Second)))
+		}
+		nt.Backoff = time.Duration(*backoff) * time.Second
 	}
 	return nt, nil
 }

@@ -150,6 +150,9 @@ func (h handlers) standing(b taskgraph.Board, labels []string, now time.Time) st
 	if len(b.Blocked) > 0 {
 		parts = append(parts, fmt.Sprintf("%d blocked", len(b.Blocked)))
 	}
+	if len(b.Deferred) > 0 { // by NotBefore: the first can start first
+		parts = append(parts, fmt.Sprintf("%d deferred (the first can start in %s)", len(b.Deferred), roundDuration(b.Deferred[0].NotBefore.Sub(now))))
+	}
 	if len(labels) > 0 && len(b.Ready) > 0 {
 		parts = append(parts, fmt.Sprintf("%d ready without labels %s", len(b.Ready), strings.Join(labels, ", ")))
 	}

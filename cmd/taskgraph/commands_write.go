@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/agenttools"
@@ -68,9 +69,20 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 	var labels stringList
 	fs.Var(&labels, "label", "a `LABEL` for the task (repeat or comma-separate)")
 	key := fs.String("key", "", "a `KEY` naming the task, unique in the graph: adding it again adds nothing")
+	maxAttempts := fs.Int("max-attempts", 0, "give the task `N` attempts: a failure or a lapsed lease uses one, and a failure with attempts left retries after the backoff (default: no limit, a failure is final)")
+	backoff := fs.Duration("backoff", 0, "wait `DURATION` before the first retry, twice as long before each next (with --max-attempts)")
+	var notBefore, due whenFlag
+	fs.Var(&notBefore, "not-before", "defer the task: not ready before `TIME` (RFC 3339, 2006-01-02, 15:04 today, or a duration from now such as 2h)")
+	fs.Var(&due, "due", "when the task should be done, `TIME` as for --not-before: shown, sorted and filtered (list --overdue), never enforced")
 	return func(e *env) error {
 		if len(e.args) != 1 {
 			return usagef("want the subject as one argument (quote it)")
+		}
+		if *maxAttempts < 0 || *maxAttempts > taskgraph.MaxAttemptsLimit {
+			return usagef("--max-attempts %d: want 0 (no limit) to %d", *maxAttempts, taskgraph.MaxAttemptsLimit)
+		}
+		if *backoff < 0 || *backoff > taskgraph.MaxBackoff {
+			return usagef("--backoff %v: want 0 to %v", *backoff, taskgraph.MaxBackoff)
 		}
 		return e.withStore(func(s store) error {
 			existed := false
@@ -82,7 +94,8 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 				existed = slices.ContainsFunc(all, func(t taskgraph.Task) bool { return t.Key == *key })
 			}
 			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks,
-				Priority: priority.value(), Labels: labels, Key: *key})
+				Priority: priority.value(), Labels: labels, Key: *key,
+				MaxAttempts: *maxAttempts, Backoff: *backoff, NotBefore: notBefore.t, Due: due.t})
 			if err != nil {
 				return err
 			}
@@ -215,4 +228,41 @@ func cmdNote(e *env) error {
 		t, err := s.Note(e.ctx, ids[0], e.owner, e.args[1])
 		return e.printChanged(t, err, "Noted on #%d: %s\n", t.ID, t.Subject)
 	})
+}
+
+// whenFlag is a time on the command line: RFC 3339, a date (local
+// midnight), a time of day (today, local), or a duration from now.
+type whenFlag struct{ t time.Time }
+
+func (w *whenFlag) String() string {
+	if w.t.IsZero() {
+		return ""
+	}
+	return w.t.Format(time.RFC3339)
+}
+
+func (w *whenFlag) Set(v string) error {
+	t, err := parseWhen(v, time.Now())
+	if err != nil {
+		return err
+	}
+	w.t = t
+	return nil
+}
+
+// parseWhen reads a time as whenFlag does, relative to now.
+func parseWhen(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, now.Location()); err == nil {
+			return t, nil
+		}
+	}
+	if t, err := time.ParseInLocation("15:04", v, now.Location()); err == nil {
+		y, m, d := now.Date()
+		return time.Date(y, m, d, t.Hour(), t.Minute(), 0, 0, now.Location()), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time: give RFC 3339 (2026-12-05T14:00:00Z), a date (2026-12-05), a time today (14:00) or a duration from now (2h)", v)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"slices"
+	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
 )
@@ -18,6 +19,7 @@ type listing struct {
 	ownedBy  *string
 	labels   stringList
 	ready    bool
+	overdue  bool
 	limit    int
 	// badStatus and badState are the errors for a --status that names
 	// no status and a --state that names no state, reported by check as
@@ -52,6 +54,7 @@ func listFlags(fs *flag.FlagSet, all bool) *listing {
 			return nil
 		})
 		fs.BoolVar(&l.ready, "ready", false, "only tasks that can start now (as the ready command)")
+		fs.BoolVar(&l.overdue, "overdue", false, "only unfinished tasks whose due time has passed, the most overdue first")
 	}
 	return l
 }
@@ -99,13 +102,16 @@ func (e *env) withListing(l *listing, f func(s store) error) error {
 // how many more it selects.
 func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
 	out := ts // no filter: every task, uncopied
-	if len(l.statuses) > 0 || len(l.states) > 0 || l.ownedBy != nil || len(l.labels) > 0 || l.ready {
+	if len(l.statuses) > 0 || len(l.states) > 0 || l.ownedBy != nil || len(l.labels) > 0 || l.ready || l.overdue {
 		out = make([]taskgraph.Task, 0, len(ts))
 		for _, t := range ts {
 			if l.selects(t, v) {
 				out = append(out, t)
 			}
 		}
+	}
+	if l.overdue {
+		slices.SortStableFunc(out, func(a, b taskgraph.Task) int { return a.Due.Compare(b.Due) })
 	}
 	if l.limit > 0 && len(out) > l.limit {
 		return out[:l.limit], len(out) - l.limit
@@ -119,7 +125,8 @@ func (l *listing) selects(t taskgraph.Task, v view) bool {
 		(len(l.states) == 0 || slices.Contains(l.states, v.state[t.ID])) &&
 		(l.ownedBy == nil || t.Owner == *l.ownedBy) &&
 		hasAll(t.Labels, l.labels) &&
-		(!l.ready || isReady(t, v))
+		(!l.ready || isReady(t, v)) &&
+		(!l.overdue || t.Overdue(time.Now()))
 }
 
 func hasAll(have, want []string) bool {
@@ -133,7 +140,7 @@ func hasAll(have, want []string) bool {
 
 // isReady reports whether t is pending with every blocker completed.
 func isReady(t taskgraph.Task, v view) bool {
-	if t.Status != taskgraph.Pending {
+	if t.Status != taskgraph.Pending || t.Deferred(time.Now()) {
 		return false
 	}
 	for _, b := range t.BlockedBy {

@@ -82,7 +82,7 @@ func (e *env) printNoneReady(labels []string, b taskgraph.Board) {
 	if len(labels) > 0 {
 		what = "No task with labels " + strings.Join(labels, ", ") + " is ready"
 	}
-	fmt.Fprintf(e.stderr, "%s (%d blocked, %d in progress, %d stranded by a failed or cancelled task).\n", what, len(b.Blocked), len(b.InProgress), len(b.Stranded))
+	fmt.Fprintf(e.stderr, "%s (%d deferred, %d blocked, %d in progress, %d stranded by a failed or cancelled task).\n", what, len(b.Deferred), len(b.Blocked), len(b.InProgress), len(b.Stranded))
 }
 
 // printBoard reports board: each of the board's lists under its state,
@@ -218,6 +218,9 @@ func (e *env) nothingReadyText(b taskgraph.Board, labels []string, hint bool, wa
 			parts = append(parts, fmt.Sprintf("%d blocked", len(b.Blocked)))
 		}
 	}
+	if len(b.Deferred) > 0 { // by NotBefore: the first can start first
+		parts = append(parts, fmt.Sprintf("%d deferred, the first until %s", len(b.Deferred), when(b.Deferred[0].NotBefore)))
+	}
 	what := "nothing ready now"
 	if waited > 0 {
 		what += fmt.Sprintf(" (waited %s)", waited)
@@ -252,6 +255,10 @@ func (e *env) printOutcome(verb string, t taskgraph.Task, stranded []taskgraph.T
 			Task     taskJSON   `json:"task"`
 			Stranded []taskJSON `json:"stranded"`
 		}{toJSON(t), toJSONs(stranded)})
+	}
+	if t.Status == taskgraph.Pending { // a failure with attempts left: a retry
+		fmt.Fprintf(e.stdout, "%s #%d: %s (attempt %d of %d); it will be retried from %s\n", verb, t.ID, t.Subject, t.Attempts, t.MaxAttempts, when(t.NotBefore))
+		return nil
 	}
 	fmt.Fprintf(e.stdout, "%s #%d: %s (%s)\n", verb, t.ID, t.Subject, t.Reason)
 	if len(stranded) > 0 {

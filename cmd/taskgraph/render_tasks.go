@@ -167,8 +167,17 @@ func (e *env) line(t taskgraph.Task, v view) string {
 	if t.Owner != "" && t.Status != taskgraph.Pending {
 		s += e.paint(dim, " @"+t.Owner)
 	}
+	now := time.Now()
+	if t.Overdue(now) {
+		s += e.paint(red, " (overdue: due "+when(t.Due)+")")
+	} else if !t.Due.IsZero() && !t.Status.Terminal() {
+		s += e.paint(dim, " (due "+when(t.Due)+")")
+	}
 	if t.Status != taskgraph.Pending {
 		return s
+	}
+	if t.Deferred(now) {
+		s += e.paint(dim, " (not before "+when(t.NotBefore)+")")
 	}
 	if by := v.strandedBy[t.ID]; by != 0 {
 		return s + e.paint(red, fmt.Sprintf(" (cannot start: #%d %s)", by, v.status[by]))
@@ -199,6 +208,9 @@ func (e *env) standing(s store, t taskgraph.Task) (state, why string) {
 		return state, ""
 	}
 	open := agenttools.OpenBlockers(t, e.blockerStatuses(s, t))
+	if len(open) == 0 && t.Deferred(time.Now()) {
+		return state + ", deferred until " + when(t.NotBefore), ""
+	}
 	if len(open) == 0 {
 		return state + ", ready", ""
 	}
@@ -261,6 +273,13 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 	row("claimed", stamp(t.ClaimedAt))
 	row("lease until", stamp(t.LeaseExpiresAt))
 	row("prev owner", t.PrevOwner)
+	if t.Status == taskgraph.Pending {
+		row("not before", stamp(t.NotBefore))
+	}
+	row("due", stamp(t.Due))
+	if t.MaxAttempts > 0 {
+		row("attempts", fmt.Sprintf("%d used of %d, backoff %v", t.Attempts, t.MaxAttempts, t.Backoff))
+	}
 	row("depends on", agenttools.FormatIDs(t.BlockedBy))
 	row("blocks", agenttools.FormatIDs(t.Blocks))
 	row("created", stamp(t.CreatedAt))
@@ -290,6 +309,9 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 	}
 	return nil
 }
+
+// when renders a time for a line: local, to the minute.
+func when(t time.Time) string { return t.Local().Format("2006-01-02 15:04") }
 
 // showHistory is how many of a task's last transitions show prints.
 const showHistory = 5
