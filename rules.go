@@ -847,10 +847,10 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 	case InProgress:
 		expired := !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt)
 		switch {
-		case t.Owner == owner && lease == 0:
+		case t.Owner == owner && lease == 0 && !expired:
 			return false, nil // already ours: nothing to write
-		case t.Owner == owner:
-		case expired:
+		case t.Owner == owner && !expired:
+		case expired: // by anyone, its holder too: a restarted agent of the same name is a new attempt
 			record(t, t.LeaseExpiresAt, HistoryLapsed, t.Owner, "")
 			if t.MaxAttempts > 0 && !lapseAttempt(t) {
 				advance(t, now)

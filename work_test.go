@@ -560,3 +560,45 @@ func TestWatchReportsUndeferred(t *testing.T) {
 	assert.Equal(t, a.ID, e.Task.ID)
 	assert.False(t, time.Now().Before(a.NotBefore))
 }
+
+// TestKilledWorkersUseUpAttempts: a task with three attempts whose worker
+// process is killed with SIGKILL three times — each time the next worker
+// takes it over once the lease lapses — ends failed, its reason naming
+// the attempts, and its dependent stranded; the claim after the third
+// lapse does not run it a fourth time.
+func TestKilledWorkersUseUpAttempts(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	job, err := s.Create(ctx, tg.NewTask{Subject: "crashes its worker", MaxAttempts: 3})
+	require.NoError(t, err)
+	dep, err := s.Create(ctx, tg.NewTask{Subject: "after it", BlockedBy: []tg.ID{job.ID}})
+	require.NoError(t, err)
+	for kill := 1; kill <= 3; kill++ {
+		victim := worker(t, "work", dir, "victim")
+		out, err := victim.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, victim.Start())
+		line, err := bufio.NewReader(out).ReadString('\n')
+		require.NoError(t, err, "worker %d", kill)
+		assert.Equal(t, fmt.Sprintf("ran %d\n", job.ID), line)
+		require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
+		victim.Wait()
+		got, err := s.Get(ctx, job.ID)
+		require.NoError(t, err)
+		assert.Equal(t, kill-1, got.Attempts, "worker %d took the task over, counting the lapses before it", kill)
+	}
+	held, err := s.Get(ctx, job.ID)
+	require.NoError(t, err)
+	time.Sleep(time.Until(held.LeaseExpiresAt) + 10*time.Millisecond)
+	_, err = s.ClaimNext(ctx, "survivor")
+	require.ErrorIs(t, err, tg.ErrNoReady, "the third lapse used the last attempt")
+	got, err := s.Get(ctx, job.ID)
+	require.NoError(t, err)
+	assert.Equal(t, tg.Failed, got.Status)
+	assert.Equal(t, 3, got.Attempts)
+	assert.Equal(t, "gave up after 3 attempts; the last: the lease of victim lapsed", got.Reason)
+	b, err := s.Board(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{dep.ID}, idsOf(b.Stranded))
+	assert.ErrorIs(t, b.Stall(), tg.ErrStalled)
+}
