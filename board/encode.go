@@ -246,6 +246,32 @@ func (st *state) appendTask(b []byte, i int) []byte {
 	b = str(b, "prevOwner", t.PrevOwner, true)
 	b = append(b, `,"rev":`...)
 	b = strconv.AppendInt(b, t.Rev, 10)
+	b = tm(b, "notBefore", t.NotBefore)
+	b = tm(b, "due", t.Due)
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"attempts", t.Attempts}, {"maxAttempts", t.MaxAttempts}} {
+		if n.v != 0 {
+			b = append(append(append(b, ",\""...), n.name...), "\":"...)
+			b = strconv.AppendInt(b, int64(n.v), 10)
+		}
+	}
+	// Rare and bounded (detailNotes, detailHistory): encoding/json will do.
+	for _, l := range []struct {
+		name string
+		v    any
+		n    int
+	}{{"notes", tail(t.Notes, detailNotes), len(t.Notes)}, {"history", tail(t.History, detailHistory), len(t.History)}} {
+		if l.n > 0 {
+			b = append(append(append(b, ",\""...), l.name...), "\":"...)
+			if m, err := appendJSON(b, l.v); err == nil {
+				b = m
+			} else {
+				b = append(b, "null"...)
+			}
+		}
+	}
 	return append(b, '}')
 }
 

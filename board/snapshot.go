@@ -91,7 +91,28 @@ type TaskView struct {
 	LeaseLapsed bool   `json:"leaseLapsed,omitempty"`
 	PrevOwner   string `json:"prevOwner,omitempty"`
 	Rev         int64  `json:"rev"`
+	// NotBefore, Due, Attempts and MaxAttempts are the task's schedule
+	// (taskgraph.Task); zero when unset.
+	NotBefore   time.Time `json:"notBefore,omitzero"`
+	Due         time.Time `json:"due,omitzero"`
+	Attempts    int       `json:"attempts,omitempty"`
+	MaxAttempts int       `json:"maxAttempts,omitempty"`
+	// Notes are the task's latest notes and History its last
+	// transitions, oldest first: at most detailNotes and detailHistory of
+	// them, so that a snapshot stays small however long a task has lived
+	// (taskgraph history ID has them all).
+	Notes   []taskgraph.Note       `json:"notes,omitempty"`
+	History []taskgraph.Transition `json:"history,omitempty"`
 }
+
+// How much of a task's notes and history a snapshot carries.
+const (
+	detailNotes   = 3
+	detailHistory = 8
+)
+
+// tail returns the last n elements of s.
+func tail[T any](s []T, n int) []T { return s[max(len(s)-n, 0):] }
 
 // The states of the board, each a column: the three states of a pending
 // task, the one of a task being worked on, and the three outcomes. A new
@@ -130,6 +151,8 @@ func view(t taskgraph.Task, state taskgraph.State, status map[taskgraph.ID]taskg
 		BlockedBy: nonNil(t.BlockedBy), Blocks: nonNil(t.Blocks), Metadata: t.Metadata,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ClaimedAt: t.ClaimedAt, LeaseExpiresAt: t.LeaseExpiresAt,
 		PrevOwner: t.PrevOwner, Rev: t.Rev,
+		NotBefore: t.NotBefore, Due: t.Due, Attempts: t.Attempts, MaxAttempts: t.MaxAttempts,
+		Notes: tail(t.Notes, detailNotes), History: tail(t.History, detailHistory),
 	}
 	if t.Status == taskgraph.InProgress && !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt) {
 		v.LeaseLapsed = true

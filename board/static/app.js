@@ -855,6 +855,9 @@
     row("Key", t.key);
     row("Owner", t.owner);
     row("Previous owner", t.prevOwner);
+    row("Not before", fmtTime(t.notBefore));
+    row("Due", fmtTime(t.due));
+    if (t.maxAttempts) row("Attempts", t.attempts + " used of " + t.maxAttempts);
     row("Claimed", fmtTime(t.claimedAt));
     row("Lease until", fmtTime(t.leaseExpiresAt));
     row("Created", fmtTime(t.createdAt));
@@ -879,6 +882,14 @@
         strands.length > 50 ? el("p", { class: "muted small" }, "and " + (strands.length - 50) + " more") : null);
     }
     if (t.metadata && Object.keys(t.metadata).length) parts.push(el("h3", {}, "Metadata"), el("pre", { class: "metadata" }, JSON.stringify(t.metadata, null, 2)));
+    if (t.notes && t.notes.length) {
+      parts.push(el("h3", {}, "Notes, latest first"), el("ul", { class: "notes" }, t.notes.slice().reverse().map((n) =>
+        el("li", {}, el("span", { class: "muted small" }, fmtTime(n.at) + " " + n.author + ": "), n.text))));
+    }
+    if (t.history && t.history.length) {
+      parts.push(el("h3", {}, "History (latest " + t.history.length + ")"), el("ol", { class: "history" }, t.history.map((h) =>
+        el("li", {}, el("span", { class: "muted small" }, fmtTime(h.at) + " "), h.event + (h.by ? " by " + h.by : "") + (h.detail ? ": " + h.detail : "")))));
+    }
     parts.push(actions(t));
     // A snapshot may arrive while someone types: keep what they typed.
     const input = $("blocker-input");
