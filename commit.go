@@ -108,24 +108,41 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 // notRegular is the problem of a file that is not a regular file.
 func notRegular(m fs.FileMode) error { return fmt.Errorf("not a regular file (%s)", fileType(m)) }
 
+// meta is the meta file: the id high-water mark, and the graph's
+// concurrency limits (Limiter), which git commits with the graph.
 type meta struct {
-	HighWater ID `json:"highWater"`
+	HighWater ID             `json:"highWater"`
+	Limits    map[string]int `json:"limits,omitempty"`
 }
 
-// parseMeta decodes the content of the meta file.
-func parseMeta(data []byte) (ID, error) {
+// parseMetaFile decodes and validates the content of the meta file.
+func parseMetaFile(data []byte) (meta, error) {
 	var m meta
 	if err := json.Unmarshal(data, &m); err != nil {
-		return 0, err
+		return meta{}, err
 	}
 	if m.HighWater < 0 {
-		return 0, fmt.Errorf("highWater is %d, not a task id", m.HighWater)
+		return meta{}, fmt.Errorf("highWater is %d, not a task id", m.HighWater)
 	}
-	return m.HighWater, nil
+	for l, n := range m.Limits {
+		if err := Rules.LimitArgs(l, n); err != nil || n == 0 {
+			return meta{}, fmt.Errorf("limits: %q: %d is not a label with a limit from 1 to %d", l, n, MaxLimit)
+		}
+	}
+	if len(m.Limits) == 0 {
+		m.Limits = nil
+	}
+	return m, nil
+}
+
+// parseMeta decodes the id high-water mark of the meta file.
+func parseMeta(data []byte) (ID, error) {
+	m, err := parseMetaFile(data)
+	return m.HighWater, err
 }
 
 // metaProblem says what to do about a meta file that cannot be used.
-const metaProblem = `it records the highest task id ever allocated, so every write is refused (reads go on) until it is a regular file holding {"highWater": N}, N at least the highest id ever allocated`
+const metaProblem = `it records the highest task id ever allocated and the label limits, so every write is refused (reads go on) until it is a regular file holding {"highWater": N, "limits": {"label": n}}, N at least the highest id ever allocated`
 
 // readMeta reads the id high-water mark. A meta file that cannot be used
 // does not stop reads; s.metaErr makes every write refuse until it is fixed,
@@ -134,16 +151,16 @@ func (s *FileStore) readMeta() error {
 	fi, data, err := readFile(s.fs, s.root, s.dir, metaFileName, maxFileSize)
 	s.metaFound = fi != nil
 	if fi == nil && err == nil {
-		s.metaErr = nil
+		s.metaErr, s.g.limits = nil, nil
 		return nil
 	}
 	if err == nil {
-		var hw ID
-		if hw, err = parseMeta(data); err != nil {
+		var m meta
+		if m, err = parseMetaFile(data); err != nil {
 			err = &CorruptError{Path: filepath.Join(s.dir, metaFileName), Err: err}
 		} else {
-			s.hwm = hw
-			s.g.maxID = max(s.g.maxID, hw)
+			s.hwm, s.g.limits = m.HighWater, m.Limits
+			s.g.maxID = max(s.g.maxID, m.HighWater)
 		}
 	}
 	var ce *CorruptError
@@ -182,9 +199,10 @@ func (s *FileStore) raiseHighWater(id ID) error {
 	return s.writeMeta(id)
 }
 
-// writeMeta durably writes the meta file with high-water mark id.
+// writeMeta durably writes the meta file with high-water mark id and the
+// graph's limits.
 func (s *FileStore) writeMeta(id ID) error {
-	data, _ := json.Marshal(meta{HighWater: id})
+	data, _ := json.Marshal(meta{HighWater: id, Limits: s.g.limits})
 	if err := s.writeFile(metaFileName, append(data, '\n')); err != nil {
 		return err
 	}

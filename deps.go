@@ -29,6 +29,9 @@ const (
 	// but whose NotBefore is still to come: deferred by its creator, or a
 	// retry waiting out its backoff (Board.Deferred).
 	StateDeferred State = "deferred"
+	// StateLimited is a pending task that would be ready but for a
+	// concurrency limit on one of its labels (Board.Limited, Limiter).
+	StateLimited State = "limited"
 	// StateBlocked is a pending task that waits on an unfinished or
 	// missing blocker, and is not stranded (Board.Blocked, Board.Missing).
 	StateBlocked State = "blocked"
@@ -55,9 +58,9 @@ type StateList struct {
 
 // Lists returns every list of b with its state, in the order of the
 // board's columns: ready, deferred, blocked, stranded, in progress,
-// completed, failed, cancelled. Code that walks a whole board walks this.
+// completed, failed, cancelled (with limited after deferred). Code that walks a whole board walks this.
 func (b Board) Lists() []StateList {
-	return []StateList{{StateReady, b.Ready}, {StateDeferred, b.Deferred}, {StateBlocked, b.Blocked}, {StateStranded, b.Stranded},
+	return []StateList{{StateReady, b.Ready}, {StateDeferred, b.Deferred}, {StateLimited, b.Limited}, {StateBlocked, b.Blocked}, {StateStranded, b.Stranded},
 		{StateInProgress, b.InProgress}, {StateCompleted, b.Completed}, {StateFailed, b.Failed}, {StateCancelled, b.Cancelled}}
 }
 

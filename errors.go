@@ -253,3 +253,24 @@ func (e *GaveUpError) Error() string {
 
 // Is reports whether target is ErrGaveUp.
 func (e *GaveUpError) Is(target error) bool { return target == ErrGaveUp }
+
+// ErrLimited is matched by the error of a claim, or an update to
+// in_progress, refused because a label of the task is at its concurrency
+// limit (Limiter): see LimitError.
+var ErrLimited = errors.New("label at its concurrency limit")
+
+// LimitError says that task ID cannot start now: Held tasks carrying
+// Label are in progress, Label's limit. It matches ErrLimited.
+type LimitError struct {
+	ID    ID
+	Label string
+	Limit int
+	Held  int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("task %d cannot start now: %d tasks labelled %q are in progress, its limit of %d; wait for one to finish", e.ID, e.Held, e.Label, e.Limit)
+}
+
+// Is reports whether target is ErrLimited.
+func (e *LimitError) Is(target error) bool { return target == ErrLimited }

@@ -432,8 +432,12 @@ func (s *FileStore) read(ctx context.Context, check []ID, fn func(*graph) error)
 	if err != nil {
 		return err
 	}
-	if _, err = s.verify(check); err == nil {
-		err = fn(s.g)
+	// The limits live in the meta file, which a write changes without
+	// the log: read it, as every write does, so that Board sees them.
+	if err = s.readMeta(); err == nil {
+		if _, err = s.verify(check); err == nil {
+			err = fn(s.g)
+		}
 	}
 	if derr := release(); err == nil {
 		err = derr
@@ -692,6 +696,59 @@ func (s *FileStore) Reopen(ctx context.Context, id ID) (Task, error) {
 // Release returns a claimed task to Pending; see [Store.Release].
 func (s *FileStore) Release(ctx context.Context, id ID, owner string) (Task, error) {
 	return ops{s}.Release(ctx, id, owner)
+}
+
+// SetLimit caps the tasks carrying label that may be in progress at once;
+// see [Limiter]. The limits are kept in the meta file, which git commits
+// with the graph.
+func (s *FileStore) SetLimit(ctx context.Context, label string, n int) error {
+	if err := Rules.LimitArgs(label, n); err != nil {
+		return err
+	}
+	release, err := s.acquire(ctx, true)
+	if err != nil {
+		return err
+	}
+	err = s.setLimitLocked(label, n)
+	if rerr := release(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func (s *FileStore) setLimitLocked(label string, n int) error {
+	if err := s.readMeta(); err != nil {
+		return err
+	}
+	if s.metaErr != nil {
+		return s.metaErr
+	}
+	old := s.g.limits
+	limits := copyLimits(old)
+	if n == 0 {
+		delete(limits, label)
+	} else {
+		limits[label] = n
+	}
+	if len(limits) == 0 {
+		limits = nil
+	}
+	s.g.limits = limits
+	if err := s.writeMeta(s.hwm); err != nil {
+		s.g.limits = old // not written: as before
+		return err
+	}
+	return nil
+}
+
+// Limits returns the concurrency limits by label; see [Limiter].
+func (s *FileStore) Limits(ctx context.Context) (map[string]int, error) {
+	var out map[string]int
+	err := s.read(ctx, nil, func(g *graph) error {
+		out = copyLimits(g.limits)
+		return nil
+	})
+	return out, err
 }
 
 // Note appends a note to a task; see [Noter].

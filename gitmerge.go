@@ -328,19 +328,44 @@ func mergeMap[V any](m *merger, what string, base, ours, theirs map[string]V) ma
 	return out
 }
 
-// mergeMeta merges the meta file: the higher high-water mark.
+// mergeMeta merges the meta file: the higher high-water mark; the limits
+// label by label, the side that changed one, and where both did, the
+// lower limit (the safer), a removal counting as no limit.
 func mergeMeta(base, ours, theirs []byte) ([]byte, []string, error) {
-	var hw ID
-	for _, data := range [][]byte{base, ours, theirs} {
+	var ms [3]meta
+	for i, data := range [][]byte{base, ours, theirs} {
 		if len(bytes.TrimSpace(data)) == 0 {
 			continue
 		}
-		h, err := parseMeta(data)
+		m, err := parseMetaFile(data)
 		if err != nil {
 			return nil, nil, fmt.Errorf("taskgraph: merge %s: %w", metaFileName, err)
 		}
-		hw = max(hw, h)
+		ms[i] = m
 	}
-	data, _ := json.Marshal(meta{HighWater: hw})
+	out := meta{HighWater: max(ms[0].HighWater, ms[1].HighWater, ms[2].HighWater)}
+	b, o, t := ms[0].Limits, ms[1].Limits, ms[2].Limits
+	for _, side := range []map[string]int{o, t} {
+		for l := range side {
+			bv, ov, tv := b[l], o[l], t[l]
+			n := ov
+			switch {
+			case ov == tv, tv == bv:
+			case ov == bv:
+				n = tv
+			case ov == 0 || tv == 0:
+				n = max(ov, tv) // one side removed it, the other changed it: keep a limit
+			default:
+				n = min(ov, tv)
+			}
+			if n > 0 {
+				if out.Limits == nil {
+					out.Limits = map[string]int{}
+				}
+				out.Limits[l] = n
+			}
+		}
+	}
+	data, _ := json.Marshal(out)
 	return append(data, '\n'), nil, nil
 }

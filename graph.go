@@ -32,6 +32,8 @@ type graph struct {
 	alloc    func(g *graph, n int) (ID, error)
 	leased   map[ID]bool     // in_progress tasks with a lease
 	deferred map[ID]bool     // pending tasks with a NotBefore, past or to come
+	running  map[ID]bool     // in_progress tasks
+	limits   map[string]int  // the concurrency limits by label (Limiter); nil: none
 	broken   map[ID]error    // ids whose file exists but is corrupt (FileStore only)
 	keys     map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
 	ended    int             // failed or cancelled tasks: while there are none, nothing is stranded
@@ -48,6 +50,7 @@ func newGraph() *graph {
 		queued:     make(map[ID]readyEntry),
 		leased:     make(map[ID]bool),
 		deferred:   make(map[ID]bool),
+		running:    make(map[ID]bool),
 		broken:     make(map[ID]error),
 		keys:       make(map[string][]ID),
 	}
@@ -94,6 +97,11 @@ func (g *graph) put(t *Task) {
 	} else {
 		delete(g.deferred, t.ID)
 	}
+	if t.Status == InProgress {
+		g.running[t.ID] = true
+	} else {
+		delete(g.running, t.ID)
+	}
 	g.touch(t.ID)
 	if old == nil || (old.Status == Completed) != (t.Status == Completed) {
 		for _, d := range g.dependents[t.ID] {
@@ -123,6 +131,7 @@ func (g *graph) remove(id ID) {
 	delete(g.tasks, id)
 	delete(g.leased, id)
 	delete(g.deferred, id)
+	delete(g.running, id)
 	g.ids = removeSorted(g.ids, id)
 }
 
@@ -356,10 +365,14 @@ func (g *graph) arenaFor() arena {
 // list returns the tasks that sel selects, by id.
 func (g *graph) list(sel Selection) []Task {
 	ids := g.ids
+	var heldBack map[ID]bool
+	if sel.ReadyOnly {
+		heldBack = g.limitedAt(sel)
+	}
 	if !sel.Empty() {
 		ids = nil
 		for _, id := range g.ids {
-			if sel.Match(g.tasks[id], sel.ReadyOnly && g.isReady(id) && !g.tasks[id].Deferred(sel.Now)) {
+			if sel.Match(g.tasks[id], sel.ReadyOnly && g.isReady(id) && !g.tasks[id].Deferred(sel.Now) && !heldBack[id]) {
 				ids = append(ids, id)
 				if len(ids) == sel.Limit {
 					break
@@ -414,6 +427,7 @@ func (g *graph) board(sel Selection) Board {
 	const (
 		ready = iota
 		deferred
+		limited
 		blocked
 		stranded
 		inProgress
@@ -424,6 +438,7 @@ func (g *graph) board(sel Selection) Board {
 		none = kinds
 	)
 	strandedBy := g.strandedBy()
+	heldBack := g.limitedAt(sel)
 	kind := make([]uint8, len(g.ids))
 	held := make([]*Task, len(g.ids)) // g.tasks[g.ids[i]], looked up once
 	var counts [kinds]int
@@ -447,6 +462,8 @@ func (g *graph) board(sel Selection) Board {
 			switch {
 			case done && t.Deferred(sel.Now):
 				k = deferred
+			case done && heldBack[id]:
+				k = limited
 			case done:
 			case strandedBy[id] != 0:
 				k = stranded
@@ -524,6 +541,7 @@ func (g *graph) board(sel Selection) Board {
 		}
 	}
 	slices.SortFunc(lists[ready], func(a, b Task) int { return Rules.ClaimOrder(&a, &b) })
+	slices.SortFunc(lists[limited], func(a, b Task) int { return Rules.ClaimOrder(&a, &b) })
 	slices.SortFunc(lists[deferred], func(a, b Task) int {
 		if c := a.NotBefore.Compare(b.NotBefore); c != 0 {
 			return c
@@ -531,7 +549,7 @@ func (g *graph) board(sel Selection) Board {
 		return Rules.ClaimOrder(&a, &b)
 	})
 	return Board{
-		Ready: lists[ready], Deferred: lists[deferred], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
+		Ready: lists[ready], Deferred: lists[deferred], Limited: lists[limited], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
 		Completed: lists[completed], Failed: lists[failed], Cancelled: lists[cancelled],
 		StrandedBy: by, Missing: missing,
 	}

@@ -113,6 +113,34 @@ func (m *MemStore) ClaimNext(ctx context.Context, owner string, opts ...ClaimOpt
 	return ops{m}.ClaimNext(ctx, owner, opts...)
 }
 
+// SetLimit caps the tasks carrying label that may be in progress at once;
+// see [Limiter].
+func (m *MemStore) SetLimit(ctx context.Context, label string, n int) error {
+	if err := Rules.LimitArgs(label, n); err != nil {
+		return err
+	}
+	return m.read(ctx, nil, func(g *graph) error {
+		limits := copyLimits(g.limits)
+		if n == 0 {
+			delete(limits, label)
+		} else {
+			limits[label] = n
+		}
+		g.limits = limits
+		return nil
+	})
+}
+
+// Limits returns the concurrency limits by label; see [Limiter].
+func (m *MemStore) Limits(ctx context.Context) (map[string]int, error) {
+	var out map[string]int
+	err := m.read(ctx, nil, func(g *graph) error {
+		out = copyLimits(g.limits)
+		return nil
+	})
+	return out, err
+}
+
 // Note appends a note to a task; see [Noter].
 func (m *MemStore) Note(ctx context.Context, id ID, author, text string) (Task, error) {
 	return ops{m}.Note(ctx, id, author, text)

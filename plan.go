@@ -171,6 +171,11 @@ func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {
 			return nil, err
 		}
 	}
+	if t.Status == InProgress && !g.tasks[id].Holds(now) {
+		if err := Rules.Limited(t, g.limits, g.heldWith(id, now)); err != nil {
+			return nil, err
+		}
+	}
 	p.read = append(p.read, t.BlockedBy...)
 	return p, newOverlay(g, p.put, nil).checkNewEdges()
 }
@@ -196,6 +201,11 @@ func (g *graph) planClaim(id ID, owner string, lease time.Duration, now time.Tim
 	if err := g.checkBlockers(t); err != nil {
 		return nil, err
 	}
+	if !g.tasks[id].Holds(now) { // it enters in_progress: it must fit the limits
+		if err := Rules.Limited(t, g.limits, g.heldWith(id, now)); err != nil {
+			return nil, err
+		}
+	}
 	return &plan{put: []*Task{t}, read: append([]ID{id}, t.BlockedBy...), result: id}, nil
 }
 
@@ -204,7 +214,16 @@ func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string
 	if err != nil {
 		return nil, err
 	}
-	if id, ok := g.nextReadyWith(labels, now); ok {
+	if len(g.limits) > 0 {
+		// Limits may hold back the first ready task: take the first in
+		// claim order that fits them.
+		for _, id := range g.readyInOrder(labels, now) {
+			p, err := g.planClaim(id, owner, lease, now)
+			if !errors.Is(err, ErrLimited) {
+				return p, err
+			}
+		}
+	} else if id, ok := g.nextReadyWith(labels, now); ok {
 		return g.planClaim(id, owner, lease, now)
 	}
 	// Tasks whose lease lapsed come after every never-claimed ready task,
@@ -221,6 +240,9 @@ func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string
 	var gaveUp plan
 	for _, t := range lapsed {
 		p, err := g.planClaim(t.ID, owner, lease, now)
+		if errors.Is(err, ErrLimited) {
+			continue
+		}
 		if err != nil || p.after == nil {
 			if err == nil && len(gaveUp.put) > 0 {
 				p.put = append(gaveUp.put, p.put...)
@@ -360,6 +382,22 @@ func (g *graph) planLoad(tasks []Task, now time.Time) (*plan, error) {
 	put, err := Rules.Load(tasks, g.maxID, now, g.exists, g.keyed)
 	if err != nil {
 		return nil, err
+	}
+	// Loaded tasks in progress count against the limits, each against
+	// the graph and the ones loaded before it.
+	var loaded []*Task
+	for _, t := range put {
+		if !t.Holds(now) {
+			continue
+		}
+		held := g.heldWith(t.ID, now)
+		err := Rules.Limited(t, g.limits, func(l string) int {
+			return held(l) + len(slices.DeleteFunc(slices.Clone(loaded), func(o *Task) bool { return !slices.Contains(o.Labels, l) }))
+		})
+		if err != nil {
+			return nil, err
+		}
+		loaded = append(loaded, t)
 	}
 	p := &plan{put: put}
 	for _, t := range put {

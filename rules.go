@@ -324,7 +324,7 @@ func (Rulebook) Filters(filters []Filter) (Selection, error) {
 	if len(c.statuses) > 0 {
 		statuses = slices.Compact(slices.Sorted(slices.Values(c.statuses)))
 	}
-	return Selection{Statuses: statuses, Owner: c.owner, Labels: labels, ReadyOnly: c.readyOnly, Limit: c.limit, Now: c.now}, nil
+	return Selection{Statuses: statuses, Owner: c.owner, Labels: labels, ReadyOnly: c.readyOnly, Limit: c.limit, Now: c.now, Limits: c.limits}, nil
 }
 
 // prefixed returns err with prefix added to the field an *InvalidError

@@ -190,6 +190,7 @@ type Filter func(*filterConfig)
 
 type filterConfig struct {
 	now       time.Time
+	limits    map[string]int
 	statuses  []Status
 	owner     *string
 	labels    []string
@@ -249,6 +250,9 @@ type Selection struct {
 	// Now is when deferral is judged (AsOf); zero: the store's clock, and
 	// for Resolve, time.Now.
 	Now time.Time
+	// Limits are the concurrency limits Board holds ready tasks back by
+	// (WithLimits); nil: the store's own.
+	Limits map[string]int
 }
 
 // Empty reports whether the selection selects every task.
@@ -328,6 +332,8 @@ var (
 	_ Watcher = (*MemStore)(nil)
 	_ Noter   = (*FileStore)(nil)
 	_ Noter   = (*MemStore)(nil)
+	_ Limiter = (*FileStore)(nil)
+	_ Limiter = (*MemStore)(nil)
 )
 
 // checked makes a plan with mk and runs Rules.Stored on every task it

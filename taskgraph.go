@@ -391,7 +391,12 @@ type Board struct {
 	// but whose NotBefore is still to come: a deferred task, or a retry
 	// waiting out its backoff. They become ready at NotBefore; by
 	// NotBefore, then claim order.
-	Deferred   []Task
+	Deferred []Task
+	// Limited holds the ready tasks that a concurrency limit holds back
+	// (Limiter): a label they carry has as many tasks in progress as its
+	// limit allows, counting the ready tasks ClaimNext would take before
+	// them. They become ready as those finish; in claim order.
+	Limited    []Task
 	Blocked    []Task // pending, some blocker unfinished or missing, and not stranded
 	InProgress []Task
 	Completed  []Task
@@ -410,12 +415,12 @@ type Board struct {
 }
 
 // Finished reports whether no work is left that can run: nothing is
-// ready, deferred, blocked or in progress. Stranded tasks do not keep a graph
+// ready, deferred, limited, blocked or in progress. Stranded tasks do not keep a graph
 // unfinished (they cannot run until someone reopens their cause). When
 // ClaimNext returns ErrNoReady, it tells a finished graph from one where
 // work is blocked or held by others.
 func (b Board) Finished() bool {
-	return len(b.Ready) == 0 && len(b.Deferred) == 0 && len(b.Blocked) == 0 && len(b.InProgress) == 0
+	return len(b.Ready) == 0 && len(b.Deferred) == 0 && len(b.Limited) == 0 && len(b.Blocked) == 0 && len(b.InProgress) == 0
 }
 
 // Stall returns a *StalledError (matching ErrStalled) naming the failed

@@ -42,6 +42,7 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 	if err != nil {
 		return taskgraph.Task{}, err
 	}
+	entering := !t.Holds(now)
 	write, err := taskgraph.Rules.Claim(t, owner, lease, now)
 	if write && errors.Is(err, taskgraph.ErrGaveUp) { // the lapse used the last attempt: t is failed instead
 		if _, serr := s.save(ctx, tx, t, updateTask); serr != nil {
@@ -61,6 +62,11 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 	}
 	if err := taskgraph.Rules.Blocked(t, st.status); err != nil {
 		return taskgraph.Task{}, err
+	}
+	if entering {
+		if err := s.checkLimits(ctx, tx, now, t); err != nil {
+			return taskgraph.Task{}, err
+		}
 	}
 	return s.save(ctx, tx, t, updateTask)
 }
@@ -111,8 +117,9 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 	}
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
 		gaveUp := false
+		var limited []int64 // held back by a limit: the next one in order
 		for {
-			id, err := s.next(ctx, tx, ready, labels, at)
+			id, err := s.next(ctx, tx, ready, labels, at, limited)
 			if errors.Is(err, taskgraph.ErrNoReady) && gaveUp {
 				return taskgraph.Task{}, afterCommit{err} // the failures stand
 			}
@@ -120,6 +127,10 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 				return taskgraph.Task{}, err
 			}
 			t, err := s.claim(ctx, tx, id, owner, lease, at)
+			if errors.Is(err, taskgraph.ErrLimited) {
+				limited = append(limited, int64(id))
+				continue
+			}
 			if !errors.As(err, new(afterCommit)) {
 				return t, err
 			}
@@ -204,8 +215,9 @@ var pickReady = `SELECT t.id, ` + fitsSQL + ` AND ` + unchangedSQL + ` AS fits F
 const unchangedSQL = `coalesce((SELECT true FROM taskgraph_tasks s WHERE s.ctid = t.ctid), false)`
 
 // fitsSQL holds when a claim of the row t by owner $2 certainly passes
-// Rules.Stored, and appending to its history needs no summary (Claim
-// would summarise past MaxHistory): its rev ($5 is the highest) can
+// Rules.Stored, appending to its history needs no summary (Claim would
+// summarise past MaxHistory), and no label of it has a concurrency limit
+// (whose holders only the Rulebook's transaction counts): its rev ($5 is the highest) can
 // advance, and an upper
 // bound of the size of its file stays within MaxTaskSize ($6). JSON
 // escapes a byte into at most 6; each id of blockedBy takes at most 32
@@ -215,6 +227,7 @@ const unchangedSQL = `coalesce((SELECT true FROM taskgraph_tasks s WHERE s.ctid 
 // 8 bytes per byte of their text, and the claim's entry 512; the field
 // names, the priority and the times fit in 1,024.
 var fitsSQL = `(t.rev < $5 AND coalesce(jsonb_array_length(t.history), 0) < ` + strconv.Itoa(taskgraph.MaxHistory) + ` AND
+	NOT EXISTS (SELECT 1 FROM taskgraph_limits l WHERE l.graph = $1 AND l.label = ANY(t.labels)) AND
 	6 * (octet_length(t.subject) + octet_length(t.description) + octet_length(t.prev_owner) + octet_length($2::text)
 		+ octet_length(t.key) + octet_length(t.reason) + octet_length(t.result) + coalesce(octet_length(array_to_string(t.labels, '')), 0))
 	+ 32 * cardinality(t.blocked_by) + 16 * cardinality(t.labels)
@@ -226,18 +239,21 @@ var fitsSQL = `(t.rev < $5 AND coalesce(jsonb_array_length(t.history), 0) < ` + 
 // that carry labels: with ready, the most urgent ready pending task; else,
 // or if none is left, the most urgent whose lease has lapsed (in claim
 // order). Rows others have locked are skipped.
-func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, labels []string, at *time.Time) (taskgraph.ID, error) {
+func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, labels []string, at *time.Time, except []int64) (taskgraph.ID, error) {
 	var id int64
+	if except == nil {
+		except = []int64{}
+	}
 	if ready {
 		err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[] AND `+readyCondition+`
-			AND `+undeferred(3)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, labels, at).Scan(&id)
+			AND `+undeferred(3)+` AND NOT (id = ANY($4)) `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, labels, at, except).Scan(&id)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return taskgraph.ID(id), err
 		}
 	}
 	err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
 		AND lease_expires_at <= `+nowSQL(2)+` AND labels @> $3::text[] AND `+readyCondition+`
-		`+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at, labels).Scan(&id)
+		AND NOT (id = ANY($4)) `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at, labels, except).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, taskgraph.ErrNoReady
 	}

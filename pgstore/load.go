@@ -68,6 +68,17 @@ func (s *Store) load(ctx context.Context, tasks []taskgraph.Task) error {
 		if err := s.checkLoad(ctx, tx, put); err != nil {
 			return err
 		}
+		var holding []*taskgraph.Task
+		for _, t := range put {
+			if t.Holds(now) {
+				holding = append(holding, t)
+			}
+		}
+		if len(holding) > 0 {
+			if err := s.checkLimits(ctx, tx, now.UTC(), holding...); err != nil {
+				return err
+			}
+		}
 		if err := stored(put...); err != nil {
 			return err
 		}

@@ -4,7 +4,9 @@ package pgstore
 
 import (
 	"context"
+	"cmp"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +45,17 @@ func (s *Store) List(ctx context.Context, filters ...taskgraph.Filter) ([]taskgr
 	if err != nil {
 		return nil, err
 	}
+	if sel.ReadyOnly {
+		// A limit may hold back ready tasks, and which depends on the
+		// claim order of them all: judged on the whole graph, as Board.
+		limits, err := s.Limits(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(limits) > 0 {
+			return s.listReadyUnderLimits(ctx, sel, limits)
+		}
+	}
 	if !sel.Empty() {
 		return s.listSelected(ctx, sel)
 	}
@@ -68,6 +81,28 @@ func (s *Store) List(ctx context.Context, filters ...taskgraph.Filter) ([]taskgr
 				out[i].Blocks = append(out[i].Blocks, t.ID)
 			}
 		}
+	}
+	return out, nil
+}
+
+// listReadyUnderLimits is List with ReadyOnly when the graph has limits:
+// the ready tasks of the board, by id, at most sel.Limit.
+func (s *Store) listReadyUnderLimits(ctx context.Context, sel taskgraph.Selection, limits map[string]int) ([]taskgraph.Task, error) {
+	filters := []taskgraph.Filter{taskgraph.ReadyOnly(), taskgraph.WithLimits(limits), taskgraph.WithStatus(sel.Statuses...), taskgraph.HasLabels(sel.Labels...)}
+	if sel.Owner != nil {
+		filters = append(filters, taskgraph.WithOwner(*sel.Owner))
+	}
+	if !sel.Now.IsZero() {
+		filters = append(filters, taskgraph.AsOf(sel.Now))
+	}
+	b, err := s.Board(ctx, filters...)
+	if err != nil {
+		return nil, err
+	}
+	out := b.Ready
+	slices.SortFunc(out, func(a, b taskgraph.Task) int { return cmp.Compare(a.ID, b.ID) })
+	if sel.Limit > 0 && len(out) > sel.Limit {
+		out = out[:sel.Limit]
 	}
 	return out, nil
 }
@@ -124,6 +159,13 @@ func (s *Store) Board(ctx context.Context, filters ...taskgraph.Filter) (taskgra
 	tasks, err := s.List(ctx)
 	if err != nil {
 		return taskgraph.Board{}, err
+	}
+	if sel.Limits == nil {
+		var limits map[string]int
+		if err := retry(ctx, func() (err error) { limits, err = s.limits(ctx, s.pool); return err }); err != nil {
+			return taskgraph.Board{}, err
+		}
+		filters = append(filters, taskgraph.WithLimits(limits))
 	}
 	if sel.Now.IsZero() { // deferral is judged by the database's clock, as claims are
 		var now time.Time

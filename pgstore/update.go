@@ -40,6 +40,7 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 			return taskgraph.Task{}, err
 		}
 		old := slices.Clone(t.BlockedBy)
+		wasHolding := t.Holds(now)
 		entering, err := taskgraph.Rules.Patch(t, p, now, st.exists)
 		if err != nil {
 			return taskgraph.Task{}, err
@@ -50,6 +51,11 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 		}
 		if entering {
 			if err := taskgraph.Rules.Blocked(t, st.status); err != nil {
+				return taskgraph.Task{}, err
+			}
+		}
+		if t.Status == taskgraph.InProgress && !wasHolding {
+			if err := s.checkLimits(ctx, tx, now, t); err != nil {
 				return taskgraph.Task{}, err
 			}
 		}

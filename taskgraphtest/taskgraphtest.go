@@ -101,6 +101,8 @@ var cases = []struct {
 	{"Retries", testRetries},
 	{"LapsedAttempts", testLapsedAttempts},
 	{"WatchUndeferred", testWatchUndeferred},
+	{"Limits", testLimits},
+	{"LimitsRace", testLimitsRace},
 }
 
 var ctx = context.Background()

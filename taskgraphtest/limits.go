@@ -1,0 +1,137 @@
+// Conformance cases for concurrency limits per label.
+
+package taskgraphtest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	tg "github.com/taskgraph-dev/taskgraph"
+)
+
+// limiter returns s as a Limiter, failing the test if it is not one.
+func limiter(t *testing.T, s tg.Store) tg.Limiter {
+	t.Helper()
+	l, ok := s.(tg.Limiter)
+	require.True(t, ok, "%T does not implement taskgraph.Limiter", s)
+	return l
+}
+
+// testLimits: no way into in_progress leaves more than a label's limit of
+// tasks carrying it in progress; ClaimNext passes over the tasks held back
+// (on the board as Limited) to other work; a lapsed lease does not count;
+// removing the limit frees them.
+func testLimits(t *testing.T, s tg.Store) {
+	l := limiter(t, s)
+	require.NoError(t, l.SetLimit(ctx, "gpu", 2))
+	got, err := l.Limits(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"gpu": 2}, got)
+	var gpu []tg.ID
+	for range 4 {
+		task, err := s.Create(ctx, tg.NewTask{Subject: "train", Labels: []string{"gpu", "ml"}, Priority: tg.P1})
+		require.NoError(t, err)
+		gpu = append(gpu, task.ID)
+	}
+	cpu := create(t, s, "tokenize")
+
+	a, err := s.ClaimNext(ctx, "a")
+	require.NoError(t, err)
+	b, err := s.ClaimNext(ctx, "b", tg.WithLease(time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, gpu[:2], []tg.ID{a.ID, b.ID})
+	c, err := s.ClaimNext(ctx, "c")
+	require.NoError(t, err)
+	assert.Equal(t, cpu.ID, c.ID, "the more urgent gpu tasks are held back: the next task that fits")
+	_, err = s.ClaimNext(ctx, "d")
+	assert.ErrorIs(t, err, tg.ErrNoReady)
+	_, err = s.Claim(ctx, gpu[2], "d")
+	var le *tg.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.ErrorIs(t, err, tg.ErrLimited)
+	assert.Equal(t, "gpu", le.Label)
+	assert.Equal(t, 2, le.Held)
+	inProgress, owner := tg.InProgress, "d"
+	_, err = s.Update(ctx, gpu[2], tg.Patch{Status: &inProgress, Owner: &owner})
+	assert.ErrorIs(t, err, tg.ErrLimited)
+	bd, err := s.Board(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, gpu[2:], ids(bd.Limited))
+	assert.Empty(t, bd.Ready)
+	assert.False(t, bd.Finished(), "held back by a limit is work to come")
+	ready, err := s.List(ctx, tg.ReadyOnly())
+	require.NoError(t, err)
+	assert.Empty(t, ready, "a task held back by a limit is not ready")
+
+	// A holder finishes: one more may start.
+	_, err = s.Complete(ctx, a.ID, "a")
+	require.NoError(t, err)
+	next, err := s.ClaimNext(ctx, "d", tg.WithLease(time.Nanosecond))
+	require.NoError(t, err)
+	assert.Equal(t, gpu[2], next.ID)
+	// Its lease lapsed: it no longer counts.
+	last, err := s.Claim(ctx, gpu[3], "e")
+	require.NoError(t, err, "a lapsed lease does not count against the limit")
+	assert.Equal(t, tg.InProgress, last.Status)
+
+	// A lower limit keeps what is in progress, and holds back the rest.
+	require.NoError(t, l.SetLimit(ctx, "ml", 1))
+	_, err = s.Claim(ctx, gpu[2], "f") // taking over the lapsed task: it enters again
+	assert.ErrorIs(t, err, tg.ErrLimited)
+	require.NoError(t, l.SetLimit(ctx, "ml", 0), "0 removes a limit")
+	require.NoError(t, l.SetLimit(ctx, "gpu", 0))
+	got, err = l.Limits(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	_, err = s.Claim(ctx, gpu[2], "f")
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		label string
+		n     int
+	}{{"Bad Label", 1}, {"", 1}, {"gpu", -1}, {"gpu", tg.MaxLimit + 1}} {
+		assert.ErrorIs(t, l.SetLimit(ctx, c.label, c.n), tg.ErrInvalid, "%q %d", c.label, c.n)
+	}
+}
+
+// testLimitsRace: eight agents claim at once from ten tasks of a label
+// limited to 2: exactly two are granted, whatever the interleaving.
+func testLimitsRace(t *testing.T, s tg.Store) {
+	require.NoError(t, limiter(t, s).SetLimit(ctx, "db", 2))
+	for range 10 {
+		_, err := s.Create(ctx, tg.NewTask{Subject: "migrate", Labels: []string{"db"}})
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted, refused := 0, 0
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.ClaimNext(ctx, "agent-"+string(rune('a'+i)), tg.WithLease(time.Hour))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				granted++
+			case errors.Is(err, tg.ErrNoReady):
+				refused++
+			default:
+				t.Errorf("agent %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 2, granted)
+	assert.Equal(t, 6, refused)
+	bd, err := s.Board(ctx)
+	require.NoError(t, err)
+	assert.Len(t, bd.InProgress, 2)
+	assert.Len(t, bd.Limited, 8)
+}
