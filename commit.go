@@ -142,7 +142,7 @@ func parseMeta(data []byte) (ID, error) {
 }
 
 // metaProblem says what to do about a meta file that cannot be used.
-const metaProblem = `it records the highest task id ever allocated and the label limits, so every write is refused (reads go on) until it is a regular file holding {"highWater": N, "limits": {"label": n}}, N at least the highest id ever allocated`
+const metaProblem = `it records the highest task id ever allocated and the label limits, so every write is refused (reads go on) until it is a regular file holding {"highWater": N}, N at least the highest id ever allocated (and the limits, if any, as "limits": {"label": n})`
 
 // readMeta reads the id high-water mark. A meta file that cannot be used
 // does not stop reads; s.metaErr makes every write refuse until it is fixed,

@@ -38,6 +38,7 @@ func ExampleNew() {
 	// Output:
 	// Ready: []
 	// Deferred: []
+	// Limited: []
 	// Blocked: [2]
 	// Stranded: []
 	// In progress: [1]

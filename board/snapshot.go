@@ -125,6 +125,7 @@ var columns = []struct {
 }{
 	{taskgraph.StateReady, "Ready", func(b *taskgraph.Board) []taskgraph.Task { return b.Ready }},
 	{taskgraph.StateDeferred, "Deferred", func(b *taskgraph.Board) []taskgraph.Task { return b.Deferred }},
+	{taskgraph.StateLimited, "Limited", func(b *taskgraph.Board) []taskgraph.Task { return b.Limited }},
 	{taskgraph.StateBlocked, "Blocked", func(b *taskgraph.Board) []taskgraph.Task { return b.Blocked }},
 	{taskgraph.StateStranded, "Stranded", func(b *taskgraph.Board) []taskgraph.Task { return b.Stranded }},
 	{taskgraph.StateInProgress, "In progress", func(b *taskgraph.Board) []taskgraph.Task { return b.InProgress }},

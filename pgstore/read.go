@@ -3,8 +3,8 @@
 package pgstore
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"errors"
 	"slices"
 	"time"

@@ -45,7 +45,7 @@ func listFlags(fs *flag.FlagSet, all bool) *listing {
 			addNames(v, parseStatus, taskgraph.ParseState, &l.statuses, &l.badStatus, &l.stateAsStatus)
 			return nil
 		})
-		fs.Func("state", "only tasks in this `STATE`: ready, deferred, blocked, stranded, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)", func(v string) error {
+		fs.Func("state", "only tasks in this `STATE`: ready, deferred, limited, blocked, stranded, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)", func(v string) error {
 			addNames(v, taskgraph.ParseState, parseStatus, &l.states, &l.badState, &l.statusAsState)
 			return nil
 		})

@@ -80,7 +80,7 @@ var graphSyntaxes = map[string]graphSyntax{
 		rank:     "  { rank=same; %s } // wave %d\n",
 		tail:     "}\n",
 		styles: map[taskgraph.State]string{taskgraph.StateReady: "palegreen", taskgraph.StateBlocked: "white",
-			taskgraph.StateDeferred: "lightcyan", taskgraph.StateInProgress: "khaki", taskgraph.StateCompleted: "lightgray", taskgraph.StateStranded: "mistyrose",
+			taskgraph.StateDeferred: "lightcyan", taskgraph.StateLimited: "lavender", taskgraph.StateInProgress: "khaki", taskgraph.StateCompleted: "lightgray", taskgraph.StateStranded: "mistyrose",
 			taskgraph.StateFailed: "salmon", taskgraph.StateCancelled: "gainsboro"},
 	},
 	"mermaid": {
@@ -89,13 +89,13 @@ var graphSyntaxes = map[string]graphSyntax{
 		edge:     "  t%d --> t%d\n",
 		critical: "  t%d ==> t%d\n",
 		rank:     "  %%%% wave %[2]d: %[1]s\n",
-		tail: "  classDef ready fill:#cfc\n  classDef deferred fill:#dff\n  classDef blocked fill:#fff\n  classDef inprogress fill:#ffc\n  classDef completed fill:#ddd\n" +
+		tail: "  classDef ready fill:#cfc\n  classDef deferred fill:#dff\n  classDef limited fill:#eef\n  classDef blocked fill:#fff\n  classDef inprogress fill:#ffc\n  classDef completed fill:#ddd\n" +
 			"  classDef stranded fill:#fee\n  classDef failed fill:#f99\n  classDef cancelled fill:#eee,stroke-dasharray:4\n",
 	},
 }
 
 // graphNode and graphEdge are the graph as --json prints it: a node per
-// task with its state (ready, deferred, blocked, stranded, in_progress, completed,
+// task with its state (ready, deferred, limited, blocked, stranded, in_progress, completed,
 // failed, cancelled), and an edge per dependency, from the blocker to the
 // task it blocks (execution order).
 type (

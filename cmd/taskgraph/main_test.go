@@ -528,6 +528,7 @@ func TestGraph(t *testing.T) {
   %% wave 3: #4
   classDef ready fill:#cfc
   classDef deferred fill:#dff
+  classDef limited fill:#eef
   classDef blocked fill:#fff
   classDef inprogress fill:#ffc
   classDef completed fill:#ddd
