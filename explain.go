@@ -44,9 +44,17 @@ type Blocker struct {
 // pending task that is not ready, which blockers it waits on (their
 // status, owner and lease), which it names that do not exist, and the
 // failed or cancelled task that strands it. It returns a *NotFoundError if
-// id is not among tasks. Pure and linear in the size of the graph.
-func Explain(tasks []Task, id ID, now time.Time) (Explanation, error) {
+// id is not among tasks. Pure and linear in the size of the graph. With
+// WithLimits (its one filter that means anything here), a ready task that
+// a concurrency limit holds back is StateLimited, and the text names the
+// label.
+func Explain(tasks []Task, id ID, now time.Time, filters ...Filter) (Explanation, error) {
 	g := graphOf(tasks)
+	sel, err := Rules.Filters(filters)
+	if err != nil {
+		return Explanation{}, err
+	}
+	sel.Now = now
 	t := g.tasks[id]
 	if t == nil {
 		return Explanation{}, Rules.Missing(id)
@@ -78,6 +86,11 @@ func Explain(tasks []Task, id ID, now time.Time) (Explanation, error) {
 	}
 	if e.State == StateReady && t.Deferred(now) {
 		e.State = StateDeferred
+	}
+	if e.State == StateReady && g.limitedAt(sel)[id] {
+		e.State = StateLimited
+		e.Text = limitText(g, t, sel)
+		return e, nil
 	}
 	e.Text = explainText(g, &e, strandedBy, now)
 	return e, nil

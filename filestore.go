@@ -720,6 +720,11 @@ func (s *FileStore) setLimitLocked(label string, n int) error {
 	if err := s.readMeta(); err != nil {
 		return err
 	}
+	if s.g.alloc != nil {
+		if err := s.readIDs(); err != nil {
+			return err
+		}
+	}
 	if s.metaErr != nil {
 		return s.metaErr
 	}
@@ -732,6 +737,15 @@ func (s *FileStore) setLimitLocked(label string, n int) error {
 	}
 	if len(limits) == 0 {
 		limits = nil
+	}
+	if s.g.alloc != nil && !s.metaFound && !s.ids.found && len(s.g.ids) == 0 && len(s.g.broken) == 0 {
+		// The graph begins here, with a limit before its first task: say
+		// so in the id file first, as the first create would, or the meta
+		// file would make this checkout look like a clone (ids.go).
+		if err := s.writeFile(idsFileName, []byte("{\"last\":0}\n")); err != nil {
+			return err
+		}
+		s.ids = cloneIDs{found: true}
 	}
 	s.g.limits = limits
 	if err := s.writeMeta(s.hwm); err != nil {

@@ -205,3 +205,16 @@ func TestCleanTaskFile(t *testing.T) {
 	}
 	assert.Equal(t, data, CleanTaskFile(".taskgraph.meta", data))
 }
+
+func TestMergeMetaLimits(t *testing.T) {
+	base := `{"highWater": 0, "limits": {"gpu": 2, "db": 1, "old": 4}}`
+	ours := `{"highWater": 0, "limits": {"gpu": 3, "db": 1, "ci": 2}}`    // gpu raised, old removed, ci added
+	theirs := `{"highWater": 0, "limits": {"gpu": 1, "db": 5, "old": 4}}` // gpu lowered, db raised
+	out, conflicts, err := MergeTaskFiles(".tasks/.taskgraph.meta", []byte(base), []byte(ours), []byte(theirs))
+	require.NoError(t, err)
+	assert.Empty(t, conflicts)
+	assert.JSONEq(t, `{"highWater": 0, "limits": {"gpu": 1, "db": 5, "ci": 2}}`, string(out),
+		"gpu: both changed, the lower; db and ci: the side that changed them; old: removed by ours")
+	_, _, err = MergeTaskFiles(".tasks/.taskgraph.meta", []byte(base), []byte(`{"highWater": 0, "limits": {"Bad Label": 1}}`), []byte(theirs))
+	assert.Error(t, err, "a limit that is not one is not merged")
+}

@@ -76,6 +76,21 @@ func TestIDsWhereTheGraphBegan(t *testing.T) {
 	assert.NoError(t, err, "the meta file tells clones the graph began elsewhere")
 }
 
+// TestIDsWhenALimitComesFirst: a limit set before the first task writes
+// the meta file; the graph still began here, and its ids are 1, 2, 3.
+func TestIDsWhenALimitComesFirst(t *testing.T) {
+	_, dir := gitGraph(t)
+	s := openTest(t, dir)
+	ctx := context.Background()
+	require.NoError(t, s.SetLimit(ctx, "gpu", 2))
+	a, err := s.Create(ctx, NewTask{Subject: "a"})
+	require.NoError(t, err)
+	assert.Equal(t, ID(1), a.ID)
+	limits, err := openTest(t, dir).Limits(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"gpu": 2}, limits, "another store reads the limit from the meta file")
+}
+
 // TestIDsOutsideGitAreUnchanged: outside git no id file is written and
 // ids follow the highest ever allocated, as always.
 func TestIDsOutsideGitAreUnchanged(t *testing.T) {

@@ -169,3 +169,15 @@ func (g *graph) readyInOrder(labels []string, now time.Time) []ID {
 	}
 	return out
 }
+
+// limitText says which limit holds back t, a ready task of g.
+func limitText(g *graph, t *Task, sel Selection) string {
+	for _, l := range t.Labels {
+		if n, ok := sel.Limits[l]; ok {
+			if h := g.heldWith(t.ID, sel.Now)(l); h >= n {
+				return fmt.Sprintf("task %d is held back by a limit: %d tasks labelled %q are in progress, its limit of %d; it can start when one finishes", t.ID, h, l, n)
+			}
+		}
+	}
+	return fmt.Sprintf("task %d is held back by a limit: more urgent ready tasks take what its labels' limits allow; it can start when a task with its labels finishes", t.ID)
+}

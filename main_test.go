@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 var roles = map[string]func(s *tg.FileStore, dir, arg string) int{
 	"claimnext": claimAll,      // multiprocess_test.go
 	"labelled":  claimLabelled, // multiprocess_test.go
+	"limited":   claimLimited,  // multiprocess_test.go
 	"increment": increment,     // multiprocess_test.go
 	"holdlock":  holdLock,      // multiprocess_test.go
 	"mutate":    mutateForever, // durability_test.go

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -300,5 +301,95 @@ func claimLabelled(s *tg.FileStore, _, owner string) int {
 			return 1
 		}
 		fmt.Fprintln(out, task.ID)
+	}
+}
+
+// Eight processes work through 24 tasks of a label limited to 2 (claim,
+// work a little, complete, again): the histories the store wrote under
+// its lock never have more than 2 of them in progress at once, and every
+// task was done once.
+func TestMultiProcessLabelLimit(t *testing.T) {
+	const tasks, procs, limit = 24, 8, 2
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	require.NoError(t, s.SetLimit(ctx, "db", limit))
+	for i := range tasks {
+		_, err := s.Create(ctx, tg.NewTask{Subject: fmt.Sprint("migration ", i), Labels: []string{"db"}})
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	for p := range procs {
+		cmd := worker(t, "limited", dir, fmt.Sprint("proc-", p))
+		require.NoError(t, cmd.Start())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, cmd.Wait())
+		}()
+	}
+	wg.Wait()
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, task := range all {
+		require.Equal(t, tg.Completed, task.Status, "task %d", task.ID)
+		var claimed, done int
+		for _, h := range task.History {
+			switch h.Event {
+			case tg.HistoryClaimed:
+				claimed++
+				edges = append(edges, edge{h.At, +1})
+			case tg.HistoryCompleted:
+				done++
+				edges = append(edges, edge{h.At, -1})
+			}
+		}
+		require.Equal(t, 1, claimed, "task %d claimed once: %v", task.ID, task.History)
+		require.Equal(t, 1, done, "task %d", task.ID)
+	}
+	slices.SortStableFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta // an end before a start at the same instant
+	})
+	running, most := 0, 0
+	for _, e := range edges {
+		running += e.delta
+		most = max(most, running)
+	}
+	assert.Equal(t, limit, most, "at most %d in progress at once, and the limit was reached", limit)
+}
+
+// claimLimited claims, works 5 ms and completes tasks until the graph is
+// finished, waiting when a limit holds the rest back.
+func claimLimited(s *tg.FileStore, _, owner string) int {
+	for {
+		task, err := s.ClaimNext(ctx, owner)
+		if errors.Is(err, tg.ErrNoReady) {
+			b, err := s.Board(ctx)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if b.Finished() {
+				return 0
+			}
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		time.Sleep(5 * time.Millisecond)
+		if _, err := s.Complete(ctx, task.ID, owner); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 }

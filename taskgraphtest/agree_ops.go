@@ -27,7 +27,7 @@ var decoders = []decoder{
 	(*driver).delete, (*driver).load, (*driver).advance, (*driver).get, (*driver).compare,
 	(*driver).createKeyed, (*driver).createKeyed, (*driver).createPlan, (*driver).createPlan,
 	(*driver).fail, (*driver).cancel, (*driver).reopen, (*driver).updateRouting, (*driver).listFiltered,
-	(*driver).note, (*driver).scheduled, (*driver).reschedule,
+	(*driver).note, (*driver).scheduled, (*driver).reschedule, (*driver).setLimit,
 }
 
 // decode reads the next operation from the input.
@@ -204,6 +204,31 @@ func (d *driver) reschedule() op {
 		p.MaxAttempts = ptr(d.pick(4))
 	}
 	return updateOp(id, p)
+}
+
+// setLimit sets, changes or removes a label's limit (sometimes an
+// invalid one), then lists the limits: through Limiter, which every store
+// of this module implements.
+func (d *driver) setLimit() op {
+	label := agreeLabels[d.pick(len(agreeLabels))]
+	n := []int{0, 1, 1, 2, 3, -1}[d.pick(6)]
+	return op{
+		name: fmt.Sprintf("SetLimit(%q, %d), Limits()", label, n),
+		run: func(s tg.Store) result {
+			l, ok := s.(tg.Limiter)
+			if !ok {
+				return errResult(fmt.Errorf("%T does not implement taskgraph.Limiter", s))
+			}
+			if err := l.SetLimit(bg, label, n); err != nil {
+				return errResult(err)
+			}
+			limits, err := l.Limits(bg)
+			if err != nil {
+				return errResult(err)
+			}
+			return result{text: fmt.Sprint(limits)}
+		},
+	}
 }
 
 // note writes a note, sometimes an invalid one, on a task: through

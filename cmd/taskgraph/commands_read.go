@@ -19,7 +19,11 @@ func flagsList(fs *flag.FlagSet) func(e *env) error {
 			if readFailed(err) {
 				return err
 			}
-			v := viewOf(all)
+			limits, lerr := s.Limits(e.ctx)
+			if lerr != nil {
+				return lerr
+			}
+			v := viewOf(all, limits)
 			shown, more := f.pick(all, v)
 			if perr := e.printListed(all, shown, more, v); perr != nil {
 				return perr
@@ -97,7 +101,11 @@ func cmdExplain(e *env) error {
 		if readFailed(err) {
 			return err
 		}
-		ex, err := taskgraph.Explain(all, id, time.Now())
+		limits, err := s.Limits(e.ctx)
+		if err != nil {
+			return err
+		}
+		ex, err := taskgraph.Explain(all, id, time.Now(), taskgraph.WithLimits(limits))
 		if err != nil {
 			return err
 		}

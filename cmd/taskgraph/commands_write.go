@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -265,4 +267,43 @@ func parseWhen(v string, now time.Time) (time.Time, error) {
 		return time.Date(y, m, d, t.Hour(), t.Minute(), 0, 0, now.Location()), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not a time: give RFC 3339 (2026-12-05T14:00:00Z), a date (2026-12-05), a time today (14:00) or a duration from now (2h)", v)
+}
+
+func cmdLimit(e *env) error {
+	switch len(e.args) {
+	case 0:
+		return e.withStore(func(s store) error {
+			limits, err := s.Limits(e.ctx)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(limits)
+			}
+			for _, l := range slices.Sorted(maps.Keys(limits)) {
+				fmt.Fprintf(e.stdout, "%s %d\n", l, limits[l])
+			}
+			return nil
+		})
+	case 2:
+		n, err := strconv.Atoi(e.args[1])
+		if err != nil {
+			return usagef("limit %s %s: N is a whole number, 0 to remove the limit", e.args[0], e.args[1])
+		}
+		if err := taskgraph.Rules.LimitArgs(e.args[0], n); err != nil {
+			return usagef("limit %s %s: %v", e.args[0], e.args[1], reasonOf(err))
+		}
+		return e.withStore(func(s store) error {
+			if err := s.SetLimit(e.ctx, e.args[0], n); err != nil {
+				return err
+			}
+			if n == 0 {
+				fmt.Fprintf(e.stdout, "No limit on %s\n", e.args[0])
+			} else {
+				fmt.Fprintf(e.stdout, "At most %d tasks labelled %s in progress at once\n", n, e.args[0])
+			}
+			return nil
+		})
+	}
+	return usagef("want LABEL N, or nothing to list the limits")
 }

@@ -102,6 +102,7 @@ type store interface {
 	taskgraph.Loader
 	taskgraph.Watcher
 	taskgraph.Noter
+	taskgraph.Limiter
 }
 
 // withStore opens the task graph — the directory found or named, or the

@@ -218,6 +218,9 @@ func (e *env) nothingReadyText(b taskgraph.Board, labels []string, hint bool, wa
 			parts = append(parts, fmt.Sprintf("%d blocked", len(b.Blocked)))
 		}
 	}
+	if len(b.Limited) > 0 {
+		parts = append(parts, fmt.Sprintf("%d held back by a label's limit (taskgraph limit)", len(b.Limited)))
+	}
 	if len(b.Deferred) > 0 { // by NotBefore: the first can start first
 		parts = append(parts, fmt.Sprintf("%d deferred, the first until %s", len(b.Deferred), when(b.Deferred[0].NotBefore)))
 	}
@@ -422,7 +425,7 @@ func (e *env) printPlanned(s store, tasks []taskgraph.Task, existed map[string]b
 	if readFailed(err) {
 		return err
 	}
-	v := viewOf(all)
+	v := viewOf(all, nil) // a plan's new tasks: their limits do not matter
 	created := 0
 	for _, t := range tasks {
 		line := strings.Replace(e.line(t, v), fmt.Sprintf("#%d: ", t.ID), fmt.Sprintf("#%d %s: ", t.ID, t.Key), 1)

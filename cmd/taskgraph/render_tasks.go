@@ -62,8 +62,8 @@ type view struct {
 }
 
 // viewOf returns the view of a whole graph.
-func viewOf(all []taskgraph.Task) view {
-	return viewOfBoard(taskgraph.Resolve(all))
+func viewOf(all []taskgraph.Task, limits map[string]int) view {
+	return viewOfBoard(taskgraph.Resolve(all, taskgraph.WithLimits(limits)))
 }
 
 // viewOfBoard returns the view of an unfiltered board.
@@ -175,6 +175,9 @@ func (e *env) line(t taskgraph.Task, v view) string {
 	}
 	if t.Status != taskgraph.Pending {
 		return s
+	}
+	if v.state[t.ID] == taskgraph.StateLimited {
+		s += e.paint(dim, " (held back by a limit)")
 	}
 	if t.Deferred(now) {
 		s += e.paint(dim, " (not before "+when(t.NotBefore)+")")

@@ -56,3 +56,32 @@ func TestParseWhen(t *testing.T) {
 	_, err := parseWhen("tomorrow-ish", now)
 	assert.ErrorContains(t, err, "is not a time")
 }
+
+// TestLimitCommand: limit sets, lists and removes a label's limit; next
+// passes over a task it holds back and says so; list --state limited and
+// explain name it; bad arguments are usage errors.
+func TestLimitCommand(t *testing.T) {
+	dir := project(t)
+	assert.Equal(t, "At most 1 tasks labelled gpu in progress at once\n", ok(t, dir, "limit", "gpu", "1"))
+	assert.Equal(t, "gpu 1\n", ok(t, dir, "limit"))
+	assert.Equal(t, "{\n  \"gpu\": 1\n}\n", ok(t, dir, "limit", "--json"))
+	ok(t, dir, "add", "train", "--label", "gpu", "--priority", "P0")
+	ok(t, dir, "add", "eval", "--label", "gpu", "--priority", "P0")
+	ok(t, dir, "add", "tokenize")
+	assert.Contains(t, ok(t, dir, "next", "--owner", "a"), "Claimed #1: train")
+	assert.Contains(t, ok(t, dir, "next", "--owner", "b"), "Claimed #3: tokenize", "the limited task is passed over")
+	r := tg(t, dir, "next", "--owner", "c")
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Contains(t, r.stderr, "1 held back by a label's limit")
+	assert.Contains(t, ok(t, dir, "list", "--state", "limited"), "#2: eval P0 {gpu} (held back by a limit)")
+	assert.Contains(t, ok(t, dir, "explain", "2"), `1 tasks labelled "gpu" are in progress, its limit of 1`)
+	r = tg(t, dir, "claim", "2", "--owner", "c")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "its limit of 1")
+	assert.Equal(t, "No limit on gpu\n", ok(t, dir, "limit", "gpu", "0"))
+	assert.Contains(t, ok(t, dir, "next", "--owner", "c"), "Claimed #2: eval")
+	assert.Equal(t, "", ok(t, dir, "limit"))
+	for _, bad := range [][]string{{"gpu"}, {"gpu", "x"}, {"GPU", "1"}, {"gpu", "-1"}} {
+		assert.Equal(t, exitUsage, tg(t, dir, append([]string{"limit"}, bad...)...).code, "%v", bad)
+	}
+}
