@@ -28,7 +28,7 @@ var knownFields = map[string]bool{
 	"claimedAt": true, "leaseExpiresAt": true, "prevOwner": true,
 	"key": true, "priority": true, "labels": true, "reason": true, "result": true,
 	"notes": true, "history": true,
-	"notBefore": true, "due": true, "maxAttempts": true, "attempts": true, "backoff": true,
+	"parent": true, "notBefore": true, "due": true, "maxAttempts": true, "attempts": true, "backoff": true,
 }
 
 // encodeTask renders t as the bytes of its task file.
@@ -71,6 +71,7 @@ func encodeTask(t *Task) ([]byte, error) {
 		{"blockedBy", blockedBy, false},
 		{"owner", t.Owner, false},
 		{"key", t.Key, t.Key == ""},
+		{"parent", t.Parent, t.Parent == 0},
 		{"priority", t.Priority.Level(), t.Priority == DefaultPriority},
 		{"labels", t.Labels, len(t.Labels) == 0},
 		{"reason", t.Reason, t.Reason == ""},
@@ -148,6 +149,7 @@ type taskFile struct {
 	Result         string         `json:"result"`
 	Notes          []Note         `json:"notes"`
 	History        []Transition   `json:"history"`
+	Parent         int64          `json:"parent"`
 	NotBefore      time.Time      `json:"notBefore"`
 	Due            time.Time      `json:"due"`
 	MaxAttempts    int            `json:"maxAttempts"`
@@ -166,7 +168,7 @@ func decodeFast(id ID, data []byte) *Task {
 		return nil
 	}
 	if f.ID == nil || ID(*f.ID) != id || f.Subject == nil || f.Status == nil || !f.Status.Valid() || f.Rev < 0 ||
-		f.MaxAttempts < 0 || f.Attempts < 0 {
+		f.MaxAttempts < 0 || f.Attempts < 0 || f.Parent < 0 {
 		return nil
 	}
 	var backoff time.Duration
@@ -190,7 +192,7 @@ func decodeFast(id ID, data []byte) *Task {
 		ClaimedAt: f.ClaimedAt, LeaseExpiresAt: f.LeaseExpiresAt, PrevOwner: f.PrevOwner,
 		Key: f.Key, Priority: prio, Labels: fileLabels(f.Labels), Reason: f.Reason, Result: f.Result,
 		Notes: nilIfEmpty(f.Notes), History: nilIfEmpty(f.History),
-		NotBefore: f.NotBefore, Due: f.Due, MaxAttempts: f.MaxAttempts, Attempts: f.Attempts, Backoff: backoff}
+		Parent: ID(f.Parent), NotBefore: f.NotBefore, Due: f.Due, MaxAttempts: f.MaxAttempts, Attempts: f.Attempts, Backoff: backoff}
 	if f.BlockedBy != nil {
 		ids := make([]ID, len(f.BlockedBy))
 		for i, b := range f.BlockedBy {
@@ -370,6 +372,9 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 			return nil, fmt.Errorf("field %q is %d, out of range", f.k, n)
 		}
 		*f.p = int(n)
+	}
+	if t.Parent, err = decodeInt[ID](raw, "parent", false); err != nil {
+		return nil, err
 	}
 	if b, err := decodeString(raw, "backoff", false); err != nil {
 		return nil, err

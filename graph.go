@@ -372,7 +372,8 @@ func (g *graph) list(sel Selection) []Task {
 	if !sel.Empty() {
 		ids = nil
 		for _, id := range g.ids {
-			if sel.Match(g.tasks[id], sel.ReadyOnly && g.isReady(id) && !g.tasks[id].Deferred(sel.Now) && !heldBack[id]) {
+			if sel.Match(g.tasks[id], sel.ReadyOnly && g.isReady(id) && !g.tasks[id].Deferred(sel.Now) && !heldBack[id]) &&
+				(sel.Under == 0 || g.under(id, sel.Under)) {
 				ids = append(ids, id)
 				if len(ids) == sel.Limit {
 					break
@@ -474,7 +475,7 @@ func (g *graph) board(sel Selection) Board {
 				}
 			}
 		}
-		if !sel.Match(t, k == ready) || sel.Limit > 0 && k != ready && counts[k] == sel.Limit {
+		if !sel.Match(t, k == ready) || sel.Under != 0 && !g.under(id, sel.Under) || sel.Limit > 0 && k != ready && counts[k] == sel.Limit {
 			k = none
 		} else {
 			counts[k]++

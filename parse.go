@@ -224,7 +224,12 @@ func (Rulebook) ClaimOptions(opts []ClaimOption) (ClaimSettings, error) {
 	if err != nil {
 		return ClaimSettings{}, err
 	}
-	return ClaimSettings{Lease: c.lease, Labels: labels}, nil
+	if c.under != 0 {
+		if err := Rules.ID("under", c.under); err != nil {
+			return ClaimSettings{}, err
+		}
+	}
+	return ClaimSettings{Lease: c.lease, Labels: labels, Under: c.under}, nil
 }
 
 // CompleteOptions validates what opts ask of Complete, before anything is

@@ -84,6 +84,11 @@ func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
 	if err := Rules.CreateArgs(nt); err != nil {
 		return nil, err
 	}
+	family, err := Rules.Family([]NewTask{nt})
+	if err != nil {
+		return nil, err
+	}
+	nt = family[0]
 	if id, ok := Rules.Keyed(nt, g.keyed); ok {
 		return &plan{read: []ID{id}, result: id}, nil // exists: returned as it is
 	}
@@ -209,15 +214,18 @@ func (g *graph) planClaim(id ID, owner string, lease time.Duration, now time.Tim
 	return &plan{put: []*Task{t}, read: append([]ID{id}, t.BlockedBy...), result: id}, nil
 }
 
-func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string, now time.Time) (*plan, error) {
+func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string, under ID, now time.Time) (*plan, error) {
 	labels, err := Rules.ClaimNextArgs(owner, lease, labels)
 	if err != nil {
 		return nil, err
 	}
-	if len(g.limits) > 0 {
-		// Limits may hold back the first ready task: take the first in
-		// claim order that fits them.
+	if len(g.limits) > 0 || under != 0 {
+		// Limits may hold back the first ready task, and WithUnder
+		// narrows: take the first in claim order that fits them.
 		for _, id := range g.readyInOrder(labels, now) {
+			if under != 0 && !g.under(id, under) {
+				continue
+			}
 			p, err := g.planClaim(id, owner, lease, now)
 			if !errors.Is(err, ErrLimited) {
 				return p, err
@@ -232,7 +240,8 @@ func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string
 	var lapsed []*Task
 	for id := range g.leased {
 		t := g.tasks[id]
-		if by, _, _ := unfinished(t, g.status); len(by) == 0 && !now.Before(t.LeaseExpiresAt) && hasLabels(t.Labels, labels) {
+		if by, _, _ := unfinished(t, g.status); len(by) == 0 && !now.Before(t.LeaseExpiresAt) && hasLabels(t.Labels, labels) &&
+			(under == 0 || g.under(id, under)) {
 			lapsed = append(lapsed, t)
 		}
 	}

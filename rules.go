@@ -193,6 +193,9 @@ func (Rulebook) CreateArgs(nt NewTask) error {
 	if err := Rules.Schedule("", nt.MaxAttempts, nt.Backoff); err != nil {
 		return err
 	}
+	if err := underArgs(nt); err != nil {
+		return err
+	}
 	for i, ref := range nt.After {
 		if err := afterRef(fmt.Sprintf("after[%d]", i), ref); err != nil {
 			return err
@@ -324,7 +327,7 @@ func (Rulebook) Filters(filters []Filter) (Selection, error) {
 	if len(c.statuses) > 0 {
 		statuses = slices.Compact(slices.Sorted(slices.Values(c.statuses)))
 	}
-	return Selection{Statuses: statuses, Owner: c.owner, Labels: labels, ReadyOnly: c.readyOnly, Limit: c.limit, Now: c.now, Limits: c.limits}, nil
+	return Selection{Statuses: statuses, Owner: c.owner, Labels: labels, ReadyOnly: c.readyOnly, Limit: c.limit, Now: c.now, Limits: c.limits, Under: c.under}, nil
 }
 
 // prefixed returns err with prefix added to the field an *InvalidError
@@ -465,13 +468,17 @@ func create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(st
 	if err != nil {
 		return nil, err
 	}
+	parent, err := parentOf(id, nt, exists, key)
+	if err != nil {
+		return nil, err
+	}
 	labels, _ := Rules.Labels("labels", nt.Labels) // valid: CreateArgs
 	prio := nt.Priority                            // the zero value is DefaultPriority
 	return &Task{
 		ID: id, Subject: nt.Subject, Description: nt.Description, Status: Pending, Owner: nt.Owner,
 		BlockedBy: addIDs(addIDs(nil, nt.BlockedBy), after), Metadata: meta,
 		CreatedAt: now, UpdatedAt: now, Rev: 1,
-		Priority: prio, Labels: labels, Key: nt.Key,
+		Priority: prio, Labels: labels, Key: nt.Key, Parent: parent,
 		MaxAttempts: nt.MaxAttempts, Backoff: nt.Backoff, NotBefore: nt.NotBefore, Due: nt.Due,
 	}, nil
 }
@@ -535,6 +542,14 @@ func (Rulebook) PlanRefs(nts []NewTask) (keys []string, ids []ID) {
 			keys = append(keys, nt.Key)
 		}
 		ids = append(append(ids, nt.BlockedBy...), nt.Blocks...)
+		if nt.Parent != 0 {
+			ids = append(ids, nt.Parent)
+		}
+		if id, ok := parseIDRef(nt.Under); ok && nt.Under != "" {
+			ids = append(ids, id)
+		} else if nt.Under != "" {
+			keys = append(keys, nt.Under)
+		}
 		for _, ref := range nt.After {
 			if id, ok := parseIDRef(ref); ok {
 				ids = append(ids, id)
@@ -585,6 +600,10 @@ func (pl *Planned) Named(err error) error {
 // Blockers, and refuses the write if the new edges close a cycle.
 func (Rulebook) Plan(nts []NewTask, next ID, now time.Time, exists func(ID) error, key func(string) (ID, bool)) (*Planned, error) {
 	if err := Rules.PlanArgs(nts); err != nil {
+		return nil, err
+	}
+	nts, err := Rules.Family(nts)
+	if err != nil {
 		return nil, err
 	}
 	pl := &Planned{IDs: make([]ID, len(nts)), Blockers: map[ID][]ID{}}

@@ -112,19 +112,20 @@ type snapExtras struct {
 	MaxAttempts int           `json:"ma,omitempty"`
 	Attempts    int           `json:"a,omitempty"`
 	Backoff     time.Duration `json:"b,omitempty"`
+	Parent      ID            `json:"p,omitempty"`
 }
 
 func extrasOf(t *Task) snapExtras {
-	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff}
+	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent}
 }
 
 func (x snapExtras) empty() bool {
-	return len(x.Notes)+len(x.History) == 0 && x.NotBefore.IsZero() && x.Due.IsZero() && x.MaxAttempts == 0 && x.Attempts == 0 && x.Backoff == 0
+	return len(x.Notes)+len(x.History) == 0 && x.NotBefore.IsZero() && x.Due.IsZero() && x.MaxAttempts == 0 && x.Attempts == 0 && x.Backoff == 0 && x.Parent == 0
 }
 
 func (x snapExtras) apply(t *Task) {
 	t.Notes, t.History = nilIfEmpty(x.Notes), nilIfEmpty(x.History)
-	t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff = x.NotBefore, x.Due, x.MaxAttempts, x.Attempts, x.Backoff
+	t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent = x.NotBefore, x.Due, x.MaxAttempts, x.Attempts, x.Backoff, x.Parent
 }
 
 // decodeSnapshot returns the entries of a snapshot, or an error if it is

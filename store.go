@@ -134,6 +134,7 @@ type ClaimOption func(*claimConfig)
 type claimConfig struct {
 	lease  time.Duration
 	labels []string
+	under  ID
 }
 
 // WithLease makes a claim lapse ttl after it is made unless the owner calls
@@ -158,11 +159,19 @@ func WithLabels(labels ...string) ClaimOption {
 	return func(c *claimConfig) { c.labels = append(c.labels, labels...) }
 }
 
+// WithUnder makes ClaimNext consider only the tasks under parent: its
+// children, their children, and so on (Task.Parent), so that an agent
+// works inside one epic.
+func WithUnder(parent ID) ClaimOption {
+	return func(c *claimConfig) { c.under = parent }
+}
+
 // ClaimSettings is what a set of ClaimOptions asks for, validated (see
 // Rules.ClaimOptions): for Store implementations outside this package.
 type ClaimSettings struct {
 	Lease  time.Duration // 0: no lease
 	Labels []string      // all of these, sorted; ClaimNext only
+	Under  ID            // only tasks under this one (WithUnder); 0: any; ClaimNext only
 }
 
 // CompleteOption configures Complete.
@@ -189,6 +198,7 @@ type CompleteSettings struct {
 type Filter func(*filterConfig)
 
 type filterConfig struct {
+	under     ID
 	now       time.Time
 	limits    map[string]int
 	statuses  []Status
@@ -230,6 +240,12 @@ func Limit(n int) Filter {
 	return func(c *filterConfig) { c.limit = max(n, 0) }
 }
 
+// Under selects the tasks under parent: its children, their children,
+// and so on (Task.Parent).
+func Under(parent ID) Filter {
+	return func(c *filterConfig) { c.under = parent }
+}
+
 // AsOf makes Board (and Resolve) judge which pending tasks are deferred
 // (Task.NotBefore) as of t, instead of the store's clock: for Store
 // implementations that keep time elsewhere (pgstore passes the
@@ -253,11 +269,14 @@ type Selection struct {
 	// Limits are the concurrency limits Board holds ready tasks back by
 	// (WithLimits); nil: the store's own.
 	Limits map[string]int
+	// Under selects the tasks under this one (Under); 0: any. Match
+	// cannot judge it alone: the stores walk the Parent links.
+	Under ID
 }
 
 // Empty reports whether the selection selects every task.
 func (s Selection) Empty() bool {
-	return len(s.Statuses) == 0 && s.Owner == nil && len(s.Labels) == 0 && !s.ReadyOnly && s.Limit == 0
+	return len(s.Statuses) == 0 && s.Owner == nil && len(s.Labels) == 0 && !s.ReadyOnly && s.Limit == 0 && s.Under == 0
 }
 
 // Match reports whether task t, which is ready or not, is selected
@@ -424,7 +443,7 @@ func (o ops) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (
 		if err != nil {
 			return nil, err
 		}
-		return g.planClaimNext(owner, set.Lease, set.Labels, now)
+		return g.planClaimNext(owner, set.Lease, set.Labels, set.Under, now)
 	})
 }
 

@@ -267,6 +267,10 @@ type Task struct {
 	// claims with WithLabels to take only tasks carrying all of its
 	// labels. Sorted, without duplicates; see Rules.Labels for the form.
 	Labels []string
+	// Parent is the task this one is part of, or 0 (see family.go): the
+	// parent waits on its children, which are in its BlockedBy; RollupOf
+	// says what they have come to.
+	Parent ID
 	// Key is a name the creator gave the task, unique in its graph, or ""
 	// (see Rules.Key). Creating a task whose key exists returns the
 	// existing task instead, so that a create is safe to retry; plans
@@ -329,6 +333,12 @@ type NewTask struct {
 	// with this key exists, Create and CreatePlan return that task as it
 	// is and create nothing: a retried create never makes two.
 	Key string
+	// Parent makes the new task a child of an existing task, which then
+	// waits on it (its BlockedBy gains the new id). Under names the parent
+	// by reference instead: the key of a task of the same plan
+	// (CreatePlan), or an id, "#12". 0 and "": no parent.
+	Parent ID
+	Under  string
 	// MaxAttempts, Backoff, NotBefore and Due are the task's schedule;
 	// see Task. Zero values: none.
 	MaxAttempts int

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -76,6 +77,15 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 // may take.
 func undeferred(n int) string { return `(t.not_before IS NULL OR t.not_before <= ` + nowSQL(n) + `)` }
 
+// underSQL holds for a task t under the task $n (its descendants by the
+// parent links), or for every task when $n is 0.
+func underSQL(n int) string {
+	p := fmt.Sprintf("$%d::bigint", n)
+	return `(` + p + ` = 0 OR t.id IN (WITH RECURSIVE u(id) AS (
+		SELECT c.id FROM taskgraph_tasks c WHERE c.graph = $1 AND c.parent = ` + p + `
+		UNION SELECT c.id FROM taskgraph_tasks c JOIN u ON c.graph = $1 AND c.parent = u.id) SELECT id FROM u))`
+}
+
 // readyCondition holds for a task whose every blocker exists and is
 // completed.
 const readyCondition = `(t.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest(t.blocked_by) AS b(id) WHERE NOT EXISTS (
@@ -107,19 +117,22 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 		labels = []string{}
 	}
 	at := s.at()
-	t, fits, err := s.claimReady(ctx, owner, lease, labels, at)
-	if err == nil && fits {
-		return t, nil
-	}
-	ready := err == nil // but it needs the full check
-	if !ready && !errors.Is(err, pgx.ErrNoRows) {
-		return taskgraph.Task{}, err
+	ready := true // WithUnder: the Rulebook's transaction, which walks the tree
+	if set.Under == 0 {
+		t, fits, err := s.claimReady(ctx, owner, lease, labels, at)
+		if err == nil && fits {
+			return t, nil
+		}
+		ready = err == nil // but it needs the full check
+		if !ready && !errors.Is(err, pgx.ErrNoRows) {
+			return taskgraph.Task{}, err
+		}
 	}
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
 		gaveUp := false
 		var limited []int64 // held back by a limit: the next one in order
 		for {
-			id, err := s.next(ctx, tx, ready, labels, at, limited)
+			id, err := s.next(ctx, tx, ready, labels, at, limited, set.Under)
 			if errors.Is(err, taskgraph.ErrNoReady) && gaveUp {
 				return taskgraph.Task{}, afterCommit{err} // the failures stand
 			}
@@ -239,21 +252,22 @@ var fitsSQL = `(t.rev < $5 AND coalesce(jsonb_array_length(t.history), 0) < ` + 
 // that carry labels: with ready, the most urgent ready pending task; else,
 // or if none is left, the most urgent whose lease has lapsed (in claim
 // order). Rows others have locked are skipped.
-func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, labels []string, at *time.Time, except []int64) (taskgraph.ID, error) {
+func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, labels []string, at *time.Time, except []int64, under taskgraph.ID) (taskgraph.ID, error) {
 	var id int64
 	if except == nil {
 		except = []int64{}
 	}
 	if ready {
 		err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[] AND `+readyCondition+`
-			AND `+undeferred(3)+` AND NOT (id = ANY($4)) `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, labels, at, except).Scan(&id)
+			AND `+undeferred(3)+` AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`,
+			s.graph, labels, at, except, int64(under)).Scan(&id)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return taskgraph.ID(id), err
 		}
 	}
 	err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
 		AND lease_expires_at <= `+nowSQL(2)+` AND labels @> $3::text[] AND `+readyCondition+`
-		AND NOT (id = ANY($4)) `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at, labels, except).Scan(&id)
+		AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at, labels, except, int64(under)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, taskgraph.ErrNoReady
 	}

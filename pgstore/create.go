@@ -24,6 +24,11 @@ func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Tas
 	if err := taskgraph.Rules.CreateArgs(nt); err != nil { // before any SQL
 		return taskgraph.Task{}, err
 	}
+	family, err := taskgraph.Rules.Family([]taskgraph.NewTask{nt}) // a parent is an edge
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	nt = family[0]
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
 		keys, refIDs, err := s.refs(ctx, tx, []taskgraph.NewTask{nt})
 		if err != nil {
@@ -133,7 +138,7 @@ func (s *Store) savePlan(ctx context.Context, tx pgx.Tx, pl *taskgraph.Planned, 
 // (they may close a cycle), and returns the tasks nts refer to: those with
 // the keys they name, locked shared, and the ids they name.
 func (s *Store) refs(ctx context.Context, tx pgx.Tx, nts []taskgraph.NewTask) (keyMap, []taskgraph.ID, error) {
-	if slices.ContainsFunc(nts, func(nt taskgraph.NewTask) bool { return len(nt.Blocks) > 0 }) {
+	if slices.ContainsFunc(nts, func(nt taskgraph.NewTask) bool { return len(nt.Blocks) > 0 || nt.Parent != 0 || nt.Under != "" }) {
 		if err := s.serialise(ctx, tx); err != nil {
 			return nil, nil, err
 		}

@@ -45,15 +45,16 @@ func (s *Store) List(ctx context.Context, filters ...taskgraph.Filter) ([]taskgr
 	if err != nil {
 		return nil, err
 	}
-	if sel.ReadyOnly {
+	if sel.ReadyOnly || sel.Under != 0 {
 		// A limit may hold back ready tasks, and which depends on the
-		// claim order of them all: judged on the whole graph, as Board.
+		// claim order of them all; "under" follows the parent links:
+		// judged on the whole graph, as Board.
 		limits, err := s.Limits(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if len(limits) > 0 {
-			return s.listReadyUnderLimits(ctx, sel, limits)
+		if len(limits) > 0 || sel.Under != 0 {
+			return s.listByBoard(ctx, sel, limits)
 		}
 	}
 	if !sel.Empty() {
@@ -85,10 +86,14 @@ func (s *Store) List(ctx context.Context, filters ...taskgraph.Filter) ([]taskgr
 	return out, nil
 }
 
-// listReadyUnderLimits is List with ReadyOnly when the graph has limits:
-// the ready tasks of the board, by id, at most sel.Limit.
-func (s *Store) listReadyUnderLimits(ctx context.Context, sel taskgraph.Selection, limits map[string]int) ([]taskgraph.Task, error) {
-	filters := []taskgraph.Filter{taskgraph.ReadyOnly(), taskgraph.WithLimits(limits), taskgraph.WithStatus(sel.Statuses...), taskgraph.HasLabels(sel.Labels...)}
+// listByBoard is List with what only the whole graph decides (ReadyOnly
+// under limits, Under): the tasks of the board the selection selects, by
+// id, at most sel.Limit.
+func (s *Store) listByBoard(ctx context.Context, sel taskgraph.Selection, limits map[string]int) ([]taskgraph.Task, error) {
+	filters := []taskgraph.Filter{taskgraph.WithLimits(limits), taskgraph.WithStatus(sel.Statuses...), taskgraph.HasLabels(sel.Labels...), taskgraph.Under(sel.Under)}
+	if sel.ReadyOnly {
+		filters = append(filters, taskgraph.ReadyOnly())
+	}
 	if sel.Owner != nil {
 		filters = append(filters, taskgraph.WithOwner(*sel.Owner))
 	}
@@ -99,7 +104,10 @@ func (s *Store) listReadyUnderLimits(ctx context.Context, sel taskgraph.Selectio
 	if err != nil {
 		return nil, err
 	}
-	out := b.Ready
+	var out []taskgraph.Task
+	for _, l := range b.Lists() {
+		out = append(out, l.Tasks...)
+	}
 	slices.SortFunc(out, func(a, b taskgraph.Task) int { return cmp.Compare(a.ID, b.ID) })
 	if sel.Limit > 0 && len(out) > sel.Limit {
 		out = out[:sel.Limit]

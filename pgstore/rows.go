@@ -17,7 +17,7 @@ import (
 )
 
 const columns = `id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-	priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us`
+	priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent`
 
 // blocksOf selects the ids of the tasks blocked by the row t, in order.
 const blocksOf = `ARRAY(SELECT d.id FROM taskgraph_tasks d WHERE d.graph = t.graph AND d.blocked_by @> ARRAY[t.id] ORDER BY d.id)`
@@ -34,9 +34,9 @@ func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
 	var notes, history []byte
 	var notBefore, due *time.Time
 	var maxAttempts, attempts int32
-	var backoff int64
+	var backoff, parent int64
 	dest := append([]any{&id, &t.Subject, &t.Description, &status, &t.Owner, &by, &meta, &t.CreatedAt, &t.UpdatedAt, &t.Rev, &claimed, &lease, &t.PrevOwner,
-		&prio, &t.Labels, &t.Key, &t.Reason, &t.Result, &notes, &history, &notBefore, &due, &maxAttempts, &attempts, &backoff}, extra...)
+		&prio, &t.Labels, &t.Key, &t.Reason, &t.Result, &notes, &history, &notBefore, &due, &maxAttempts, &attempts, &backoff, &parent}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return t, err
 	}
@@ -66,6 +66,7 @@ func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
 		t.Due = due.UTC()
 	}
 	t.MaxAttempts, t.Attempts, t.Backoff = int(maxAttempts), int(attempts), time.Duration(backoff)*time.Microsecond
+	t.Parent = taskgraph.ID(parent)
 	if lease != nil {
 		t.LeaseExpiresAt = lease.UTC()
 	}
@@ -234,12 +235,12 @@ func (s *Store) withBlocks(ctx context.Context, tx pgx.Tx, t *taskgraph.Task) (t
 
 const (
 	taskColumns = `(graph, id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us)`
+		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent)`
 	insertTask = `INSERT INTO taskgraph_tasks AS t ` + taskColumns + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`
+		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`
 	updateTask = `UPDATE taskgraph_tasks t SET (subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us)
-		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26) WHERE t.graph = $1 AND t.id = $2`
+		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent)
+		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) WHERE t.graph = $1 AND t.id = $2`
 	deleteTask = `DELETE FROM taskgraph_tasks WHERE graph = $1 AND id = $2`
 	returning  = ` RETURNING ` + columns + `, ` + blocksOf
 )
@@ -264,7 +265,7 @@ func (w *writes) put(q string, t *taskgraph.Task) *pgx.QueuedQuery {
 	return w.b.Queue(q, w.s.graph, t.ID, t.Subject, t.Description, string(t.Status), t.Owner, int64s(t.BlockedBy), meta,
 		t.CreatedAt, t.UpdatedAt, t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner,
 		int16(t.Priority.Level()), labels, t.Key, t.Reason, t.Result, marshalList(t.Notes), marshalList(t.History),
-		nullTime(t.NotBefore), nullTime(t.Due), int32(t.MaxAttempts), int32(t.Attempts), t.Backoff.Microseconds())
+		nullTime(t.NotBefore), nullTime(t.Due), int32(t.MaxAttempts), int32(t.Attempts), t.Backoff.Microseconds(), int64(t.Parent))
 }
 
 // view queues the statement q storing t and reads back into out the task

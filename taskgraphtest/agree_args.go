@@ -144,6 +144,10 @@ func (d *driver) claimNextArgs() (string, []tg.ClaimOption, string) {
 	owner := d.owner()
 	opts, desc := d.lease()
 	opts, desc = d.withLabels(opts, desc)
+	if d.pick(6) == 0 {
+		under := d.id()
+		opts, desc = append(opts, tg.WithUnder(under)), desc+fmt.Sprintf(", WithUnder(%d)", under)
+	}
 	return owner, opts, desc
 }
 

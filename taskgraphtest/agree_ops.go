@@ -188,6 +188,9 @@ func (d *driver) scheduled() op {
 	if d.pick(3) == 0 {
 		nt.BlockedBy = d.ids()
 	}
+	if d.pick(2) == 0 {
+		nt.Parent = d.id() // sometimes one that does not exist, or 0
+	}
 	return createOp(nt)
 }
 

@@ -219,6 +219,9 @@ func fmtNewTask(nt tg.NewTask) string {
 	if !nt.NotBefore.IsZero() {
 		f = append(f, "NotBefore:"+fmtTime(nt.NotBefore))
 	}
+	if nt.Parent != 0 || nt.Under != "" {
+		f = append(f, fmt.Sprintf("Parent:%d Under:%q", nt.Parent, nt.Under))
+	}
 	if nt.After != nil {
 		f = append(f, fmt.Sprintf("After:%q", nt.After))
 	}
