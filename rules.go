@@ -458,6 +458,10 @@ func create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(st
 	if err != nil {
 		return nil, err
 	}
+	parent, err := parentOf(id, nt, exists, key) // before Blocks, which holds it (Family)
+	if err != nil {
+		return nil, err
+	}
 	if err := Rules.CheckEdges(id, "blockedBy", nt.BlockedBy, exists); err != nil {
 		return nil, err
 	}
@@ -465,10 +469,6 @@ func create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(st
 		return nil, err
 	}
 	after, err := resolveAfter(id, nt.After, exists, key)
-	if err != nil {
-		return nil, err
-	}
-	parent, err := parentOf(id, nt, exists, key)
 	if err != nil {
 		return nil, err
 	}

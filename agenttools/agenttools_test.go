@@ -115,6 +115,11 @@ func TestScriptedSession(t *testing.T) {
 		// A whole plan in one call, and the same plan again.
 		{tools, "task_plan", `{"tasks": [{"key": "design", "subject": "Design the cache"}, {"key": "build", "subject": "Build the cache", "after": ["design"], "labels": ["backend"]}, {"key": "bench", "subject": "Benchmark it", "after": ["build", "#6"], "priority": 1}]}`},
 		{tools, "task_plan", `{"tasks": [{"key": "design", "subject": "Design the cache"}, {"key": "docs", "subject": "Document the cache", "after": ["design", 3]}]}`},
+		{tools, "task_plan", `{"tasks": [{"key": "epic", "subject": "Cache epic"}, {"key": "e1", "subject": "Evict", "parent": "epic"}, {"key": "e2", "subject": "Warm", "parent": "epic", "maxAttempts": 3, "backoffSeconds": 30}]}`},
+		{tools, "task_get", `{"task_id": 11}`},
+		{tools, "task_create", `{"subject": "Expire", "parent": 11}`},
+		{tools, "task_create", `{"subject": "Orphan", "parent": 99}`},
+		{tools, "task_create", `{"subject": "Self", "parent": 15}`},
 		{tools, "task_plan", `{"tasks": [{"key": "a", "subject": "A", "after": ["b"]}, {"key": "b", "subject": "B", "after": ["a"]}]}`},
 		{tools, "task_plan", `{"tasks": [{"key": "c", "subject": "C", "after": ["nowhere"]}]}`},
 		{tools, "task_plan", `{"tasks": [{"subject": "no key"}]}`},

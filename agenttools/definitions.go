@@ -45,7 +45,7 @@ var (
 	schemaCreate   = json.RawMessage(`{"type":"object","properties":{` +
 		`"subject":{"type":"string"},"description":{"type":"string"},` +
 		`"blockedBy":{"type":"array","items":{"type":"integer"}},` +
-		schemaPriority + `,` + schemaLabels + `,"key":{"type":"string"}},` +
+		schemaPriority + `,` + schemaLabels + `,"key":{"type":"string"},"parent":{"type":"integer","description":"A task that waits on this one."}},` +
 		`"required":["subject"]}`)
 	schemaUpdate = json.RawMessage(`{"type":"object","properties":{` +
 		`"task_id":{"type":"integer"},` +
@@ -62,6 +62,7 @@ var (
 		`"key":{"type":"string"},"subject":{"type":"string"},"description":{"type":"string"},` +
 		`"after":{"type":"array","items":{"type":"string"},"description":"Keys of this plan's tasks, or existing ids as \"#12\"."},` +
 		schemaPriority + `,` + schemaLabels + `,` +
+		`"parent":{"type":"string","description":"Key of this plan's task (or \"#id\") that waits on this one."},` +
 		`"maxAttempts":{"type":"integer","description":"Failures and lapses allowed; a failure retries while some remain."},"backoffSeconds":{"type":"integer"}},` +
 		`"required":["key","subject"]}}},"required":["tasks"]}`)
 	schemaClaimNext = json.RawMessage(`{"type":"object","properties":{` +

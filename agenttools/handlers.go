@@ -37,11 +37,11 @@ func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, erro
 	var (
 		subject, description, key *string
 		blockedBy                 []int64
-		priority                  *int64
+		priority, parent          *int64
 		labels                    []string
 	)
 	if err := decode(raw, field{"subject", &subject}, field{"description", &description}, field{"blockedBy", &blockedBy},
-		field{"priority", &priority}, field{"labels", &labels}, field{"key", &key}); err != nil {
+		field{"priority", &priority}, field{"labels", &labels}, field{"key", &key}, field{"parent", &parent}); err != nil {
 		return "", err
 	}
 	if subject == nil {
@@ -60,6 +60,13 @@ func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, erro
 	}
 	if nt.Priority, err = newPriority(priority); err != nil {
 		return "", err
+	}
+	if parent != nil {
+		ps, err := taskIDs("parent", []int64{*parent})
+		if err != nil {
+			return "", err
+		}
+		nt.Parent = ps[0]
 	}
 	t, err := h.store.Create(ctx, nt)
 	if err != nil {

@@ -23,10 +23,23 @@ func (h handlers) get(ctx context.Context, id taskgraph.ID) (string, error) {
 		return "", err
 	}
 	why, err := h.whyNot(ctx, t)
-	if err != nil || why == "" {
-		return render(t), err
+	if err != nil {
+		return "", err
 	}
-	return render(t) + "\n" + why, nil
+	out := render(t)
+	if len(t.BlockedBy) > 0 { // a parent's children are among its blockers
+		all, _, err := h.listAll(ctx)
+		if err != nil {
+			return "", err
+		}
+		if r, children := taskgraph.RollupOf(all, t.ID); r.Total > 0 {
+			out += fmt.Sprintf("\nChildren %s: %s", FormatIDs(children), r)
+		}
+	}
+	if why != "" {
+		out += "\n" + why
+	}
+	return out, nil
 }
 
 // whyNot returns the line that says why t, a pending task, cannot start,

@@ -42,13 +42,14 @@ func decodePlanTask(i int, raw json.RawMessage) (taskgraph.NewTask, error) {
 		priority                  *int64
 		labels                    []string
 		maxAttempts, backoff      *int64
+		parent                    *string
 	)
 	fail := func(err error) (taskgraph.NewTask, error) {
 		return taskgraph.NewTask{}, fmt.Errorf("tasks[%d]: %w", i, err)
 	}
 	if err := decode(raw, field{"key", &key}, field{"subject", &subject}, field{"description", &description},
 		field{"after", &after}, field{"priority", &priority}, field{"labels", &labels},
-		field{"maxAttempts", &maxAttempts}, field{"backoffSeconds", &backoff}); err != nil {
+		field{"maxAttempts", &maxAttempts}, field{"backoffSeconds", &backoff}, field{"parent", &parent}); err != nil {
 		return fail(err)
 	}
 	if key == nil || *key == "" {
@@ -67,6 +68,9 @@ func decodePlanTask(i int, raw json.RawMessage) (taskgraph.NewTask, error) {
 	var err error
 	if nt.Priority, err = newPriority(priority); err != nil {
 		return fail(err)
+	}
+	if parent != nil {
+		nt.Under = *parent
 	}
 	if maxAttempts != nil {
 		if *maxAttempts < 0 || *maxAttempts > taskgraph.MaxAttemptsLimit {

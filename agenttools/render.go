@@ -59,6 +59,7 @@ type taskJSON struct {
 	Priority       *taskgraph.Priority `json:"priority,omitempty"`
 	Labels         []string            `json:"labels,omitempty"`
 	Key            string              `json:"key,omitempty"`
+	Parent         taskgraph.ID        `json:"parent,omitempty"`
 	Reason         string              `json:"reason,omitempty"`
 	Result         string              `json:"result,omitempty"`
 	LeaseExpiresAt string              `json:"leaseExpiresAt,omitempty"`
@@ -103,7 +104,7 @@ func renderedNotes(t taskgraph.Task) []noteJSON {
 }
 
 func render(t taskgraph.Task) string {
-	j := taskJSON{TaskJSON: NewTaskJSON(t), Labels: t.Labels, Key: t.Key, Reason: t.Reason, Result: t.Result, Metadata: t.Metadata,
+	j := taskJSON{TaskJSON: NewTaskJSON(t), Labels: t.Labels, Key: t.Key, Parent: t.Parent, Reason: t.Reason, Result: t.Result, Metadata: t.Metadata,
 		Notes: renderedNotes(t)}
 	if t.Priority != taskgraph.DefaultPriority {
 		p := t.Priority

@@ -20,8 +20,10 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 		var labels stringList
 		var wait *bool
 		var timeout *time.Duration
+		var under idList
 		if next {
 			fs.Var(&labels, "label", "take only a task with this `LABEL` (repeat or comma-separate: all of them)")
+			fs.Var(&under, "under", "take only a task under the task `ID` (its children, their children, ...)")
 			wait = fs.Bool("wait", false, "if nothing is ready, wait until a task can be claimed or the graph is finished")
 			timeout = fs.Duration("timeout", 0, "with --wait, give up after `DURATION` (e.g. 10m; exit status 3)")
 		}
@@ -39,6 +41,15 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 			if next {
 				if err := e.wantArgs(0); err != nil {
 					return err
+				}
+				if len(under) > 1 {
+					return usagef("--under takes one task ID")
+				}
+				if len(under) == 1 {
+					if *wait {
+						return usagef("--under and --wait together are not supported yet: run next --under in a loop, or wait with next --wait")
+					}
+					opts = append(opts, taskgraph.WithUnder(under[0]))
 				}
 				if *timeout < 0 {
 					return usagef("--timeout %s: a timeout cannot be negative: give how long to wait, e.g. 10m", *timeout)

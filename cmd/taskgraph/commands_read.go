@@ -39,7 +39,11 @@ func flagsReady(fs *flag.FlagSet) func(e *env) error {
 		return e.withListing(f, func(s store) error {
 			// The ready tasks only: the rest of the board is copied
 			// out only to say why none is ready.
-			b, err := s.Board(e.ctx, taskgraph.ReadyOnly())
+			filters := []taskgraph.Filter{taskgraph.ReadyOnly()}
+			if len(f.under) == 1 {
+				filters = append(filters, taskgraph.Under(f.under[0]))
+			}
+			b, err := s.Board(e.ctx, filters...)
 			if readFailed(err) {
 				return err
 			}

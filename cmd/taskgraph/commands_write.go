@@ -71,6 +71,8 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 	var labels stringList
 	fs.Var(&labels, "label", "a `LABEL` for the task (repeat or comma-separate)")
 	key := fs.String("key", "", "a `KEY` naming the task, unique in the graph: adding it again adds nothing")
+	var parent idList
+	fs.Var(&parent, "parent", "make the task a child of the task `ID`, which then waits on it")
 	maxAttempts := fs.Int("max-attempts", 0, "give the task `N` attempts: a failure or a lapsed lease uses one, and a failure with attempts left retries after the backoff (default: no limit, a failure is final)")
 	backoff := fs.Duration("backoff", 0, "wait `DURATION` before the first retry, twice as long before each next (with --max-attempts)")
 	var notBefore, due whenFlag
@@ -79,6 +81,9 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 	return func(e *env) error {
 		if len(e.args) != 1 {
 			return usagef("want the subject as one argument (quote it)")
+		}
+		if len(parent) > 1 {
+			return usagef("--parent takes one task ID: a task has one parent")
 		}
 		if *maxAttempts < 0 || *maxAttempts > taskgraph.MaxAttemptsLimit {
 			return usagef("--max-attempts %d: want 0 (no limit) to %d", *maxAttempts, taskgraph.MaxAttemptsLimit)
@@ -97,7 +102,7 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 			}
 			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks,
 				Priority: priority.value(), Labels: labels, Key: *key,
-				MaxAttempts: *maxAttempts, Backoff: *backoff, NotBefore: notBefore.t, Due: due.t})
+				MaxAttempts: *maxAttempts, Backoff: *backoff, NotBefore: notBefore.t, Due: due.t, Parent: first(parent)})
 			if err != nil {
 				return err
 			}
@@ -306,4 +311,12 @@ func cmdLimit(e *env) error {
 		})
 	}
 	return usagef("want LABEL N, or nothing to list the limits")
+}
+
+// first returns the first id of ids, or 0.
+func first(ids idList) taskgraph.ID {
+	if len(ids) == 0 {
+		return 0
+	}
+	return ids[0]
 }

@@ -20,6 +20,7 @@ type listing struct {
 	labels   stringList
 	ready    bool
 	overdue  bool
+	under    idList
 	limit    int
 	// badStatus and badState are the errors for a --status that names
 	// no status and a --state that names no state, reported by check as
@@ -39,6 +40,7 @@ func listFlags(fs *flag.FlagSet, all bool) *listing {
 	if all {
 		first = "the lowest ids"
 	}
+	fs.Var(&l.under, "under", "only tasks under the task `ID`: its children, their children, ...")
 	fs.IntVar(&l.limit, "limit", 0, "print at most `N` tasks, "+first+", and say how many more there are (default: all)")
 	if all {
 		fs.Func("status", "only tasks with this `STATUS`: pending, in_progress, completed, failed or cancelled (repeat or comma-separate: any of them)", func(v string) error {
@@ -72,6 +74,9 @@ func (l *listing) check() error {
 	if l.badState != nil {
 		return usagef("--state %v", reasonOf(l.badState))
 	}
+	if len(l.under) > 1 {
+		return usagef("--under takes one task ID")
+	}
 	if l.limit < 0 {
 		return usagef("--limit %d: want a positive number (0 for all)", l.limit)
 	}
@@ -102,10 +107,11 @@ func (e *env) withListing(l *listing, f func(s store) error) error {
 // how many more it selects.
 func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
 	out := ts // no filter: every task, uncopied
-	if len(l.statuses) > 0 || len(l.states) > 0 || l.ownedBy != nil || len(l.labels) > 0 || l.ready || l.overdue {
+	if len(l.statuses) > 0 || len(l.states) > 0 || l.ownedBy != nil || len(l.labels) > 0 || l.ready || l.overdue || len(l.under) > 0 {
 		out = make([]taskgraph.Task, 0, len(ts))
 		for _, t := range ts {
-			if l.selects(t, v) {
+			// ready's view has no parents: its board was selected by Under.
+			if l.selects(t, v) && (len(l.under) == 0 || v.parent == nil || v.under(t.ID, l.under[0])) {
 				out = append(out, t)
 			}
 		}

@@ -59,6 +59,7 @@ type view struct {
 	status     map[taskgraph.ID]taskgraph.Status
 	state      map[taskgraph.ID]taskgraph.State
 	strandedBy map[taskgraph.ID]taskgraph.ID
+	parent     map[taskgraph.ID]taskgraph.ID // of the tasks that have one
 }
 
 // viewOf returns the view of a whole graph.
@@ -68,14 +69,34 @@ func viewOf(all []taskgraph.Task, limits map[string]int) view {
 
 // viewOfBoard returns the view of an unfiltered board.
 func viewOfBoard(b taskgraph.Board) view {
-	v := view{status: map[taskgraph.ID]taskgraph.Status{}, state: map[taskgraph.ID]taskgraph.State{}, strandedBy: b.StrandedBy}
+	v := view{status: map[taskgraph.ID]taskgraph.Status{}, state: map[taskgraph.ID]taskgraph.State{}, strandedBy: b.StrandedBy,
+		parent: map[taskgraph.ID]taskgraph.ID{}}
 	for _, g := range b.Lists() {
 		for _, t := range g.Tasks {
 			v.status[t.ID] = t.Status
 			v.state[t.ID] = g.State
+			if t.Parent != 0 {
+				v.parent[t.ID] = t.Parent
+			}
 		}
 	}
 	return v
+}
+
+// under reports whether task id is under root: a child, a child's child,
+// ... (a loop of parent links ends the walk).
+func (v view) under(id, root taskgraph.ID) bool {
+	for range len(v.parent) + 1 {
+		p, ok := v.parent[id]
+		if !ok {
+			return false
+		}
+		if p == root {
+			return true
+		}
+		id = p
+	}
+	return false
 }
 
 // viewOfReady is the view of ready tasks alone: each is ready, and so
@@ -283,6 +304,9 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 	if t.MaxAttempts > 0 {
 		row("attempts", fmt.Sprintf("%d used of %d, backoff %v", t.Attempts, t.MaxAttempts, t.Backoff))
 	}
+	if t.Parent != 0 {
+		row("parent", fmt.Sprintf("#%d", t.Parent))
+	}
 	row("depends on", agenttools.FormatIDs(t.BlockedBy))
 	row("blocks", agenttools.FormatIDs(t.Blocks))
 	row("created", stamp(t.CreatedAt))
@@ -302,6 +326,19 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 	}
 	if t.Description != "" {
 		fmt.Fprintf(w, "\n%s\n", t.Description)
+	}
+	if all, err := s.List(e.ctx); !readFailed(err) {
+		if r, children := taskgraph.RollupOf(all, t.ID); r.Total > 0 {
+			v := viewOf(all, nil)
+			fmt.Fprintf(w, "\nchildren, %s:\n", r)
+			byID := map[taskgraph.ID]taskgraph.Task{}
+			for _, c := range all {
+				byID[c.ID] = c
+			}
+			for _, id := range children {
+				fmt.Fprintf(w, "  %s\n", e.line(byID[id], v))
+			}
+		}
 	}
 	e.printNotes(t, len(t.Notes))
 	if n := len(t.History); n > 0 {
