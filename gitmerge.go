@@ -171,6 +171,11 @@ func (m *merger) merge() *Task {
 	out.Description = pick(m, "the description", b.Description, o.Description, th.Description, same)
 	out.Key = pick(m, "the key", b.Key, o.Key, th.Key, same)
 	out.Priority = pick(m, "the priority", b.Priority, o.Priority, th.Priority, same)
+	out.Parent = pick(m, "the parent", b.Parent, o.Parent, th.Parent, same)
+	out.NotBefore = pick(m, "notBefore", b.NotBefore, o.NotBefore, th.NotBefore, time.Time.Equal)
+	out.Due = pick(m, "the due time", b.Due, o.Due, th.Due, time.Time.Equal)
+	out.MaxAttempts = pick(m, "maxAttempts", b.MaxAttempts, o.MaxAttempts, th.MaxAttempts, same)
+	out.Backoff = pick(m, "the backoff", b.Backoff, o.Backoff, th.Backoff, same)
 	out.BlockedBy = mergeSet(b.BlockedBy, o.BlockedBy, th.BlockedBy)
 	out.Labels = mergeSet(b.Labels, o.Labels, th.Labels)
 	slices.Sort(out.Labels)
@@ -204,10 +209,11 @@ type state struct {
 	Owner, PrevOwner string
 	ClaimedAt        time.Time
 	Reason, Result   string
+	Attempts         int
 }
 
 func stateOf(t *Task) state {
-	return state{t.Status, t.Owner, t.PrevOwner, t.ClaimedAt.UTC(), t.Reason, t.Result}
+	return state{t.Status, t.Owner, t.PrevOwner, t.ClaimedAt.UTC(), t.Reason, t.Result, t.Attempts}
 }
 
 // stage orders statuses along the workflow.
@@ -248,7 +254,7 @@ func (m *merger) mergeState(out *Task) {
 			m.conflict("both sides changed its %s state differently at the same instant; this side's is kept", o.Status)
 		}
 	}
-	out.Status, out.Owner, out.PrevOwner, out.ClaimedAt, out.Reason, out.Result = s.Status, s.Owner, s.PrevOwner, s.ClaimedAt, s.Reason, s.Result
+	out.Status, out.Owner, out.PrevOwner, out.ClaimedAt, out.Reason, out.Result, out.Attempts = s.Status, s.Owner, s.PrevOwner, s.ClaimedAt, s.Reason, s.Result, s.Attempts
 }
 
 func describe(s state) string {

@@ -218,3 +218,28 @@ func TestMergeMetaLimits(t *testing.T) {
 	_, _, err = MergeTaskFiles(".tasks/.taskgraph.meta", []byte(base), []byte(`{"highWater": 0, "limits": {"Bad Label": 1}}`), []byte(theirs))
 	assert.Error(t, err, "a limit that is not one is not merged")
 }
+
+func TestMergeScheduleAndParent(t *testing.T) {
+	base := Task{Parent: 3, MaxAttempts: 3, Backoff: time.Second, UpdatedAt: t0}
+	ours := base
+	ours.Due, ours.UpdatedAt = t0.Add(48*time.Hour), t0.Add(time.Minute)
+	theirs := base
+	theirs.MaxAttempts, theirs.NotBefore, theirs.Parent, theirs.UpdatedAt = 5, t0.Add(time.Hour), 4, t0.Add(2*time.Minute)
+	got, conflicts := merged(t, file(t, base), file(t, ours), file(t, theirs))
+	assert.Empty(t, conflicts)
+	assert.True(t, got.Due.Equal(t0.Add(48*time.Hour)), "ours changed the due time")
+	assert.True(t, got.NotBefore.Equal(t0.Add(time.Hour)), "theirs deferred it")
+	assert.Equal(t, 5, got.MaxAttempts)
+	assert.Equal(t, ID(4), got.Parent)
+	assert.Equal(t, time.Second, got.Backoff)
+
+	// Attempts move with the state: a failure with attempts left is the
+	// further step of the workflow than a claim made on the other side.
+	failed := base
+	failed.Status, failed.Attempts, failed.UpdatedAt = Failed, 3, t0.Add(time.Minute)
+	claimed := base
+	claimed.Status, claimed.Owner, claimed.UpdatedAt = InProgress, "b", t0.Add(2*time.Minute)
+	got, _ = merged(t, file(t, base), file(t, failed), file(t, claimed))
+	assert.Equal(t, Failed, got.Status)
+	assert.Equal(t, 3, got.Attempts)
+}
