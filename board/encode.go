@@ -246,6 +246,10 @@ func (st *state) appendTask(b []byte, i int) []byte {
 	b = str(b, "prevOwner", t.PrevOwner, true)
 	b = append(b, `,"rev":`...)
 	b = strconv.AppendInt(b, t.Rev, 10)
+	if t.Parent != 0 {
+		b = append(b, `,"parent":`...)
+		b = strconv.AppendInt(b, int64(t.Parent), 10)
+	}
 	b = tm(b, "notBefore", t.NotBefore)
 	b = tm(b, "due", t.Due)
 	for _, n := range []struct {

@@ -93,10 +93,12 @@ type TaskView struct {
 	Rev         int64  `json:"rev"`
 	// NotBefore, Due, Attempts and MaxAttempts are the task's schedule
 	// (taskgraph.Task); zero when unset.
-	NotBefore   time.Time `json:"notBefore,omitzero"`
-	Due         time.Time `json:"due,omitzero"`
-	Attempts    int       `json:"attempts,omitempty"`
-	MaxAttempts int       `json:"maxAttempts,omitempty"`
+	// Parent is the task this one is part of (taskgraph.Task.Parent).
+	Parent      taskgraph.ID `json:"parent,omitempty"`
+	NotBefore   time.Time    `json:"notBefore,omitzero"`
+	Due         time.Time    `json:"due,omitzero"`
+	Attempts    int          `json:"attempts,omitempty"`
+	MaxAttempts int          `json:"maxAttempts,omitempty"`
 	// Notes are the task's latest notes and History its last
 	// transitions, oldest first: at most detailNotes and detailHistory of
 	// them, so that a snapshot stays small however long a task has lived
@@ -152,7 +154,7 @@ func view(t taskgraph.Task, state taskgraph.State, status map[taskgraph.ID]taskg
 		BlockedBy: nonNil(t.BlockedBy), Blocks: nonNil(t.Blocks), Metadata: t.Metadata,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ClaimedAt: t.ClaimedAt, LeaseExpiresAt: t.LeaseExpiresAt,
 		PrevOwner: t.PrevOwner, Rev: t.Rev,
-		NotBefore: t.NotBefore, Due: t.Due, Attempts: t.Attempts, MaxAttempts: t.MaxAttempts,
+		Parent: t.Parent, NotBefore: t.NotBefore, Due: t.Due, Attempts: t.Attempts, MaxAttempts: t.MaxAttempts,
 		Notes: tail(t.Notes, detailNotes), History: tail(t.History, detailHistory),
 	}
 	if t.Status == taskgraph.InProgress && !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt) {

@@ -873,6 +873,12 @@
       ...[].concat(why(t)),
       el("dl", {}, rows),
     ];
+    if (t.parent) parts.push(el("h3", {}, "Part of"), el("ul", { class: "links" }, [link(t.parent)]));
+    const children = [...S.byId.values()].filter((c) => c.parent === t.id).map((c) => c.id).sort((a, b) => a - b);
+    if (children.length) {
+      const done = children.filter((id) => S.byId.get(id).status === "completed").length;
+      parts.push(el("h3", {}, "Children: " + done + " of " + children.length + " done"), el("ul", { class: "links" }, children.map(link)));
+    }
     if (t.blockedBy.length) parts.push(el("h3", {}, "Blocked by"), el("ul", { class: "links" }, t.blockedBy.map(link)));
     if (t.blocks.length) parts.push(el("h3", {}, "Blocks"), el("ul", { class: "links" }, t.blocks.map(link)));
     const strands = t.strands || [];
