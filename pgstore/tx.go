@@ -51,7 +51,7 @@ func (s *Store) begin(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 // transact runs the write fn in a transaction, as begin does, tells the
-// watchers once it has committed (notify), and returns what fn returned
+// watchers once it has committed (notifySQL), and returns what fn returned
 // in the attempt that committed; on failure, the zero value and the
 // error.
 func transact[T any](ctx context.Context, s *Store, fn func(tx pgx.Tx) (T, error)) (T, error) {
