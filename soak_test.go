@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,10 +33,12 @@ type event struct {
 	At     time.Time `json:"at"` // UpdatedAt: read under the lock, so it orders writes
 }
 
-// soak runs a random mix of single-file mutations until the deadline and
+// soak runs a random mix of single-file mutations until a file exists
+// (or, if the test died, a deadline passes; arg is "file\ndeadline") and
 // prints each success as an event.
 func soak(s *tg.FileStore, _, arg string) int {
-	until, _ := time.Parse(time.RFC3339Nano, arg)
+	stop, deadline, _ := strings.Cut(arg, "\n")
+	until, _ := time.Parse(time.RFC3339Nano, deadline)
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
 	owner := fmt.Sprint("soak-", os.Getpid())
 	enc := json.NewEncoder(os.Stdout)
@@ -50,6 +54,9 @@ func soak(s *tg.FileStore, _, arg string) int {
 		return false
 	}
 	for time.Now().Before(until) {
+		if _, err := os.Stat(stop); err == nil {
+			return 0
+		}
 		all, err := s.List(ctx)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "list:", err)
@@ -113,13 +120,18 @@ func soak(s *tg.FileStore, _, arg string) int {
 	return 0
 }
 
+// soakLimit bounds how long TestSoak waits for the writes it asserts.
+const soakLimit = 30 * time.Second
+
 // TestSoak runs several processes on one directory with a random mix of
 // operations, checks the directory while they run, and then replays every
 // acknowledged write in lock order to check the invariants: revisions of
 // a task advance by exactly one (no write lost or granted twice), no task
 // started or completed while a blocker was unfinished at that moment, every
 // in_progress task has an owner, no id was reused, the graph is acyclic and
-// every file parses. TASKGRAPH_SOAK sets the duration (default 2s).
+// every file parses. TASKGRAPH_SOAK sets the least duration (default 2s);
+// it runs on, up to soakLimit, until the kinds of writes it asserts have
+// happened (on a loaded machine, 2 s can pass without a completion).
 func TestSoak(t *testing.T) {
 	d := 2 * time.Second
 	if testing.Short() {
@@ -137,12 +149,15 @@ func TestSoak(t *testing.T) {
 		_, err := s.Create(ctx, tg.NewTask{Subject: "seed"})
 		require.NoError(t, err)
 	}
-	until := time.Now().Add(d)
+	start := time.Now()
+	stop := filepath.Join(t.TempDir(), "stop")
 	var mu sync.Mutex
 	var events []event
+	ops := map[string]int{} // events by kind, as they arrive
 	var wg sync.WaitGroup
+	limit := max(d, soakLimit)
 	for range procs {
-		cmd := worker(t, "soak", dir, until.Format(time.RFC3339Nano))
+		cmd := worker(t, "soak", dir, stop+"\n"+start.Add(limit+10*time.Second).Format(time.RFC3339Nano))
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
@@ -153,6 +168,7 @@ func TestSoak(t *testing.T) {
 				if assert.NoError(t, json.Unmarshal(sc.Bytes(), &e)) {
 					mu.Lock()
 					events = append(events, e)
+					ops[e.Op]++
 					mu.Unlock()
 				}
 			}
@@ -161,7 +177,12 @@ func TestSoak(t *testing.T) {
 	}
 	// Check while they run.
 	checks := 0
-	for time.Now().Before(until) {
+	enough := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Since(start) >= d && ops["claim"] > 0 && ops["complete"] > 0
+	}
+	for !enough() && time.Since(start) < limit {
 		problems, err := tg.Check(ctx, dir)
 		require.NoError(t, err)
 		for _, p := range problems {
@@ -170,7 +191,9 @@ func TestSoak(t *testing.T) {
 		checks++
 		time.Sleep(100 * time.Millisecond)
 	}
+	require.NoError(t, os.WriteFile(stop, nil, 0o644))
 	wg.Wait()
+	d = time.Since(start).Round(time.Millisecond)
 
 	all, err := s.List(ctx)
 	require.NoError(t, err, "every file parses")

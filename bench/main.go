@@ -5,6 +5,21 @@
 //	go run ./bench            # full run: N = 100 ... 100,000, three shapes, 1-8 workers
 //	go run ./bench -quick     # N = 100 and 1,000, under a minute
 //	go run ./bench -n 10000 -shapes chain -json out.json
+//	go run ./bench -pg-only -pg postgres://…/bench_new -pg-old postgres://…/bench_old
+//
+// The floor swings 2× within minutes on a shared machine, so it is
+// measured beside every group, not once: each kind of operation of a
+// graph, and each throughput run, is measured in -rounds rounds, and
+// every group lies between two measurements of the floor (floor, group,
+// floor, group, ..., floor). A group's ratio is its median against the
+// mean of its two neighbouring floors; a row gives the median of its
+// rounds' ratios and, in its note, every round's.
+//
+// With -pg, pgstore is measured too; with -pg-old, its throughput rows are
+// measured alternately with the pgstore of the commit -baseline (default
+// 0600a01, the code before the outcomes work), built from that commit's
+// tree into a helper program of its own and run on a database of its own
+// (see benchPostgres).
 //
 // All directories are created under -dir (default a new temporary
 // directory) and removed only at the end: file creation on these machines
@@ -47,6 +62,10 @@ type Result struct {
 	Ratio   float64 `json:"ratio_to_floor"`
 	Samples int     `json:"samples"`
 	Note    string  `json:"note,omitempty"`
+	// RoundRatios is the ratio of each round: its median against the
+	// mean of the floors measured right before and after it (for a
+	// throughput, writes per second times that floor).
+	RoundRatios []float64 `json:"round_ratios,omitempty"`
 }
 
 // Report is the whole run, as written by -json.
@@ -61,6 +80,7 @@ type Report struct {
 	SyscallsPerWrite float64  `json:"syscalls_per_write,omitempty"`
 	SyscallKinds     string   `json:"syscall_kinds,omitempty"`
 	Durability       string   `json:"durability"` // the protocol of the measured stores, and why
+	Rounds           int      `json:"rounds"`     // of every measured group
 	Results          []Result `json:"results"`
 }
 
@@ -76,8 +96,11 @@ func main() {
 		readOnly = flag.String("readloop", "", "internal: os.ReadFile every task file of this directory, print micros")
 		workDir  = flag.String("work", "", "internal: ClaimNext+Complete on this directory until none is ready")
 		pgURL    = flag.String("pg", os.Getenv("TASKGRAPH_POSTGRES_URL"), "PostgreSQL URL: also benchmark pgstore (default $TASKGRAPH_POSTGRES_URL)")
+		pgOld    = flag.String("pg-old", "", "PostgreSQL URL of a database of its own for the -baseline commit's pgstore, measured alternately with this code's (none: not compared)")
+		baseline = flag.String("baseline", "0600a01", "the commit whose pgstore -pg-old measures")
 		pgSizes  = flag.String("pg-n", "", "comma-separated graph sizes for pgstore (default 1000,100000; -quick: 1000)")
-		pgWork   = flag.String("pgwork", "", "internal: ClaimNext+Complete on this pgstore graph until none is ready")
+		pgOnly   = flag.Bool("pg-only", false, "only the pgstore rows (with -pg)")
+		rounds   = flag.Int("rounds", 3, "rounds of every measured group, each between two floor measurements")
 		svgOut   = flag.String("svg", "", "also draw how the median cost of each write grows with N, as SVG, to this file")
 		protocol = flag.String("protocol", "", "durability protocol of the measured stores: group-commit or sync-each-write (default: what Open chooses on the directory's filesystem); also $TASKGRAPH_BENCH_PROTOCOL, which the worker processes inherit")
 	)
@@ -94,9 +117,6 @@ func main() {
 		return
 	case *workDir != "":
 		work(*workDir)
-		return
-	case *pgWork != "":
-		pgWorker(*pgURL, *pgWork)
 		return
 	}
 
@@ -121,78 +141,109 @@ func main() {
 		defer os.RemoveAll(root)
 	}
 
-	rep := Report{GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}
+	rep := Report{GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Rounds: *rounds}
 	var floors, appends, reads []time.Duration
-	// floorHere measures the floor in dir, right before the figures that
-	// are compared with it; ratios use this local floor.
-	floorHere := func(dir string, n int) float64 {
-		w, r := floor(filepath.Join(dir, ".floor"), n)
-		floors, reads = append(floors, w...), append(reads, r...)
-		appends = append(appends, appendFloor(filepath.Join(dir, ".floor"), n)...)
-		return median(w)
+	// floorIn returns a function that measures the floor in dir, beside
+	// each measured group: a group's ratio is to the mean of the floors
+	// measured right before and right after it (see interleave).
+	floorIn := func(dir string) func() float64 {
+		return func() float64 {
+			w, r := floor(filepath.Join(dir, ".floor"), floorWrites)
+			floors, reads = append(floors, w...), append(reads, r...)
+			appends = append(appends, appendFloor(filepath.Join(dir, ".floor"), floorWrites)...)
+			return median(w)
+		}
 	}
-	local := floorHere(root, 300)
-	fmt.Printf("floor: durable write %.0f µs, durable append %.0f µs (medians of 300, 300 bytes, re-measured beside every group)\n", local, median(appends))
+	fmt.Printf("floor: durable write %.0f µs, durable append %.0f µs (medians of %d, 300 bytes; re-measured beside every measured group, %d rounds)\n",
+		floorIn(root)(), median(appends), floorWrites, *rounds)
 	if s, err := taskgraph.Open(root, protocolOptions()...); err == nil {
 		rep.Durability = s.Durability().String()
 		s.Close()
 	}
 	fmt.Printf("durability: %s\n", rep.Durability)
 	add := func(r Result) {
-		r.Ratio = r.Median / local
 		rep.Results = append(rep.Results, r)
-		fmt.Printf("  %-6s N=%-6d %-22s median %9.1f µs  p90 %9.1f µs  %6.2f× floor %s\n", r.Shape, r.N, r.Op, r.Median, r.P90, r.Ratio, r.Note)
+		fmt.Printf("  %-8s N=%-6d %-22s median %9.1f µs  p90 %9.1f µs  %6.2f× floor %s\n", r.Shape, r.N, r.Op, r.Median, r.P90, r.Ratio, r.Note)
 	}
 
+	var ps []int
+	for _, f := range strings.Split(*workers, ",") {
+		p, err := strconv.Atoi(f)
+		if err != nil {
+			log.Fatalf("-workers: %v", err)
+		}
+		ps = append(ps, p)
+	}
+	if *pgOnly {
+		*shapes, ps = "", ps[:0:0]
+	}
 	for _, shape := range strings.Split(*shapes, ",") {
+		if shape == "" {
+			continue
+		}
 		for _, n := range ns {
 			dir := filepath.Join(root, fmt.Sprintf("%s-%d", shape, n))
 			build(dir, shape, n)
-			local = floorHere(dir, 100)
-			for _, r := range measure(dir, shape, n, samples) {
+			fl := floorIn(dir)
+			for _, r := range measure(dir, shape, n, samples, *rounds, fl) {
 				add(r)
 			}
+			local := fl()
 			for _, r := range coldOpen(dir, shape, n) {
+				r.Ratio = r.Median / local
 				add(r)
 			}
 		}
 	}
 	// WithoutSync gives up durability; measured apart so no one mistakes it
 	// for the durable figures.
-	nosyncN := ns[len(ns)-1]
-	if nosyncN > 10000 {
-		nosyncN = 10000
-	}
-	dir := filepath.Join(root, fmt.Sprintf("nosync-%d", nosyncN))
-	build(dir, "chain", nosyncN)
-	local = floorHere(dir, 100)
-	for _, r := range measure(dir, "chain", nosyncN, samples, taskgraph.WithoutSync()) {
-		r.Note = "WithoutSync: not durable"
-		add(r)
+	if !*pgOnly {
+		nosyncN := min(ns[len(ns)-1], 10000)
+		dir := filepath.Join(root, fmt.Sprintf("nosync-%d", nosyncN))
+		build(dir, "chain", nosyncN)
+		for _, r := range measure(dir, "chain", nosyncN, samples, *rounds, floorIn(dir), taskgraph.WithoutSync()) {
+			r.Note = "WithoutSync: not durable; " + r.Note
+			add(r)
+		}
 	}
 
-	for _, f := range strings.Split(*workers, ",") {
-		p, err := strconv.Atoi(f)
-		if err != nil {
-			log.Fatalf("-workers: %v", err)
+	// Throughput: every round drains a fresh directory per worker count,
+	// all built first; then floor, drain, floor, drain, ... in one
+	// directory's neighbourhood, each drain against its two floors.
+	tpDir := func(p, round int) string { return filepath.Join(root, fmt.Sprintf("throughput-%d-%d", p, round)) }
+	for round := range *rounds {
+		for _, p := range ps {
+			buildReady(tpDir(p, round), throughputTasks)
 		}
-		dir := filepath.Join(root, fmt.Sprintf("throughput-%d", p))
-		buildReady(dir, throughputTasks)
-		local = floorHere(dir, 100)
-		tp := throughput(p, throughputTasks, "-work", dir)
-		perOp := 1e6 / tp.opsPerSec
-		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p), Median: perOp, P90: perOp,
-			Note: fmt.Sprintf("%.0f ops/s = %.2f× 1/floor, %.2f× 1/append; %s", tp.opsPerSec, tp.opsPerSec*local/1e6, tp.opsPerSec*median(appends)/1e6, perSync(tp.writesPerSync))})
-		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("latency %d procs", p), Median: pct(tp.latencies, 50), P90: pct(tp.latencies, 90), P99: pct(tp.latencies, 99),
-			Note: fmt.Sprintf("one ClaimNext or Complete; p99 %.0f µs", pct(tp.latencies, 99))})
 	}
-	if _, err := exec.LookPath("strace"); err == nil {
+	tps := map[int][]throughputResult{}
+	tpFloors := interleave(floorIn(root), *rounds, ps, func(round, p int) {
+		tps[p] = append(tps[p], throughput(p, throughputTasks, os.Args[0], "-work", tpDir(p, round)))
+	})
+	for _, p := range ps {
+		var ops, perFloor, perSyncs []float64
+		var lat []time.Duration
+		for round, tp := range tps[p] {
+			ops = append(ops, tp.opsPerSec)
+			perFloor = append(perFloor, tp.opsPerSec*tpFloors[p][round]/1e6) // × 1/floor
+			lat = append(lat, tp.latencies...)
+			perSyncs = append(perSyncs, tp.writesPerSync)
+		}
+		m := medianOf(ops)
+		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p), Median: 1e6 / m, P90: 1e6 / slices.Min(ops),
+			Ratio: 1 / medianOf(perFloor), RoundRatios: perFloor,
+			Note: fmt.Sprintf("%.0f ops/s = %s× 1/floor (rounds %s); %s", m, fmtF(medianOf(perFloor)), fmtRange(perFloor), perSync(medianOf(perSyncs)))})
+		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("latency %d procs", p), Median: pct(lat, 50), P90: pct(lat, 90), P99: pct(lat, 99),
+			Ratio: pct(lat, 50) / medianOf(tpFloors[p]),
+			Note:  fmt.Sprintf("one ClaimNext or Complete; p99 %.0f µs", pct(lat, 99))})
+	}
+	if _, err := exec.LookPath("strace"); err == nil && !*pgOnly {
 		rep.SyscallsPerWrite, rep.SyscallKinds = syscallsPerWrite(root)
 		fmt.Printf("I/O system calls per write: %.1f (%s)\n", rep.SyscallsPerWrite, rep.SyscallKinds)
 	}
 
 	if *pgURL != "" {
-		for _, r := range benchPostgres(*pgURL, pgNs, samples, throughputTasks, strings.Split(*workers, ",")) {
+		for _, r := range benchPostgres(*pgURL, *pgOld, *baseline, root, pgNs, samples, *rounds, throughputTasks, parseSizes(*workers), floorIn(root)) {
 			add(r)
 		}
 	}
@@ -322,16 +373,19 @@ func buildReady(dir string, n int) {
 }
 
 // measure times each operation on a warm, durable store.
-func measure(dir, shape string, n, samples int, opts ...taskgraph.Option) []Result {
+func measure(dir, shape string, n, samples, rounds int, floor func() float64, opts ...taskgraph.Option) []Result {
 	s, err := taskgraph.Open(dir, append(protocolOptions(), opts...)...)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	return measureStore(s, shape, n, samples)
+	return measureStore(s, shape, n, samples, rounds, floor)
 }
 
-func measureStore(s taskgraph.Store, shape string, n, samples int) []Result {
+// measureStore times each operation on s: in rounds, each round a group
+// per kind of operation, every group between two measurements of the
+// floor (interleave). A result's Ratio is the median of its rounds'.
+func measureStore(s taskgraph.Store, shape string, n, samples, rounds int, floor func() float64) []Result {
 	if _, err := s.Board(ctx); err != nil { // warm the cache
 		log.Fatal(err)
 	}
@@ -344,44 +398,125 @@ func measureStore(s taskgraph.Store, shape string, n, samples int) []Result {
 		}
 		times[op] = append(times[op], time.Since(start))
 	}
-	for range samples * 10 {
-		id := taskgraph.ID(1 + rng.IntN(n))
-		timed("Get", func() error { _, err := s.Get(ctx, id); return err })
+	per := max(samples/rounds, 3)
+	groups := []struct {
+		ops  []string
+		k    int
+		body func()
+	}{
+		{[]string{"Get"}, per * 10, func() {
+			id := taskgraph.ID(1 + rng.IntN(n))
+			timed("Get", func() error { _, err := s.Get(ctx, id); return err })
+		}},
+		{[]string{"Board"}, max(per/4, 3), func() {
+			timed("Board", func() error { _, err := s.Board(ctx); return err })
+		}},
+		{[]string{"ClaimNext", "Claim", "Complete"}, per, func() {
+			var task taskgraph.Task
+			timed("ClaimNext", func() (err error) { task, err = s.ClaimNext(ctx, "bench"); return err })
+			if _, err := s.Release(ctx, task.ID, "bench"); err != nil {
+				log.Fatal(err)
+			}
+			timed("Claim", func() error { _, err := s.Claim(ctx, task.ID, "bench"); return err })
+			timed("Complete", func() error { _, err := s.Complete(ctx, task.ID, "bench"); return err })
+		}},
+		{[]string{"Update (add edge)"}, per, func() {
+			// An edge from an earlier to a later task, checked for cycles.
+			a := taskgraph.ID(2 + rng.IntN(n-1))
+			b := taskgraph.ID(1 + rng.IntN(int(a)-1))
+			timed("Update (add edge)", func() error {
+				_, err := s.Update(ctx, a, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{b}})
+				return err
+			})
+		}},
+		{[]string{"Create"}, per, func() {
+			by := []taskgraph.ID{taskgraph.ID(1 + rng.IntN(n))}
+			timed("Create", func() error {
+				_, err := s.Create(ctx, taskgraph.NewTask{Subject: "new", BlockedBy: by})
+				return err
+			})
+		}},
 	}
-	for range max(samples/4, 5) {
-		timed("Board", func() error { _, err := s.Board(ctx); return err })
+	medians := map[string][]float64{} // of each op, by round
+	idx := make([]int, len(groups))
+	for i := range idx {
+		idx[i] = i
 	}
-	for range samples {
-		var task taskgraph.Task
-		timed("ClaimNext", func() (err error) { task, err = s.ClaimNext(ctx, "bench"); return err })
-		if _, err := s.Release(ctx, task.ID, "bench"); err != nil {
-			log.Fatal(err)
+	floors := interleave(floor, rounds, idx, func(_, g int) {
+		from := map[string]int{}
+		for _, op := range groups[g].ops {
+			from[op] = len(times[op])
 		}
-		timed("Claim", func() error { _, err := s.Claim(ctx, task.ID, "bench"); return err })
-		timed("Complete", func() error { _, err := s.Complete(ctx, task.ID, "bench"); return err })
-	}
-	for range samples {
-		// An edge from an earlier to a later task, checked for cycles.
-		a := taskgraph.ID(2 + rng.IntN(n-1))
-		b := taskgraph.ID(1 + rng.IntN(int(a)-1))
-		timed("Update (add edge)", func() error {
-			_, err := s.Update(ctx, a, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{b}})
-			return err
-		})
-	}
-	for range samples {
-		by := []taskgraph.ID{taskgraph.ID(1 + rng.IntN(n))}
-		timed("Create", func() error {
-			_, err := s.Create(ctx, taskgraph.NewTask{Subject: "new", BlockedBy: by})
-			return err
-		})
+		for range groups[g].k {
+			groups[g].body()
+		}
+		for _, op := range groups[g].ops {
+			medians[op] = append(medians[op], median(times[op][from[op]:]))
+		}
+	})
+	ratios := map[string][]float64{}
+	for g, group := range groups {
+		for _, op := range group.ops {
+			for round, m := range medians[op] {
+				ratios[op] = append(ratios[op], m/floors[g][round])
+			}
+		}
 	}
 	var out []Result
 	for _, op := range []string{"Create", "Claim", "Complete", "Update (add edge)", "ClaimNext", "Get", "Board"} {
 		ds := times[op]
-		out = append(out, Result{Shape: shape, N: n, Op: op, Median: median(ds), P90: pct(ds, 90), Samples: len(ds)})
+		out = append(out, Result{Shape: shape, N: n, Op: op, Median: median(ds), P90: pct(ds, 90), Samples: len(ds),
+			Ratio: medianOf(ratios[op]), RoundRatios: ratios[op], Note: "rounds " + fmtRange(ratios[op])})
 	}
 	return out
+}
+
+// floorWrites is the number of durable writes of one floor measurement.
+const floorWrites = 30
+
+// interleave runs each group of groups, rounds times, with a measurement
+// of the floor before the first and after every group (ABAB: floor, group,
+// floor, group, ..., floor), so that each group is compared with the floor
+// of its own minutes on a machine whose speed swings 2× within minutes.
+// run(round, g) runs group g; interleave returns, for each group, its
+// neighbouring floor in each round: the mean of the floors measured right
+// before and right after it, in µs.
+func interleave(floor func() float64, rounds int, groups []int, run func(round, g int)) map[int][]float64 {
+	out := map[int][]float64{}
+	before := floor()
+	for round := range rounds {
+		for _, g := range groups {
+			run(round, g)
+			after := floor()
+			out[g] = append(out[g], (before+after)/2)
+			before = after
+		}
+	}
+	return out
+}
+
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// fmtF formats a ratio with 2 decimals.
+func fmtF(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
+
+// fmtRange lists ratios, one per round, in the order measured.
+func fmtRange(xs []float64) string {
+	f := make([]string, len(xs))
+	for i, x := range xs {
+		f[i] = fmtF(x)
+	}
+	return strings.Join(f, " ")
 }
 
 // coldOpen times Open+Board in fresh processes against a plain loop that
@@ -545,9 +680,9 @@ type workReport struct {
 	Syncs       int64   `json:"syncs"`
 }
 
-// throughput runs p copies of this program with args, each doing
+// throughput runs p copies of the program bin with args, each doing
 // ClaimNext+Complete until no task is ready.
-func throughput(p, tasks int, args ...string) throughputResult {
+func throughput(p, tasks int, bin string, args ...string) throughputResult {
 	start := time.Now()
 	var (
 		wg            sync.WaitGroup
@@ -557,7 +692,7 @@ func throughput(p, tasks int, args ...string) throughputResult {
 	)
 	for range p {
 		wg.Go(func() {
-			r := runWorker(args...)
+			r := runWorker(bin, args...)
 			mu.Lock()
 			defer mu.Unlock()
 			for _, ns := range r.LatenciesNS {
@@ -575,10 +710,10 @@ func throughput(p, tasks int, args ...string) throughputResult {
 	return res
 }
 
-// runWorker runs one copy of this program with args, its standard error
-// passed through, and returns the workReport it prints.
-func runWorker(args ...string) workReport {
-	cmd := exec.Command(os.Args[0], args...)
+// runWorker runs the program bin with args, its standard error passed
+// through, and returns the workReport it prints.
+func runWorker(bin string, args ...string) workReport {
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -711,7 +846,11 @@ func printTable(rep Report) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "shape\tN\top\tmedian µs\tp90 µs\t× floor\tnote\t")
 	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%.1f\t%.2f\t%s\t\n", r.Shape, r.N, r.Op, r.Median, r.P90, r.Ratio, r.Note)
+		ratio := fmtF(r.Ratio)
+		if r.Ratio == 0 {
+			ratio = "" // a throughput compared with something else than the floor
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%.1f\t%s\t%s\t\n", r.Shape, r.N, r.Op, r.Median, r.P90, ratio, r.Note)
 	}
 	tw.Flush()
 }

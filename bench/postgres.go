@@ -1,15 +1,17 @@
 // The bench's pgstore rows: the same operations and the worker
-// throughput on PostgreSQL.
+// throughput on PostgreSQL, the throughput alternated with an older
+// commit's pgstore in the same run.
 
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"log"
 	"math/rand/v2"
 	"os"
-	"strconv"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,9 +21,18 @@ import (
 )
 
 // benchPostgres measures pgstore beside the file store: the same operations
-// on a layered DAG, and ClaimNext+Complete throughput with worker processes.
-// Graphs are named per run and dropped at the end.
-func benchPostgres(url string, ns []int, samples, throughputTasks int, workers []string) []Result {
+// on a layered DAG, and ClaimNext+Complete throughput with worker
+// processes. Graphs are named per run and dropped at the end.
+//
+// The throughput is measured by worker processes of a small helper program
+// (pgHelper), built twice: against this code, on the database at url, and,
+// if oldURL is set, against the pgstore of the commit baseline (its tree
+// taken with git archive: it has its own module path and schema), on the
+// database at oldURL. In each round, for each worker count, the two run
+// one after the other, the first of the pair alternating from round to
+// round (new, old; then old, new; ...), each draining a graph it has just
+// loaded, with a floor measured between phases as for every group.
+func benchPostgres(url, oldURL, baseline, root string, ns []int, samples, rounds, throughputTasks int, workers []int, floor func() float64) []Result {
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		log.Fatal(err)
@@ -38,58 +49,193 @@ func benchPostgres(url string, ns []int, samples, throughputTasks int, workers [
 		if err := s.Load(ctx, dagTasks(n)); err != nil {
 			log.Fatal(err)
 		}
-		for _, r := range measureStore(s, "dag", n, samples) {
+		for _, r := range measureStore(s, "dag", n, samples, rounds, floor) {
 			r.Shape = "pg-dag"
 			out = append(out, r)
 		}
 	}
-	var single float64
-	for _, f := range workers {
-		p, err := strconv.Atoi(f)
+
+	type phase struct {
+		name, url, helper string
+	}
+	phases := []phase{{"new", url, buildPgHelper(root, "new", "")}}
+	if oldURL != "" {
+		phases = append(phases, phase{"old", oldURL, buildPgHelper(root, "old", baseline)})
+		oldPool, err := pgxpool.New(ctx, oldURL)
 		if err != nil {
 			log.Fatal(err)
 		}
-		graph := fmt.Sprintf("%s-ready-%d", run, p)
-		s, err := pgstore.Open(ctx, pool, graph)
-		if err != nil {
-			log.Fatal(err)
+		defer oldPool.Close()
+		defer oldPool.Exec(ctx, `DELETE FROM taskgraph_graphs WHERE name LIKE $1`, run+"%")
+	}
+	// Groups for interleave: worker count × phase.
+	var groups []int
+	for _, p := range workers {
+		for i := range phases {
+			groups = append(groups, p*len(phases)+i)
 		}
-		tasks := make([]taskgraph.Task, throughputTasks)
+	}
+	opsPerSec := map[int][]float64{} // by group, by round
+	interleave(floor, rounds, groups, func(round, g int) {
+		p, i := g/len(phases), g%len(phases)
+		if round%2 == 1 { // alternate which phase of the pair runs first
+			i = len(phases) - 1 - i
+		}
+		ph := phases[i]
+		graph := fmt.Sprintf("%s-ready-%d-%d-%s", run, p, round, ph.name)
+		helper(ph.helper, "load", ph.url, graph, fmt.Sprint(throughputTasks))
+		opsPerSec[p*len(phases)+i] = append(opsPerSec[p*len(phases)+i], throughput(p, throughputTasks, ph.helper, "work", ph.url, graph).opsPerSec)
+	})
+	for i, ph := range phases {
+		single := opsPerSec[workers[0]*len(phases)+i]
+		for _, p := range workers {
+			ops := opsPerSec[p*len(phases)+i]
+			m := medianOf(ops)
+			note := fmt.Sprintf("%.0f ops/s (rounds %s)", m, fmtRange(ops))
+			if p != workers[0] {
+				note += fmt.Sprintf("; %s× %d worker (rounds %s)", fmtF(medianOf(divide(ops, single))), workers[0], fmtRange(divide(ops, single)))
+			}
+			if ph.name == "new" && len(phases) > 1 {
+				old := divide(ops, opsPerSec[p*len(phases)+1])
+				note += fmt.Sprintf("; %s× %s (rounds %s)", fmtF(medianOf(old)), baseline, fmtRange(old))
+			}
+			shape := "pg-ready"
+			if ph.name == "old" {
+				shape = "pg-" + baseline
+			}
+			out = append(out, Result{Shape: shape, N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p),
+				Median: 1e6 / m, P90: 1e6 / m, Note: note})
+		}
+	}
+	return out
+}
+
+// divide returns a[i]/b[i], round by round.
+func divide(a, b []float64) []float64 {
+	out := make([]float64, min(len(a), len(b)))
+	for i := range out {
+		out[i] = a[i] / b[i]
+	}
+	return out
+}
+
+// pgHelper is the program whose processes load and drain the throughput
+// graphs, the same source built against either module ({{module}}):
+//
+//	helper load URL GRAPH N   Open (migrating the schema) and Load N ready tasks
+//	helper work URL GRAPH     ClaimNext+Complete until none is ready; print a workReport
+const pgHelper = `package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"{{module}}"
+	"{{module}}/pgstore"
+)
+
+func main() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Args[2])
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := pgstore.Open(ctx, pool, os.Args[3])
+	if err != nil {
+		log.Fatal(err)
+	}
+	switch os.Args[1] {
+	case "load":
+		n, _ := strconv.Atoi(os.Args[4])
+		tasks := make([]taskgraph.Task, n)
 		for i := range tasks {
 			tasks[i] = taskgraph.Task{ID: taskgraph.ID(i + 1), Subject: fmt.Sprint("ready task ", i), Status: taskgraph.Pending}
 		}
 		if err := s.Load(ctx, tasks); err != nil {
 			log.Fatal(err)
 		}
-		opsPerSec := throughput(p, throughputTasks, "-pg", url, "-pgwork", graph).opsPerSec
-		if p == 1 {
-			single = opsPerSec
+	case "work":
+		owner := fmt.Sprint("worker-", os.Getpid())
+		var lat []int64
+		for {
+			start := time.Now()
+			t, err := s.ClaimNext(ctx, owner)
+			if errors.Is(err, taskgraph.ErrNoReady) {
+				break
+			}
+			if err != nil {
+				log.Fatal(err)
+			}
+			lat = append(lat, time.Since(start).Nanoseconds())
+			start = time.Now()
+			if _, err := s.Complete(ctx, t.ID, owner); err != nil {
+				log.Fatal(err)
+			}
+			lat = append(lat, time.Since(start).Nanoseconds())
 		}
-		note := fmt.Sprintf("%.0f ops/s", opsPerSec)
-		if single > 0 {
-			note += fmt.Sprintf(" = %.1f× one worker", opsPerSec/single)
-		}
-		out = append(out, Result{Shape: "pg-ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p), Median: 1e6 / opsPerSec, P90: 1e6 / opsPerSec, Note: note})
+		json.NewEncoder(os.Stdout).Encode(map[string]any{"latencies_ns": lat})
 	}
-	return out
+}
+`
+
+// buildPgHelper builds pgHelper into root/pghelper-name: with commit "",
+// against this module, added to it by an overlay (nothing is written to
+// the source tree); else against the tree of commit, extracted from this
+// repository with git archive into root.
+func buildPgHelper(root, name, commit string) string {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(gomod)), "go.mod") {
+		log.Fatalf("pgstore rows: run the bench inside taskgraph's module (go env GOMOD: %s %v)", gomod, err)
+	}
+	modDir := filepath.Dir(strings.TrimSpace(string(gomod)))
+	bin := filepath.Join(root, "pghelper-"+name)
+	if commit != "" {
+		src := filepath.Join(root, "src-"+commit)
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			log.Fatal(err)
+		}
+		sh := fmt.Sprintf("git -C %q archive %q | tar -x -C %q", modDir, commit, src)
+		if out, err := exec.Command("sh", "-c", sh).CombinedOutput(); err != nil {
+			log.Fatalf("extracting %s: %v: %s", commit, err, out)
+		}
+		modDir = src
+	}
+	modPath, err := exec.Command("go", "-C", modDir, "list", "-m").Output()
+	if err != nil {
+		log.Fatalf("module of %s: %v", modDir, err)
+	}
+	main := filepath.Join(root, "pghelper-"+name+".go")
+	source := strings.ReplaceAll(pgHelper, "{{module}}", strings.TrimSpace(string(modPath)))
+	if err := os.WriteFile(main, []byte(source), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	overlay := filepath.Join(root, "pghelper-"+name+".json")
+	o := fmt.Sprintf(`{"Replace":{%q:%q}}`, filepath.Join(modDir, "internal", "pgbenchhelper", "main.go"), main)
+	if err := os.WriteFile(overlay, []byte(o), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-overlay", overlay, "-o", bin, "./internal/pgbenchhelper")
+	cmd.Dir = modDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log.Fatalf("building the pgstore helper (%s): %v: %s", name, err, out)
+	}
+	return bin
 }
 
-func pgWorker(url, graph string) {
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer pool.Close()
-	s, err := pgstore.Open(ctx, pool, graph)
-	if err != nil {
-		log.Fatal(err)
-	}
-	r := workReport{}
-	for _, d := range drain(s) {
-		r.LatenciesNS = append(r.LatenciesNS, d.Nanoseconds())
-	}
-	if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
-		log.Fatal(err)
+// helper runs a pgstore helper to its end.
+func helper(bin string, args ...string) {
+	cmd := exec.Command(bin, args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log.Fatalf("%s %s: %v: %s", filepath.Base(bin), strings.Join(args, " "), err, out)
 	}
 }
 

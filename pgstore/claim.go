@@ -164,21 +164,61 @@ const claimOrder = `ORDER BY priority, created_at, id`
 // Rules.Stored (fitsSQL) and no write to the task committed while the
 // statement ran (unchangedSQL); if not, it returns the task unclaimed with
 // fits false. It returns pgx.ErrNoRows if no task is ready.
+//
+// The statement, its COMMIT and the notification of a claim go in one
+// round trip: BEGIN, claimReadySQL, COMMIT, notifyClaimedSQL. The claim
+// marks the session when it writes (wroteSQL), so that the notification,
+// sent before its result is known, is made only for a claim.
 func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, labels []string, at *time.Time) (t taskgraph.Task, fits bool, err error) {
 	var blocks []int64
 	// The history entry of the claim, its time the statement's own.
 	entry, _ := json.Marshal(taskgraph.Rules.ClaimTransition(owner, lease, time.Time{}))
-	err = retry(ctx, func() (err error) {
-		t, err = scanTask(s.pool.QueryRow(ctx, claimReadySQL,
-			s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels, entry), &blocks, &fits)
+	err = retry(ctx, func() error {
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Release()
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		b.Queue(claimReadySQL, s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels, entry)
+		b.Queue(`COMMIT`)
+		b.Queue(notifyClaimedSQL, s.graph)
+		br := conn.SendBatch(ctx, b)
+		_, err = br.Exec()
+		if err == nil {
+			t, err = scanTask(br.QueryRow(), &blocks, &fits)
+		}
+		if err == nil || errors.Is(err, pgx.ErrNoRows) {
+			ct, cerr := br.Exec()
+			if cerr == nil && ct.String() == "ROLLBACK" {
+				cerr = pgx.ErrTxCommitRollback
+			}
+			if cerr != nil {
+				err = cerr
+			}
+		}
+		br.Close()                                  // the notification's own result is not the claim's
+		if conn.Conn().PgConn().TxStatus() != 'I' { // the claim failed: its transaction is left open
+			cctx, cancel := cleanupContext(ctx)
+			defer cancel()
+			_, _ = conn.Exec(cctx, `ROLLBACK`)
+		}
 		return err
 	})
 	t.Blocks = ids(blocks)
-	if err == nil && fits {
-		s.notify(ctx) // claimed
-	}
 	return t, fits, err
 }
+
+// wroteSQL, in the statement of a claim, marks the session as having
+// claimed, and is true; notifyClaimedSQL ($1 the graph), sent after the
+// claim's COMMIT, notifies if the session is so marked, and clears the
+// mark.
+const (
+	wroteSQL         = `set_config('taskgraph.claimed', 'y', false) = 'y'`
+	notifyClaimedSQL = `SELECT CASE WHEN current_setting('taskgraph.claimed', true) = 'y' THEN pg_notify('taskgraph', $1) END,
+		set_config('taskgraph.claimed', '', false)`
+)
 
 // claimReadySQL is the statement of claimReady: $1 the graph, $2 the
 // owner, $3 the lease in microseconds, $4 the time (see nowSQL), $5 the
@@ -190,7 +230,7 @@ var claimReadySQL = `WITH pick AS (` + pickReady + `), c AS (SELECT ` + nowSQL(4
 				rev = t.rev + 1, updated_at = c.now,
 				history = coalesce(t.history, '[]'::jsonb) || jsonb_build_array(jsonb_set($8::jsonb, '{at}', to_jsonb(c.now)))
 			FROM pick, c WHERE t.graph = $1 AND t.id = pick.id AND pick.fits
-			RETURNING ` + qualified("t") + `, ` + blocksOf + ` AS blocks, true AS fits
+			RETURNING ` + qualified("t") + `, ` + blocksOf + ` AS blocks, ` + wroteSQL + ` AS fits
 		)
 		SELECT * FROM claimed
 		UNION ALL

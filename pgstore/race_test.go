@@ -104,8 +104,8 @@ func TestReopenRacesClaimNext(t *testing.T) {
 }
 
 // TestWritesNotifyAfterCommit: every write notifies the graph once, after
-// it has committed, from a transaction of its own; a read notifies
-// nothing; and no trigger notifies from inside a write's transaction,
+// it has committed, from a transaction of its own; a read, and a
+// ClaimNext that finds nothing, notify nothing; and no trigger notifies from inside a write's transaction,
 // where the notify lock would be held through the commit's flush
 // (migration 007).
 func TestWritesNotifyAfterCommit(t *testing.T) {
@@ -139,6 +139,9 @@ func TestWritesNotifyAfterCommit(t *testing.T) {
 	_, err = s.Complete(ctx, a.ID, "w")
 	require.NoError(t, err)
 	assert.Equal(t, []string{graph}, drain(), "a completion notifies once")
+	_, err = s.ClaimNext(ctx, "w")
+	require.ErrorIs(t, err, taskgraph.ErrNoReady)
+	assert.Empty(t, drain(), "a claim that claims nothing notifies nothing (idle workers would wake each other for ever)")
 	_, err = s.List(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, drain(), "a read notifies nothing")

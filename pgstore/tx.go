@@ -51,7 +51,7 @@ func (s *Store) begin(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 // transact runs the write fn in a transaction, as begin does, tells the
-// watchers once it has committed (notify), and returns what fn returned
+// watchers once it has committed (notifySQL), and returns what fn returned
 // in the attempt that committed; on failure, the zero value and the
 // error.
 func transact[T any](ctx context.Context, s *Store, fn func(tx pgx.Tx) (T, error)) (T, error) {
@@ -85,25 +85,54 @@ type afterCommit struct{ err error }
 func (a afterCommit) Error() string { return a.err.Error() }
 
 // write runs the write fn in a transaction, as begin does, and tells the
-// watchers once it has committed.
+// watchers once it has committed. Its BEGIN goes with its first statement
+// (lazyTx), and its COMMIT with the notification (see notifySQL): a write
+// costs a round trip per statement, no more.
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if err := s.begin(ctx, fn); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return err
 	}
-	s.notify(ctx)
-	return nil
+	return retry(ctx, func() error {
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Release() // a connection left in a transaction is closed, not reused
+		tx := &lazyTx{conn: conn.Conn()}
+		if err := fn(tx); err != nil {
+			cctx, cancel := cleanupContext(ctx)
+			defer cancel()
+			_ = tx.Rollback(cctx)
+			return err
+		}
+		b := &pgx.Batch{}
+		if tx.begun {
+			b.Queue(`COMMIT`)
+		}
+		b.Queue(notifySQL, s.graph)
+		br := conn.SendBatch(ctx, b)
+		defer br.Close()
+		if !tx.begun {
+			return nil
+		}
+		ct, err := br.Exec()
+		if err == nil && ct.String() == "ROLLBACK" { // as pgx's Commit
+			err = pgx.ErrTxCommitRollback
+		}
+		return err // the notification's own result is not the write's
+	})
 }
 
-// notify wakes every watcher of the graph (Watch, and so Work), after a
-// write has committed: in a transaction of its own that writes nothing,
-// so that the database-wide lock every notifying transaction takes at
-// commit is held for no flush (migration 007). The write is done whatever
-// happens here: a notification that cannot be sent (the context ended,
-// the connection failed) is not an error of the write; the watchers see
-// its change at their next wake-up, which the next write gives.
-func (s *Store) notify(ctx context.Context) {
-	_, _ = s.pool.Exec(context.WithoutCancel(ctx), `SELECT pg_notify('taskgraph', $1)`, s.graph)
-}
+// notifySQL wakes every watcher of the graph ($1: Watch, and so Work)
+// after a write has committed. It is sent after the write's COMMIT, in the
+// same round trip: the COMMIT ends the write's transaction there and then
+// (its flush included), and the notification runs in a transaction of its
+// own that writes nothing, so that the database-wide lock every notifying
+// transaction takes at commit is held for no flush (migration 007). The
+// write is done whatever happens to it: a notification that cannot be sent
+// is not an error of the write; the watchers see its change at their next
+// wake-up, which the next write gives.
+const notifySQL = `SELECT pg_notify('taskgraph', $1)`
 
 // serialise takes the graph's advisory lock until the transaction ends.
 func (s *Store) serialise(ctx context.Context, tx pgx.Tx) error {

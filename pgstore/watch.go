@@ -16,7 +16,7 @@ import (
 )
 
 // Watch implements taskgraph.Watcher with LISTEN/NOTIFY: every write of a
-// pgstore notifies the graph once it has committed (Store.notify), and a
+// pgstore notifies the graph once it has committed (notifySQL), and a
 // watcher woken reads the board and reports what changed since the last
 // one it read. Notifications that arrive together are coalesced. It
 // holds one pool connection until the watch ends: when ctx is done, when
