@@ -1,0 +1,136 @@
+// Command release runs a small team of agents through an epic with what a
+// team needs past a flat list: the epic waits on its steps and rolls them
+// up, a label limit keeps two GPU jobs from running at once, a flaky
+// upload is retried with a backoff, and the note of an agent that died
+// mid-task reaches the agent that takes the task over.
+//
+//	go run ./examples/release
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/taskgraph-dev/taskgraph"
+)
+
+func main() {
+	dir, err := os.MkdirTemp("", "release-*")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := run(ctx, dir, os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// report is what a run did, for the test.
+type report struct {
+	epic     taskgraph.Task
+	rollup   taskgraph.Rollup
+	upload   taskgraph.Task
+	train    taskgraph.Task
+	handover string // the note the agent that took the task over read
+	all      []taskgraph.Task
+}
+
+func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
+	store, err := taskgraph.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+
+	// At most one task labelled gpu in progress at a time, however many
+	// agents ask.
+	if err := store.SetLimit(ctx, "gpu", 1); err != nil {
+		return nil, err
+	}
+	plan, err := store.CreatePlan(ctx, []taskgraph.NewTask{
+		{Key: "release", Subject: "release 2.0: integrate and verify"},
+		{Key: "train", Subject: "train the model", Labels: []string{"gpu"}, Under: "release"},
+		{Key: "distill", Subject: "distill the model", Labels: []string{"gpu"}, Under: "release"},
+		{Key: "upload", Subject: "upload the weights", After: []string{"train", "distill"}, Under: "release",
+			MaxAttempts: 3, Backoff: 50 * time.Millisecond},
+		{Key: "docs", Subject: "write the release notes", Under: "release"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	epic, train := plan[0], plan[1]
+	fmt.Fprintf(out, "epic #%d waits on its steps %v\n", epic.ID, epic.BlockedBy)
+
+	// An agent takes the training, notes how far it got, and dies: it
+	// never completes, and its lease lapses.
+	crashed, err := store.ClaimNext(ctx, "agent-0", taskgraph.WithLease(200*time.Millisecond), taskgraph.WithLabels("gpu"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := store.Note(ctx, crashed.ID, "agent-0", "checkpoint at epoch 7 is in /ckpt/e7: resume from it"); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "agent-0 took #%d (%s), left a note, and died\n", crashed.ID, crashed.Subject)
+
+	rep := &report{}
+	var mu sync.Mutex
+	var uploads atomic.Int32
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			agent := fmt.Sprintf("agent-%d", i+1)
+			errs[i] = taskgraph.Work(ctx, store, agent, func(ctx context.Context, t taskgraph.Task) error {
+				mu.Lock()
+				if n, ok := t.LastNote(); ok && t.PrevOwner != "" {
+					rep.handover = n.Text
+					fmt.Fprintf(out, "%s took over #%d from %s, whose last note says: %q\n", agent, t.ID, t.PrevOwner, n.Text)
+				}
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond) // the work
+				if t.Key == "upload" && uploads.Add(1) < 3 {
+					fmt.Fprintf(out, "%s: the upload of #%d failed (attempt %d of %d)\n", agent, t.ID, t.Attempts+1, t.MaxAttempts)
+					return errors.New("registry timed out")
+				}
+				return nil
+			}, taskgraph.WorkLease(time.Second))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	rep.all, err = store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.rollup, _ = taskgraph.RollupOf(rep.all, epic.ID)
+	for _, t := range rep.all {
+		switch t.ID {
+		case epic.ID:
+			rep.epic = t
+		case plan[3].ID:
+			rep.upload = t
+		case train.ID:
+			rep.train = t
+		}
+	}
+	fmt.Fprintf(out, "epic #%d is %s: its steps %s\n", rep.epic.ID, rep.epic.Status, rep.rollup)
+	fmt.Fprintf(out, "the upload took %d failed attempts; its history:\n", rep.upload.Attempts)
+	for _, h := range rep.upload.History {
+		fmt.Fprintf(out, "  %s %s %s\n", h.Event, h.By, h.Detail)
+	}
+	return rep, nil
+}
