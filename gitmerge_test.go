@@ -107,7 +107,6 @@ func TestMergeNotesAndHistoryAsLogs(t *testing.T) {
 	assert.Len(t, got.Notes, MaxNotes)
 }
 
-func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
 
 func TestMergeStateFollowsTheWorkflow(t *testing.T) {
 	base := Task{UpdatedAt: t0}
