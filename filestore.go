@@ -131,8 +131,7 @@ func stampOf(fi os.FileInfo) stamp {
 
 // Open opens the task directory dir, creating it (durably: its entry is
 // fsynced in its parent) if it does not exist, unless WithoutCreate is
-// given. It returns errors.ErrUnsupported on Windows. The directory is
-// read lazily, by the first operation, under the lock.
+// given. The directory is read lazily, by the first operation, under the lock.
 //
 // The path is resolved once, here: every later file operation, the lock
 // included, goes through the directory handle opened now. A store keeps
@@ -140,9 +139,6 @@ func stampOf(fi os.FileInfo) stamp {
 // directory after opening a relative path, or if the directory is renamed
 // while it is open.
 func Open(dir string, opts ...Option) (*FileStore, error) {
-	if atomicfile.ErrPlatform != nil {
-		return nil, fmt.Errorf("taskgraph: open %s: %w (atomic file replacement is available on Linux and macOS)", dir, atomicfile.ErrPlatform)
-	}
 	cfg := newConfig(opts)
 	if err := makeDir(dir, cfg); err != nil {
 		return nil, err
@@ -264,7 +260,7 @@ func syncPath(path string) error {
 		return err
 	}
 	defer f.Close()
-	return f.Sync()
+	return atomicfile.SyncDir(f)
 }
 
 // Dir returns the directory the store was opened on.

@@ -31,6 +31,8 @@ type event struct {
 	At     time.Time `json:"at"` // UpdatedAt: read under the lock, so it orders writes
 }
 
+func init() { roles["soak"] = soak } // a worker role (main_test.go)
+
 // soak runs a random mix of single-file mutations until the deadline and
 // prints each success as an event.
 func soak(s *tg.FileStore, _, arg string) int {
