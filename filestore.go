@@ -49,7 +49,8 @@ var maxLogSize int64 = 8 << 20
 // durable by its record in the change log, synced once for every writer
 // waiting, in any process (group commit; see groupcommit.go and
 // WithSyncEachWrite); elsewhere the file is fsynced before the rename and
-// the directory after it. A write that touches several files first writes
+// the directory after it (on Windows, which cannot fsync a directory,
+// NTFS's journal commits the rename: docs/windows.md). A write that touches several files first writes
 // a durable journal holding all of them, so after a crash either all or
 // none of it is visible; the next writer replays it. A write returns only
 // once it is durable, and no operation returns a change, nor a watch

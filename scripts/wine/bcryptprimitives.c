@@ -4,8 +4,7 @@
  * ends the process if it cannot. scripts/wine-test builds this with mingw-w64
  * and puts it in the Wine prefix's system32, where Go loads it from.
  * ProcessPrng fills the buffer from RtlGenRandom (advapi32's
- * SystemFunction036), which Wine implements; like the real one it reports
- * success, since Go treats failure as fatal.
+ * SystemFunction036), which Wine implements, and reports its failure.
  */
 #include <windows.h>
 
