@@ -9,9 +9,6 @@ import (
 	"syscall"
 )
 
-// nonblock keeps an open from blocking on a FIFO put in place of a file.
-const nonblock = syscall.O_NONBLOCK
-
 // Retry runs fn once: on Unix a rename or an open is never refused for
 // another process's open file (see the Windows file).
 func Retry(fn func() error) error { return fn() }
