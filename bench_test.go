@@ -1,5 +1,3 @@
-//go:build !windows
-
 package taskgraph_test
 
 import (

@@ -22,6 +22,8 @@ import (
 	tg "github.com/taskgraph-dev/taskgraph"
 )
 
+func init() { roles["mutate"] = mutateForever } // a worker role (main_test.go)
+
 // mutateForever is the crash-test worker: an endless stream of single- and
 // multi-file mutations, each acknowledged on stdout after it returns.
 func mutateForever(s *tg.FileStore, _, _ string) int {

@@ -49,7 +49,8 @@ var maxLogSize int64 = 8 << 20
 // durable by its record in the change log, synced once for every writer
 // waiting, in any process (group commit; see groupcommit.go and
 // WithSyncEachWrite); elsewhere the file is fsynced before the rename and
-// the directory after it. A write that touches several files first writes
+// the directory after it (on Windows, which cannot fsync a directory,
+// NTFS's journal commits the rename: docs/windows.md). A write that touches several files first writes
 // a durable journal holding all of them, so after a crash either all or
 // none of it is visible; the next writer replays it. A write returns only
 // once it is durable, and no operation returns a change, nor a watch
@@ -131,8 +132,7 @@ func stampOf(fi os.FileInfo) stamp {
 
 // Open opens the task directory dir, creating it (durably: its entry is
 // fsynced in its parent) if it does not exist, unless WithoutCreate is
-// given. It returns errors.ErrUnsupported on Windows. The directory is
-// read lazily, by the first operation, under the lock.
+// given. The directory is read lazily, by the first operation, under the lock.
 //
 // The path is resolved once, here: every later file operation, the lock
 // included, goes through the directory handle opened now. A store keeps
@@ -140,9 +140,6 @@ func stampOf(fi os.FileInfo) stamp {
 // directory after opening a relative path, or if the directory is renamed
 // while it is open.
 func Open(dir string, opts ...Option) (*FileStore, error) {
-	if atomicfile.ErrPlatform != nil {
-		return nil, fmt.Errorf("taskgraph: open %s: %w (atomic file replacement is available on Linux and macOS)", dir, atomicfile.ErrPlatform)
-	}
 	cfg := newConfig(opts)
 	if err := makeDir(dir, cfg); err != nil {
 		return nil, err
@@ -264,7 +261,7 @@ func syncPath(path string) error {
 		return err
 	}
 	defer f.Close()
-	return f.Sync()
+	return atomicfile.SyncDir(f)
 }
 
 // Dir returns the directory the store was opened on.

@@ -107,7 +107,6 @@ func TestMergeNotesAndHistoryAsLogs(t *testing.T) {
 	assert.Len(t, got.Notes, MaxNotes)
 }
 
-
 func TestMergeStateFollowsTheWorkflow(t *testing.T) {
 	base := Task{UpdatedAt: t0}
 	claimed := Task{Status: InProgress, Owner: "alice", ClaimedAt: t0.Add(time.Minute), UpdatedAt: t0.Add(3 * time.Minute),

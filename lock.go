@@ -21,7 +21,7 @@ import (
 const lockFileName = ".taskgraph.lock"
 
 // dirLock excludes other processes from a task directory with flock(2) on
-// its lock file, opened through the directory handle (never by path, so a
+// its lock file (LockFileEx on Windows: lock_windows.go), opened through the directory handle (never by path, so a
 // chdir or a rename of the directory cannot make two stores lock different
 // files).
 //
@@ -58,9 +58,6 @@ func newDirLock(root *os.Root, dirf *os.File, dir string, create bool) *dirLock 
 func (l *dirLock) lock(ctx context.Context, exclusive bool) (unlock func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	if atomicfile.ErrPlatform != nil {
-		return func() {}, nil // no FileStore writes here: nothing to exclude
 	}
 	if l.f == nil {
 		f, err := l.open()

@@ -1,20 +1,51 @@
-// The directory lock on Windows: not available yet (flock reports
-// errors.ErrUnsupported), so Open refuses a directory there.
+// The directory lock on Windows: LockFileEx on the first byte of the lock
+// file. Like flock(2) it is held by one handle (two stores of one process
+// exclude each other), shared or exclusive, and the system releases it
+// when the handle is closed or the process dies, however it dies.
 
 package taskgraph
 
 import (
-	"errors"
 	"os"
+	"syscall"
+
+	"golang.org/x/sys/windows"
 )
 
-// The operations of flock, for the code that compiles everywhere.
+// The operations of flock, mapped to LockFileEx's flags; lockUnlock is
+// UnlockFileEx.
 const (
-	lockShared = 1 << iota
-	lockExclusive
-	lockNonBlock
-	lockUnlock
+	lockShared    = 0
+	lockExclusive = windows.LOCKFILE_EXCLUSIVE_LOCK
+	lockNonBlock  = windows.LOCKFILE_FAIL_IMMEDIATELY
+	lockUnlock    = 1 << 30
 )
 
-// flock is not used on Windows, where a FileStore cannot be opened.
-func flock(*os.File, int) error { return errors.ErrUnsupported }
+// flock locks (or unlocks) the first byte of f. A lock another handle
+// holds gives EWOULDBLOCK with lockNonBlock, as flock(2) does; without it
+// the call waits (f is a synchronous handle).
+func flock(f *os.File, how int) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var lerr error
+	if err := rc.Control(func(fd uintptr) {
+		h := windows.Handle(fd)
+		ol := new(windows.Overlapped) // offset 0
+		if how == lockUnlock {
+			lerr = windows.UnlockFileEx(h, 0, 1, 0, ol)
+			return
+		}
+		lerr = windows.LockFileEx(h, uint32(how), 0, 1, 0, ol)
+	}); err != nil {
+		return err
+	}
+	switch lerr {
+	case nil:
+		return nil
+	case windows.ERROR_LOCK_VIOLATION, windows.ERROR_IO_PENDING:
+		lerr = syscall.EWOULDBLOCK
+	}
+	return &os.PathError{Op: "LockFileEx", Path: f.Name(), Err: lerr}
+}

@@ -33,6 +33,8 @@ type event struct {
 	At     time.Time `json:"at"` // UpdatedAt: read under the lock, so it orders writes
 }
 
+func init() { roles["soak"] = soak } // a worker role (main_test.go)
+
 // soak runs a random mix of single-file mutations until a file exists
 // (or, if the test died, a deadline passes; arg is "file\ndeadline") and
 // prints each success as an event.

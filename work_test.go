@@ -221,6 +221,7 @@ func TestMemStoreWatch(t *testing.T) {
 	s := tg.NewMemStore()
 	taskgraphtest.Watch(t, s, s)
 }
+func init() { roles["work"] = workRole } // a worker role (main_test.go)
 
 // workRole is a worker process running Work. Its argument is its owner
 // name; "victim" stops forever in its first task, holding it, until it is

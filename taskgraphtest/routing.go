@@ -75,8 +75,9 @@ func testPriority(t *testing.T, s tg.Store) {
 	e := mk("e", tg.P3)
 	f := mk("f", tg.P1)
 	for _, id := range []tg.ID{e.ID, f.ID} {
-		_, err := s.Claim(ctx, id, "dead", tg.WithLease(time.Nanosecond))
+		dead, err := s.Claim(ctx, id, "dead", tg.WithLease(time.Nanosecond))
 		require.NoError(t, err)
+		lapse(dead)
 	}
 	got, err = s.ClaimNext(ctx, "rescuer")
 	require.NoError(t, err)
@@ -181,8 +182,9 @@ func testClaimNextLabels(t *testing.T, s tg.Store) {
 
 	// A lapsed lease is taken only by an agent with its labels.
 	lapsed := mk("lapsed", tg.P2, "db")
-	_, err = s.Claim(ctx, lapsed.ID, "dead", tg.WithLease(time.Nanosecond), tg.WithLabels("ignored"))
+	dead, err := s.Claim(ctx, lapsed.ID, "dead", tg.WithLease(time.Nanosecond), tg.WithLabels("ignored"))
 	require.NoError(t, err, "Claim ignores WithLabels")
+	lapse(dead)
 	_, err = s.ClaimNext(ctx, "y", tg.WithLabels("frontend"))
 	assert.ErrorIs(t, err, tg.ErrNoReady)
 	got, err = s.ClaimNext(ctx, "y", tg.WithLabels("db"))

@@ -42,15 +42,21 @@ func Root(root *os.Root) FS { return rootFS{root} }
 
 type rootFS struct{ root *os.Root }
 
-func (r rootFS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
-	return r.root.OpenFile(name, flag, perm)
+func (r rootFS) OpenFile(name string, flag int, perm os.FileMode) (f *os.File, err error) {
+	err = Retry(func() error {
+		f, err = r.root.OpenFile(name, flag, perm)
+		return err
+	})
+	return f, err
 }
 func (rootFS) Write(f *os.File, data []byte) error { _, err := f.Write(data); return err }
-func (rootFS) Sync(f *os.File) error               { return f.Sync() }
+func (rootFS) Sync(f *os.File) error               { return syncFile(f) }
 func (r rootFS) Rename(oldname, newname string) error {
-	return r.root.Rename(oldname, newname)
+	return Retry(func() error { return r.root.Rename(oldname, newname) })
 }
-func (r rootFS) Remove(name string) error { return r.root.Remove(name) }
+func (r rootFS) Remove(name string) error {
+	return Retry(func() error { return r.root.Remove(name) })
+}
 
 // Replace replaces name atomically with a file holding data: it writes a
 // temporary file beside it, fsyncs it if durable, and renames it over name.
@@ -125,6 +131,3 @@ func IsTempOf(name, target string) bool {
 	}
 	return true
 }
-
-// SyncDir makes the renames and removals done in the directory d durable.
-func SyncDir(d *os.File) error { return d.Sync() }

@@ -9,8 +9,15 @@ import (
 	"syscall"
 )
 
-// ErrPlatform is nil where atomic replacement is available.
-var ErrPlatform error
+// Retry runs fn once: on Unix a rename or an open is never refused for
+// another process's open file (see the Windows file).
+func Retry(fn func() error) error { return fn() }
+
+// syncFile fsyncs f, a file or a directory.
+func syncFile(f *os.File) error { return f.Sync() }
+
+// SyncDir makes the renames and removals done in the directory d durable.
+func SyncDir(d *os.File) error { return d.Sync() }
 
 // FileID returns the inode number of fi: a file replaced by rename always
 // gets a new one, whatever its size and timestamps.

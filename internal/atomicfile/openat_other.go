@@ -1,7 +1,10 @@
-//go:build !linux && !windows
+//go:build !linux
 
-// Opening a file inside a directory on Unix without openat(2): through
-// os.Root, never blocking on a FIFO.
+// Opening a file inside a directory without openat(2) (macOS, the BSDs,
+// Windows): through os.Root, never blocking on a FIFO. On Windows os.Root
+// opens relative to the directory handle (NtCreateFile) and shares the
+// file for reading, writing and deletion, so an open file never blocks a
+// rename over it where the filesystem allows that (see docs/windows.md).
 
 package atomicfile
 
@@ -25,7 +28,11 @@ func OpenIn(_ *os.File, root *os.Root, name string, flag int, perm os.FileMode) 
 			return nil, &os.PathError{Op: "openat", Path: name, Err: syscall.ELOOP}
 		}
 	}
-	f, err := root.OpenFile(name, flag|syscall.O_NONBLOCK, perm)
+	var f *os.File
+	err := Retry(func() (err error) {
+		f, err = root.OpenFile(name, flag|nonblock, perm)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -42,10 +49,14 @@ func OpenIn(_ *os.File, root *os.Root, name string, flag int, perm os.FileMode) 
 	return f, nil
 }
 
-// StatIn returns the inode (0 where unknown), size and modification time
+// StatIn returns the file id (FileID; 0 where unknown), size and modification time
 // (nanoseconds) of name inside root, without following a symlink.
 func StatIn(_ *os.File, root *os.Root, name string) (ino uint64, size, mtime int64, err error) {
-	fi, err := root.Lstat(name)
+	var fi os.FileInfo
+	err = Retry(func() (err error) {
+		fi, err = root.Lstat(name)
+		return err
+	})
 	if err != nil {
 		return 0, 0, 0, err
 	}

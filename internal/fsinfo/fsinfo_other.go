@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !windows
 
 // Which filesystem holds a directory, where that is not known.
 
