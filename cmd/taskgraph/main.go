@@ -355,7 +355,9 @@ func describe(err error) string {
 	if errors.As(err, &inv) && err.Error() == inv.Error() && inv.Field == "status" && strings.HasPrefix(inv.Reason, "task ") {
 		err = errors.New(inv.Reason)
 	}
-	s := idListText.ReplaceAllStringFunc(err.Error(), func(m string) string {
+	// The library's errors begin "taskgraph: "; the line already begins
+	// "taskgraph CMD: ".
+	s := idListText.ReplaceAllStringFunc(strings.TrimPrefix(err.Error(), "taskgraph: "), func(m string) string {
 		return strings.ReplaceAll(m, " ", ", ")
 	})
 	return strings.NewReplacer("or delete with taskgraph.Detach()", "or delete with --detach",
@@ -367,7 +369,7 @@ func describe(err error) string {
 var valueFlags = map[string]bool{"dir": true, "store": true, "graph": true, "owner": true, "lease": true,
 	"desc": true, "after": true, "blocks": true, "format": true, "claude-code": true, "from": true, "tools": true,
 	"priority": true, "label": true, "key": true, "status": true, "state": true, "timeout": true, "owned-by": true, "limit": true, "result": true,
-	"addr": true, "max-streams": true}
+	"addr": true, "max-streams": true, "under": true, "parent": true, "max-attempts": true, "backoff": true, "not-before": true, "due": true}
 
 // helpTopic returns the command `taskgraph help` is asked about, the
 // first of args that is neither a flag nor a flag's value, or "" if there
