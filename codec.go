@@ -368,9 +368,6 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n > MaxAttemptsLimit*1000 {
-			return nil, fmt.Errorf("field %q is %d, out of range", f.k, n)
-		}
 		*f.p = int(n)
 	}
 	if t.Parent, err = decodeInt[ID](raw, "parent", false); err != nil {

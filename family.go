@@ -102,7 +102,7 @@ func RollupOf(tasks []Task, id ID) (Rollup, []ID) {
 	var children []ID
 	stranded := graphOf(tasks).strandedBy()
 	for _, t := range tasks {
-		if t.Parent != id || id == 0 {
+		if t.Parent != id || id == 0 || t.ID == id {
 			continue
 		}
 		children = append(children, t.ID)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 )
 
 // Note is a remark an agent left on a task for whoever comes next: what it
@@ -70,6 +71,8 @@ const (
 	// MaxHistory is how many entries a task's history keeps; older ones
 	// are summarised in one HistoryEarlier entry.
 	MaxHistory = 50
+	// maxDetail is the longest detail a history entry keeps, in bytes.
+	maxDetail = 500
 )
 
 // Noter is implemented by stores that keep notes on tasks (all of this
@@ -122,6 +125,13 @@ func (t Task) LastNote() (Note, bool) {
 // entries past MaxHistory. It never writes into the array t shared with
 // the version it was copied from.
 func record(t *Task, now time.Time, ev HistoryEvent, by, detail string) {
+	if len(detail) > maxDetail { // the full text is the task's reason or result
+		cut := maxDetail
+		for cut > 0 && !utf8.RuneStart(detail[cut]) {
+			cut--
+		}
+		detail = detail[:cut] + "…"
+	}
 	h := append(slices.Clip(t.History), Transition{At: now, Event: ev, By: by, Detail: detail})
 	if len(h) > MaxHistory {
 		h = summarise(h, len(h)-MaxHistory)

@@ -176,7 +176,7 @@ func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {
 			return nil, err
 		}
 	}
-	if t.Status == InProgress && !g.tasks[id].Holds(now) {
+	if t.Holds(now) && (!g.tasks[id].Holds(now) || pa.Labels != nil) { // entering, or gaining labels
 		if err := Rules.Limited(t, g.limits, g.heldWith(id, now)); err != nil {
 			return nil, err
 		}
@@ -272,7 +272,16 @@ func (g *graph) planRenew(id ID, owner string, ttl time.Duration, now time.Time)
 	if err := Rules.RenewArgs(ttl); err != nil {
 		return nil, err
 	}
-	return g.planOne(id, func(t *Task) error { return Rules.Renew(t, owner, ttl, now) })
+	return g.planOne(id, func(t *Task) error {
+		lapsed := !t.Holds(now)
+		if err := Rules.Renew(t, owner, ttl, now); err != nil {
+			return err
+		}
+		if lapsed { // the claim comes back: it must fit the limits again
+			return Rules.Limited(t, g.limits, g.heldWith(id, now))
+		}
+		return nil
+	})
 }
 
 func (g *graph) planNote(id ID, author, text string, now time.Time) (*plan, error) {

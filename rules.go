@@ -1145,6 +1145,12 @@ func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) 
 		if t.Attempts < 0 {
 			return nil, &InvalidError{Field: field + ".attempts", Reason: fmt.Sprintf("%d is negative", t.Attempts)}
 		}
+		if t.Parent < 0 || t.Parent == t.ID {
+			return nil, &InvalidError{Field: field + ".parent", Reason: fmt.Sprintf("%d is not another task's id", t.Parent)}
+		}
+		if len(t.Notes) > MaxNotes || len(t.History) > MaxHistory {
+			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("%d notes and %d history entries: at most %d and %d", len(t.Notes), len(t.History), MaxNotes, MaxHistory)}
+		}
 		if t.Key != "" {
 			if err := Rules.Key(field+".key", t.Key); err != nil {
 				return nil, err

@@ -63,14 +63,23 @@ type Store interface {
 	Update(ctx context.Context, id ID, p Patch) (Task, error)
 	// Claim moves a ready pending task to InProgress with owner. Claiming a
 	// task someone else holds fails with a *ClaimedError, a blocked one
-	// with a *BlockedError. Claiming a task one already holds succeeds.
+	// with a *BlockedError, a deferred one with a *DeferredError, one a
+	// label's limit holds back with a *LimitError. Claiming a task one
+	// already holds succeeds. A task whose lease lapsed may be claimed by
+	// anyone; with MaxAttempts, the lapse uses an attempt, and if it used
+	// the last, the task is failed instead and Claim returns a
+	// *GaveUpError: the one error after which a write (the failure) has
+	// happened.
 	Claim(ctx context.Context, id ID, owner string, opts ...ClaimOption) (Task, error)
 	// ClaimNext atomically claims the most urgent ready task (lowest
 	// Priority), the first created among equals, then the lowest id
 	// (Rules.ClaimOrder); if there is none, the first in that order whose
-	// lease has expired. With WithLabels
-	// it considers only tasks that carry all the labels. It returns
-	// ErrNoReady when there is no such task.
+	// lease has expired. With WithLabels it considers only tasks that carry
+	// all the labels, with WithUnder only the tasks under one; it passes
+	// over deferred tasks and those a label's limit holds back. It returns
+	// ErrNoReady when there is no such task. A lapsed task whose lapse
+	// used its last attempt is failed on the way, durably, whatever
+	// ClaimNext then returns.
 	ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error)
 	// Renew extends the lease of a task owner holds to ttl from now.
 	Renew(ctx context.Context, id ID, owner string, ttl time.Duration) (Task, error)

@@ -283,7 +283,11 @@ func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now
 	}
 	for _, t := range b.Deferred { // by NotBefore: the first of mine is the one
 		if hasLabels(t.Labels, cfg.labels) {
-			if left := max(t.NotBefore.Sub(now), time.Millisecond); left < d {
+			left := t.NotBefore.Sub(now)
+			if left <= 0 {
+				left = lapseRecheck // due by this clock, not yet by the store's: look again soon, not at once
+			}
+			if left < d {
 				d, lapsed = left, false // it is ready then: the board says so
 			}
 			break

@@ -285,7 +285,7 @@ var fitsSQL = `(t.rev < $5 AND coalesce(jsonb_array_length(t.history), 0) < ` + 
 		+ octet_length(t.key) + octet_length(t.reason) + octet_length(t.result) + coalesce(octet_length(array_to_string(t.labels, '')), 0))
 	+ 32 * cardinality(t.blocked_by) + 16 * cardinality(t.labels)
 	+ coalesce(octet_length(t.metadata::text)::bigint * (4 * (octet_length(t.metadata::text) - octet_length(translate(t.metadata::text, '[{', ''))) + 12), 0)
-	+ 8 * coalesce(octet_length(t.notes::text), 0) + 8 * coalesce(octet_length(t.history::text), 0) + 512
+	+ 8 * coalesce(octet_length(t.notes::text), 0) + 8 * coalesce(octet_length(t.history::text), 0) + 6 * octet_length($2::text) + 512
 	+ 1024 <= $6)`
 
 // next returns the task that ClaimNext claims by the Rulebook, among those
@@ -316,8 +316,27 @@ func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, labels []string
 
 // Renew implements taskgraph.Store.
 func (s *Store) Renew(ctx context.Context, id taskgraph.ID, owner string, ttl time.Duration) (taskgraph.Task, error) {
-	return s.holderWrite(ctx, func() error { return taskgraph.Rules.RenewArgs(ttl) }, id, func(t *taskgraph.Task, now time.Time) error {
-		return taskgraph.Rules.Renew(t, owner, ttl, now)
+	if err := s.usable(ctx); err != nil {
+		return taskgraph.Task{}, err
+	}
+	if err := taskgraph.Rules.RenewArgs(ttl); err != nil { // before any SQL
+		return taskgraph.Task{}, err
+	}
+	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
+		t, now, err := s.lock(ctx, tx, id, s.at())
+		if err != nil {
+			return taskgraph.Task{}, err
+		}
+		lapsed := !t.Holds(now)
+		if err := taskgraph.Rules.Renew(t, owner, ttl, now); err != nil {
+			return taskgraph.Task{}, err
+		}
+		if lapsed { // the claim comes back: it must fit the limits again
+			if err := s.checkLimits(ctx, tx, now, t); err != nil {
+				return taskgraph.Task{}, err
+			}
+		}
+		return s.save(ctx, tx, t, updateTask)
 	})
 }
 

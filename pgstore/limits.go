@@ -29,6 +29,11 @@ func (s *Store) SetLimit(ctx context.Context, label string, n int) error {
 		return err
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {
+		// The label's lock, as a claim takes it: no claim counts the
+		// holders while the limit changes.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.labelLockID(label)); err != nil {
+			return err
+		}
 		if n == 0 {
 			_, err := tx.Exec(ctx, `DELETE FROM taskgraph_limits WHERE graph = $1 AND label = $2`, s.graph, label)
 			return err
@@ -84,27 +89,37 @@ func (s *Store) limits(ctx context.Context, q querier) (map[string]int, error) {
 // committed before the lock was granted are all seen, since each
 // statement of a READ COMMITTED transaction takes a new snapshot.
 func (s *Store) checkLimits(ctx context.Context, tx pgx.Tx, now time.Time, ts ...*taskgraph.Task) error {
-	limits, err := s.limits(ctx, tx)
-	if err != nil || len(limits) == 0 {
-		return err
-	}
 	var labels []string
 	for _, t := range ts {
 		for _, l := range t.Labels {
-			if _, ok := limits[l]; ok && !slices.Contains(labels, l) {
+			if !slices.Contains(labels, l) {
 				labels = append(labels, l)
 			}
 		}
 	}
+	if len(labels) == 0 {
+		return nil
+	}
 	slices.Sort(labels) // one order for every transaction: no deadlock
+	// Every label's lock first (SetLimit takes it too), then the limits:
+	// a limit that changes meanwhile is seen.
+	for _, l := range labels {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.labelLockID(l)); err != nil {
+			return err
+		}
+	}
+	limits, err := s.limits(ctx, tx)
+	if err != nil || len(limits) == 0 {
+		return err
+	}
 	held := map[string]int{}
 	ids := make([]int64, len(ts))
 	for i, t := range ts {
 		ids[i] = int64(t.ID)
 	}
 	for _, l := range labels {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.labelLockID(l)); err != nil {
-			return err
+		if _, ok := limits[l]; !ok {
+			continue
 		}
 		var n int64
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM taskgraph_tasks WHERE graph = $1 AND status = 'in_progress'

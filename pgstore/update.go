@@ -54,7 +54,7 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 				return taskgraph.Task{}, err
 			}
 		}
-		if t.Status == taskgraph.InProgress && !wasHolding {
+		if t.Holds(now) && (!wasHolding || p.Labels != nil) { // entering, or gaining labels
 			if err := s.checkLimits(ctx, tx, now, t); err != nil {
 				return taskgraph.Task{}, err
 			}

@@ -73,6 +73,7 @@ func testLimits(t *testing.T, s tg.Store) {
 	require.NoError(t, err)
 	next, err := s.ClaimNext(ctx, "d", tg.WithLease(time.Nanosecond))
 	require.NoError(t, err)
+	lapse(next) // on a clock as coarse as Windows', a nanosecond may not have passed yet
 	assert.Equal(t, gpu[2], next.ID)
 	// Its lease lapsed: it no longer counts.
 	last, err := s.Claim(ctx, gpu[3], "e")
@@ -90,6 +91,26 @@ func testLimits(t *testing.T, s tg.Store) {
 	assert.Empty(t, got)
 	_, err = s.Claim(ctx, gpu[2], "f")
 	require.NoError(t, err)
+
+	// A lapsed claim that is renewed comes back: it must fit the limit
+	// again. A task in progress that gains a limited label must fit too.
+	require.NoError(t, l.SetLimit(ctx, "x", 1))
+	p, err := s.Create(ctx, tg.NewTask{Subject: "p", Labels: []string{"x"}})
+	require.NoError(t, err)
+	q, err := s.Create(ctx, tg.NewTask{Subject: "q", Labels: []string{"x"}})
+	require.NoError(t, err)
+	r := create(t, s, "r")
+	held, err := s.Claim(ctx, p.ID, "A", tg.WithLease(time.Nanosecond))
+	require.NoError(t, err)
+	lapse(held)
+	_, err = s.Claim(ctx, q.ID, "B")
+	require.NoError(t, err, "p's lease lapsed: it does not count")
+	_, err = s.Renew(ctx, p.ID, "A", time.Hour)
+	assert.ErrorIs(t, err, tg.ErrLimited, "renewing the lapsed claim would make two")
+	_, err = s.Claim(ctx, r.ID, "C")
+	require.NoError(t, err)
+	_, err = s.Update(ctx, r.ID, tg.Patch{Labels: &[]string{"x"}})
+	assert.ErrorIs(t, err, tg.ErrLimited, "gaining the label would make two")
 
 	for _, c := range []struct {
 		label string

@@ -131,26 +131,13 @@ func (l *listing) selects(t taskgraph.Task, v view) bool {
 		(len(l.states) == 0 || slices.Contains(l.states, v.state[t.ID])) &&
 		(l.ownedBy == nil || t.Owner == *l.ownedBy) &&
 		hasAll(t.Labels, l.labels) &&
-		(!l.ready || isReady(t, v)) &&
+		(!l.ready || v.state[t.ID] == taskgraph.StateReady) &&
 		(!l.overdue || t.Overdue(time.Now()))
 }
 
 func hasAll(have, want []string) bool {
 	for _, w := range want {
 		if !slices.Contains(have, w) {
-			return false
-		}
-	}
-	return true
-}
-
-// isReady reports whether t is pending with every blocker completed.
-func isReady(t taskgraph.Task, v view) bool {
-	if t.Status != taskgraph.Pending || t.Deferred(time.Now()) {
-		return false
-	}
-	for _, b := range t.BlockedBy {
-		if v.status[b] != taskgraph.Completed {
 			return false
 		}
 	}

@@ -82,7 +82,7 @@ func (e *env) printNoneReady(labels []string, b taskgraph.Board) {
 	if len(labels) > 0 {
 		what = "No task with labels " + strings.Join(labels, ", ") + " is ready"
 	}
-	fmt.Fprintf(e.stderr, "%s (%d deferred, %d blocked, %d in progress, %d stranded by a failed or cancelled task).\n", what, len(b.Deferred), len(b.Blocked), len(b.InProgress), len(b.Stranded))
+	fmt.Fprintf(e.stderr, "%s (%d deferred, %d held back by a limit, %d blocked, %d in progress, %d stranded by a failed or cancelled task).\n", what, len(b.Deferred), len(b.Limited), len(b.Blocked), len(b.InProgress), len(b.Stranded))
 }
 
 // printBoard reports board: each of the board's lists under its state,
