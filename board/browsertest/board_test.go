@@ -73,6 +73,7 @@ func seed(t *testing.T, dir string) {
 	do(s.Claim(ctx, 4, "dave", taskgraph.WithLease(time.Millisecond)))
 	do(s.Claim(ctx, 13, "frank"))
 	do(s.Fail(ctx, 13, "frank", "the dump is truncated: checksum mismatch"))
+	do(s.Note(ctx, 5, "erin", "pagination is cursor-based: see the RFC"))
 	do(s.Cancel(ctx, 16, "dropped from scope"))
 	for _, err := range steps {
 		if err != nil {
@@ -120,7 +121,7 @@ func TestBoard(t *testing.T) {
 	wait(t, ctx, "the first render", `window.taskgraphBoard && window.taskgraphBoard.renders > 0`, 30*time.Second)
 	// Ready is in claim order, as the server sends it: 11 (P2) before
 	// the older 9 (P4).
-	want := map[string][]float64{"ready": {11, 9}, "blocked": {5, 6, 7, 8, 10, 12}, "stranded": {14, 15}, "in_progress": {3, 4},
+	want := map[string][]float64{"ready": {11, 9}, "deferred": {}, "limited": {}, "blocked": {5, 6, 7, 8, 10, 12}, "stranded": {14, 15}, "in_progress": {3, 4},
 		"completed": {1, 2}, "failed": {13}, "cancelled": {16}}
 	if n := eval[int](t, ctx, `document.querySelectorAll("#columns .column").length`); n != len(want) {
 		t.Errorf("the board has %d columns, want %d", n, len(want))
@@ -231,7 +232,8 @@ func TestBoard(t *testing.T) {
 	wait(t, ctx, "the task in full", `!document.getElementById("detail").hidden`, 10*time.Second)
 	detail := eval[string](t, ctx, `document.getElementById("detail").textContent`)
 	for _, w := range []string{"REST API endpoints", "Why it is not ready", "task 5 is blocked, waiting on 3 (in progress, held by carol, lease", "4 (in progress, held by dave, lease lapsed",
-		"#3", "#4", "P1", "backend", "critical path", "estimate", "RFC 9457"} {
+		"#3", "#4", "P1", "backend", "critical path", "estimate", "RFC 9457",
+		"Notes, latest first", "erin: pagination is cursor-based: see the RFC", "History (latest 1)", "noted by erin"} {
 		if !strings.Contains(detail, w) {
 			t.Errorf("the detail of task 5 lacks %q:\n%s", w, detail)
 		}
