@@ -172,6 +172,27 @@ func (s *FileStore) readMeta() error {
 	return err
 }
 
+// refreshMeta rereads the meta file if its stamp (file id, size, mtime)
+// is not the one last read: one stat for a read that finds it unchanged.
+// A rewrite of the same size within one tick of the filesystem's clock
+// keeps its stamp only if the file id is reused, which a replace does not
+// do while the old file is open elsewhere.
+func (s *FileStore) refreshMeta() error {
+	ino, size, mtime, err := atomicfile.StatIn(s.dirf, s.root, metaFileName)
+	st := stamp{Ino: ino, Size: size, Mtime: mtime}
+	if err == nil && s.metaStamp == st {
+		return nil
+	}
+	if err := s.readMeta(); err != nil {
+		return err
+	}
+	s.metaStamp = stamp{}
+	if err == nil {
+		s.metaStamp = st
+	}
+	return nil
+}
+
 // raiseHighWater durably records that ids up to id have been used, before
 // the file of id is deleted, so that id is never allocated again. The meta
 // file is read first: another process may have raised it further.

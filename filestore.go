@@ -87,6 +87,7 @@ type FileStore struct {
 	hwm     ID // high-water mark in the meta file
 	// metaFound: the meta file exists (readMeta).
 	metaFound bool
+	metaStamp stamp // of the meta file as a read last read it (refreshMeta)
 	// snapshotLoads counts the task files scans have read since the
 	// snapshot was last written (snapshot.go).
 	snapshotLoads int
@@ -429,9 +430,10 @@ func (s *FileStore) read(ctx context.Context, check []ID, fn func(*graph) error)
 	if err != nil {
 		return err
 	}
-	// The limits live in the meta file, which a write changes without
-	// the log: read it, as every write does, so that Board sees them.
-	if err = s.readMeta(); err == nil {
+	// The limits live in the meta file, which SetLimit changes without
+	// the log: read it again, as every write does, when its stamp says it
+	// changed, so that Board sees them.
+	if err = s.refreshMeta(); err == nil {
 		if _, err = s.verify(check); err == nil {
 			err = fn(s.g)
 		}
