@@ -110,12 +110,8 @@ func testRetries(t *testing.T, s tg.Store) {
 	bd, err := s.Board(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []tg.ID{dep.ID}, ids(bd.Stranded))
-	var events []tg.HistoryEvent
-	for _, h := range failed.History {
-		events = append(events, h.Event)
-	}
 	assert.Equal(t, []tg.HistoryEvent{tg.HistoryClaimed, tg.HistoryFailed, tg.HistoryEdited, tg.HistoryClaimed, tg.HistoryFailed,
-		tg.HistoryEdited, tg.HistoryClaimed, tg.HistoryFailed}, events)
+		tg.HistoryEdited, tg.HistoryClaimed, tg.HistoryFailed}, events(failed.History))
 	assert.Contains(t, failed.History[1].Detail, "attempt 1 of 3")
 
 	reopened, err := s.Reopen(ctx, a.ID)
