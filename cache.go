@@ -292,15 +292,22 @@ func isTempName(name string) bool {
 			return true
 		}
 	}
+	_, ok := tempTarget(name)
+	return ok
+}
+
+// tempTarget returns the task file that name is a temporary file of, if it
+// is one.
+func tempTarget(name string) (string, bool) {
 	rest, ok := strings.CutPrefix(name, atomicfile.TempPrefix(taskFilePrefix))
 	if !ok {
-		return false
+		return "", false
 	}
 	i := strings.Index(rest, taskFileSuffix)
 	if i < 0 {
-		return false
+		return "", false
 	}
 	target := taskFilePrefix + rest[:i+len(taskFileSuffix)]
 	_, ok = parseTaskFileName(target)
-	return ok && atomicfile.IsTempOf(name, target)
+	return target, ok && atomicfile.IsTempOf(name, target)
 }

@@ -269,11 +269,12 @@ func (s *FileStore) syncDir() error {
 // rename of the journal: before it, an error means nothing changed; from
 // it on, other processes see the write (they replay a journal), so commit
 // finishes the remaining steps, retrying them once, and returns nil if it
-// got through or an error matching ErrUnknownOutcome if not. Recording the
+// got through or an error matching ErrUnknownOutcome if not. If a holds the
+// file of p's one task, written ahead, it is renamed into place. Recording the
 // write in the change log comes after and never fails the write; the
 // announcement before the commit point (see announce) is what makes every
 // other store see the write even if that record is lost.
-func (s *FileStore) commit(p *plan) error {
+func (s *FileStore) commit(p *plan, a *ahead) error {
 	if len(p.put)+len(p.del) == 0 {
 		return nil
 	}
@@ -317,8 +318,11 @@ func (s *FileStore) commit(p *plan) error {
 				s.stats.fileSyncs.Add(1)
 			}
 		}
-		if err := s.applyFiles(j, durable); err != nil {
-			return err
+		if err := s.renameAhead(a); err != nil {
+			// Nothing was renamed: write the file here.
+			if err := s.applyFiles(j, durable); err != nil {
+				return err
+			}
 		}
 		finish = s.syncDir
 		if s.gc {

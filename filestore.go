@@ -100,8 +100,11 @@ type FileStore struct {
 	// used: reads go on, writes refuse with them.
 	metaErr, journalErr error
 	temps               []string // temporary files of dead writers, found by the last scan
-	stats               struct{ writes, syncs, fileSyncs, checkpoints, scans atomic.Int64 }
-	hub                 hub // this store's watchers, told of every change to the cache
+	// Writes decided ahead of the lock (ahead.go): the cache directory
+	// was found missing (a write creates it), or was found and swept.
+	wantCacheDir, aheadSwept bool
+	stats                    struct{ writes, ahead, syncs, fileSyncs, checkpoints, scans atomic.Int64 }
+	hub                      hub // this store's watchers, told of every change to the cache
 
 	// Group commit (groupcommit.go). gc: single-file writes are made
 	// durable by syncing the change log; exclusive says how the lock is
@@ -271,6 +274,7 @@ func (s *FileStore) Dir() string { return s.dir }
 // Stats counts what a FileStore has done since Open; see [FileStore.Stats].
 type Stats struct {
 	Writes      int64 // writes committed
+	Ahead       int64 // of them, writes whose task file was written and fsynced before the lock (the full protocol; ahead.go)
 	Syncs       int64 // fdatasyncs of the change log: Writes/Syncs is how many writes one sync served
 	FileSyncs   int64 // task files fsynced before a group-committed rename (see FileStore.Durability)
 	Checkpoints int64 // syncfs checkpoints of the files renamed since the last
@@ -283,6 +287,7 @@ type Stats struct {
 func (s *FileStore) Stats() Stats {
 	return Stats{
 		Writes:      s.stats.writes.Load(),
+		Ahead:       s.stats.ahead.Load(),
 		Syncs:       s.stats.syncs.Load(),
 		FileSyncs:   s.stats.fileSyncs.Load(),
 		Checkpoints: s.stats.checkpoints.Load(),
@@ -445,11 +450,16 @@ func (s *FileStore) read(ctx context.Context, check []ID, fn func(*graph) error)
 }
 
 func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) error {
+	a := s.decideAhead(ctx, mk)
+	defer s.dropAhead(a)
+	if a != nil && afterAhead != nil {
+		afterAhead()
+	}
 	release, err := s.acquire(ctx, true)
 	if err != nil {
 		return err
 	}
-	committed, err := s.writeLocked(mk, done)
+	committed, err := s.writeLocked(mk, done, a)
 	if derr := release(); derr != nil {
 		if committed {
 			// Visible to every store, but perhaps not durable.
@@ -465,8 +475,9 @@ func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan
 func (s *FileStore) now() time.Time { return s.cfg.now().UTC() }
 
 // writeLocked decides and commits a write under the exclusive lock, and
-// reports whether it committed.
-func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) (committed bool, err error) {
+// reports whether it committed. a is the write decided ahead, if any: it is
+// used only if deciding again, at its time, gives the same file.
+func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan), a *ahead) (committed bool, err error) {
 	if s.journalErr != nil {
 		return false, s.journalErr
 	}
@@ -483,8 +494,23 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 			return false, err
 		}
 	}
+	if a != nil && s.now().Sub(a.now) > aheadMaxAge {
+		s.dropAhead(a)
+		a = nil
+	}
 	for attempt := 0; ; attempt++ {
-		p, err := mk(s.g, s.cfg.now().UTC())
+		now := s.now()
+		if a != nil {
+			now = a.now
+		}
+		p, err := mk(s.g, now)
+		if a != nil && (err != nil || !a.matches(p)) {
+			// Something it read changed: decide at the present time.
+			s.dropAhead(a)
+			a = nil
+			attempt--
+			continue
+		}
 		if err != nil {
 			return false, err
 		}
@@ -495,6 +521,8 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 			return false, err
 		}
 		if changed {
+			s.dropAhead(a)
+			a = nil
 			if attempt < 3 {
 				continue
 			}
@@ -503,10 +531,14 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 		if err := s.recordIDs(p); err != nil {
 			return false, withHint(err)
 		}
-		if err := s.commit(p); err != nil {
+		s.makeCacheDir()
+		if err := s.commit(p, a); err != nil {
 			return errors.Is(err, ErrUnknownOutcome), withHint(err)
 		}
 		s.stats.writes.Add(1)
+		if a != nil && a.used {
+			s.stats.ahead.Add(1)
+		}
 		s.hub.change(s.g, p.changedIDs(), func() { s.g.apply(p) })
 		done(s.g, p)
 		if s.gc {

@@ -4,7 +4,9 @@ package taskgraph_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -99,12 +101,20 @@ func TestFileFormat(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o644)&^umask(), fi.Mode().Perm(), "default permissions")
 
-	// Only task files, the lock, the log, the sync file and no temporary
-	// files.
+	// Only task files, the lock, the log, the sync file, the cache
+	// directory (where the full protocol writes a file ahead of the lock)
+	// and no temporary files, there or in the cache.
 	names, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, n := range names {
-		assert.Contains(t, []string{"task_1.json", "task_2.json", ".taskgraph.lock", ".taskgraph.log", ".taskgraph.sync"}, n.Name())
+		assert.Contains(t, []string{"task_1.json", "task_2.json", ".taskgraph.lock", ".taskgraph.log", ".taskgraph.sync", ".taskgraph.cache"}, n.Name())
+	}
+	cached, err := os.ReadDir(filepath.Join(dir, ".taskgraph.cache"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		require.NoError(t, err)
+		for _, n := range cached {
+			assert.Equal(t, "snapshot", n.Name())
+		}
 	}
 }
 

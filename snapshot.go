@@ -5,16 +5,18 @@
 package taskgraph
 
 import (
-	"io/fs"
-
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 	"hash/crc32"
+	"io/fs"
 	"maps"
+	"os"
+	"runtime"
 	"slices"
 	"time"
+
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 )
 
 // The snapshot is cacheDirName/snapshotName. It is a cache, never the
@@ -320,7 +322,7 @@ func (d *snapDecoder) time() time.Time {
 // usable one: the scan that follows stats every task file and reads only
 // those whose stamp differs. It reports whether it loaded one.
 func (s *FileStore) loadSnapshot() bool {
-	cache, err := s.root.OpenRoot(cacheDirName)
+	cache, err := s.openCache()
 	if err != nil {
 		return false
 	}
@@ -369,7 +371,7 @@ func (s *FileStore) writeSnapshot() {
 	if err := s.root.Mkdir(cacheDirName, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return
 	}
-	cache, err := s.root.OpenRoot(cacheDirName)
+	cache, err := s.openCache()
 	if err != nil {
 		return
 	}
@@ -386,4 +388,14 @@ func (s *FileStore) writeSnapshot() {
 		}
 	}
 	_ = atomicfile.WriteNoSync(cache, snapshotName, encodeSnapshot(s.g, s.stamps), s.cfg.filePerm)
+}
+
+// openCache opens the cache directory. Through "/.", so that the directory
+// is opened as one (O_DIRECTORY): os.Root.OpenRoot opens the last element
+// of its path without it, which blocks on a FIFO put in its place.
+func (s *FileStore) openCache() (*os.Root, error) {
+	if runtime.GOOS == "windows" {
+		return s.root.OpenRoot(cacheDirName)
+	}
+	return s.root.OpenRoot(cacheDirName + "/.")
 }

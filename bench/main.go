@@ -610,10 +610,13 @@ func protocolOptions() []taskgraph.Option {
 		return []taskgraph.Option{taskgraph.WithGroupCommit()}
 	case taskgraph.ProtocolSyncEachWrite:
 		return []taskgraph.Option{taskgraph.WithSyncEachWrite()}
+	case taskgraph.ProtocolNoSync:
+		// Not durable: what is left of a write's cost without fsyncs.
+		return []taskgraph.Option{taskgraph.WithoutSync()}
 	case "":
 		return nil
 	default:
-		log.Fatalf("-protocol %q: want group-commit or sync-each-write", p)
+		log.Fatalf("-protocol %q: want group-commit, sync-each-write or no-sync", p)
 		return nil
 	}
 }

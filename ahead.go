@@ -1,0 +1,225 @@
+// Writes decided ahead of the lock: under the full protocol, the slow half
+// of a write — writing and fsyncing its task file — is done before the
+// directory lock is taken, so that writers in other processes share the
+// disk instead of queueing behind each other's fsyncs.
+
+package taskgraph
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+)
+
+// aheadMaxAge bounds the age of a write decided ahead. The write keeps the
+// time it was decided at (as a PostgreSQL transaction keeps the time it
+// began), so that the lock holder can decide it again to the same bytes;
+// one that waited longer than this for the lock is decided anew.
+const aheadMaxAge = time.Second
+
+// aheadSweepAge is the age at which a file decided ahead is a dead
+// writer's: a live one uses or removes its file within aheadMaxAge.
+const aheadSweepAge = time.Minute
+
+// ahead is a single-task write decided on the cache without the directory
+// lock, its new task file written and fsynced in the cache directory.
+// Under the lock, the write is decided again on the cache brought up to
+// date, at the same time: if that gives the same task file byte for byte,
+// the file is renamed into place — what the decision read has not changed
+// in any way that matters to it — and the lock is held for the rename and
+// the directory's fsync only. Otherwise the file is removed and the write
+// goes on as if there had been none.
+type ahead struct {
+	now  time.Time
+	id   ID
+	data []byte
+	temp string // the file, relative to the task directory
+	used bool   // renamed into place
+}
+
+// decideAhead decides the write mk on the cache as it is and writes its
+// task file into the cache directory, durably. It returns nil where there
+// is nothing to gain or nothing can be done: other protocols (group commit
+// syncs no task file; without sync there is nothing to move), a store
+// not read yet, writes of several files or that allocate ids, and any
+// failure, which the write under the lock meets again if it matters.
+func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) (*plan, error)) *ahead {
+	if s.gc || s.cfg.noSync || runtime.GOOS == "windows" {
+		// On Windows a rename between two directory handles is not
+		// the same operation everywhere (docs/windows.md): not tried.
+		return nil
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	var p *plan
+	var now time.Time
+	var err error
+	ready := !s.closed && s.scanned && s.journalErr == nil && s.metaErr == nil && s.cacheDirReady()
+	if ready {
+		now = s.now()
+		p, err = mk(s.g, now)
+		ready = err == nil && len(p.put) == 1 && len(p.del) == 0 && p.lastNew == 0 &&
+			(s.held(p.put[0].ID) || s.seenAll())
+	}
+	<-s.sem
+	if !ready {
+		return nil
+	}
+	data, err := encodeTask(p.put[0])
+	if err != nil {
+		return nil
+	}
+	a := &ahead{now: now, id: p.put[0].ID, data: data}
+	a.temp = cacheDirName + "/" + atomicfile.TempName(taskFileName(a.id))
+	// os.Root keeps the file inside the task directory whatever the
+	// cache directory is (a symlink out of it fails the open), and
+	// O_EXCL|O_CREATE never opens a FIFO or follows a symlink.
+	f, err := s.root.OpenFile(a.temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.cfg.filePerm)
+	if err != nil {
+		return nil
+	}
+	err = s.fs.Write(f, data)
+	if err == nil {
+		err = s.fs.Sync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		s.dropAhead(a)
+		return nil
+	}
+	return a
+}
+
+// held reports whether the cache has task id in progress.
+func (s *FileStore) held(id ID) bool {
+	t := s.g.tasks[id]
+	return t != nil && t.Status == InProgress
+}
+
+// seenAll reports whether the cache has read every record of the change
+// log as it is now, by one fstat. A task in progress is written by its
+// owner, whom no one else competes with; any other write is decided ahead
+// only on a cache that has seen everything, since agents that compete for
+// the same tasks (ClaimNext) would otherwise each fsync a file that the
+// lock holder finds out of date and writes again under the lock.
+func (s *FileStore) seenAll() bool {
+	if s.log.f == nil {
+		return false
+	}
+	fi, err := s.log.f.Stat()
+	return err == nil && fi.Size() == s.log.off
+}
+
+// cacheDirReady reports whether the cache directory can take files decided
+// ahead. Creating it changes the task directory's mtime, which other
+// stores would take for a foreign change and rescan for, so it is created
+// by a write under the lock (see makeCacheDir), whose log record accounts
+// for that mtime. Called with the semaphore held.
+func (s *FileStore) cacheDirReady() bool {
+	if s.aheadSwept {
+		return true
+	}
+	fi, err := s.root.Lstat(cacheDirName)
+	if err != nil {
+		s.wantCacheDir = errors.Is(err, fs.ErrNotExist)
+		return false
+	}
+	if !fi.IsDir() {
+		return false
+	}
+	s.aheadSwept = true
+	s.sweepAhead()
+	return true
+}
+
+// makeCacheDir creates the cache directory under the exclusive lock, before
+// a write's commit, if an earlier write found it missing.
+func (s *FileStore) makeCacheDir() {
+	if s.wantCacheDir {
+		s.wantCacheDir = false
+		_ = s.root.Mkdir(cacheDirName, 0o755)
+	}
+}
+
+// matches reports whether p, decided under the lock at a.now, writes the
+// file a holds.
+func (a *ahead) matches(p *plan) bool {
+	if len(p.put) != 1 || len(p.del) != 0 || p.lastNew != 0 || p.put[0].ID != a.id {
+		return false
+	}
+	data, err := encodeTask(p.put[0])
+	return err == nil && string(data) == string(a.data)
+}
+
+// dropAhead removes the file of a write decided ahead that was not used.
+func (s *FileStore) dropAhead(a *ahead) {
+	if a != nil && a.temp != "" {
+		_ = s.fs.Remove(a.temp)
+		a.temp = ""
+	}
+}
+
+// sweepAhead removes what writers that died between deciding ahead and
+// renaming left in the cache directory, once per store. A file is left
+// alone if its inode is also its task's file with a single link: after a
+// power loss a filesystem without a journal may keep the name a rename
+// moved in both directories without counting both, and removing that name
+// would free the task's file.
+func (s *FileStore) sweepAhead() {
+	cache, err := s.openCache()
+	if err != nil {
+		return
+	}
+	defer cache.Close()
+	d, err := cache.Open(".")
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		target, ok := tempTarget(n)
+		if !ok {
+			continue
+		}
+		fi, err := cache.Lstat(n)
+		if err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < aheadSweepAge {
+			continue
+		}
+		if tfi, err := s.root.Lstat(target); err == nil && atomicfile.Links(fi) < 2 && atomicfile.FileID(tfi) == atomicfile.FileID(fi) {
+			continue
+		}
+		_ = cache.Remove(n)
+	}
+}
+
+// afterAhead, if set, runs between a write decided ahead and the lock
+// (tests change the directory there).
+var afterAhead func()
+
+// errNoAhead: there is no file written ahead to rename.
+var errNoAhead = errors.New("taskgraph: no file written ahead")
+
+// renameAhead renames the file written ahead into place. An error means
+// nothing was renamed (the file may be gone: a sweep or a hand took it).
+func (s *FileStore) renameAhead(a *ahead) error {
+	if a == nil || a.temp == "" {
+		return errNoAhead
+	}
+	if err := s.fs.Rename(a.temp, taskFileName(a.id)); err != nil {
+		s.dropAhead(a)
+		return err
+	}
+	a.temp, a.used = "", true
+	return nil
+}
