@@ -257,7 +257,7 @@ func tryStage(t *testing.T, cfg fsConfig, mode, op, target, dir string) (verdict
 		return verdict{}, "", false
 	}
 
-	c := attach(t, cfg, cut, filepath.Join(dir, "mnt"))
+	c := restart(t, cfg, cut, filepath.Join(dir, "mnt"))
 	boot, verdictPath := filepath.Join(dir, "boot_id"), filepath.Join(dir, "verdict.json")
 	newBootID(t, boot)
 	checker := afterRestart(boot, "checker", dirEnv+"="+tasks, modeEnv+"="+mode, ledgerEnv+"="+ledgers, outEnv+"="+verdictPath)

@@ -18,7 +18,7 @@ import (
 	"github.com/taskgraph-dev/taskgraph"
 )
 
-// defaultRounds keeps the whole test (5 filesystems × 2 modes) within a
+// defaultRounds keeps the whole test (6 filesystems × 2 modes) within a
 // few minutes under go test -race on two cores; TASKGRAPH_POWERLOSS_ROUNDS
 // runs more.
 const defaultRounds = 3
@@ -169,7 +169,7 @@ func round(t *testing.T, cfg fsConfig, mode, dir string, r *rand.Rand, rw *row) 
 
 	// The restart: the copy on another loop device, checked by a process
 	// that sees a new boot id.
-	c := attach(t, cfg, cut, filepath.Join(dir, "mnt"))
+	c := restart(t, cfg, cut, filepath.Join(dir, "mnt"))
 	defer c.release()
 	boot, out := filepath.Join(dir, "boot_id"), filepath.Join(dir, "verdict.json")
 	newBootID(t, boot)
