@@ -39,6 +39,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -730,6 +731,17 @@ func runWorker(bin string, args ...string) workReport {
 }
 
 func work(dir string) {
+	if pd := os.Getenv("TASKGRAPH_BENCH_CPUPROFILE"); pd != "" {
+		// Where a worker's time goes: go tool pprof the files it leaves.
+		f, err := os.Create(filepath.Join(pd, fmt.Sprintf("work-%d.prof", os.Getpid())))
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	s, err := taskgraph.Open(dir, protocolOptions()...)
 	if err != nil {
 		log.Fatal(err)
