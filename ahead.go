@@ -63,6 +63,7 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 	var now time.Time
 	var err error
 	ready := !s.closed && s.scanned && s.journalErr == nil && s.metaErr == nil && s.cacheDirReady()
+	cache := s.ahead
 	if ready {
 		now = s.now()
 		p, err = mk(s.g, now)
@@ -78,14 +79,13 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 		return nil
 	}
 	a := &ahead{now: now, id: p.put[0].ID, data: data}
-	a.temp = cacheDirName + "/" + atomicfile.TempName(taskFileName(a.id))
-	// os.Root keeps the file inside the task directory whatever the
-	// cache directory is (a symlink out of it fails the open), and
+	name := atomicfile.TempName(taskFileName(a.id))
 	// O_EXCL|O_CREATE never opens a FIFO or follows a symlink.
-	f, err := s.root.OpenFile(a.temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.cfg.filePerm)
+	f, err := atomicfile.OpenIn(cache.dirf, cache.root, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.cfg.filePerm)
 	if err != nil {
 		return nil
 	}
+	a.temp = cacheDirName + "/" + name
 	err = s.fs.Write(f, data)
 	if err == nil {
 		err = s.fs.Sync(f)
@@ -126,20 +126,44 @@ func (s *FileStore) seenAll() bool {
 // by a write under the lock (see makeCacheDir), whose log record accounts
 // for that mtime. Called with the semaphore held.
 func (s *FileStore) cacheDirReady() bool {
-	if s.aheadSwept {
+	if s.ahead.dirf != nil {
 		return true
 	}
-	fi, err := s.root.Lstat(cacheDirName)
+	if s.ahead.failed {
+		return false
+	}
+	// Opened once, through os.Root, so that a symlink out of the task
+	// directory in its place is refused; the handle stays the
+	// directory's whatever happens to its name later.
+	root, err := s.openCache()
 	if err != nil {
 		s.wantCacheDir = errors.Is(err, fs.ErrNotExist)
+		s.ahead.failed = !s.wantCacheDir
 		return false
 	}
-	if !fi.IsDir() {
+	dirf, err := root.Open(".")
+	if err != nil {
+		root.Close()
+		s.ahead.failed = true
 		return false
 	}
-	s.aheadSwept = true
+	s.ahead.root, s.ahead.dirf = root, dirf
 	s.sweepAhead()
 	return true
+}
+
+// aheadDir is the cache directory as writes decided ahead use it.
+type aheadDir struct {
+	root   *os.Root
+	dirf   *os.File
+	failed bool // it could not be opened: not tried again by this store
+}
+
+func (d *aheadDir) close() error {
+	if d.dirf == nil {
+		return nil
+	}
+	return errors.Join(d.dirf.Close(), d.root.Close())
 }
 
 // makeCacheDir creates the cache directory under the exclusive lock, before
@@ -176,11 +200,7 @@ func (s *FileStore) dropAhead(a *ahead) {
 // moved in both directories without counting both, and removing that name
 // would free the task's file.
 func (s *FileStore) sweepAhead() {
-	cache, err := s.openCache()
-	if err != nil {
-		return
-	}
-	defer cache.Close()
+	cache := s.ahead.root
 	d, err := cache.Open(".")
 	if err != nil {
 		return

@@ -100,11 +100,12 @@ type FileStore struct {
 	// used: reads go on, writes refuse with them.
 	metaErr, journalErr error
 	temps               []string // temporary files of dead writers, found by the last scan
-	// Writes decided ahead of the lock (ahead.go): the cache directory
-	// was found missing (a write creates it), or was found and swept.
-	wantCacheDir, aheadSwept bool
-	stats                    struct{ writes, ahead, syncs, fileSyncs, checkpoints, scans atomic.Int64 }
-	hub                      hub // this store's watchers, told of every change to the cache
+	// Writes decided ahead of the lock (ahead.go): the cache directory,
+	// or that it was found missing (a write creates it).
+	ahead        aheadDir
+	wantCacheDir bool
+	stats        struct{ writes, ahead, syncs, fileSyncs, checkpoints, scans atomic.Int64 }
+	hub          hub // this store's watchers, told of every change to the cache
 
 	// Group commit (groupcommit.go). gc: single-file writes are made
 	// durable by syncing the change log; exclusive says how the lock is
@@ -324,7 +325,7 @@ func (s *FileStore) Close() error {
 		s.log.sync.shared = nil
 	}
 	s.log.sync.mu.Unlock()
-	errs = append(errs, s.lock.close(), s.dirf.Close(), s.root.Close())
+	errs = append(errs, s.ahead.close(), s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
 }
 
