@@ -9,9 +9,9 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/jsontext"
 )
 
 // Change is what a "change" event of GET /api/events carries: how the
@@ -62,10 +62,10 @@ func (st *state) fullJSON(s *Server) [][]byte {
 		b = append(b, `{"version":`...)
 		b = strconv.AppendInt(b, st.version, 10)
 		b = append(b, `,"now":`...)
-		b = appendTime(b, st.now)
+		b = jsontext.AppendTime(b, st.now)
 		if s.cfg.title != "" {
 			b = append(b, `,"title":`...)
-			b = appendString(b, s.cfg.title)
+			b = jsontext.AppendString(b, s.cfg.title, true)
 		}
 		b = append(b, `,"writes":`...)
 		b = strconv.AppendBool(b, s.cfg.writes)
@@ -76,9 +76,9 @@ func (st *state) fullJSON(s *Server) [][]byte {
 			}
 			room(64 + 21*len(st.cols[c]))
 			b = append(b, `{"key":`...)
-			b = appendString(b, string(col.key))
+			b = jsontext.AppendString(b, string(col.key), true)
 			b = append(b, `,"title":`...)
-			b = appendString(b, col.title)
+			b = jsontext.AppendString(b, col.title, true)
 			b = append(b, `,"ids":`...)
 			b = appendIDs(b, st.cols[c])
 			b = append(b, '}')
@@ -96,7 +96,7 @@ func (st *state) fullJSON(s *Server) [][]byte {
 		b = appendIDs(b, st.path)
 		if st.problem != "" {
 			b = append(b, `,"problem":`...)
-			b = appendString(b, st.problem)
+			b = jsontext.AppendString(b, st.problem, true)
 		}
 		st.full = append(chunks, append(b, '}'))
 	})
@@ -131,15 +131,15 @@ func (st *state) changeJSON(old *state) []byte {
 	b = append(b, `,"from":`...)
 	b = strconv.AppendInt(b, old.version, 10)
 	b = append(b, `,"now":`...)
-	b = appendTime(b, st.now)
+	b = jsontext.AppendTime(b, st.now)
 	b = append(b, `,"problem":`...)
-	b = appendString(b, st.problem)
+	b = jsontext.AppendString(b, st.problem, true)
 	b = append(b, `,"counts":{`...)
 	for c, col := range columns {
 		if c > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, string(col.key))
+		b = jsontext.AppendString(b, string(col.key), true)
 		b = append(b, ':')
 		b = strconv.AppendInt(b, int64(len(st.cols[c])), 10)
 	}
@@ -180,7 +180,7 @@ func (st *state) appendTask(b []byte, i int) []byte {
 			return b
 		}
 		b = append(append(append(b, ",\""...), name...), "\":"...)
-		return appendString(b, v)
+		return jsontext.AppendString(b, v, true)
 	}
 	ids := func(b []byte, name string, v []taskgraph.ID, omitEmpty bool) []byte {
 		if omitEmpty && len(v) == 0 {
@@ -194,7 +194,7 @@ func (st *state) appendTask(b []byte, i int) []byte {
 			return b
 		}
 		b = append(append(append(b, ",\""...), name...), "\":"...)
-		return appendTime(b, v)
+		return jsontext.AppendTime(b, v)
 	}
 	b = append(b, `{"id":`...)
 	b = strconv.AppendInt(b, int64(t.ID), 10)
@@ -211,7 +211,7 @@ func (st *state) appendTask(b []byte, i int) []byte {
 			if k > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, l)
+			b = jsontext.AppendString(b, l, true)
 		}
 		b = append(b, ']')
 	}
@@ -288,63 +288,4 @@ func appendIDs(b []byte, ids []taskgraph.ID) []byte {
 		b = strconv.AppendInt(b, int64(id), 10)
 	}
 	return append(b, ']')
-}
-
-// appendTime writes a time as time.Time's MarshalJSON does.
-func appendTime(b []byte, t time.Time) []byte {
-	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
-}
-
-const hex = "0123456789abcdef"
-
-// appendString writes s as a JSON string, escaped as encoding/json does
-// (HTML characters and U+2028/U+2029 included; invalid UTF-8 becomes
-// U+FFFD).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

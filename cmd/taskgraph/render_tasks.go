@@ -26,7 +26,8 @@ func (e *env) printJSON(v any) error {
 
 // printJSONArray prints the n elements elem gives as printJSON prints a
 // slice of them, byte for byte, one element at a time: a list of 100,000
-// tasks is never held whole, as values or as text.
+// tasks is never held whole, as values or as text. A task is written by
+// hand (appendTaskJSON), without encoding/json's reflection.
 func (e *env) printJSONArray(n int, elem func(i int) any) error {
 	if n == 0 {
 		_, err := io.WriteString(e.stdout, "[]\n")
@@ -37,16 +38,24 @@ func (e *env) printJSONArray(n int, elem func(i int) any) error {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("  ", "  ")
+	var out []byte
 	w.WriteString("[\n  ")
 	for i := range n {
+		if i > 0 {
+			w.WriteString(",\n  ")
+		}
+		v := elem(i)
+		if j, ok := v.(taskJSON); ok {
+			if out, ok = appendTaskJSON(out[:0], &j); ok {
+				w.Write(out)
+				continue
+			}
+		}
 		buf.Reset()
-		if err := enc.Encode(elem(i)); err != nil {
+		if err := enc.Encode(v); err != nil {
 			return err
 		}
 		w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-		if i < n-1 {
-			w.WriteString(",\n  ")
-		}
 	}
 	w.WriteString("\n]\n")
 	return w.Flush()
