@@ -50,8 +50,8 @@ type ahead struct {
 // failure, which the write under the lock meets again if it matters.
 func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) (*plan, error)) *ahead {
 	if s.gc || s.cfg.noSync || runtime.GOOS == "windows" {
-		// On Windows a rename between two directory handles is not
-		// the same operation everywhere (docs/windows.md): not tried.
+		// Not on Windows, whose renames and sharing rules
+		// (docs/windows.md) it has not been tested against.
 		return nil
 	}
 	select {
@@ -147,9 +147,23 @@ func (s *FileStore) cacheDirReady() bool {
 		s.ahead.failed = true
 		return false
 	}
+	if fi, err := dirf.Stat(); err != nil || sameDir(fi, s.dirf) {
+		// A symlink to the task directory itself: files made there
+		// would change its mtime, which other stores rescan for.
+		dirf.Close()
+		root.Close()
+		s.ahead.failed = true
+		return false
+	}
 	s.ahead.root, s.ahead.dirf = root, dirf
 	s.sweepAhead()
 	return true
+}
+
+// sameDir reports whether fi is the directory d.
+func sameDir(fi os.FileInfo, d *os.File) bool {
+	di, err := d.Stat()
+	return err == nil && os.SameFile(fi, di)
 }
 
 // aheadDir is the cache directory as writes decided ahead use it.
