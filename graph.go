@@ -23,7 +23,7 @@ import (
 type graph struct {
 	tasks      map[ID]*Task
 	ids        []ID              // sorted ids of tasks
-	nodes      []node            // nodes[i] is task ids[i]: walks over every task read this, not the maps
+	nodes      []node            // nodes[i] is task ids[i], or nil after a put or remove amid the ids (see walk)
 	dependents map[ID][]ID       // blocker -> sorted ids whose BlockedBy names it (even if the blocker is missing)
 	maxID      ID                // highest id ever seen, including the high-water mark of deleted ids
 	ready      readyHeap         // candidates for ClaimNext, by (priority, id); validated on use
@@ -46,8 +46,8 @@ type graph struct {
 
 // node is a task as the graph holds it, beside its id in graph.ids, with
 // its dependents (as in graph.dependents): Board and List copy a hundred
-// thousand tasks, and a slice in order costs them a fraction of a map
-// lookup or two per task.
+// thousand tasks, and walking a slice in order costs them a fraction of a
+// map lookup or two per task.
 type node struct {
 	t          *Task
 	dependents []ID
@@ -69,6 +69,7 @@ func newGraph() *graph {
 // put inserts or replaces a task, keeping every index current.
 func (g *graph) put(t *Task) {
 	old := g.tasks[t.ID]
+	fresh := len(g.nodes) == len(g.ids)
 	i, _ := g.search(t.ID)
 	if old != nil {
 		g.backward -= countBackward(old)
@@ -81,9 +82,17 @@ func (g *graph) put(t *Task) {
 		}
 	} else {
 		g.ids = slices.Insert(g.ids, i, t.ID)
-		g.nodes = slices.Insert(g.nodes, i, node{dependents: g.dependents[t.ID]})
+		switch {
+		case !fresh:
+		case i == len(g.ids)-1:
+			g.nodes = append(g.nodes, node{dependents: g.dependents[t.ID]})
+		default:
+			fresh, g.nodes = false, nil
+		}
 	}
-	g.nodes[i].t = t
+	if fresh {
+		g.nodes[i].t = t
+	}
 	delete(g.broken, t.ID)
 	g.backward += countBackward(t)
 	for _, b := range t.BlockedBy {
@@ -141,7 +150,25 @@ func (g *graph) remove(id ID) {
 	delete(g.running, id)
 	i, _ := g.search(id)
 	g.ids = slices.Delete(g.ids, i, i+1)
-	g.nodes = slices.Delete(g.nodes, i, i+1)
+	if i == len(g.ids) && len(g.nodes) == i+1 {
+		g.nodes = slices.Delete(g.nodes, i, i+1)
+	} else {
+		g.nodes = nil
+	}
+}
+
+// walk returns the nodes of the tasks in id order, building them again if
+// a put or remove amid the ids dropped them. Keeping them current there
+// would shift them at each such put: a load out of id order would be
+// quadratic in the nodes, where building them again costs one walk.
+func (g *graph) walk() []node {
+	if len(g.nodes) != len(g.ids) {
+		g.nodes = make([]node, len(g.ids))
+		for i, id := range g.ids {
+			g.nodes[i] = node{g.tasks[id], g.dependents[id]}
+		}
+	}
+	return g.nodes
 }
 
 // search returns where id is, or would be inserted, in g.ids, and whether
@@ -165,6 +192,9 @@ func (g *graph) setDependents(b ID, ds []ID) {
 		ds = nil
 	} else {
 		g.dependents[b] = ds
+	}
+	if len(g.nodes) != len(g.ids) {
+		return // dropped: walk builds them from the map
 	}
 	if i, ok := g.search(b); ok {
 		g.nodes[i].dependents = ds
@@ -289,9 +319,9 @@ func (g *graph) nextReadyWith(labels []string, now time.Time) (ID, bool) {
 
 func (g *graph) isReady(id ID) bool { return g.readyTask(g.tasks[id]) }
 
-// blockersOf reports whether every blocker of the task at g.nodes[i]
-// exists and is completed, and whether it names one that does not exist:
-// one look at each.
+// blockersOf reports whether every blocker of the task at g.nodes[i] (in
+// a walk) exists and is completed, and whether it names one that does not
+// exist: one look at each.
 func (g *graph) blockersOf(i int) (done, gone bool) {
 	done = true
 	for _, b := range g.nodes[i].t.BlockedBy {
@@ -397,14 +427,15 @@ func viewInto(v *Task, n node, a *arena) {
 
 // list returns the tasks that sel selects, by id.
 func (g *graph) list(sel Selection) []Task {
-	nodes := g.nodes
+	all := g.walk()
+	nodes := all
 	var heldBack map[ID]bool
 	if sel.ReadyOnly {
 		heldBack = g.limitedAt(sel)
 	}
 	if !sel.Empty() {
 		nodes = nil
-		for _, n := range g.nodes {
+		for _, n := range all {
 			t := n.t
 			if sel.Match(t, sel.ReadyOnly && g.readyTask(t) && !t.Deferred(sel.Now) && !heldBack[t.ID]) &&
 				(sel.Under == 0 || g.under(t.ID, sel.Under)) {
@@ -480,11 +511,12 @@ func (g *graph) board(sel Selection) Board {
 	)
 	strandedBy := g.strandedBy()
 	heldBack := g.limitedAt(sel)
-	kind := make([]uint8, len(g.nodes))
+	nodes := g.walk()
+	kind := make([]uint8, len(nodes))
 	var counts [kinds]int
 	var nIDs, nStrs int // what the copies need, for the arena
 	var namesGone []int // the blocked tasks (by index) that name a blocker that does not exist
-	for i, n := range g.nodes {
+	for i, n := range nodes {
 		t, id := n.t, n.t.ID
 		k := uint8(ready)
 		switch t.Status {
@@ -531,7 +563,7 @@ func (g *graph) board(sel Selection) Board {
 			}
 		}
 		slices.SortStableFunc(rs, func(a, b int) int {
-			return cmp.Compare(g.nodes[a].t.Priority, g.nodes[b].t.Priority)
+			return cmp.Compare(nodes[a].t.Priority, nodes[b].t.Priority)
 		})
 		for _, i := range rs[sel.Limit:] {
 			kind[i] = none
@@ -552,7 +584,7 @@ func (g *graph) board(sel Selection) Board {
 	a := arena{ids: make([]ID, 0, nIDs), strs: make([]string, 0, nStrs)}
 	var missing map[ID][]ID
 	var by map[ID]ID
-	for i, n := range g.nodes {
+	for i, n := range nodes {
 		k := kind[i]
 		if k == none {
 			continue

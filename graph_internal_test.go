@@ -14,7 +14,10 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 	g := newGraph()
 	for step := range 5000 {
 		id := ID(1 + r.IntN(300))
-		if r.IntN(4) == 0 {
+		if step < 300 {
+			id = ID(1 + step) // in order first, as ids are drawn
+		}
+		if step > 300 && r.IntN(4) == 0 {
 			g.remove(id)
 		} else {
 			task := &Task{ID: id, Status: Pending}
@@ -26,14 +29,18 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 			}
 			g.put(task)
 		}
-		if step%50 != 0 {
-			continue
+		if step == 299 && len(g.nodes) != len(g.ids) {
+			t.Fatal("puts in id order dropped the nodes")
 		}
-		if len(g.nodes) != len(g.ids) || len(g.ids) != len(g.tasks) {
-			t.Fatalf("step %d: %d nodes, %d ids, %d tasks", step, len(g.nodes), len(g.ids), len(g.tasks))
+		if step%50 != 0 && r.IntN(10) != 0 {
+			continue // a walk now and then, so that the nodes are kept current or dropped in between
+		}
+		nodes := g.walk()
+		if len(nodes) != len(g.ids) || len(g.ids) != len(g.tasks) {
+			t.Fatalf("step %d: %d nodes, %d ids, %d tasks", step, len(nodes), len(g.ids), len(g.tasks))
 		}
 		for i, id := range g.ids {
-			n := g.nodes[i]
+			n := nodes[i]
 			if n.t != g.tasks[id] {
 				t.Fatalf("step %d: node %d holds task %d, not %d", step, i, n.t.ID, id)
 			}
