@@ -470,8 +470,9 @@ func (g *graph) strandedBy() map[ID]ID {
 	}
 	var out map[ID]ID
 	var stack []ID
-	for _, id := range g.ids {
-		if !g.tasks[id].Status.ended() {
+	nodes := g.walk()
+	for i, id := range g.ids {
+		if !nodes[i].t.Status.ended() {
 			continue
 		}
 		stack = append(stack[:0], id)
