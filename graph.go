@@ -23,6 +23,7 @@ import (
 type graph struct {
 	tasks      map[ID]*Task
 	ids        []ID              // sorted ids of tasks
+	nodes      []node            // nodes[i] is task ids[i], or nil after a put or remove amid the ids (see walk)
 	dependents map[ID][]ID       // blocker -> sorted ids whose BlockedBy names it (even if the blocker is missing)
 	maxID      ID                // highest id ever seen, including the high-water mark of deleted ids
 	ready      readyHeap         // candidates for ClaimNext, by (priority, id); validated on use
@@ -43,6 +44,15 @@ type graph struct {
 	backward int
 }
 
+// node is a task as the graph holds it, beside its id in graph.ids, with
+// its dependents (as in graph.dependents): Board and List copy a hundred
+// thousand tasks, and walking a slice in order costs them a fraction of a
+// map lookup or two per task.
+type node struct {
+	t          *Task
+	dependents []ID
+}
+
 func newGraph() *graph {
 	return &graph{
 		tasks:      make(map[ID]*Task),
@@ -59,25 +69,34 @@ func newGraph() *graph {
 // put inserts or replaces a task, keeping every index current.
 func (g *graph) put(t *Task) {
 	old := g.tasks[t.ID]
+	fresh := len(g.nodes) == len(g.ids)
+	i, _ := g.search(t.ID)
 	if old != nil {
 		g.backward -= countBackward(old)
 		for _, b := range old.BlockedBy {
-			g.dependents[b] = removeSorted(g.dependents[b], t.ID)
-			if len(g.dependents[b]) == 0 {
-				delete(g.dependents, b)
-			}
+			g.setDependents(b, removeSorted(g.dependents[b], t.ID))
 		}
 		g.unkey(old)
 		if old.Status.ended() {
 			g.ended--
 		}
 	} else {
-		g.ids = insertSorted(g.ids, t.ID)
+		g.ids = slices.Insert(g.ids, i, t.ID)
+		switch {
+		case !fresh:
+		case i == len(g.ids)-1:
+			g.nodes = append(g.nodes, node{dependents: g.dependents[t.ID]})
+		default:
+			fresh, g.nodes = false, nil
+		}
+	}
+	if fresh {
+		g.nodes[i].t = t
 	}
 	delete(g.broken, t.ID)
 	g.backward += countBackward(t)
 	for _, b := range t.BlockedBy {
-		g.dependents[b] = insertSorted(g.dependents[b], t.ID)
+		g.setDependents(b, insertSorted(g.dependents[b], t.ID))
 	}
 	g.tasks[t.ID] = t
 	if t.Status.ended() {
@@ -119,10 +138,7 @@ func (g *graph) remove(id ID) {
 	}
 	g.backward -= countBackward(t)
 	for _, b := range t.BlockedBy {
-		g.dependents[b] = removeSorted(g.dependents[b], id)
-		if len(g.dependents[b]) == 0 {
-			delete(g.dependents, b)
-		}
+		g.setDependents(b, removeSorted(g.dependents[b], id))
 	}
 	g.unkey(t)
 	if t.Status.ended() {
@@ -132,7 +148,57 @@ func (g *graph) remove(id ID) {
 	delete(g.leased, id)
 	delete(g.deferred, id)
 	delete(g.running, id)
-	g.ids = removeSorted(g.ids, id)
+	i, _ := g.search(id)
+	g.ids = slices.Delete(g.ids, i, i+1)
+	if i == len(g.ids) && len(g.nodes) == i+1 {
+		g.nodes = slices.Delete(g.nodes, i, i+1)
+	} else {
+		g.nodes = nil
+	}
+}
+
+// walk returns the nodes of the tasks in id order, building them again if
+// a put or remove amid the ids dropped them. Keeping them current there
+// would shift them at each such put: a load out of id order would be
+// quadratic in the nodes, where building them again costs one walk.
+func (g *graph) walk() []node {
+	if len(g.nodes) != len(g.ids) {
+		g.nodes = make([]node, len(g.ids))
+		for i, id := range g.ids {
+			g.nodes[i] = node{g.tasks[id], g.dependents[id]}
+		}
+	}
+	return g.nodes
+}
+
+// search returns where id is, or would be inserted, in g.ids, and whether
+// it is there. Ids are drawn in sequence, so a new one mostly comes last
+// and the rest are mostly dense: it tries both before a binary search.
+func (g *graph) search(id ID) (int, bool) {
+	n := len(g.ids)
+	if n == 0 || g.ids[n-1] < id {
+		return n, false
+	}
+	if i := id - g.ids[0]; 0 <= i && i < ID(n) && g.ids[i] == id {
+		return int(i), true
+	}
+	return slices.BinarySearch(g.ids, id)
+}
+
+// setDependents makes ds the dependents of b, in the map and in b's node.
+func (g *graph) setDependents(b ID, ds []ID) {
+	if len(ds) == 0 {
+		delete(g.dependents, b)
+		ds = nil
+	} else {
+		g.dependents[b] = ds
+	}
+	if len(g.nodes) != len(g.ids) {
+		return // dropped: walk builds them from the map
+	}
+	if i, ok := g.search(b); ok {
+		g.nodes[i].dependents = ds
+	}
 }
 
 // unkey drops t from the key index.
@@ -253,18 +319,29 @@ func (g *graph) nextReadyWith(labels []string, now time.Time) (ID, bool) {
 
 func (g *graph) isReady(id ID) bool { return g.readyTask(g.tasks[id]) }
 
-// blockersOf reports whether every blocker of t exists and is completed,
-// and whether t names one that does not exist: one look at each.
-func (g *graph) blockersOf(t *Task) (done, gone bool) {
+// blockersOf reports whether every blocker of the task at g.nodes[i] (in
+// a walk) exists and is completed, and whether it names one that does not
+// exist: one look at each.
+func (g *graph) blockersOf(i int) (done, gone bool) {
 	done = true
-	for _, b := range t.BlockedBy {
-		bt := g.tasks[b]
+	for _, b := range g.nodes[i].t.BlockedBy {
+		bt := g.near(b, i)
 		if bt == nil {
 			return false, true
 		}
 		done = done && bt.Status == Completed
 	}
 	return done, false
+}
+
+// near returns task id, or nil, for a walk at g.nodes[i]. Ids are mostly
+// dense, and a task mostly names blockers near it: it looks first where a
+// dense run from i would put id, which spares the map's cache misses.
+func (g *graph) near(id ID, i int) *Task {
+	if j := i - int(g.ids[i]-id); 0 <= j && j < len(g.ids) && g.ids[j] == id {
+		return g.nodes[j].t
+	}
+	return g.tasks[id]
 }
 
 // readyTask reports whether t, which the graph holds (or nil), is ready.
@@ -294,8 +371,10 @@ func (g *graph) timedTasks() []Task {
 
 // view returns a copy of task id with Blocks derived from the reverse index.
 func (g *graph) view(id ID) Task {
+	var v Task
 	var a arena
-	return g.viewIn(id, &a)
+	viewInto(&v, node{g.tasks[id], g.dependents[id]}, &a)
+	return v
 }
 
 // arena hands out id and label slices from one allocation each, so that
@@ -332,59 +411,51 @@ func carve[T any](pool *[]T, s []T) []T {
 	return (*pool)[start:len(*pool):len(*pool)]
 }
 
-func (g *graph) viewIn(id ID, a *arena) Task {
-	var v Task
-	g.viewInto(&v, g.tasks[id], a)
-	return v
-}
-
-// viewInto makes *v a copy of t, which the graph holds, that shares
-// nothing mutable with it, with Blocks from the reverse index. (In place:
-// a board copies a hundred thousand tasks, each a few hundred bytes.)
-func (g *graph) viewInto(v, t *Task, a *arena) {
-	*v = *t
+// viewInto makes *v a copy of n's task that shares nothing mutable with
+// the graph, with Blocks from its dependents. (In place: a board copies a
+// hundred thousand tasks, each a few hundred bytes.)
+func viewInto(v *Task, n node, a *arena) {
+	*v = *n.t
 	v.BlockedBy = a.copyIDs(v.BlockedBy)
 	v.Metadata = jsonvalue.Clone(v.Metadata)
 	v.Labels = a.copyStrings(v.Labels)
 	v.Notes = slices.Clone(v.Notes)
 	v.History = slices.Clone(v.History)
 	// Every id in dependents is a task that exists: remove drops its edges.
-	v.Blocks = a.copyIDs(g.dependents[t.ID])
-}
-
-// arenaFor returns an arena big enough for a copy of every task.
-func (g *graph) arenaFor() arena {
-	var ids, strs int
-	for _, t := range g.tasks {
-		ids += 2 * len(t.BlockedBy) // each edge appears once in BlockedBy, once in Blocks
-		strs += len(t.Labels)
-	}
-	return arena{ids: make([]ID, 0, ids), strs: make([]string, 0, strs)}
+	v.Blocks = a.copyIDs(n.dependents)
 }
 
 // list returns the tasks that sel selects, by id.
 func (g *graph) list(sel Selection) []Task {
-	ids := g.ids
+	all := g.walk()
+	nodes := all
 	var heldBack map[ID]bool
 	if sel.ReadyOnly {
 		heldBack = g.limitedAt(sel)
 	}
 	if !sel.Empty() {
-		ids = nil
-		for _, id := range g.ids {
-			if sel.Match(g.tasks[id], sel.ReadyOnly && g.isReady(id) && !g.tasks[id].Deferred(sel.Now) && !heldBack[id]) &&
-				(sel.Under == 0 || g.under(id, sel.Under)) {
-				ids = append(ids, id)
-				if len(ids) == sel.Limit {
+		nodes = nil
+		for _, n := range all {
+			t := n.t
+			if sel.Match(t, sel.ReadyOnly && g.readyTask(t) && !t.Deferred(sel.Now) && !heldBack[t.ID]) &&
+				(sel.Under == 0 || g.under(t.ID, sel.Under)) {
+				nodes = append(nodes, n)
+				if len(nodes) == sel.Limit {
 					break
 				}
 			}
 		}
 	}
-	a := g.arenaFor()
-	out := make([]Task, len(ids))
-	for i, id := range ids {
-		g.viewInto(&out[i], g.tasks[id], &a)
+	// One arena for the copies' slices, big enough for them all.
+	var nIDs, nStrs int
+	for _, n := range nodes {
+		nIDs += len(n.t.BlockedBy) + len(n.dependents)
+		nStrs += len(n.t.Labels)
+	}
+	a := arena{ids: make([]ID, 0, nIDs), strs: make([]string, 0, nStrs)}
+	out := make([]Task, len(nodes))
+	for i, n := range nodes {
+		viewInto(&out[i], n, &a)
 	}
 	return out
 }
@@ -399,8 +470,9 @@ func (g *graph) strandedBy() map[ID]ID {
 	}
 	var out map[ID]ID
 	var stack []ID
-	for _, id := range g.ids {
-		if !g.tasks[id].Status.ended() {
+	nodes := g.walk()
+	for i, id := range g.ids {
+		if !nodes[i].t.Status.ended() {
 			continue
 		}
 		stack = append(stack[:0], id)
@@ -440,14 +512,13 @@ func (g *graph) board(sel Selection) Board {
 	)
 	strandedBy := g.strandedBy()
 	heldBack := g.limitedAt(sel)
-	kind := make([]uint8, len(g.ids))
-	held := make([]*Task, len(g.ids)) // g.tasks[g.ids[i]], looked up once
+	nodes := g.walk()
+	kind := make([]uint8, len(nodes))
 	var counts [kinds]int
 	var nIDs, nStrs int // what the copies need, for the arena
 	var namesGone []int // the blocked tasks (by index) that name a blocker that does not exist
-	for i, id := range g.ids {
-		t := g.tasks[id]
-		held[i] = t
+	for i, n := range nodes {
+		t, id := n.t, n.t.ID
 		k := uint8(ready)
 		switch t.Status {
 		case InProgress:
@@ -459,7 +530,7 @@ func (g *graph) board(sel Selection) Board {
 		case Cancelled:
 			k = cancelled
 		default:
-			done, gone := g.blockersOf(t)
+			done, gone := g.blockersOf(i)
 			switch {
 			case done && t.Deferred(sel.Now):
 				k = deferred
@@ -479,7 +550,7 @@ func (g *graph) board(sel Selection) Board {
 			k = none
 		} else {
 			counts[k]++
-			nIDs += 2 * len(t.BlockedBy) // Blocks are the other end of the edges, about as many
+			nIDs += len(t.BlockedBy) + len(n.dependents)
 			nStrs += len(t.Labels)
 		}
 		kind[i] = k
@@ -493,7 +564,7 @@ func (g *graph) board(sel Selection) Board {
 			}
 		}
 		slices.SortStableFunc(rs, func(a, b int) int {
-			return cmp.Compare(g.tasks[g.ids[a]].Priority, g.tasks[g.ids[b]].Priority)
+			return cmp.Compare(nodes[a].t.Priority, nodes[b].t.Priority)
 		})
 		for _, i := range rs[sel.Limit:] {
 			kind[i] = none
@@ -514,14 +585,15 @@ func (g *graph) board(sel Selection) Board {
 	a := arena{ids: make([]ID, 0, nIDs), strs: make([]string, 0, nStrs)}
 	var missing map[ID][]ID
 	var by map[ID]ID
-	for i, id := range g.ids {
+	for i, n := range nodes {
 		k := kind[i]
 		if k == none {
 			continue
 		}
+		id := n.t.ID
 		lists[k] = lists[k][:len(lists[k])+1]
 		t := &lists[k][len(lists[k])-1]
-		g.viewInto(t, held[i], &a)
+		viewInto(t, n, &a)
 		switch k {
 		case blocked:
 			if len(namesGone) == 0 || namesGone[0] != i {

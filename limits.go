@@ -139,13 +139,15 @@ func (g *graph) limitedAt(sel Selection) map[ID]bool {
 		return nil
 	}
 	var ready, running []*Task
-	for _, id := range g.ids {
-		t := g.tasks[id]
+	for i, n := range g.walk() {
+		t := n.t
 		switch {
 		case t.Status == InProgress:
 			running = append(running, t)
-		case g.readyTask(t) && !t.Deferred(sel.Now):
-			ready = append(ready, t)
+		case t.Status == Pending && !t.Deferred(sel.Now):
+			if done, _ := g.blockersOf(i); done {
+				ready = append(ready, t)
+			}
 		}
 	}
 	slices.SortFunc(ready, Rules.ClaimOrder)
