@@ -15,15 +15,14 @@ func flagsList(fs *flag.FlagSet) func(e *env) error {
 	f := listFlags(fs, true)
 	return func(e *env) error {
 		return e.withListing(f, func(s store) error {
-			all, err := s.List(e.ctx)
+			// The store's board: its states, limits included, come
+			// from the graph it holds, not from resolving a copy.
+			b, err := s.Board(e.ctx)
 			if readFailed(err) {
 				return err
 			}
-			limits, lerr := s.Limits(e.ctx)
-			if lerr != nil {
-				return lerr
-			}
-			v := viewOf(all, limits)
+			all := allOf(b)
+			v := viewOfBoard(b)
 			shown, more := f.pick(all, v)
 			if perr := e.printListed(all, shown, more, v); perr != nil {
 				return perr

@@ -6,9 +6,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,6 +92,23 @@ func viewOfBoard(b taskgraph.Board) view {
 		}
 	}
 	return v
+}
+
+// allOf returns every task of an unfiltered board, by id.
+func allOf(b taskgraph.Board) []taskgraph.Task {
+	// Pointers are sorted, not the tasks: a Task is hundreds of bytes.
+	var ptrs []*taskgraph.Task
+	for _, l := range b.Lists() {
+		for i := range l.Tasks {
+			ptrs = append(ptrs, &l.Tasks[i])
+		}
+	}
+	slices.SortFunc(ptrs, func(a, b *taskgraph.Task) int { return cmp.Compare(a.ID, b.ID) })
+	all := make([]taskgraph.Task, len(ptrs))
+	for i, t := range ptrs {
+		all[i] = *t
+	}
+	return all
 }
 
 // under reports whether task id is under root: a child, a child's child,
