@@ -300,16 +300,26 @@ func stored(tasks ...*taskgraph.Task) error {
 // save stores the tasks a write changed, others first, and returns main as
 // stored: its Blocks reflect the others.
 func (s *Store) save(ctx context.Context, tx pgx.Tx, main *taskgraph.Task, q string, others ...*taskgraph.Task) (taskgraph.Task, error) {
-	if err := stored(append([]*taskgraph.Task{main}, others...)...); err != nil {
+	var out taskgraph.Task
+	w, err := s.saving(main, q, &out, others...)
+	if err != nil {
 		return taskgraph.Task{}, err
+	}
+	return out, w.send(ctx, tx)
+}
+
+// saving checks and queues what save sends, to be sent by the caller:
+// main as stored is read into *out when the batch has run.
+func (s *Store) saving(main *taskgraph.Task, q string, out *taskgraph.Task, others ...*taskgraph.Task) (*writes, error) {
+	if err := stored(append([]*taskgraph.Task{main}, others...)...); err != nil {
+		return nil, err
 	}
 	w := &writes{s: s}
 	for _, o := range others {
 		w.put(updateTask, o)
 	}
-	var out taskgraph.Task
-	w.view(q, main, &out)
-	return out, w.send(ctx, tx)
+	w.view(q, main, out)
+	return w, nil
 }
 
 func ids(ns []int64) []taskgraph.ID {
