@@ -165,10 +165,13 @@ const claimOrder = `ORDER BY priority, created_at, id`
 // statement ran (unchangedSQL); if not, it returns the task unclaimed with
 // fits false. It returns pgx.ErrNoRows if no task is ready.
 //
-// The statement, its COMMIT and the notification of a claim go in one
-// round trip: BEGIN, claimReadySQL, COMMIT, notifyClaimedSQL. The claim
-// marks the session when it writes (wroteSQL), so that the notification,
-// sent before its result is known, is made only for a claim.
+// The statement and the notification of a claim go in one round trip,
+// each a transaction of its own: claimReadySQL, a Sync (the claim commits
+// there, and its result comes back without waiting for the rest), then
+// notifyClaimedSQL and a Sync (pipeline). The claim marks the session when
+// it writes (wroteSQL), so that the notification, sent before its result
+// is known, is made only for a claim; a claim that fails or does not
+// commit leaves no mark (set_config is undone with its transaction).
 func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, labels []string, at *time.Time) (t taskgraph.Task, fits bool, err error) {
 	var blocks []int64
 	// The history entry of the claim, its time the statement's own.
@@ -179,27 +182,33 @@ func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duratio
 			return err
 		}
 		defer conn.Release()
-		b := &pgx.Batch{}
-		b.Queue(`BEGIN`)
-		b.Queue(claimReadySQL, s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels, entry)
-		b.Queue(`COMMIT`)
-		b.Queue(notifyClaimedSQL, s.graph)
-		br := conn.SendBatch(ctx, b)
-		_, err = br.Exec()
-		if err == nil {
-			t, err = scanTask(br.QueryRow(), &blocks, &fits)
+		c := conn.Conn()
+		claim, err := prepare(ctx, c, claimReadySQL, s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels, entry)
+		if err != nil {
+			return err
 		}
+		notify, err := prepare(ctx, c, notifyClaimedSQL, s.graph)
+		if err != nil {
+			return err
+		}
+		p := c.PgConn().StartPipeline(ctx)
+		claim.send(p)
+		p.SendPipelineSync()
+		notify.send(p)
+		p.SendPipelineSync()
+		if err := p.Flush(); err != nil {
+			return err // the pipeline is closed, and the connection with it
+		}
+		t, err = scanTask(claim.row(c, p), &blocks, &fits)
 		if err == nil || errors.Is(err, pgx.ErrNoRows) {
-			ct, cerr := br.Exec()
-			if cerr == nil && ct.String() == "ROLLBACK" {
-				cerr = pgx.ErrTxCommitRollback
-			}
-			if cerr != nil {
-				err = cerr
+			// The claim's Sync: its commit, or why it failed.
+			if _, serr := p.GetResults(); serr != nil {
+				err = serr
 			}
 		}
-		br.Close()                                  // the notification's own result is not the claim's
-		if conn.Conn().PgConn().TxStatus() != 'I' { // the claim failed: its transaction is left open
+		_ = p.Close() // the notification's own result is not the claim's
+		unprepare(ctx, c, err, claimReadySQL, notifyClaimedSQL)
+		if c.PgConn().TxStatus() != 'I' && !c.PgConn().IsClosed() { // not expected: each part ends its transaction
 			cctx, cancel := cleanupContext(ctx)
 			defer cancel()
 			_, _ = conn.Exec(cctx, `ROLLBACK`)
