@@ -31,6 +31,10 @@ const columns = `id, subject, description, status, owner, blocked_by, metadata, 
 // every Complete and ClaimNext).
 const blocksOf = `ARRAY(SELECT d.id FROM taskgraph_tasks d WHERE (d.graph = t.graph) IS TRUE AND d.blocked_by @> ARRAY[t.id] ORDER BY d.id)`
 
+// dependentsSQL locks and reads the tasks of graph $1 that task $2
+// blocks, in id order (see blocksOf for the graph's comparison).
+const dependentsSQL = `SELECT ` + columns + ` FROM taskgraph_tasks WHERE (graph = $1) IS TRUE AND blocked_by @> ARRAY[$2::bigint] ORDER BY id FOR UPDATE`
+
 // scanTask reads the columns of a task, then extra.
 func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
 	var t taskgraph.Task
@@ -158,7 +162,7 @@ func (s *Store) lockWithDependents(ctx context.Context, tx pgx.Tx, id taskgraph.
 		t = &got
 		return err
 	})
-	b.Queue(`SELECT `+columns+` FROM taskgraph_tasks WHERE (graph = $1) IS TRUE AND blocked_by @> ARRAY[$2::bigint] ORDER BY id FOR UPDATE`, s.graph, id).Query(func(rows pgx.Rows) error {
+	b.Queue(dependentsSQL, s.graph, id).Query(func(rows pgx.Rows) error {
 		list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanTask(r) })
 		for i := range list {
 			deps = append(deps, &list[i])
