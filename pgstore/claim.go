@@ -165,49 +165,99 @@ const claimOrder = `ORDER BY priority, created_at, id`
 // statement ran (unchangedSQL); if not, it returns the task unclaimed with
 // fits false. It returns pgx.ErrNoRows if no task is ready.
 //
-// The statement, its COMMIT and the notification of a claim go in one
-// round trip: BEGIN, claimReadySQL, COMMIT, notifyClaimedSQL. The claim
-// marks the session when it writes (wroteSQL), so that the notification,
-// sent before its result is known, is made only for a claim.
+// The statement and the notification of a claim go in one round trip,
+// each a transaction of its own: claimReadySQL, a Sync (the claim commits
+// there, and its result comes back without waiting for the rest), then
+// notifyClaimedSQL and a Sync (pipeline). The claim marks the session when
+// it writes (wroteSQL), so that the notification, sent before its result
+// is known, is made only for a claim; a claim that fails or does not
+// commit leaves no mark (set_config is undone with its transaction). On a
+// pool configured for another query mode than pgx's default (the simple
+// protocol, say, for a connection pooler), they go as a batch of that
+// mode: BEGIN, claimReadySQL, COMMIT, notifyClaimedSQL.
 func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, labels []string, at *time.Time) (t taskgraph.Task, fits bool, err error) {
 	var blocks []int64
 	// The history entry of the claim, its time the statement's own.
 	entry, _ := json.Marshal(taskgraph.Rules.ClaimTransition(owner, lease, time.Time{}))
+	args := []any{s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels, entry}
 	err = retry(ctx, func() error {
 		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
 			return err
 		}
 		defer conn.Release()
-		b := &pgx.Batch{}
-		b.Queue(`BEGIN`)
-		b.Queue(claimReadySQL, s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels, entry)
-		b.Queue(`COMMIT`)
-		b.Queue(notifyClaimedSQL, s.graph)
-		br := conn.SendBatch(ctx, b)
-		_, err = br.Exec()
-		if err == nil {
-			t, err = scanTask(br.QueryRow(), &blocks, &fits)
+		c := conn.Conn()
+		if c.Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+			t, err = s.claimPipelined(ctx, c, args, &blocks, &fits)
+		} else {
+			t, err = s.claimBatched(ctx, c, args, &blocks, &fits)
 		}
-		if err == nil || errors.Is(err, pgx.ErrNoRows) {
-			ct, cerr := br.Exec()
-			if cerr == nil && ct.String() == "ROLLBACK" {
-				cerr = pgx.ErrTxCommitRollback
-			}
-			if cerr != nil {
-				err = cerr
-			}
-		}
-		br.Close()                                  // the notification's own result is not the claim's
-		if conn.Conn().PgConn().TxStatus() != 'I' { // the claim failed: its transaction is left open
+		if c.PgConn().TxStatus() != 'I' && !c.PgConn().IsClosed() { // the claim failed: its transaction is left open
 			cctx, cancel := cleanupContext(ctx)
 			defer cancel()
-			_, _ = conn.Exec(cctx, `ROLLBACK`)
+			_, _ = c.Exec(cctx, `ROLLBACK`)
 		}
 		return err
 	})
 	t.Blocks = ids(blocks)
 	return t, fits, err
+}
+
+// claimPipelined runs claimReadySQL with args, then notifyClaimedSQL, in a
+// pipeline, each part ended by a Sync (see claimReady).
+func (s *Store) claimPipelined(ctx context.Context, c *pgx.Conn, args []any, blocks *[]int64, fits *bool) (taskgraph.Task, error) {
+	claim, err := prepare(ctx, c, claimReadySQL, args...)
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	notify, err := prepare(ctx, c, notifyClaimedSQL, s.graph)
+	if err != nil {
+		return taskgraph.Task{}, err
+	}
+	p := c.PgConn().StartPipeline(ctx)
+	claim.send(p)
+	p.SendPipelineSync()
+	notify.send(p)
+	p.SendPipelineSync()
+	if err := p.Flush(); err != nil {
+		return taskgraph.Task{}, err // the pipeline is closed, and the connection with it
+	}
+	t, err := scanTask(claim.row(c, p), blocks, fits)
+	if err == nil || errors.Is(err, pgx.ErrNoRows) {
+		// The claim's Sync: its commit, or why it failed.
+		if _, serr := p.GetResults(); serr != nil {
+			err = serr
+		}
+	}
+	_ = p.Close() // the notification's own result is not the claim's
+	unprepare(ctx, c, err, claimReadySQL, notifyClaimedSQL)
+	return t, err
+}
+
+// claimBatched runs claimReadySQL with args in a transaction, then
+// notifyClaimedSQL, as one batch (see claimReady).
+func (s *Store) claimBatched(ctx context.Context, c *pgx.Conn, args []any, blocks *[]int64, fits *bool) (t taskgraph.Task, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(claimReadySQL, args...)
+	b.Queue(`COMMIT`)
+	b.Queue(notifyClaimedSQL, s.graph)
+	br := c.SendBatch(ctx, b)
+	defer br.Close() // the notification's own result is not the claim's
+	if _, err = br.Exec(); err != nil {
+		return t, err
+	}
+	t, err = scanTask(br.QueryRow(), blocks, fits)
+	if err == nil || errors.Is(err, pgx.ErrNoRows) {
+		ct, cerr := br.Exec()
+		if cerr == nil && ct.String() == "ROLLBACK" {
+			cerr = pgx.ErrTxCommitRollback
+		}
+		if cerr != nil {
+			err = cerr
+		}
+	}
+	return t, err
 }
 
 // wroteSQL, in the statement of a claim, marks the session as having

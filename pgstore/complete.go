@@ -37,29 +37,34 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		if err := taskgraph.Rules.Blocked(t, st.status); err != nil {
 			return taskgraph.Completion{}, err
 		}
+		// The task's row, the dependents it readies, the COMMIT and the
+		// notification: one round trip.
 		var c taskgraph.Completion
-		if c.Task, err = s.save(ctx, tx, t, updateTask); err != nil {
+		w, err := s.saving(t, updateTask, &c.Task)
+		if err != nil {
 			return taskgraph.Completion{}, err
 		}
-		c.Unblocked, err = s.unblocked(ctx, tx, deps)
+		s.unblocked(&w.b, deps, &c.Unblocked)
+		err = s.commit(ctx, tx, &w.b) // before c is read: it fills c in
 		return c, err
 	})
 }
 
-// unblocked returns, in id order, those of the dependents deps of a task
-// just completed that are pending with every blocker completed.
-func (s *Store) unblocked(ctx context.Context, tx pgx.Tx, deps []*taskgraph.Task) ([]taskgraph.Task, error) {
+// unblocked queues in b the query that reads into *out, in id order, those
+// of the dependents deps of a task just completed (by a statement before
+// it in b) that are pending with every blocker completed.
+func (s *Store) unblocked(b *pgx.Batch, deps []*taskgraph.Task, out *[]taskgraph.Task) {
 	if len(deps) == 0 {
-		return nil, nil
+		return
 	}
 	ids := make([]taskgraph.ID, len(deps))
 	for i, d := range deps {
 		ids[i] = d.ID
 	}
-	rows, err := tx.Query(ctx, `SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = ANY($2)
-		AND status = 'pending' AND `+readyCondition+` ORDER BY id`, s.graph, int64s(ids))
-	if err != nil {
-		return nil, err
-	}
-	return pgx.AppendRows([]taskgraph.Task(nil), rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanView(r) })
+	b.Queue(`SELECT `+columns+`, `+blocksOf+` FROM taskgraph_tasks t WHERE graph = $1 AND id = ANY($2)
+		AND status = 'pending' AND `+readyCondition+` ORDER BY id`, s.graph, int64s(ids)).Query(func(rows pgx.Rows) error {
+		var err error
+		*out, err = pgx.AppendRows([]taskgraph.Task(nil), rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanView(r) })
+		return err
+	})
 }

@@ -18,6 +18,7 @@ import (
 type lazyTx struct {
 	conn  *pgx.Conn
 	begun bool // BEGIN has been sent (whether or not what followed it failed)
+	ended bool // committed by commitWith: nothing more may be sent
 }
 
 var errLazyTx = errors.New("pgstore: not supported in a write's transaction")
@@ -43,6 +44,69 @@ func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		}
 	}
 	return br
+}
+
+// commitWith sends b, then COMMIT, then the notification notify (a
+// statement that must not write: it runs in a transaction of its own once
+// the COMMIT has ended this one), in one round trip, after BEGIN if b is
+// the first: a write's last statements and its commit cost one round trip,
+// not two. The functions of b's queries run as SendBatch's do.
+//
+// If a statement of b fails on the server, the rest of the batch is not
+// run (the transaction is left failed, for the caller's rollback) and its
+// error is returned. A function of b's queries that fails on what the
+// server returned (a row that does not scan: not expected of rows this
+// package wrote) fails too late to stop the COMMIT, which was sent with
+// it: its error is returned, and the write may stand. The notification's
+// own result is not the write's.
+func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, args ...any) error {
+	var fnErr error
+	for _, q := range b.QueuedQueries {
+		fn := q.Fn
+		q.Fn = func(br pgx.BatchResults) error {
+			if fn == nil {
+				_, err := br.Exec()
+				return err // a server error: the rest is not run
+			}
+			if err := fn(br); err != nil && fnErr == nil {
+				fnErr = err // the rest is read: it has run
+			}
+			return nil
+		}
+	}
+	committed := false
+	var commitErr error
+	b.Queue(`COMMIT`).Fn = func(br pgx.BatchResults) error {
+		ct, err := br.Exec()
+		switch {
+		case err != nil:
+			commitErr = err
+		case ct.String() == "ROLLBACK": // as pgx's Commit
+			commitErr = pgx.ErrTxCommitRollback
+		default:
+			committed = true
+		}
+		return commitErr
+	}
+	b.Queue(notify, args...).Fn = func(br pgx.BatchResults) error {
+		_, _ = br.Exec()
+		return nil
+	}
+	err := t.SendBatch(ctx, b).Close()
+	if committed {
+		t.ended = true
+		return fnErr
+	}
+	if fnErr != nil {
+		return fnErr
+	}
+	if commitErr != nil {
+		return commitErr
+	}
+	if err == nil { // cannot be: nothing committed and nothing failed
+		err = errors.New("pgstore: the transaction's COMMIT went unanswered")
+	}
+	return err
 }
 
 // Exec runs one statement.

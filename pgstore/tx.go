@@ -99,10 +99,12 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		}
 		defer conn.Release() // a connection left in a transaction is closed, not reused
 		tx := &lazyTx{conn: conn.Conn()}
-		if err := fn(tx); err != nil {
-			cctx, cancel := cleanupContext(ctx)
-			defer cancel()
-			_ = tx.Rollback(cctx)
+		if err := fn(tx); err != nil || tx.ended {
+			if !tx.ended {
+				cctx, cancel := cleanupContext(ctx)
+				defer cancel()
+				_ = tx.Rollback(cctx)
+			}
 			return err
 		}
 		b := &pgx.Batch{}
@@ -121,6 +123,17 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		}
 		return err // the notification's own result is not the write's
 	})
+}
+
+// commit sends b, the last statements of the write tx, with its COMMIT
+// and its notification (notifySQL), in one round trip (lazyTx.commitWith);
+// the write's function returns after it, and write commits no more. In
+// a transaction that is not a write's, it sends b alone.
+func (s *Store) commit(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
+	if lt, ok := tx.(*lazyTx); ok {
+		return lt.commitWith(ctx, b, notifySQL, s.graph)
+	}
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // notifySQL wakes every watcher of the graph ($1: Watch, and so Work)
