@@ -50,7 +50,7 @@ func groupCommitSafe(info fsinfo.Info) (bool, string) {
 		case "ordered":
 			return true, "ext4 with a journal in data=ordered mode: proven by the power-loss test on real images"
 		case "":
-			return false, "ext4 without a journal: a power loss can leave the directory in any state, so every write syncs its own files"
+			return false, "ext4 without a journal: a power loss can leave the directory in any state, so every write syncs its own files (even so, the power-loss test saw a synced file come back zero-filled after e2fsck: use a journal where a write must survive a power loss; docs/durability.md)"
 		default:
 			return false, "ext4 data=" + data + ": not proven by the power-loss test, so every write syncs its own files"
 		}

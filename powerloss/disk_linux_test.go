@@ -39,6 +39,10 @@ type fsConfig struct {
 	// Fsck is what a boot runs on the filesystem before mounting it
 	// after a power loss, before the image path; nil for none.
 	Fsck []string
+	// Unproven says why the filesystem is run only when
+	// TASKGRAPH_POWERLOSS_FS names it: a loss the test found there that
+	// is the filesystem's, not the store's.
+	Unproven string
 }
 
 // configs are the filesystems the test knows. mkfs.xfs refuses less than
@@ -55,7 +59,8 @@ var configs = []fsConfig{
 	// runs) refuses some states that every power loss can leave, such as
 	// an unattached inode (the old version of a replaced file), and asks
 	// for a person; that person runs e2fsck -y, which the test does.
-	{Name: "ext4-nojournal", Types: "ext4", Mkfs: []string{"mkfs.ext4", "-q", "-F", "-T", "default", "-O", "^has_journal"}, Fsck: []string{"e2fsck", "-f", "-y"}, Size: 128 << 20},
+	{Name: "ext4-nojournal", Types: "ext4", Mkfs: []string{"mkfs.ext4", "-q", "-F", "-T", "default", "-O", "^has_journal"}, Fsck: []string{"e2fsck", "-f", "-y"}, Size: 128 << 20,
+		Unproven: "a task file fsynced before its rename and its directory after came back zero-filled after e2fsck, about once in 100–200 rounds, with every version of the store (docs/durability.md)"},
 	{Name: "xfs", Types: "xfs", Mkfs: []string{"mkfs.xfs", "-q", "-f"}, Size: 320 << 20},
 	{Name: "btrfs", Types: "btrfs", Mkfs: []string{"mkfs.btrfs", "-q", "-f"}, Size: 128 << 20},
 }

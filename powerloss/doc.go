@@ -5,8 +5,9 @@
 // # The method
 //
 // Each round makes a filesystem (ext4 with its default mount options, ext4
-// with noauto_da_alloc, ext4 with data=writeback, ext4 without a journal,
-// xfs, btrfs) in an image
+// with noauto_da_alloc, ext4 with data=writeback, xfs, btrfs; ext4 without
+// a journal, after the e2fsck it then needs, only when
+// TASKGRAPH_POWERLOSS_FS names it: see its Unproven) in an image
 // file on tmpfs, attaches it to a loop device and mounts it. Several
 // writer processes (the test binary, re-executed) share one task
 // directory there and loop over random writes; a reader lists and gets;

@@ -18,7 +18,7 @@ import (
 	"github.com/taskgraph-dev/taskgraph"
 )
 
-// defaultRounds keeps the whole test (6 filesystems × 2 modes) within a
+// defaultRounds keeps the whole test (5 filesystems × 2 modes; ext4 without a journal when named) within a
 // few minutes under go test -race on two cores; TASKGRAPH_POWERLOSS_ROUNDS
 // runs more.
 const defaultRounds = 3
@@ -89,11 +89,19 @@ func TestPowerLoss(t *testing.T) {
 }
 
 // selectedConfigs returns the filesystems named in TASKGRAPH_POWERLOSS_FS
-// (comma-separated), or all.
+// (comma-separated), or all that are not Unproven.
 func selectedConfigs(t *testing.T) []fsConfig {
 	names := os.Getenv("TASKGRAPH_POWERLOSS_FS")
 	if names == "" {
-		return configs
+		var out []fsConfig
+		for _, c := range configs {
+			if c.Unproven == "" {
+				out = append(out, c)
+			} else {
+				t.Logf("%s is run only when TASKGRAPH_POWERLOSS_FS names it: %s", c.Name, c.Unproven)
+			}
+		}
+		return out
 	}
 	var out []fsConfig
 	for _, n := range strings.Split(names, ",") {
