@@ -1,5 +1,11 @@
 package pgstore
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
 // ClaimReadySQL is the statement of ClaimNext's one-statement claim, for a
 // test of its plan.
 var ClaimReadySQL = claimReadySQL
@@ -10,3 +16,9 @@ const (
 	BlocksOf      = blocksOf
 	DependentsSQL = dependentsSQL
 )
+
+// CommitWith runs b through a write's transaction on conn and commits it
+// with a notification, as a write's last round trip does.
+func CommitWith(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) error {
+	return (&lazyTx{conn: conn}).commitWith(ctx, b, notifySQL, "pgstore-test")
+}

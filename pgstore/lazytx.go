@@ -5,9 +5,12 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/taskgraph-dev/taskgraph"
 )
 
 // lazyTx is a transaction on conn that sends its BEGIN in the same round
@@ -57,8 +60,9 @@ func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 // error is returned. A function of b's queries that fails on what the
 // server returned (a row that does not scan: not expected of rows this
 // package wrote) fails too late to stop the COMMIT, which was sent with
-// it: its error is returned, and the write may stand. The notification's
-// own result is not the write's.
+// it: if the COMMIT went through, the error matches
+// taskgraph.ErrUnknownOutcome, never one that says the write did not
+// happen. The notification's own result is not the write's.
 func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, args ...any) error {
 	var fnErr error
 	for _, q := range b.QueuedQueries {
@@ -95,7 +99,10 @@ func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, ar
 	err := t.SendBatch(ctx, b).Close()
 	if committed {
 		t.ended = true
-		return fnErr
+		if fnErr != nil {
+			return fmt.Errorf("%w: the write committed, but its result could not be read (re-read the task): %w", taskgraph.ErrUnknownOutcome, fnErr)
+		}
+		return nil
 	}
 	if fnErr != nil {
 		return fnErr
