@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskgraph-dev/taskgraph"
 )
@@ -223,7 +224,7 @@ func (s *Store) claimPipelined(ctx context.Context, c *pgx.Conn, args []any, blo
 		return taskgraph.Task{}, err // the pipeline is closed, and the connection with it
 	}
 	t, err := scanTask(claim.row(c, p), blocks, fits)
-	if err == nil || errors.Is(err, pgx.ErrNoRows) {
+	if err = unreadClaim(err); err == nil || errors.Is(err, pgx.ErrNoRows) {
 		// The claim's Sync: its commit, or why it failed.
 		if _, serr := p.GetResults(); serr != nil {
 			err = serr
@@ -248,7 +249,7 @@ func (s *Store) claimBatched(ctx context.Context, c *pgx.Conn, args []any, block
 		return t, err
 	}
 	t, err = scanTask(br.QueryRow(), blocks, fits)
-	if err == nil || errors.Is(err, pgx.ErrNoRows) {
+	if err = unreadClaim(err); err == nil || errors.Is(err, pgx.ErrNoRows) {
 		ct, cerr := br.Exec()
 		if cerr == nil && ct.String() == "ROLLBACK" {
 			cerr = pgx.ErrTxCommitRollback
@@ -258,6 +259,21 @@ func (s *Store) claimBatched(ctx context.Context, c *pgx.Conn, args []any, block
 		}
 	}
 	return t, err
+}
+
+// unreadClaim says what a failure to read the claim's row means. The
+// server's own errors (and no row: nothing ready) stop the claim before its
+// commit; any other failure — a row that does not scan, a connection lost
+// with the answer on its way — comes after the server ran the claim, which
+// its Sync (or COMMIT, sent with it) commits: the claim may stand, so it
+// matches taskgraph.ErrUnknownOutcome, never an error that says it did not
+// happen.
+func unreadClaim(err error) error {
+	var pe *pgconn.PgError
+	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pe) {
+		return err
+	}
+	return fmt.Errorf("%w: the claim was sent with its commit, but its result could not be read (re-read the tasks): %w", taskgraph.ErrUnknownOutcome, err)
 }
 
 // wroteSQL, in the statement of a claim, marks the session as having

@@ -48,3 +48,23 @@ func TestResultUnreadAfterCommitIsUnknownOutcome(t *testing.T) {
 	assert.NotErrorIs(t, err, taskgraph.ErrUnknownOutcome)
 	conn.Conn().Exec(ctx, `ROLLBACK`)
 }
+
+// TestClaimUnreadAfterCommitIsUnknownOutcome: ClaimNext's one-statement
+// claim commits at its own Sync; a row that the client cannot read back
+// (notes that are not a list, written by hand) must not make the call say
+// the claim did not happen.
+func TestClaimUnreadAfterCommitIsUnknownOutcome(t *testing.T) {
+	p := pool(t)
+	g := graphName(t)
+	s := open(t, p, g)
+	tk, err := s.Create(ctx, taskgraph.NewTask{Subject: "x"})
+	require.NoError(t, err)
+	_, err = p.Exec(ctx, `UPDATE taskgraph_tasks SET notes = '{"not": "a list"}'::jsonb WHERE graph = $1 AND id = $2`, g, int64(tk.ID))
+	require.NoError(t, err)
+	_, err = s.ClaimNext(ctx, "alice")
+	require.ErrorIs(t, err, taskgraph.ErrUnknownOutcome)
+	var status, owner string
+	require.NoError(t, p.QueryRow(ctx, `SELECT status, owner FROM taskgraph_tasks WHERE graph = $1 AND id = $2`, g, int64(tk.ID)).Scan(&status, &owner))
+	assert.Equal(t, "in_progress", status, "the claim did happen")
+	assert.Equal(t, "alice", owner)
+}
