@@ -19,11 +19,15 @@ import (
 // aheadMaxAge bounds the age of a write decided ahead. The write keeps the
 // time it was decided at (as a PostgreSQL transaction keeps the time it
 // began), so that the lock holder can decide it again to the same bytes;
-// one that waited longer than this for the lock is decided anew.
+// one that waited longer than this for the lock (by the store's clock and
+// by the monotonic clock, so that a clock stepped back does not stretch
+// it) is decided anew.
 const aheadMaxAge = time.Second
 
-// aheadSweepAge is the age at which a file decided ahead is a dead
-// writer's: a live one uses or removes its file within aheadMaxAge.
+// aheadSweepAge is the age at which a sweep removes a file decided ahead:
+// a writer that died left it. A live writer still waiting for the lock
+// after so long has decided anew by then (aheadMaxAge), so removing its
+// file only costs it the rename, which fails and falls back.
 const aheadSweepAge = time.Minute
 
 // ahead is a single-task write decided on the cache without the directory
@@ -35,11 +39,12 @@ const aheadSweepAge = time.Minute
 // the directory's fsync only. Otherwise the file is removed and the write
 // goes on as if there had been none.
 type ahead struct {
-	now  time.Time
-	id   ID
-	data []byte
-	temp string // the file, relative to the task directory
-	used bool   // renamed into place
+	now   time.Time // the store's clock: the time of the write
+	start time.Time // time.Now, with its monotonic reading
+	id    ID
+	data  []byte
+	temp  string // the file, relative to the task directory
+	used  bool   // renamed into place
 }
 
 // decideAhead decides the write mk on the cache as it is and writes its
@@ -78,7 +83,7 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 	if err != nil {
 		return nil
 	}
-	a := &ahead{now: now, id: p.put[0].ID, data: data}
+	a := &ahead{now: now, start: time.Now(), id: p.put[0].ID, data: data}
 	name := atomicfile.TempName(taskFileName(a.id))
 	// O_EXCL|O_CREATE never opens a FIFO or follows a symlink.
 	f, err := atomicfile.OpenIn(cache.dirf, cache.root, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.cfg.filePerm)
@@ -122,9 +127,11 @@ func (s *FileStore) seenAll() bool {
 
 // cacheDirReady reports whether the cache directory can take files decided
 // ahead. Creating it changes the task directory's mtime, which other
-// stores would take for a foreign change and rescan for, so it is created
-// by a write under the lock (see makeCacheDir), whose log record accounts
-// for that mtime. Called with the semaphore held.
+// stores would take for a foreign change and rescan for, so a write that
+// finds it missing has the next commit create it (makeCacheDir), whose log
+// record accounts for that mtime. (The snapshot's writer creates it too,
+// outside the lock, after a scan that read the whole directory anyway.)
+// Called with the semaphore held.
 func (s *FileStore) cacheDirReady() bool {
 	if s.ahead.dirf != nil {
 		return true
@@ -180,13 +187,20 @@ func (d *aheadDir) close() error {
 	return errors.Join(d.dirf.Close(), d.root.Close())
 }
 
-// makeCacheDir creates the cache directory under the exclusive lock, before
-// a write's commit, if an earlier write found it missing.
+// makeCacheDir creates the cache directory in a commit, under the
+// exclusive lock and before the commit's record, if an earlier write found
+// it missing.
 func (s *FileStore) makeCacheDir() {
 	if s.wantCacheDir {
 		s.wantCacheDir = false
 		_ = s.root.Mkdir(cacheDirName, 0o755)
 	}
+}
+
+// stale reports whether a waited too long for the lock to be used at
+// now, the store's clock (see aheadMaxAge).
+func (a *ahead) stale(now time.Time) bool {
+	return now.Before(a.now) || now.Sub(a.now) > aheadMaxAge || time.Since(a.start) > aheadMaxAge
 }
 
 // matches reports whether p, decided under the lock at a.now, writes the
@@ -252,6 +266,10 @@ func (s *FileStore) renameAhead(a *ahead) error {
 	}
 	if err := s.fs.Rename(a.temp, taskFileName(a.id)); err != nil {
 		s.dropAhead(a)
+		// The cache directory may have been moved or replaced since
+		// this store opened it: open it again at the next write.
+		_ = s.ahead.close()
+		s.ahead = aheadDir{}
 		return err
 	}
 	a.temp, a.used = "", true

@@ -281,6 +281,7 @@ func (s *FileStore) commit(p *plan, a *ahead) error {
 	if err := s.prepareLog(); err != nil {
 		return err
 	}
+	s.makeCacheDir()
 	j := &journal.Journal{Put: make(map[int64]string, len(p.put))}
 	for _, t := range p.put {
 		if a != nil && t.ID == a.id {

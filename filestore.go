@@ -216,6 +216,9 @@ func (s *FileStore) chooseProtocol() {
 		s.durability.Protocol = ProtocolGroupCommit
 	}
 	s.durability.Reason = why
+	// The full protocol decides writes ahead in the cache directory: the
+	// first commit makes sure it exists (ahead.go).
+	s.wantCacheDir = !s.gc && !s.cfg.noSync
 }
 
 // makeDir makes sure dir is a directory. It creates it and any missing
@@ -450,8 +453,11 @@ func (s *FileStore) read(ctx context.Context, check []ID, fn func(*graph) error)
 	return err
 }
 
-func (s *FileStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) error {
-	a := s.decideAhead(ctx, mk)
+func (s *FileStore) write(ctx context.Context, kind writeKind, mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) error {
+	var a *ahead
+	if kind == writeOneTask {
+		a = s.decideAhead(ctx, mk)
+	}
 	defer s.dropAhead(a)
 	if a != nil && afterAhead != nil {
 		afterAhead()
@@ -495,7 +501,7 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 			return false, err
 		}
 	}
-	if a != nil && s.now().Sub(a.now) > aheadMaxAge {
+	if a != nil && (a.stale(s.now())) {
 		s.dropAhead(a)
 		a = nil
 	}
@@ -532,7 +538,6 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 		if err := s.recordIDs(p); err != nil {
 			return false, withHint(err)
 		}
-		s.makeCacheDir()
 		if err := s.commit(p, a); err != nil {
 			return errors.Is(err, ErrUnknownOutcome), withHint(err)
 		}

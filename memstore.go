@@ -25,7 +25,7 @@ func NewMemStore(opts ...Option) *MemStore {
 	return &MemStore{cfg: newConfig(opts), g: newGraph(), done: make(chan struct{})}
 }
 
-func (m *MemStore) write(ctx context.Context, mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) error {
+func (m *MemStore) write(ctx context.Context, _ writeKind, mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) error {
 	return m.read(ctx, nil, func(g *graph) error {
 		p, err := mk(g, m.cfg.now().UTC())
 		if err != nil {

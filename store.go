@@ -338,14 +338,24 @@ type DeleteSettings struct {
 // engine runs plans against a graph under whatever exclusion a store has.
 type engine interface {
 	// write makes a plan under the write lock, persists and applies it, and
-	// calls done under the same lock with the updated graph.
-	write(ctx context.Context, mk func(g *graph, now time.Time) (*plan, error), done func(g *graph, p *plan)) error
+	// calls done under the same lock with the updated graph. kind says
+	// whether the plan can be a write of one existing task, which a
+	// FileStore may decide ahead of the lock (ahead.go).
+	write(ctx context.Context, kind writeKind, mk func(g *graph, now time.Time) (*plan, error), done func(g *graph, p *plan)) error
 	// read calls fn with a current graph under at least a shared lock;
 	// the tasks named in check are re-checked against their files first.
 	read(ctx context.Context, check []ID, fn func(g *graph) error) error
 	// now is the store's clock (WithClock).
 	now() time.Time
 }
+
+// writeKind says what a write can be.
+type writeKind int
+
+const (
+	writeAny     writeKind = iota // creates, plans, deletes, loads
+	writeOneTask                  // at most one existing task changed
+)
 
 // ops implements the Store methods once, over any engine, so that every
 // store has exactly the same rules and errors.
@@ -382,7 +392,7 @@ func checked(mk func(g *graph, now time.Time) (*plan, error)) func(g *graph, now
 }
 
 func (o ops) Create(ctx context.Context, nt NewTask) (Task, error) {
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planCreate(nt, now) })
+	return o.writeTask(ctx, writeAny, func(g *graph, now time.Time) (*plan, error) { return g.planCreate(nt, now) })
 }
 
 func (o ops) Get(ctx context.Context, id ID) (Task, error) {
@@ -399,7 +409,7 @@ func (o ops) Get(ctx context.Context, id ID) (Task, error) {
 
 func (o ops) CreatePlan(ctx context.Context, nts []NewTask) ([]Task, error) {
 	var out []Task
-	err := o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
+	err := o.e.write(ctx, writeAny, checked(func(g *graph, now time.Time) (*plan, error) {
 		return g.planCreatePlan(nts, now)
 	}), func(g *graph, p *plan) {
 		out = make([]Task, len(p.ids))
@@ -433,11 +443,11 @@ func readSelection[T any](ctx context.Context, o ops, filters []Filter, view fun
 }
 
 func (o ops) Update(ctx context.Context, id ID, p Patch) (Task, error) {
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planUpdate(id, p, now) })
+	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planUpdate(id, p, now) })
 }
 
 func (o ops) Claim(ctx context.Context, id ID, owner string, opts ...ClaimOption) (Task, error) {
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) {
+	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) {
 		set, err := Rules.ClaimOptions(opts)
 		if err != nil {
 			return nil, err
@@ -447,7 +457,7 @@ func (o ops) Claim(ctx context.Context, id ID, owner string, opts ...ClaimOption
 }
 
 func (o ops) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (Task, error) {
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) {
+	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) {
 		set, err := Rules.ClaimOptions(opts)
 		if err != nil {
 			return nil, err
@@ -457,12 +467,12 @@ func (o ops) ClaimNext(ctx context.Context, owner string, opts ...ClaimOption) (
 }
 
 func (o ops) Renew(ctx context.Context, id ID, owner string, ttl time.Duration) (Task, error) {
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planRenew(id, owner, ttl, now) })
+	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planRenew(id, owner, ttl, now) })
 }
 
 func (o ops) Complete(ctx context.Context, id ID, owner string, opts ...CompleteOption) (Completion, error) {
 	var c Completion
-	err := o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
+	err := o.e.write(ctx, writeOneTask, checked(func(g *graph, now time.Time) (*plan, error) {
 		set, err := Rules.CompleteOptions(opts)
 		if err != nil {
 			return nil, err
@@ -480,27 +490,27 @@ func (o ops) Complete(ctx context.Context, id ID, owner string, opts ...Complete
 }
 
 func (o ops) Fail(ctx context.Context, id ID, owner, reason string) (Task, error) {
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planFail(id, owner, reason, now) })
+	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planFail(id, owner, reason, now) })
 }
 
 func (o ops) Cancel(ctx context.Context, id ID, reason string) (Task, error) {
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planCancel(id, reason, now) })
+	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planCancel(id, reason, now) })
 }
 
 func (o ops) Reopen(ctx context.Context, id ID) (Task, error) {
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planReopen(id, now) })
+	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planReopen(id, now) })
 }
 
 func (o ops) Note(ctx context.Context, id ID, author, text string) (Task, error) {
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planNote(id, author, text, now) })
+	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planNote(id, author, text, now) })
 }
 
 func (o ops) Release(ctx context.Context, id ID, owner string) (Task, error) {
-	return o.writeTask(ctx, func(g *graph, now time.Time) (*plan, error) { return g.planRelease(id, owner, now) })
+	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planRelease(id, owner, now) })
 }
 
 func (o ops) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
-	return o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
+	return o.e.write(ctx, writeAny, checked(func(g *graph, now time.Time) (*plan, error) {
 		set, err := Rules.DeleteOptions(opts)
 		if err != nil {
 			return nil, err
@@ -510,7 +520,7 @@ func (o ops) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
 }
 
 func (o ops) Load(ctx context.Context, tasks []Task) error {
-	return o.e.write(ctx, checked(func(g *graph, now time.Time) (*plan, error) {
+	return o.e.write(ctx, writeAny, checked(func(g *graph, now time.Time) (*plan, error) {
 		return g.planLoad(tasks, now)
 	}), func(*graph, *plan) {})
 }
@@ -519,10 +529,10 @@ func (o ops) Board(ctx context.Context, filters ...Filter) (Board, error) {
 	return readSelection(ctx, o, filters, (*graph).board)
 }
 
-func (o ops) writeTask(ctx context.Context, mk func(g *graph, now time.Time) (*plan, error)) (Task, error) {
+func (o ops) writeTask(ctx context.Context, kind writeKind, mk func(g *graph, now time.Time) (*plan, error)) (Task, error) {
 	var t Task
 	var after error
-	err := o.e.write(ctx, checked(mk), func(g *graph, p *plan) { t, after = g.view(p.result), p.after })
+	err := o.e.write(ctx, kind, checked(mk), func(g *graph, p *plan) { t, after = g.view(p.result), p.after })
 	if err == nil && after != nil {
 		return Task{}, after
 	}

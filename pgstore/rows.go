@@ -22,13 +22,16 @@ const columns = `id, subject, description, status, owner, blocked_by, metadata, 
 // blocksOf selects the ids of the tasks blocked by the row t, in order.
 //
 // The graph is compared as "(graph = …) IS TRUE", the same (graph is NOT
-// NULL) but not an index condition, here and wherever a task's dependents
-// are looked up: the dependents are found by the GIN index on blocked_by
-// alone, and those of other graphs filtered out. Else the planner,
-// estimating a graph at a fraction of the table, may AND the index's few
-// rows with a bitmap of the graph's every row by the primary key, which
-// reads all the graph's index entries (10,000 for a 10,000-task graph, at
-// every Complete and ClaimNext).
+// NULL) but not an index condition, here and in dependentsSQL (the hot
+// paths: every Complete and ClaimNext; Delete's lookup in lockTasks keeps
+// the plain comparison): the dependents are found by the GIN index on
+// blocked_by alone, and those of other graphs filtered out. Else the
+// planner, estimating a graph at a fraction of the table, may AND the
+// index's few rows with a bitmap of the graph's every row by the primary
+// key, which reads all the graph's index entries (10,000 for a 10,000-task
+// graph). The cost moves to the other graphs: ids are per graph, so the
+// index finds the dependents of the same id in every graph of the table,
+// and a table of many large graphs filters more rows.
 const blocksOf = `ARRAY(SELECT d.id FROM taskgraph_tasks d WHERE (d.graph = t.graph) IS TRUE AND d.blocked_by @> ARRAY[t.id] ORDER BY d.id)`
 
 // dependentsSQL locks and reads the tasks of graph $1 that task $2

@@ -66,13 +66,18 @@ func AppendString(b []byte, s string, escapeHTML bool) []byte {
 	return append(b, '"')
 }
 
-// AppendTime appends t as time.Time's MarshalJSON does for a year from 0
-// to 9999 (MarshalJSON refuses any other; see TimeOK).
+// AppendTime appends t as time.Time's MarshalJSON does for a time it
+// accepts (see TimeOK).
 func AppendTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b, '"')
 }
 
-// TimeOK reports whether time.Time's MarshalJSON accepts t.
-func TimeOK(t time.Time) bool { y := t.Year(); return y >= 0 && y <= 9999 }
+// TimeOK reports whether time.Time's MarshalJSON accepts t: a year from 0
+// to 9999 and a zone offset within a day.
+func TimeOK(t time.Time) bool {
+	y := t.Year()
+	_, off := t.Zone()
+	return y >= 0 && y <= 9999 && off > -24*3600 && off < 24*3600
+}

@@ -45,10 +45,13 @@ func TestAppendTimeIsEncodingJSON(t *testing.T) {
 		require.True(t, TimeOK(tm))
 		assert.Equal(t, marshal(t, tm, false), string(AppendTime(nil, tm)))
 	}
-	for _, y := range []int{-1, 10000} {
-		tm := time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC)
-		assert.False(t, TimeOK(tm))
+	for _, tm := range []time.Time{time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 25*3600)), time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", -24*3600))} {
+		assert.False(t, TimeOK(tm), "%v", tm)
 		_, err := json.Marshal(tm)
-		assert.Error(t, err, "encoding/json refuses the year %d too", y)
+		assert.Error(t, err, "encoding/json refuses %v too", tm)
 	}
+	ok := time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600-60))
+	require.True(t, TimeOK(ok))
+	assert.Equal(t, marshal(t, ok, false), string(AppendTime(nil, ok)))
 }
