@@ -501,7 +501,7 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 			return false, err
 		}
 	}
-	if a != nil && (a.stale(s.now())) {
+	if a != nil && a.stale(s.now()) {
 		s.dropAhead(a)
 		a = nil
 	}
