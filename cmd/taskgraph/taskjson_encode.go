@@ -54,16 +54,7 @@ func appendTaskJSON(b []byte, j *taskJSON) ([]byte, bool) {
 		w.b = strconv.AppendInt(w.b, int64(j.Priority.Level()), 10)
 	}
 	if len(j.Labels) > 0 {
-		w.key("labels")
-		w.b = append(w.b, '[')
-		for i, l := range j.Labels {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.b = append(w.b, "\n      "...)
-			w.b = jsontext.AppendString(w.b, l, false)
-		}
-		w.b = append(w.b, "\n    ]"...)
+		w.array("labels", len(j.Labels), func(i int) { w.b = jsontext.AppendString(w.b, j.Labels[i], false) })
 	}
 	w.strOmit("key", j.Key)
 	w.strOmit("reason", j.Reason)
@@ -80,41 +71,31 @@ func appendTaskJSON(b []byte, j *taskJSON) ([]byte, bool) {
 	w.timeOmit("leaseExpiresAt", j.LeaseExpiresAt)
 	w.strOmit("prevOwner", j.PrevOwner)
 	if len(j.Notes) > 0 {
-		w.key("notes")
-		w.b = append(w.b, '[')
-		for i, n := range j.Notes {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			e := objWriter{b: append(w.b, "\n      {"...), ind: "\n        "}
-			e.key("at")
-			e.b = jsontext.AppendTime(e.b, n.At)
-			e.str("author", n.Author)
-			e.str("text", n.Text)
-			w.b = append(e.b, "\n      }"...)
-		}
-		w.b = append(w.b, "\n    ]"...)
+		w.array("notes", len(j.Notes), func(i int) {
+			w.object(func(e *objWriter) {
+				n := j.Notes[i]
+				e.key("at")
+				e.b = jsontext.AppendTime(e.b, n.At)
+				e.str("author", n.Author)
+				e.str("text", n.Text)
+			})
+		})
 	}
 	if len(j.History) > 0 {
-		w.key("history")
-		w.b = append(w.b, '[')
-		for i, h := range j.History {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			e := objWriter{b: append(w.b, "\n      {"...), ind: "\n        "}
-			e.key("at")
-			e.b = jsontext.AppendTime(e.b, h.At)
-			e.str("event", string(h.Event))
-			e.strOmit("by", h.By)
-			e.strOmit("detail", h.Detail)
-			if h.Count != 0 {
-				e.key("count")
-				e.b = strconv.AppendInt(e.b, int64(h.Count), 10)
-			}
-			w.b = append(e.b, "\n      }"...)
-		}
-		w.b = append(w.b, "\n    ]"...)
+		w.array("history", len(j.History), func(i int) {
+			w.object(func(e *objWriter) {
+				h := j.History[i]
+				e.key("at")
+				e.b = jsontext.AppendTime(e.b, h.At)
+				e.str("event", string(h.Event))
+				e.strOmit("by", h.By)
+				e.strOmit("detail", h.Detail)
+				if h.Count != 0 {
+					e.key("count")
+					e.b = strconv.AppendInt(e.b, int64(h.Count), 10)
+				}
+			})
+		})
 	}
 	return append(w.b, "\n  }"...), true
 }
@@ -172,22 +153,37 @@ func (w *objWriter) timeOmit(k string, t *time.Time) {
 }
 
 func (w *objWriter) ids(k string, ids []taskgraph.ID) {
-	w.key(k)
 	if ids == nil {
+		w.key(k)
 		w.b = append(w.b, "null"...)
 		return
 	}
-	if len(ids) == 0 {
+	w.array(k, len(ids), func(i int) { w.b = strconv.AppendInt(w.b, int64(ids[i]), 10) })
+}
+
+// array appends member k, an array of n elements, each appended by elem
+// on a line of its own, one level deeper than the members.
+func (w *objWriter) array(k string, n int, elem func(i int)) {
+	w.key(k)
+	if n == 0 {
 		w.b = append(w.b, "[]"...)
 		return
 	}
 	w.b = append(w.b, '[')
-	for i, id := range ids {
+	for i := range n {
 		if i > 0 {
 			w.b = append(w.b, ',')
 		}
-		w.b = append(w.b, "\n      "...)
-		w.b = strconv.AppendInt(w.b, int64(id), 10)
+		w.b = append(w.b, w.ind+"  "...)
+		elem(i)
 	}
-	w.b = append(w.b, "\n    ]"...)
+	w.b = append(w.b, w.ind+"]"...)
+}
+
+// object appends an object, an element of one of w's arrays, whose
+// members members appends.
+func (w *objWriter) object(members func(e *objWriter)) {
+	e := objWriter{b: append(w.b, '{'), ind: w.ind + "    "}
+	members(&e)
+	w.b = append(e.b, w.ind+"  }"...)
 }
