@@ -265,15 +265,13 @@ func (s *Store) claimBatched(ctx context.Context, c *pgx.Conn, args []any, block
 // server's own errors (and no row: nothing ready) stop the claim before its
 // commit; any other failure — a row that does not scan, a connection lost
 // with the answer on its way — comes after the server ran the claim, which
-// its Sync (or COMMIT, sent with it) commits: the claim may stand, so it
-// matches taskgraph.ErrUnknownOutcome, never an error that says it did not
-// happen.
+// its Sync (or COMMIT, sent with it) commits (unreadAfterCommit).
 func unreadClaim(err error) error {
 	var pe *pgconn.PgError
 	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pe) {
 		return err
 	}
-	return fmt.Errorf("%w: the claim was sent with its commit, but its result could not be read (re-read the tasks): %w", taskgraph.ErrUnknownOutcome, err)
+	return unreadAfterCommit(err)
 }
 
 // wroteSQL, in the statement of a claim, marks the session as having

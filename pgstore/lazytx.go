@@ -100,7 +100,7 @@ func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, ar
 	if committed {
 		t.ended = true
 		if fnErr != nil {
-			return fmt.Errorf("%w: the write committed, but its result could not be read (re-read the task): %w", taskgraph.ErrUnknownOutcome, fnErr)
+			return unreadAfterCommit(fnErr)
 		}
 		return nil
 	}
@@ -114,6 +114,13 @@ func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, ar
 		err = errors.New("pgstore: the transaction's COMMIT went unanswered")
 	}
 	return err
+}
+
+// unreadAfterCommit is the error of a write whose result could not be read
+// after its COMMIT was sent with it: the write may stand, so it matches
+// taskgraph.ErrUnknownOutcome, never an error that says it did not happen.
+func unreadAfterCommit(err error) error {
+	return fmt.Errorf("%w: the write was sent with its commit, but its result could not be read (re-read the tasks): %w", taskgraph.ErrUnknownOutcome, err)
 }
 
 // Exec runs one statement.
