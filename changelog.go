@@ -233,14 +233,23 @@ func (s *FileStore) announce(j *journal.Journal, checkpoint bool) error {
 // failing that, removed) so that every other store sees a new log and
 // rescans the directory rather than trust a log that lacks it. With group
 // commit the record was also what would make the write durable: a syncfs
-// does instead, and only if that fails is an error returned.
+// does instead; with the full protocol it was what the directory's fsync
+// after the lock would reach to: the directory is fsynced here. Only if
+// that fails is an error returned.
 func (s *FileStore) recordLog(j *journal.Journal) error {
 	if s.appendLog(j) == nil {
 		return nil
 	}
-	if s.gc {
+	switch {
+	case s.gc:
 		if err := s.syncFS(); err != nil {
 			return fmt.Errorf("taskgraph: the change log takes no record, and the write cannot be made durable: %w", err)
+		}
+	case s.dirSyncAfter:
+		// No record tells how far the directory's fsync after the lock
+		// must reach: it is done here.
+		if err := s.syncDir(); err != nil {
+			return err
 		}
 	}
 	if s.replaceLog() == nil {
@@ -338,7 +347,7 @@ func (s *FileStore) appendRecord(rec []byte) error {
 		return fmt.Errorf("taskgraph: append change log: %w", err)
 	}
 	s.log.off = size + int64(len(rec))
-	if s.gc {
+	if s.syncsAfterUnlock() {
 		s.log.sync.appended(s.log.gen, s.log.off)
 	}
 	return nil

@@ -330,7 +330,9 @@ func (s *FileStore) commit(p *plan, a *ahead) error {
 			}
 		}
 		finish = s.syncDir
-		if s.gc {
+		if s.syncsAfterUnlock() {
+			// The log's sync or the directory's, after the lock
+			// (makeDurable).
 			finish = nil
 		}
 	} else {

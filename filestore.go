@@ -104,16 +104,19 @@ type FileStore struct {
 	// or that it was found missing (a write creates it).
 	ahead        aheadDir
 	wantCacheDir bool
-	stats        struct{ writes, ahead, syncs, fileSyncs, checkpoints, scans atomic.Int64 }
+	stats        struct{ writes, ahead, syncs, dirSyncs, fileSyncs, checkpoints, scans atomic.Int64 }
 	hub          hub // this store's watchers, told of every change to the cache
 
 	// Group commit (groupcommit.go). gc: single-file writes are made
 	// durable by syncing the change log; exclusive says how the lock is
 	// held now.
-	gc        bool
-	boot      string // the boot id; "" when the log is no redo log here (see redoLog)
-	exclusive bool
-	inflight  sync.WaitGroup // operations between acquire and the end of their release
+	gc bool
+	// dirSyncAfter: the full protocol, with the directory's fsync after
+	// the lock, shared by the writers queued behind it (dirsync.go).
+	dirSyncAfter bool
+	boot         string // the boot id; "" when the log is no redo log here (see redoLog)
+	exclusive    bool
+	inflight     sync.WaitGroup // operations between acquire and the end of their release
 	// syncFSFailed records that a syncfs of this store failed. syncfs
 	// reports a writeback error once to each descriptor, so after one
 	// failed — even in a checkpoint, whose failure costs nothing else — a
@@ -175,7 +178,7 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 	if _, err := root.Lstat(idsFileName); err == nil || inGitWorkTree(dir) {
 		s.g.alloc = s.allocator() // ids from this checkout's block
 	}
-	if s.gc {
+	if s.syncsAfterUnlock() {
 		s.hub.holding = true
 		s.log.sync.cond.L = &s.log.sync.mu
 		s.log.sync.publish = s.hub.deliver
@@ -217,8 +220,11 @@ func (s *FileStore) chooseProtocol() {
 	}
 	s.durability.Reason = why
 	// The full protocol decides writes ahead in the cache directory: the
-	// first commit makes sure it exists (ahead.go).
+	// first commit makes sure it exists (ahead.go). Where the change log
+	// is a redo log, it also tells how far the directory's fsync after the
+	// lock reached (dirsync.go).
 	s.wantCacheDir = !s.gc && !s.cfg.noSync
+	s.dirSyncAfter = s.wantCacheDir && s.redoLog()
 }
 
 // makeDir makes sure dir is a directory. It creates it and any missing
@@ -280,6 +286,7 @@ type Stats struct {
 	Writes      int64 // writes committed
 	Ahead       int64 // of them, writes whose task file was written and fsynced before the lock (the full protocol; ahead.go)
 	Syncs       int64 // fdatasyncs of the change log: Writes/Syncs is how many writes one sync served
+	DirSyncs    int64 // fsyncs of the directory after the lock (the full protocol): Writes/DirSyncs is how many writes one served
 	FileSyncs   int64 // task files fsynced before a group-committed rename (see FileStore.Durability)
 	Checkpoints int64 // syncfs checkpoints of the files renamed since the last
 	Scans       int64 // reads of the whole directory (the first operation's, and rescans)
@@ -293,6 +300,7 @@ func (s *FileStore) Stats() Stats {
 		Writes:      s.stats.writes.Load(),
 		Ahead:       s.stats.ahead.Load(),
 		Syncs:       s.stats.syncs.Load(),
+		DirSyncs:    s.stats.dirSyncs.Load(),
 		FileSyncs:   s.stats.fileSyncs.Load(),
 		Checkpoints: s.stats.checkpoints.Load(),
 		Scans:       s.stats.scans.Load(),
@@ -377,7 +385,8 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 		return func() error {
 			defer s.inflight.Done()
 			gen, off, log, ino := s.log.gen, s.log.off, s.log.f, s.log.ino
-			if s.gc {
+			after := s.syncsAfterUnlock()
+			if after {
 				// Queued in the order of the operations, which the
 				// semaphore gives.
 				s.log.sync.hold(gen, off, s.hub.take())
@@ -385,7 +394,7 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 			unlock()
 			s.writeSnapshot() // outside the lock: it is this store's cache
 			<-s.sem
-			if !s.gc {
+			if !after {
 				return nil
 			}
 			return s.makeDurable(gen, off, log, ino)

@@ -181,33 +181,46 @@ func (ls *logSync) dropQueue() {
 	ls.queue = nil
 }
 
+// syncsAfterUnlock reports whether single-file writes are made durable
+// after the lock is let go, by makeDurable: with group commit, by the change
+// log's sync; with the full protocol where the log is a redo log, by the
+// directory's fsync (dirsync.go).
+func (s *FileStore) syncsAfterUnlock() bool { return s.gc || s.dirSyncAfter }
+
 // makeDurable is the last step of every operation, after the lock is let
-// go: it makes the change log durable up to where the operation read or
-// wrote it, which publishes the operation's events (queued by hold, in
-// the order of the operations, before the lock was let go). If the log cannot
-// be synced, syncfs makes everything durable instead; only if that fails
-// too is the error returned. The caller reports it as ErrUnknownOutcome for
-// a write that committed.
+// go: it makes durable what the operation read or wrote, up to where it
+// read or wrote the change log — with group commit by syncing the log,
+// with the full protocol by fsyncing the directory (dirsync.go) — which
+// publishes the operation's events (queued by hold, in the order of the
+// operations, before the lock was let go). If that sync fails, syncfs
+// makes everything durable instead; only if that fails too is the error
+// returned. The caller reports it as ErrUnknownOutcome for a write that
+// committed.
 func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) error {
 	if f == nil {
-		// No log open: nothing was recorded, nothing to sync.
+		// No log open: nothing was recorded, nothing to sync (a write
+		// whose record was lost synced under the lock: recordLog).
 		s.log.sync.durableTo(gen, off)
 		return nil
 	}
-	err := s.log.sync.wait(gen, off, func(upTo int64) error { return s.sharedSync(f, ino, upTo) })
+	what, sync := "the change log", func(upTo int64) error { return s.sharedSync(f, ino, upTo) }
+	if !s.gc {
+		what, sync = "the directory", func(upTo int64) error { return s.sharedDirSync(ino, upTo) }
+	}
+	err := s.log.sync.wait(gen, off, sync)
 	if err == nil {
 		return nil
 	}
-	// After a failed fdatasync the kernel may have dropped the dirty
-	// pages, so syncing the log again could succeed without them. syncfs
-	// reports the error to every caller that has not seen it.
+	// After a failed fsync the kernel may have dropped the dirty pages,
+	// so syncing again could succeed without them. syncfs reports the
+	// error to every caller that has not seen it.
 	if s.syncFSFailed.Load() {
 		s.log.sync.dropQueue()
-		return fmt.Errorf("taskgraph: the change log could not be made durable (and a syncfs failed before): %w", err)
+		return fmt.Errorf("taskgraph: %s could not be made durable (and a syncfs failed before): %w", what, err)
 	}
 	if ferr := s.syncFS(); ferr != nil {
 		s.log.sync.dropQueue()
-		return fmt.Errorf("taskgraph: the change log could not be made durable: %w", errors.Join(err, ferr))
+		return fmt.Errorf("taskgraph: %s could not be made durable: %w", what, errors.Join(err, ferr))
 	}
 	s.log.sync.durableTo(gen, off)
 	return nil

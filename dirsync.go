@@ -1,0 +1,88 @@
+// The full protocol's directory fsync, after the lock and shared by the
+// writers queued behind it.
+
+package taskgraph
+
+import (
+	"encoding/binary"
+	"errors"
+	"io/fs"
+
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+)
+
+// Under the full protocol a write of one task fsyncs its new file before
+// the rename (ahead of the lock where it can: ahead.go), renames it and
+// appends its record to the change log under the lock, and fsyncs the
+// directory after letting the lock go. One fsync of a directory makes
+// durable every rename in it made before the call, so the writers queued
+// behind it need none of their own: as group commit shares the log's
+// fdatasync (groupcommit.go), within a process by the leader and followers
+// of logSync, across processes through the sync file, whose second record
+// says "every write recorded in log ino before off is in a directory
+// fsynced since". A writer appends its record after its rename, so a sync
+// that starts once the log has reached off covers every write recorded
+// before it.
+//
+// The visibility rule is group commit's: no operation returns — no read,
+// no write, no event — before the directory is durable up to where it read
+// or wrote the log (makeDurable). Readers usually find a sync in flight or
+// done that covers them. A writer killed between its rename and the
+// directory's fsync was never acknowledged; whoever reads its record
+// fsyncs the directory before returning what it read. A write whose record
+// could not be appended fsyncs the directory under the lock (recordLog).
+//
+// Only a store whose change log is a redo log (Linux: redoLog) knows how
+// far the others have read, so elsewhere the directory is fsynced under
+// the lock, as before.
+
+// dirSyncRecordAt is where the sync file keeps its directory record: after
+// the log's (sharedSync), which group-committing stores on the same
+// directory read and write — an fsync of the directory says nothing of the
+// log's data, and the other way round.
+const dirSyncRecordAt = 16
+
+// sharedDirSync makes every rename recorded in the log ino before off
+// durable, unless a directory fsync by another process since covers it: it
+// waits for the sync in flight (the sync file's flock), then fsyncs the
+// directory only if the record falls short, and records how far the log
+// had reached when its own fsync began. Without a usable sync file it
+// syncs on its own.
+func (s *FileStore) sharedDirSync(ino uint64, off int64) error {
+	ls := &s.log.sync
+	if !ls.sharedTried {
+		ls.sharedTried = true
+		ls.shared = s.openSyncFile()
+	}
+	sf := ls.shared
+	if sf == nil || flock(sf, lockExclusive) != nil {
+		return s.fsyncDir()
+	}
+	defer flock(sf, lockUnlock)
+	var rec [16]byte
+	if n, _ := sf.ReadAt(rec[:], dirSyncRecordAt); n == len(rec) &&
+		binary.LittleEndian.Uint64(rec[:8]) == ino && int64(binary.LittleEndian.Uint64(rec[8:])) >= off {
+		return nil // made durable by another process meanwhile
+	}
+	// How far the log reaches now: every write recorded before that
+	// renamed its file before this fsync.
+	upTo := off
+	if fi, err := s.root.Lstat(logFileName); err == nil && atomicfile.FileID(fi) == ino {
+		upTo = max(off, fi.Size())
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return s.fsyncDir()
+	}
+	if err := s.fsyncDir(); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(rec[:8], ino)
+	binary.LittleEndian.PutUint64(rec[8:], uint64(upTo))
+	_, _ = sf.WriteAt(rec[:], dirSyncRecordAt) // a hint: if lost, the next one syncs again
+	return nil
+}
+
+// fsyncDir fsyncs the directory after the lock, and counts it.
+func (s *FileStore) fsyncDir() error {
+	s.stats.dirSyncs.Add(1)
+	return s.syncDir()
+}
