@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
 
 // aheadMaxAge bounds the age of a write decided ahead. The write keeps the
@@ -54,9 +55,7 @@ type ahead struct {
 // not read yet, writes of several files or that allocate ids, and any
 // failure, which the write under the lock meets again if it matters.
 func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) (*plan, error)) *ahead {
-	if s.gc || s.cfg.noSync || runtime.GOOS == "windows" {
-		// Not on Windows, whose renames and sharing rules
-		// (docs/windows.md) it has not been tested against.
+	if !s.usesCacheDir() {
 		return nil
 	}
 	select {
@@ -103,6 +102,47 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 		return nil
 	}
 	return a
+}
+
+// usesCacheDir reports whether writes use the cache directory: under the
+// full protocol, for their files decided ahead and the old versions they
+// set aside. Not on Windows, whose renames and sharing rules
+// (docs/windows.md) it has not been tested against.
+func (s *FileStore) usesCacheDir() bool {
+	return !s.gc && !s.cfg.noSync && runtime.GOOS != "windows"
+}
+
+// setAside links the task file that the single-file write j is about to
+// replace into the cache directory, and returns the link's name (relative
+// to the task directory), or "" if there is none. The rename then drops
+// only a link of the old version, so the cost of freeing its blocks (a
+// discard, where the filesystem is mounted with it) is paid when the link
+// is removed, after the lock is let go (see acquire), not by the writers
+// queued for the lock. A link that cannot be made costs only that; one
+// left by a writer that died is swept like a file decided ahead.
+func (s *FileStore) setAside(j *journal.Journal) string {
+	if len(j.Put) != 1 || len(j.Del) != 0 || !s.usesCacheDir() {
+		return ""
+	}
+	var id ID
+	for k := range j.Put {
+		id = ID(k)
+	}
+	if _, exists := s.stamps[id]; !exists || !s.cacheDirReady() {
+		return "" // a new task replaces nothing
+	}
+	name := cacheDirName + "/" + atomicfile.TempName(taskFileName(id))
+	if s.fs.Link(taskFileName(id), name) != nil {
+		return ""
+	}
+	return name
+}
+
+// dropAside removes a link setAside made.
+func (s *FileStore) dropAside(name string) {
+	if name != "" {
+		_ = s.fs.Remove(name)
+	}
 }
 
 // held reports whether the cache has task id in progress.

@@ -292,3 +292,44 @@ func TestAheadSweep(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Pending, got.Status)
 }
+
+// TestSetAside: a write that replaces a task file under the full protocol
+// first links the old version into the cache directory and removes that
+// link after the lock; a link whose removal failed is swept like a file
+// decided ahead, and the task's file is left alone.
+func TestSetAside(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openAhead(t, dir, newFakeClock())
+	a, err := s.Create(ctx, NewTask{Subject: "a"})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, a.ID, Patch{Subject: ptr("a, renamed")}) // creates the cache directory
+	require.NoError(t, err)
+
+	ffs := &faultFS{kind: "link", at: 2} // counts the links, fails none
+	injectFaults(s, ffs)
+	_, err = s.Update(ctx, a.ID, Patch{Subject: ptr("a, again")})
+	require.NoError(t, err)
+	assert.Equal(t, 1, ffs.off(), "the old version was linked aside")
+	assert.Empty(t, cacheEntries(t, dir), "and the link removed after the lock")
+
+	s.fs = ffs.fileSystem
+	ffs = &faultFS{kind: "unlink", at: 1, sticky: true, err: syscall.EIO}
+	injectFaults(s, ffs)
+	_, err = s.Update(ctx, a.ID, Patch{Subject: ptr("a, kept")})
+	require.NoError(t, err, "removing the link is not part of the write")
+	ffs.off()
+	left := cacheEntries(t, dir)
+	require.Len(t, left, 1, "the link that could not be removed")
+	old := time.Now().Add(-2 * aheadSweepAge)
+	require.NoError(t, os.Chtimes(filepath.Join(dir, cacheDirName, left[0]), old, old))
+
+	o := openAhead(t, dir, newFakeClock())
+	_, err = o.Claim(ctx, a.ID, "bob") // the store's first use of the cache directory sweeps
+	require.NoError(t, err)
+	assert.Empty(t, cacheEntries(t, dir))
+	got, err := o.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "a, kept", got.Subject)
+	assert.Equal(t, "bob", got.Owner)
+}

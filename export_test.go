@@ -80,6 +80,11 @@ func (k *killFS) SyncFS(d *os.File) error {
 	return k.fileSystem.SyncFS(d)
 }
 
+func (k *killFS) Link(oldname, newname string) error {
+	k.step("link")
+	return k.fileSystem.Link(oldname, newname)
+}
+
 func (k *killFS) Rename(oldname, newname string) error {
 	if newname == logFileName {
 		k.step("logswap")

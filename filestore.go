@@ -104,6 +104,7 @@ type FileStore struct {
 	// or that it was found missing (a write creates it).
 	ahead        aheadDir
 	wantCacheDir bool
+	asides       []string // links setAside made, removed after the lock
 	stats        struct{ writes, ahead, syncs, dirSyncs, fileSyncs, checkpoints, scans atomic.Int64 }
 	hub          hub // this store's watchers, told of every change to the cache
 
@@ -392,6 +393,10 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 				s.log.sync.hold(gen, off, s.hub.take())
 			}
 			unlock()
+			for _, name := range s.asides {
+				s.dropAside(name) // frees the old versions, outside the lock
+			}
+			s.asides = s.asides[:0]
 			s.writeSnapshot() // outside the lock: it is this store's cache
 			<-s.sem
 			if !after {
