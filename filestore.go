@@ -393,12 +393,21 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 				s.log.sync.hold(gen, off, s.hub.take())
 			}
 			unlock()
-			for _, name := range s.asides {
-				s.dropAside(name) // frees the old versions, outside the lock
-			}
-			s.asides = s.asides[:0]
+			asides := s.asides
+			s.asides = nil
 			s.writeSnapshot() // outside the lock: it is this store's cache
 			<-s.sem
+			// Freeing the old versions set aside (setAside) overlaps
+			// the sync; both are over when the operation returns.
+			var freed sync.WaitGroup
+			if len(asides) > 0 {
+				freed.Go(func() {
+					for _, name := range asides {
+						s.dropAside(name)
+					}
+				})
+			}
+			defer freed.Wait()
 			if !after {
 				return nil
 			}
