@@ -223,18 +223,19 @@ func main() {
 		tps[p] = append(tps[p], throughput(p, throughputTasks, os.Args[0], "-work", tpDir(p, round)))
 	})
 	for _, p := range ps {
-		var ops, perFloor, perSyncs []float64
+		var ops, perFloor, perSyncs, perDirSyncs []float64
 		var lat []time.Duration
 		for round, tp := range tps[p] {
 			ops = append(ops, tp.opsPerSec)
 			perFloor = append(perFloor, tp.opsPerSec*tpFloors[p][round]/1e6) // × 1/floor
 			lat = append(lat, tp.latencies...)
 			perSyncs = append(perSyncs, tp.writesPerSync)
+			perDirSyncs = append(perDirSyncs, tp.writesPerDirSync)
 		}
 		m := medianOf(ops)
 		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p), Median: 1e6 / m, P90: 1e6 / slices.Min(ops),
 			Ratio: 1 / medianOf(perFloor), RoundRatios: perFloor,
-			Note: fmt.Sprintf("%.0f ops/s = %s× 1/floor (rounds %s); %s", m, fmtF(medianOf(perFloor)), fmtRange(perFloor), perSync(medianOf(perSyncs)))})
+			Note: fmt.Sprintf("%.0f ops/s = %s× 1/floor (rounds %s); %s", m, fmtF(medianOf(perFloor)), fmtRange(perFloor), perSync(medianOf(perSyncs), medianOf(perDirSyncs)))})
 		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("latency %d procs", p), Median: pct(lat, 50), P90: pct(lat, 90), P99: pct(lat, 99),
 			Ratio: pct(lat, 50) / medianOf(tpFloors[p]),
 			Note:  fmt.Sprintf("one ClaimNext or Complete; p99 %.0f µs", pct(lat, 99))})
@@ -681,6 +682,9 @@ type throughputResult struct {
 	opsPerSec     float64         // writes per second over all of them
 	latencies     []time.Duration // of every write
 	writesPerSync float64         // writes per fdatasync of the change log, over all of them
+	// writes per fsync of the directory after the lock (the full
+	// protocol), over all of them
+	writesPerDirSync float64
 }
 
 // workReport is what a -work process prints when it is done.
@@ -688,6 +692,7 @@ type workReport struct {
 	LatenciesNS []int64 `json:"latencies_ns"`
 	Writes      int64   `json:"writes"`
 	Syncs       int64   `json:"syncs"`
+	DirSyncs    int64   `json:"dir_syncs"`
 }
 
 // throughput runs p copies of the program bin with args, each doing
@@ -695,10 +700,10 @@ type workReport struct {
 func throughput(p, tasks int, bin string, args ...string) throughputResult {
 	start := time.Now()
 	var (
-		wg            sync.WaitGroup
-		mu            sync.Mutex
-		res           throughputResult
-		writes, syncs int64
+		wg                      sync.WaitGroup
+		mu                      sync.Mutex
+		res                     throughputResult
+		writes, syncs, dirSyncs int64
 	)
 	for range p {
 		wg.Go(func() {
@@ -708,7 +713,7 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 			for _, ns := range r.LatenciesNS {
 				res.latencies = append(res.latencies, time.Duration(ns))
 			}
-			writes, syncs = writes+r.Writes, syncs+r.Syncs
+			writes, syncs, dirSyncs = writes+r.Writes, syncs+r.Syncs, dirSyncs+r.DirSyncs
 		})
 	}
 	wg.Wait()
@@ -716,6 +721,9 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 	res.writesPerSync = 0 // no fdatasync: each write synced its own files
 	if syncs > 0 {
 		res.writesPerSync = float64(writes) / float64(syncs)
+	}
+	if dirSyncs > 0 {
+		res.writesPerDirSync = float64(writes) / float64(dirSyncs)
 	}
 	return res
 }
@@ -755,7 +763,7 @@ func work(dir string) {
 	defer s.Close()
 	lat := drain(s)
 	st := s.Stats()
-	r := workReport{Writes: st.Writes, Syncs: st.Syncs}
+	r := workReport{Writes: st.Writes, Syncs: st.Syncs, DirSyncs: st.DirSyncs}
 	for _, d := range lat {
 		r.LatenciesNS = append(r.LatenciesNS, d.Nanoseconds())
 	}
@@ -876,9 +884,14 @@ func printTable(rep Report) {
 	tw.Flush()
 }
 
-// perSync describes writes per fdatasync of the change log: none are made
+// perSync describes writes per fdatasync of the change log, and per fsync
+// of the directory after the lock where the full protocol makes them: none
+// are made
 // under the full protocol, where every write syncs its own files.
-func perSync(writesPerSync float64) string {
+func perSync(writesPerSync, writesPerDirSync float64) string {
+	if writesPerDirSync > 0 {
+		return fmt.Sprintf("%.2f writes per fsync of the directory after the lock", writesPerDirSync)
+	}
 	if writesPerSync == 0 {
 		return "no log fdatasync (each write synced its own files)"
 	}
