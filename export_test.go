@@ -26,8 +26,11 @@ func KillAtLogAppend(s *FileStore, n int) { KillAt(s, "append", n) }
 // KillAt makes the process kill itself with SIGKILL at the n-th step of
 // kind taken by s: "append" (to the change log), "syncdata" (a sync of the
 // log, which a writer makes after letting go of the lock: a group sync),
-// "syncfs" (a checkpoint, a scan, or the sync before the log is replaced)
-// or "logswap" (a new change log put in place of the old).
+// "syncfs" (a checkpoint, a scan, or the sync before the log is replaced),
+// "logswap" (a new change log put in place of the old), "fsync" (of a file
+// or of the directory: under the full protocol, of a file written ahead or
+// under the lock, or of the directory after the lock) or "link" (an old
+// version set aside, under the lock).
 func KillAt(s *FileStore, kind string, n int) {
 	s.fs = &killFS{fileSystem: s.fs, kind: kind, at: n}
 }
@@ -78,6 +81,11 @@ func (k *killFS) SyncData(f *os.File) error {
 func (k *killFS) SyncFS(d *os.File) error {
 	k.step("syncfs")
 	return k.fileSystem.SyncFS(d)
+}
+
+func (k *killFS) Sync(f *os.File) error {
+	k.step("fsync")
+	return k.fileSystem.Sync(f)
 }
 
 func (k *killFS) Link(oldname, newname string) error {

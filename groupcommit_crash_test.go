@@ -83,3 +83,49 @@ func TestKilledInGroupCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestKilledInFullProtocol kills a writer of the full protocol with
+// SIGKILL at a random fsync — of a file written ahead of the lock, of one
+// written under it, or of the directory after the lock, with its record
+// appended and the lock let go (dirsync.go) — or as it sets an old version
+// aside (setAside), and checks as TestKilledInGroupCommit does.
+func TestKilledInFullProtocol(t *testing.T) {
+	rounds := 12
+	if testing.Short() {
+		rounds = 4
+	}
+	within := map[string]int{"fsync": 300, "link": 100}
+	for _, kind := range []string{"fsync", "link"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir, tg.WithSyncEachWrite())
+			_, err := s.Create(ctx, tg.NewTask{Subject: "counter"})
+			require.NoError(t, err)
+			l := newLedger()
+			rng := rand.New(rand.NewPCG(uint64(len(kind)), 5))
+			for round := range rounds {
+				at := 1 + rng.IntN(within[kind])
+				l.run(t, workerUsing(t, tg.ProtocolSyncEachWrite, "mutatekill", dir, fmt.Sprintf("%s:%d", kind, at)), func(cmd *exec.Cmd) {
+					done := make(chan struct{})
+					go func() {
+						select {
+						case <-done:
+						case <-time.After(60 * time.Second):
+							cmd.Process.Kill()
+						}
+					}()
+					state, _ := cmd.Process.Wait()
+					close(done)
+					ws, _ := state.Sys().(syscall.WaitStatus)
+					require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "round %d: the worker died at %s %d by SIGKILL (%v)", round, kind, at, state)
+				})
+				l.verify(t, dir, round)
+				if t.Failed() {
+					return
+				}
+			}
+			goesOn(t, s)
+			t.Logf("%d kills at %s, acknowledged mutations by kind %v", rounds, kind, l.kinds)
+		})
+	}
+}

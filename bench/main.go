@@ -884,10 +884,9 @@ func printTable(rep Report) {
 	tw.Flush()
 }
 
-// perSync describes writes per fdatasync of the change log, and per fsync
-// of the directory after the lock where the full protocol makes them: none
-// are made
-// under the full protocol, where every write syncs its own files.
+// perSync describes how many writes one sync served: an fsync of the
+// directory after the lock under the full protocol, else an fdatasync of
+// the change log.
 func perSync(writesPerSync, writesPerDirSync float64) string {
 	if writesPerDirSync > 0 {
 		return fmt.Sprintf("%.2f writes per fsync of the directory after the lock", writesPerDirSync)
