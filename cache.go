@@ -269,8 +269,13 @@ func (s *FileStore) syncSeen(read []ID) error {
 		if f != nil {
 			if fi, serr := f.Stat(); serr == nil && atomicfile.FileID(fi) == s.log.ino {
 				// Through the sync file: another process's sync
-				// may already cover it.
-				err = s.sharedSync(f, s.log.ino, s.log.off)
+				// may already cover it. A descriptor of its own:
+				// this store's syncing goroutine may hold its own.
+				sf := s.openSyncFile()
+				err = s.sharedSync(sf, f, s.log.ino, s.log.off)
+				if sf != nil {
+					sf.Close()
+				}
 			} else {
 				err = s.syncData(f) // replaced since the scan: this one
 			}

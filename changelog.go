@@ -139,10 +139,11 @@ func (s *FileStore) prepareLog() error {
 	}
 	// A new log starts with a checkpoint (its syncfs also makes the new
 	// entry durable before any record relies on it); so does a log an
-	// older version or a store without group commit wrote, before the
-	// first group-committed record, which is replayed after a restart
-	// only after a checkpoint.
-	if fresh || (s.gc && !s.log.ckptKnown) {
+	// older version or another directory wrote, before the first record
+	// made durable after the lock: a group-committing store on the
+	// directory may return that write once the record is durable, and a
+	// record is replayed after a restart only after a checkpoint.
+	if fresh || (s.syncsAfterUnlock() && !s.log.ckptKnown) {
 		if err := s.checkpointNow(); err != nil {
 			return err
 		}
@@ -431,11 +432,17 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 			return false, err
 		}
 	}
-	if len(pending) > 0 && s.gc {
+	if len(pending) > 0 && s.syncsAfterUnlock() {
 		// No record of those files makes them durable: their writer
 		// died before it. Whatever of them this store now returns must
-		// survive a power loss.
-		if err := s.syncFS(); err != nil {
+		// survive a power loss. Under the full protocol their files are
+		// synced, but not the directory: no record says how far its
+		// fsync after the lock must reach.
+		sync := s.syncFS
+		if !s.gc {
+			sync = func() error { return s.syncSeen(slices.Sorted(maps.Keys(pending))) }
+		}
+		if err := sync(); err != nil {
 			return false, fmt.Errorf("taskgraph: make an unrecorded write durable: %w", err)
 		}
 	}

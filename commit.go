@@ -36,8 +36,6 @@ type fileSystem interface {
 	// SyncFS makes everything on the filesystem of the directory d
 	// durable (syncfs).
 	SyncFS(d *os.File) error
-	// Link makes newname a hard link to oldname (see setAside).
-	Link(oldname, newname string) error
 }
 
 // dirFS is the fileSystem of a real directory: every step goes through
@@ -60,9 +58,6 @@ func (d dirFS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, erro
 func (dirFS) Append(f *os.File, data []byte) error { _, err := f.Write(data); return err }
 func (dirFS) SyncData(f *os.File) error            { return atomicfile.SyncData(f) }
 func (dirFS) SyncFS(d *os.File) error              { return atomicfile.SyncFS(d) }
-func (d dirFS) Link(oldname, newname string) error {
-	return atomicfile.Retry(func() error { return d.root.Link(oldname, newname) })
-}
 func (d dirFS) OpenRead(name string) (*os.File, error) {
 	return atomicfile.OpenIn(d.dirf, d.root, name, os.O_RDONLY, 0)
 }
@@ -328,16 +323,14 @@ func (s *FileStore) commit(p *plan, a *ahead) error {
 				s.stats.fileSyncs.Add(1)
 			}
 		}
-		aside := s.setAside(j)
+		if old := s.holdReplaced(j); old != nil {
+			s.replaced = append(s.replaced, old) // closed after the lock
+		}
 		if err := s.renameAhead(a); err != nil {
 			// Nothing was renamed: write the file here.
 			if err := s.applyFiles(j, durable); err != nil {
-				s.dropAside(aside)
 				return err
 			}
-		}
-		if aside != "" {
-			s.asides = append(s.asides, aside)
 		}
 		finish = s.syncDir
 		if s.syncsAfterUnlock() {

@@ -5,8 +5,6 @@ package taskgraph
 
 import (
 	"encoding/binary"
-	"errors"
-	"io/fs"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 )
@@ -49,12 +47,7 @@ const dirSyncRecordAt = 16
 // had reached when its own fsync began. Without a usable sync file it
 // syncs on its own.
 func (s *FileStore) sharedDirSync(ino uint64, off int64) error {
-	ls := &s.log.sync
-	if !ls.sharedTried {
-		ls.sharedTried = true
-		ls.shared = s.openSyncFile()
-	}
-	sf := ls.shared
+	sf := s.log.sync.syncFile(s)
 	if sf == nil || flock(sf, lockExclusive) != nil {
 		return s.fsyncDir()
 	}
@@ -64,20 +57,20 @@ func (s *FileStore) sharedDirSync(ino uint64, off int64) error {
 		binary.LittleEndian.Uint64(rec[:8]) == ino && int64(binary.LittleEndian.Uint64(rec[8:])) >= off {
 		return nil // made durable by another process meanwhile
 	}
-	// How far the log reaches now: every write recorded before that
-	// renamed its file before this fsync.
-	upTo := off
-	if fi, err := s.root.Lstat(logFileName); err == nil && atomicfile.FileID(fi) == ino {
-		upTo = max(off, fi.Size())
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return s.fsyncDir()
-	}
+	// How far the log the directory holds reaches now: every write
+	// recorded in it before that renamed its file before this fsync.
+	// Only that is recorded — never the caller's log and offset, whose
+	// inode nothing here holds open: replaced, its number may come back
+	// as a new log's.
+	fi, err := s.root.Lstat(logFileName)
 	if err := s.fsyncDir(); err != nil {
 		return err
 	}
-	binary.LittleEndian.PutUint64(rec[:8], ino)
-	binary.LittleEndian.PutUint64(rec[8:], uint64(upTo))
-	_, _ = sf.WriteAt(rec[:], dirSyncRecordAt) // a hint: if lost, the next one syncs again
+	if err == nil && fi.Mode().IsRegular() {
+		binary.LittleEndian.PutUint64(rec[:8], atomicfile.FileID(fi))
+		binary.LittleEndian.PutUint64(rec[8:], uint64(fi.Size()))
+		_, _ = sf.WriteAt(rec[:], dirSyncRecordAt) // a hint: if lost, the next one syncs again
+	}
 	return nil
 }
 

@@ -29,8 +29,7 @@ func KillAtLogAppend(s *FileStore, n int) { KillAt(s, "append", n) }
 // "syncfs" (a checkpoint, a scan, or the sync before the log is replaced),
 // "logswap" (a new change log put in place of the old), "fsync" (of a file
 // or of the directory: under the full protocol, of a file written ahead or
-// under the lock, or of the directory after the lock) or "link" (an old
-// version set aside, under the lock).
+// under the lock, or of the directory after the lock).
 func KillAt(s *FileStore, kind string, n int) {
 	s.fs = &killFS{fileSystem: s.fs, kind: kind, at: n}
 }
@@ -86,11 +85,6 @@ func (k *killFS) SyncFS(d *os.File) error {
 func (k *killFS) Sync(f *os.File) error {
 	k.step("fsync")
 	return k.fileSystem.Sync(f)
-}
-
-func (k *killFS) Link(oldname, newname string) error {
-	k.step("link")
-	return k.fileSystem.Link(oldname, newname)
 }
 
 func (k *killFS) Rename(oldname, newname string) error {

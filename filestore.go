@@ -104,7 +104,7 @@ type FileStore struct {
 	// or that it was found missing (a write creates it).
 	ahead        aheadDir
 	wantCacheDir bool
-	asides       []string // links setAside made, removed after the lock
+	replaced     []*os.File // old versions held open by holdReplaced, closed after the lock
 	stats        struct{ writes, ahead, syncs, dirSyncs, fileSyncs, checkpoints, scans atomic.Int64 }
 	hub          hub // this store's watchers, told of every change to the cache
 
@@ -393,17 +393,17 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 				s.log.sync.hold(gen, off, s.hub.take())
 			}
 			unlock()
-			asides := s.asides
-			s.asides = nil
+			replaced := s.replaced
+			s.replaced = nil
 			s.writeSnapshot() // outside the lock: it is this store's cache
 			<-s.sem
-			// Freeing the old versions set aside (setAside) overlaps
-			// the sync; both are over when the operation returns.
+			// Freeing the old versions (holdReplaced) overlaps the
+			// sync; both are over when the operation returns.
 			var freed sync.WaitGroup
-			if len(asides) > 0 {
+			if len(replaced) > 0 {
 				freed.Go(func() {
-					for _, name := range asides {
-						s.dropAside(name)
+					for _, f := range replaced {
+						f.Close()
 					}
 				})
 			}

@@ -85,6 +85,17 @@ type logSync struct {
 	// nil if it cannot be used. Only the syncing goroutine touches it.
 	shared      *os.File
 	sharedTried bool
+	// rounds counts the syncs begun. The last that failed, and how far
+	// it was to reach: the kernel reports a failed writeback once per
+	// descriptor, so a follower that took over and synced again could
+	// succeed without the data. The waiters queued behind it that it was
+	// to cover get its error instead, and makeDurable falls back on
+	// syncfs.
+	rounds    uint64
+	failRound uint64
+	failGen   uint64
+	failUpTo  int64
+	failErr   error
 }
 
 // appended notes that this store appended to the log gen up to off.
@@ -144,7 +155,14 @@ func (ls *logSync) hold(gen uint64, off int64, ds []delivery) {
 func (ls *logSync) wait(gen uint64, off int64, sync func(upTo int64) error) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	first := ls.rounds + 1 // the first sync this waiter waits for
+	if ls.syncing {
+		first = ls.rounds
+	}
 	for {
+		if ls.failErr != nil && ls.failRound >= first && gen == ls.failGen && off <= ls.failUpTo {
+			return ls.failErr
+		}
 		if ls.covers(gen, off) {
 			return nil
 		}
@@ -154,6 +172,8 @@ func (ls *logSync) wait(gen uint64, off int64, sync func(upTo int64) error) erro
 		ls.cond.Wait()
 	}
 	ls.syncing = true
+	ls.rounds++
+	round := ls.rounds
 	upTo := off
 	if ls.endGen == gen {
 		upTo = max(off, ls.end)
@@ -164,6 +184,7 @@ func (ls *logSync) wait(gen uint64, off int64, sync func(upTo int64) error) erro
 	ls.syncing = false
 	ls.cond.Broadcast()
 	if err != nil {
+		ls.failRound, ls.failGen, ls.failUpTo, ls.failErr = round, gen, upTo, err
 		return err
 	}
 	ls.advance(gen, upTo)
@@ -203,7 +224,7 @@ func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) e
 		s.log.sync.durableTo(gen, off)
 		return nil
 	}
-	what, sync := "the change log", func(upTo int64) error { return s.sharedSync(f, ino, upTo) }
+	what, sync := "the change log", func(upTo int64) error { return s.sharedSync(s.log.sync.syncFile(s), f, ino, upTo) }
 	if !s.gc {
 		what, sync = "the directory", func(upTo int64) error { return s.sharedDirSync(ino, upTo) }
 	}
@@ -456,14 +477,10 @@ const syncFileName = ".taskgraph.sync"
 // is created or replaced, so a reused inode number never matches): it waits for the sync in flight
 // (the sync file's flock), then syncs only if the offset recorded there
 // falls short. So one fdatasync serves the writers of every process that
-// queued behind it. Without a usable sync file it syncs on its own.
-func (s *FileStore) sharedSync(f *os.File, ino uint64, off int64) error {
-	ls := &s.log.sync
-	if !ls.sharedTried {
-		ls.sharedTried = true
-		ls.shared = s.openSyncFile()
-	}
-	sf := ls.shared
+// queued behind it. sf is the sync file, opened by the caller (nil if it
+// cannot be used: then it syncs on its own); two goroutines never share
+// one, since a flock belongs to the open file, not to a goroutine.
+func (s *FileStore) sharedSync(sf, f *os.File, ino uint64, off int64) error {
 	if sf == nil || flock(sf, lockExclusive) != nil {
 		return s.syncData(f)
 	}
@@ -484,6 +501,16 @@ func (s *FileStore) sharedSync(f *os.File, ino uint64, off int64) error {
 	binary.LittleEndian.PutUint64(rec[8:], uint64(fi.Size()))
 	_, _ = sf.WriteAt(rec[:], 0) // a hint: if lost, the next one syncs again
 	return nil
+}
+
+// syncFile returns the sync file of the syncing goroutine (logSync.wait's
+// leader), opened the first time.
+func (ls *logSync) syncFile(s *FileStore) *os.File {
+	if !ls.sharedTried {
+		ls.sharedTried = true
+		ls.shared = s.openSyncFile()
+	}
+	return ls.shared
 }
 
 // forgetSyncs clears the sync file's record, under its flock, when this

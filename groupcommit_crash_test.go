@@ -87,15 +87,15 @@ func TestKilledInGroupCommit(t *testing.T) {
 // TestKilledInFullProtocol kills a writer of the full protocol with
 // SIGKILL at a random fsync — of a file written ahead of the lock, of one
 // written under it, or of the directory after the lock, with its record
-// appended and the lock let go (dirsync.go) — or as it sets an old version
-// aside (setAside), and checks as TestKilledInGroupCommit does.
+// appended and the lock let go (dirsync.go) — and checks as
+// TestKilledInGroupCommit does.
 func TestKilledInFullProtocol(t *testing.T) {
 	rounds := 12
 	if testing.Short() {
 		rounds = 4
 	}
-	within := map[string]int{"fsync": 300, "link": 100}
-	for _, kind := range []string{"fsync", "link"} {
+	within := map[string]int{"fsync": 300}
+	for _, kind := range []string{"fsync"} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openStore(t, dir, tg.WithSyncEachWrite())
