@@ -341,18 +341,16 @@ func (s *FileStore) loadSnapshot() bool {
 		return false
 	}
 	ids := make([]ID, len(entries))
+	tasks := make([]*Task, len(entries))
 	for i, en := range entries {
-		ids[i] = en.task.ID
+		ids[i], tasks[i] = en.task.ID, en.task
 	}
-	if len(s.g.tasks) == 0 {
-		// Sized once rather than grown a hundred thousand times.
-		s.g.tasks = make(map[ID]*Task, len(entries))
-		s.g.dependents = make(map[ID][]ID, len(entries))
-		s.stamps = make(map[ID]stamp, len(entries))
+	if len(s.stamps) == 0 {
+		s.stamps = make(map[ID]stamp, len(entries)) // sized once rather than grown
 	}
 	s.hub.change(s.g, ids, func() {
+		s.g.load(tasks) // in id order, as encodeSnapshot wrote them
 		for _, en := range entries {
-			s.g.put(en.task)
 			s.stamps[en.task.ID] = en.stamp
 		}
 	})
