@@ -266,17 +266,22 @@ func (g *graph) walk() []node {
 }
 
 // search returns where id is, or would be inserted, in g.ids, and whether
-// it is there. Ids are drawn in sequence, so a new one mostly comes last
-// and the rest are mostly dense: it tries both before a binary search.
-func (g *graph) search(id ID) (int, bool) {
-	n := len(g.ids)
-	if n == 0 || g.ids[n-1] < id {
+// it is there.
+func (g *graph) search(id ID) (int, bool) { return searchIDs(g.ids, id) }
+
+// searchIDs returns where id is, or would be inserted, in the sorted ids,
+// and whether it is there. Ids are drawn in sequence, so a new one mostly
+// comes last and the rest are mostly dense: it tries both before a binary
+// search.
+func searchIDs(ids []ID, id ID) (int, bool) {
+	n := len(ids)
+	if n == 0 || ids[n-1] < id {
 		return n, false
 	}
-	if i := id - g.ids[0]; 0 <= i && i < ID(n) && g.ids[i] == id {
+	if i := id - ids[0]; 0 <= i && i < ID(n) && ids[i] == id {
 		return int(i), true
 	}
-	return slices.BinarySearch(g.ids, id)
+	return slices.BinarySearch(ids, id)
 }
 
 // setDependents makes ds the dependents of b, in the map and in b's node.
