@@ -89,17 +89,22 @@ func (s *FileStore) scan() error {
 			s.forgetSyncs()
 		}
 	}
+	// An empty cache is filled from the snapshot while the directory is
+	// listed and every task file stat'ed, in parallel (mostly waiting on
+	// the filesystem: more workers than processors); then only the files
+	// whose stamp differs from the cache's are read. Nothing else touches
+	// the cache until the snapshot is in.
+	var snap, wg sync.WaitGroup
+	if len(s.stamps) == 0 && !s.scanned {
+		snap.Go(func() { s.loadSnapshot() })
+	}
 	ids, temps, err := s.readDir()
 	if err != nil {
+		snap.Wait()
 		return err
 	}
 	s.temps = temps
 	slices.Sort(ids)
-	// Every task file is stat'ed, in parallel (mostly waiting on the
-	// filesystem: more workers than processors), while an empty cache is
-	// filled from the snapshot; then only the files whose stamp differs
-	// from the cache's are read.
-	var wg sync.WaitGroup
 	workers := max(runtime.GOMAXPROCS(0), 8)
 	stamps := make([]stamp, len(ids))
 	statted := make([]bool, len(ids))
@@ -112,10 +117,8 @@ func (s *FileStore) scan() error {
 			}
 		})
 	}
-	if len(s.stamps) == 0 && !s.scanned {
-		s.loadSnapshot()
-	}
 	wg.Wait()
+	snap.Wait()
 	for id := range s.stamps {
 		if _, present := searchIDs(ids, id); !present {
 			s.hub.change(s.g, []ID{id}, func() { s.g.remove(id) })
