@@ -98,6 +98,18 @@ func TestGraphLoadIsPuts(t *testing.T) {
 			tasks = nil
 		}
 		puts, loaded := newGraph(), newGraph()
+		if round%5 == 4 {
+			// Empty again, with what a graph keeps of its past: broken
+			// ids, the high-water mark, stale heap entries.
+			for _, g := range []*graph{puts, loaded} {
+				g.put(&Task{ID: 7, Status: Pending})
+				g.put(&Task{ID: 250, Status: Pending, BlockedBy: []ID{7}})
+				g.remove(250)
+				g.remove(7)
+				g.markBroken(3, ErrCorrupt)
+				g.markBroken(240, ErrCorrupt)
+			}
+		}
 		for _, task := range tasks {
 			puts.put(task)
 		}
