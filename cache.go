@@ -6,8 +6,8 @@ package taskgraph
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -89,32 +89,22 @@ func (s *FileStore) scan() error {
 			s.forgetSyncs()
 		}
 	}
-	d, err := s.root.Open(".")
+	// An empty cache is filled from the snapshot while the directory is
+	// listed and every task file stat'ed, in parallel (mostly waiting on
+	// the filesystem: more workers than processors); then only the files
+	// whose stamp differs from the cache's are read. Nothing else touches
+	// the cache until the snapshot is in.
+	var snap, wg sync.WaitGroup
+	if len(s.stamps) == 0 && !s.scanned {
+		snap.Go(func() { s.loadSnapshot() })
+	}
+	ids, temps, err := s.readDir()
 	if err != nil {
-		return fmt.Errorf("taskgraph: %w", err)
+		snap.Wait()
+		return err
 	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return fmt.Errorf("taskgraph: read %s: %w", s.dir, err)
-	}
-	present := make(map[ID]bool, len(names))
-	var ids []ID
-	s.temps = nil
-	for _, name := range names {
-		if id, ok := parseTaskFileName(name); ok {
-			present[id] = true
-			ids = append(ids, id)
-		} else if isTempName(name) {
-			s.temps = append(s.temps, name)
-		}
-	}
+	s.temps = temps
 	slices.Sort(ids)
-	// Every task file is stat'ed, in parallel (mostly waiting on the
-	// filesystem: more workers than processors), while an empty cache is
-	// filled from the snapshot; then only the files whose stamp differs
-	// from the cache's are read.
-	var wg sync.WaitGroup
 	workers := max(runtime.GOMAXPROCS(0), 8)
 	stamps := make([]stamp, len(ids))
 	statted := make([]bool, len(ids))
@@ -127,12 +117,10 @@ func (s *FileStore) scan() error {
 			}
 		})
 	}
-	if len(s.stamps) == 0 && !s.scanned {
-		s.loadSnapshot()
-	}
 	wg.Wait()
-	for _, id := range slices.Collect(maps.Keys(s.stamps)) {
-		if !present[id] {
+	snap.Wait()
+	for id := range s.stamps {
+		if _, present := searchIDs(ids, id); !present {
 			s.hub.change(s.g, []ID{id}, func() { s.g.remove(id) })
 			delete(s.stamps, id)
 		}
@@ -188,6 +176,33 @@ func (s *FileStore) scan() error {
 	}
 	s.scanned = true
 	return nil
+}
+
+// readDir lists the task directory: the ids of its task files, and its
+// temporary files. It reads the names a few thousand at a time, so that a
+// hundred thousand of them are never all held at once.
+func (s *FileStore) readDir() (ids []ID, temps []string, err error) {
+	d, err := s.root.Open(".")
+	if err != nil {
+		return nil, nil, fmt.Errorf("taskgraph: %w", err)
+	}
+	defer d.Close()
+	for {
+		names, err := d.Readdirnames(4096)
+		for _, name := range names {
+			if id, ok := parseTaskFileName(name); ok {
+				ids = append(ids, id)
+			} else if isTempName(name) {
+				temps = append(temps, name)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return ids, temps, nil
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("taskgraph: read %s: %w", s.dir, err)
+		}
+	}
 }
 
 // afterScan finishes a scan with group commit: after a restart of the

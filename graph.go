@@ -93,11 +93,24 @@ func (g *graph) put(t *Task) {
 	if fresh {
 		g.nodes[i].t = t
 	}
-	delete(g.broken, t.ID)
-	g.backward += countBackward(t)
 	for _, b := range t.BlockedBy {
 		g.setDependents(b, insertSorted(g.dependents[b], t.ID))
 	}
+	g.index(t)
+	g.touch(t.ID)
+	if old == nil || (old.Status == Completed) != (t.Status == Completed) {
+		for _, d := range g.dependents[t.ID] {
+			g.touch(d)
+		}
+	}
+}
+
+// index enters t in the indexes of one task each — all but the ids, the
+// nodes, the dependents and the ready heap, which put and load keep each
+// their own way. An older version of t must be out of them already.
+func (g *graph) index(t *Task) {
+	delete(g.broken, t.ID)
+	g.backward += countBackward(t)
 	g.tasks[t.ID] = t
 	if t.Status.ended() {
 		g.ended++
@@ -121,12 +134,93 @@ func (g *graph) put(t *Task) {
 	} else {
 		delete(g.running, t.ID)
 	}
-	g.touch(t.ID)
-	if old == nil || (old.Status == Completed) != (t.Status == Completed) {
-		for _, d := range g.dependents[t.ID] {
-			g.touch(d)
+}
+
+// load puts tasks, in increasing id order, into a graph that holds none:
+// the graph a put of each would build, built at once (the ids, nodes and
+// dependents lists sized once, the ready heap built once) rather than
+// grown a hundred thousand times. Tasks in another order, or a graph that
+// holds some, take the puts.
+func (g *graph) load(tasks []*Task) {
+	inOrder := len(g.tasks) == 0 && len(tasks) > 0
+	for i := 1; inOrder && i < len(tasks); i++ {
+		inOrder = tasks[i-1].ID < tasks[i].ID
+	}
+	if !inOrder {
+		for _, t := range tasks {
+			g.put(t)
+		}
+		return
+	}
+	n := len(tasks)
+	g.ids, g.nodes = make([]ID, n), make([]node, n)
+	for i, t := range tasks {
+		g.ids[i] = t.ID
+	}
+	// The dependents lists, sorted and without repeats as insertSorted
+	// keeps them, are cut from one slab: each blocker's edges are
+	// counted (by its node, or by the map for a blocker that is not
+	// among the tasks), then each dependent appended in id order.
+	count := make([]int, n)
+	missing := make(map[ID]int)
+	edges := 0
+	for _, t := range tasks {
+		edges += len(t.BlockedBy)
+		for _, b := range t.BlockedBy {
+			if j, ok := g.search(b); ok {
+				count[j]++
+			} else {
+				missing[b]++
+			}
 		}
 	}
+	slab := make([]ID, 0, edges)
+	cut := func(c int) []ID {
+		l := slab[:0:c]
+		slab = slab[c:c]
+		return l
+	}
+	for j, c := range count {
+		g.nodes[j].dependents = cut(c)
+	}
+	others := make(map[ID][]ID, len(missing))
+	for b, c := range missing {
+		others[b] = cut(c)
+	}
+	add := func(list []ID, id ID) []ID {
+		if len(list) > 0 && list[len(list)-1] == id {
+			return list // named twice
+		}
+		return append(list, id)
+	}
+	for _, t := range tasks {
+		for _, b := range t.BlockedBy {
+			if j, ok := g.search(b); ok {
+				g.nodes[j].dependents = add(g.nodes[j].dependents, t.ID)
+			} else {
+				others[b] = add(others[b], t.ID)
+			}
+		}
+	}
+	g.dependents = make(map[ID][]ID, n)
+	for j := range g.nodes {
+		ds := &g.nodes[j].dependents
+		if len(*ds) == 0 {
+			*ds = nil
+		} else {
+			*ds = slices.Clip(*ds) // an append by a later put copies
+			g.dependents[g.ids[j]] = *ds
+		}
+	}
+	for b, ds := range others {
+		g.dependents[b] = slices.Clip(ds)
+	}
+	g.tasks = make(map[ID]*Task, n)
+	for i, t := range tasks {
+		g.nodes[i].t = t
+		g.index(t)
+	}
+	g.requeue()
 }
 
 // remove deletes a task from every index.
@@ -172,17 +266,22 @@ func (g *graph) walk() []node {
 }
 
 // search returns where id is, or would be inserted, in g.ids, and whether
-// it is there. Ids are drawn in sequence, so a new one mostly comes last
-// and the rest are mostly dense: it tries both before a binary search.
-func (g *graph) search(id ID) (int, bool) {
-	n := len(g.ids)
-	if n == 0 || g.ids[n-1] < id {
+// it is there.
+func (g *graph) search(id ID) (int, bool) { return searchIDs(g.ids, id) }
+
+// searchIDs returns where id is, or would be inserted, in the sorted ids,
+// and whether it is there. Ids are drawn in sequence, so a new one mostly
+// comes last and the rest are mostly dense: it tries both before a binary
+// search.
+func searchIDs(ids []ID, id ID) (int, bool) {
+	n := len(ids)
+	if n == 0 || ids[n-1] < id {
 		return n, false
 	}
-	if i := id - g.ids[0]; 0 <= i && i < ID(n) && g.ids[i] == id {
+	if i := id - ids[0]; 0 <= i && i < ID(n) && ids[i] == id {
 		return int(i), true
 	}
-	return slices.BinarySearch(g.ids, id)
+	return slices.BinarySearch(ids, id)
 }
 
 // setDependents makes ds the dependents of b, in the map and in b's node.

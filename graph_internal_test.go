@@ -1,9 +1,13 @@
 package taskgraph
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The graph's nodes mirror its maps through any sequence of puts and
@@ -57,4 +61,127 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A graph loaded at once is the graph the puts of its tasks build, index
+// by index, and stays so through the puts and removes that follow: with
+// edges to missing tasks, to themselves, named twice and backward, keys
+// shared, leases, schedules and every status.
+func TestGraphLoadIsPuts(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	now := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	statuses := []Status{Pending, Pending, Pending, InProgress, Completed, Completed, Failed, Cancelled}
+	task := func(id ID) *Task {
+		t := &Task{ID: id, Status: statuses[r.IntN(len(statuses))], Priority: Priority(r.IntN(5)), CreatedAt: now.Add(time.Duration(r.IntN(100)) * time.Second)}
+		for range r.IntN(4) {
+			t.BlockedBy = append(t.BlockedBy, ID(1+r.IntN(int(id)+20)))
+		}
+		if r.IntN(5) == 0 {
+			t.Key = fmt.Sprint("k", r.IntN(10))
+		}
+		if t.Status == InProgress && r.IntN(2) == 0 {
+			t.LeaseExpiresAt = now.Add(time.Hour)
+		}
+		if t.Status == Pending && r.IntN(5) == 0 {
+			t.NotBefore = now.Add(time.Duration(r.IntN(3)-1) * time.Hour)
+		}
+		return t
+	}
+	for round := range 50 {
+		var tasks []*Task
+		for id := ID(1); id <= 200; id++ {
+			if r.IntN(6) != 0 { // holes in the ids
+				tasks = append(tasks, task(id))
+			}
+		}
+		if round%10 == 9 {
+			tasks = nil
+		}
+		puts, loaded := newGraph(), newGraph()
+		if round%5 == 4 {
+			// Empty again, with what a graph keeps of its past: broken
+			// ids, the high-water mark, stale heap entries.
+			for _, g := range []*graph{puts, loaded} {
+				g.put(&Task{ID: 7, Status: Pending})
+				g.put(&Task{ID: 250, Status: Pending, BlockedBy: []ID{7}})
+				g.remove(250)
+				g.remove(7)
+				g.markBroken(3, ErrCorrupt)
+				g.markBroken(240, ErrCorrupt)
+			}
+		}
+		for _, task := range tasks {
+			puts.put(task)
+		}
+		loaded.load(tasks)
+		requireSameGraph(t, puts, loaded, now)
+		for range 100 {
+			id := ID(1 + r.IntN(230))
+			if r.IntN(3) == 0 {
+				puts.remove(id)
+				loaded.remove(id)
+			} else {
+				task := task(id)
+				puts.put(task)
+				loaded.put(task)
+			}
+		}
+		requireSameGraph(t, puts, loaded, now)
+	}
+	// Out of order, or into a graph that holds tasks, it is the puts.
+	puts, loaded := newGraph(), newGraph()
+	tasks := []*Task{task(5), task(3), task(9)}
+	for _, task := range tasks {
+		puts.put(task)
+	}
+	loaded.load(tasks)
+	requireSameGraph(t, puts, loaded, now)
+	more := []*Task{task(1), task(7)}
+	for _, task := range more {
+		puts.put(task)
+	}
+	loaded.load(more)
+	requireSameGraph(t, puts, loaded, now)
+}
+
+// requireSameGraph fails unless a and b hold the same indexes, the ready
+// heap compared by the order ClaimNext takes its live entries in.
+func requireSameGraph(t *testing.T, a, b *graph, now time.Time) {
+	t.Helper()
+	require.Equal(t, a.ids, b.ids)
+	require.Equal(t, a.walk(), b.walk())
+	require.Equal(t, a.tasks, b.tasks)
+	require.Equal(t, a.dependents, b.dependents)
+	require.Equal(t, a.maxID, b.maxID)
+	require.Equal(t, a.leased, b.leased)
+	require.Equal(t, a.deferred, b.deferred)
+	require.Equal(t, a.running, b.running)
+	require.Equal(t, a.broken, b.broken)
+	require.Equal(t, a.keys, b.keys)
+	require.Equal(t, a.ended, b.ended)
+	require.Equal(t, a.backward, b.backward)
+	// Every ready task has a live entry in the heap, whatever its layout.
+	live := func(g *graph) []readyEntry {
+		var out, want []readyEntry
+		for _, e := range g.ready {
+			if g.live(e) && g.queued[e.id] == e {
+				out = append(out, e)
+			}
+		}
+		slices.SortFunc(out, readyEntry.compare)
+		for _, id := range g.ids {
+			if g.isReady(id) {
+				want = append(want, entryOf(g.tasks[id]))
+			}
+		}
+		slices.SortFunc(want, readyEntry.compare)
+		out = slices.Compact(out)
+		require.Equal(t, want, out)
+		return out
+	}
+	require.Equal(t, live(a), live(b))
+	ida, oka := a.nextReady(now)
+	idb, okb := b.nextReady(now)
+	require.Equal(t, oka, okb)
+	require.Equal(t, ida, idb)
 }

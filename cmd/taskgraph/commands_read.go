@@ -47,7 +47,7 @@ func flagsReady(fs *flag.FlagSet) func(e *env) error {
 				return err
 			}
 			v := viewOfReady(b.Ready)
-			shown, more := f.pick(b.Ready, v)
+			shown, more := f.pick(pointersTo(b.Ready), v)
 			if perr := e.printPicked(shown, more, v); perr != nil {
 				return perr
 			}

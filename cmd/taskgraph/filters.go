@@ -105,10 +105,10 @@ func (e *env) withListing(l *listing, f func(s store) error) error {
 // pick returns the tasks of ts that the listing selects, in the order of
 // ts (by id for list, claim order for ready), at most limit of them, and
 // how many more it selects.
-func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
+func (l *listing) pick(ts []*taskgraph.Task, v view) ([]*taskgraph.Task, int) {
 	out := ts // no filter: every task, uncopied
 	if len(l.statuses) > 0 || len(l.states) > 0 || l.ownedBy != nil || len(l.labels) > 0 || l.ready || l.overdue || len(l.under) > 0 {
-		out = make([]taskgraph.Task, 0, len(ts))
+		out = make([]*taskgraph.Task, 0, len(ts))
 		for _, t := range ts {
 			// ready's view has no parents: its board was selected by Under.
 			if l.selects(t, v) && (len(l.under) == 0 || v.parent == nil || v.under(t.ID, l.under[0])) {
@@ -117,7 +117,7 @@ func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
 		}
 	}
 	if l.overdue {
-		slices.SortStableFunc(out, func(a, b taskgraph.Task) int { return a.Due.Compare(b.Due) })
+		slices.SortStableFunc(out, func(a, b *taskgraph.Task) int { return a.Due.Compare(b.Due) })
 	}
 	if l.limit > 0 && len(out) > l.limit {
 		return out[:l.limit], len(out) - l.limit
@@ -126,7 +126,7 @@ func (l *listing) pick(ts []taskgraph.Task, v view) ([]taskgraph.Task, int) {
 }
 
 // selects reports whether t passes every filter of the listing.
-func (l *listing) selects(t taskgraph.Task, v view) bool {
+func (l *listing) selects(t *taskgraph.Task, v view) bool {
 	return (len(l.statuses) == 0 || slices.Contains(l.statuses, t.Status)) &&
 		(len(l.states) == 0 || slices.Contains(l.states, v.state[t.ID])) &&
 		(l.ownedBy == nil || t.Owner == *l.ownedBy) &&

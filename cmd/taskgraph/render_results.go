@@ -60,7 +60,7 @@ func (e *env) printAdded(s store, t taskgraph.Task, existed bool) error {
 
 // printListed reports list: the tasks shown of all, or why there are none.
 // A limit leaves more out only when it shows some.
-func (e *env) printListed(all, shown []taskgraph.Task, more int, v view) error {
+func (e *env) printListed(all, shown []*taskgraph.Task, more int, v view) error {
 	if len(shown) == 0 && !e.json {
 		if len(all) == 0 {
 			fmt.Fprintln(e.stdout, "No tasks.")

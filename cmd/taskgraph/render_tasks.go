@@ -28,8 +28,8 @@ func (e *env) printJSON(v any) error {
 
 // printJSONArray prints the n elements elem gives as printJSON prints a
 // slice of them, byte for byte, one element at a time: a list of 100,000
-// tasks is never held whole, as values or as text. A task is written by
-// hand (appendTaskJSON), without encoding/json's reflection.
+// tasks is never held whole, as values or as text. A task (a *taskJSON)
+// is written by hand (appendTaskJSON), without encoding/json's reflection.
 func (e *env) printJSONArray(n int, elem func(i int) any) error {
 	if n == 0 {
 		_, err := io.WriteString(e.stdout, "[]\n")
@@ -47,8 +47,8 @@ func (e *env) printJSONArray(n int, elem func(i int) any) error {
 			w.WriteString(",\n  ")
 		}
 		v := elem(i)
-		if j, ok := v.(taskJSON); ok {
-			if out, ok = appendTaskJSON(out[:0], &j); ok {
+		if j, ok := v.(*taskJSON); ok {
+			if out, ok = appendTaskJSON(out[:0], j); ok {
 				w.Write(out)
 				continue
 			}
@@ -80,7 +80,11 @@ func viewOf(all []taskgraph.Task, limits map[string]int) view {
 
 // viewOfBoard returns the view of an unfiltered board.
 func viewOfBoard(b taskgraph.Board) view {
-	v := view{status: map[taskgraph.ID]taskgraph.Status{}, state: map[taskgraph.ID]taskgraph.State{}, strandedBy: b.StrandedBy,
+	n := 0
+	for _, g := range b.Lists() {
+		n += len(g.Tasks)
+	}
+	v := view{status: make(map[taskgraph.ID]taskgraph.Status, n), state: make(map[taskgraph.ID]taskgraph.State, n), strandedBy: b.StrandedBy,
 		parent: map[taskgraph.ID]taskgraph.ID{}}
 	for _, g := range b.Lists() {
 		for _, t := range g.Tasks {
@@ -94,21 +98,24 @@ func viewOfBoard(b taskgraph.Board) view {
 	return v
 }
 
-// allOf returns every task of an unfiltered board, by id.
-func allOf(b taskgraph.Board) []taskgraph.Task {
-	// Pointers are sorted, not the tasks: a Task is hundreds of bytes.
-	var ptrs []*taskgraph.Task
+// allOf returns every task of an unfiltered board, by id: pointers into
+// its lists, not copies (a Task is hundreds of bytes).
+func allOf(b taskgraph.Board) []*taskgraph.Task {
+	var all []*taskgraph.Task
 	for _, l := range b.Lists() {
-		for i := range l.Tasks {
-			ptrs = append(ptrs, &l.Tasks[i])
-		}
+		all = append(all, pointersTo(l.Tasks)...)
 	}
-	slices.SortFunc(ptrs, func(a, b *taskgraph.Task) int { return cmp.Compare(a.ID, b.ID) })
-	all := make([]taskgraph.Task, len(ptrs))
-	for i, t := range ptrs {
-		all[i] = *t
-	}
+	slices.SortFunc(all, func(a, b *taskgraph.Task) int { return cmp.Compare(a.ID, b.ID) })
 	return all
+}
+
+// pointersTo returns pointers to the tasks of ts, in order.
+func pointersTo(ts []taskgraph.Task) []*taskgraph.Task {
+	ps := make([]*taskgraph.Task, len(ts))
+	for i := range ts {
+		ps[i] = &ts[i]
+	}
+	return ps
 }
 
 // under reports whether task id is under root: a child, a child's child,
@@ -142,19 +149,22 @@ func viewOfReady(ready []taskgraph.Task) view {
 
 // printTasks prints ts, one a line, or as a JSON array of tasks with their
 // state.
-func (e *env) printTasks(ts []taskgraph.Task, v view) error {
+func (e *env) printTasks(ts []*taskgraph.Task, v view) error {
 	if e.json {
-		return e.printJSONArray(len(ts), func(i int) any { return v.toJSON(ts[i]) })
+		// One taskJSON for them all, each written before the next is
+		// made: not a copy of each boxed in an interface.
+		var j taskJSON
+		return e.printJSONArray(len(ts), func(i int) any { j = v.toJSON(*ts[i]); return &j })
 	}
 	for _, t := range ts {
-		fmt.Fprintln(e.stdout, e.line(t, v))
+		fmt.Fprintln(e.stdout, e.line(*t, v))
 	}
 	return nil
 }
 
 // printPicked prints the tasks a listing picked, and then, unless --json,
 // how many more its limit left out.
-func (e *env) printPicked(shown []taskgraph.Task, more int, v view) error {
+func (e *env) printPicked(shown []*taskgraph.Task, more int, v view) error {
 	if err := e.printTasks(shown, v); err != nil {
 		return err
 	}

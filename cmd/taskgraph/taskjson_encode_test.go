@@ -104,7 +104,7 @@ func TestAppendTaskJSONLeavesTheRestToEncodingJSON(t *testing.T) {
 			assert.False(t, ok)
 			_, jerr := encodedByJSON(t, j)
 			var out bytes.Buffer
-			err := (&env{stdout: &out}).printJSONArray(1, func(int) any { return j })
+			err := (&env{stdout: &out}).printJSONArray(1, func(int) any { return &j })
 			assert.Equal(t, fmt.Sprint(jerr), fmt.Sprint(err))
 		})
 	}
