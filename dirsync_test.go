@@ -154,23 +154,33 @@ func TestFollowersOfAFailedDirSync(t *testing.T) {
 	require.True(t, s.dirSyncAfter)
 	task, err := s.Create(ctx, NewTask{Subject: "a"})
 	require.NoError(t, err)
+	other, err := s.Create(ctx, NewTask{Subject: "other"})
+	require.NoError(t, err)
 	_, err = s.Update(ctx, task.ID, Patch{Subject: ptr("b")})
 	require.NoError(t, err)
 
 	g := &gateDirSyncFS{fileSystem: s.fs, dirf: s.dirf, entered: make(chan struct{}), released: make(chan struct{})}
 	s.fs = g
-	var werr, rerr error
+	var werr, rerr, w2err error
 	var got Task
 	var wg sync.WaitGroup
 	wg.Go(func() { _, werr = s.Update(ctx, task.ID, Patch{Subject: ptr("c")}) })
 	<-g.entered // the writer leads the directory's fsync, after the lock
+	// A reader of its write, and a second writer whose record comes
+	// after what the leader's fsync was asked for, queue behind it.
 	wg.Go(func() { got, rerr = s.Get(ctx, task.ID) })
-	time.Sleep(200 * time.Millisecond) // the reader queues behind the leader
+	wg.Go(func() { _, w2err = s.Update(ctx, other.ID, Patch{Subject: ptr("other, edited")}) })
+	for queued := false; !queued; time.Sleep(time.Millisecond) {
+		s.log.sync.mu.Lock()
+		queued = s.log.sync.waiting == 2
+		s.log.sync.mu.Unlock()
+	}
 	close(g.released)
 	wg.Wait()
 	require.ErrorIs(t, werr, ErrUnknownOutcome, "the writer: the directory could not be made durable")
-	t.Logf("writer: %v; reader: subject %q, %v", werr, got.Subject, rerr)
+	t.Logf("writer: %v; reader: subject %q, %v; second writer: %v", werr, got.Subject, rerr, w2err)
 	assert.Error(t, rerr, "the reader returned the write on a plain fsync retried after a failed one")
+	assert.ErrorIs(t, w2err, ErrUnknownOutcome, "the second writer was acknowledged on a plain fsync retried after a failed one")
 }
 
 // TestDirSyncRecordsWhatItSaw: the sync file's directory record says how

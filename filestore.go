@@ -124,6 +124,7 @@ type FileStore struct {
 	// later syncfs that succeeds proves nothing, and makeDurable no longer
 	// falls back on it.
 	syncFSFailed atomic.Bool
+	syncFSMu     sync.Mutex // syncFS: one at a time
 
 	durability Durability // chosen at Open
 	dirID      string     // the directory's identity on its filesystem (fsinfo.DirID), in checkpoints
@@ -387,7 +388,9 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 			defer s.inflight.Done()
 			gen, off, log, ino := s.log.gen, s.log.off, s.log.f, s.log.ino
 			after := s.syncsAfterUnlock()
+			var first uint64
 			if after {
+				first = s.log.sync.firstRound()
 				// Queued in the order of the operations, which the
 				// semaphore gives.
 				s.log.sync.hold(gen, off, s.hub.take())
@@ -411,7 +414,7 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 			if !after {
 				return nil
 			}
-			return s.makeDurable(gen, off, log, ino)
+			return s.makeDurable(gen, off, first, log, ino)
 		}, nil
 	}
 }

@@ -86,12 +86,14 @@ type logSync struct {
 	shared      *os.File
 	sharedTried bool
 	// rounds counts the syncs begun. The last that failed, and how far
-	// it was to reach: the kernel reports a failed writeback once per
-	// descriptor, so a follower that took over and synced again could
-	// succeed without the data. The waiters queued behind it that it was
-	// to cover get its error instead, and makeDurable falls back on
-	// syncfs.
+	// the log reached when it did: the kernel reports a failed writeback
+	// once per descriptor, so a sync after it on the same descriptor could
+	// succeed without the data. Every operation begun before it ended
+	// (firstRound) whose offset it reached gets its error instead, and
+	// makeDurable falls back on syncfs. An operation begun after it syncs
+	// as a store opened afresh would.
 	rounds    uint64
+	waiting   int // goroutines waiting for a sync in flight
 	failRound uint64
 	failGen   uint64
 	failUpTo  int64
@@ -148,17 +150,25 @@ func (ls *logSync) hold(gen uint64, off int64, ds []delivery) {
 	ls.advance(ls.gen, ls.durable)
 }
 
+// firstRound is the first sync an operation ending now depends on: the
+// one in flight, or the next.
+func (ls *logSync) firstRound() uint64 {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.syncing {
+		return ls.rounds
+	}
+	return ls.rounds + 1
+}
+
 // wait returns once the log gen is durable up to off, syncing it with
 // sync unless a sync in flight or done since covers it. The leader asks
 // sync for everything this store appended so far, for the followers
-// queued behind it, and claims no more than that.
-func (ls *logSync) wait(gen uint64, off int64, sync func(upTo int64) error) error {
+// queued behind it, and claims no more than that. first is the operation's
+// firstRound, taken before it let go of the lock.
+func (ls *logSync) wait(gen uint64, off int64, first uint64, sync func(upTo int64) error) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	first := ls.rounds + 1 // the first sync this waiter waits for
-	if ls.syncing {
-		first = ls.rounds
-	}
 	for {
 		if ls.failErr != nil && ls.failRound >= first && gen == ls.failGen && off <= ls.failUpTo {
 			return ls.failErr
@@ -169,7 +179,9 @@ func (ls *logSync) wait(gen uint64, off int64, sync func(upTo int64) error) erro
 		if !ls.syncing {
 			break
 		}
+		ls.waiting++
 		ls.cond.Wait()
+		ls.waiting--
 	}
 	ls.syncing = true
 	ls.rounds++
@@ -184,6 +196,9 @@ func (ls *logSync) wait(gen uint64, off int64, sync func(upTo int64) error) erro
 	ls.syncing = false
 	ls.cond.Broadcast()
 	if err != nil {
+		if ls.endGen == gen {
+			upTo = max(upTo, ls.end) // appended meanwhile, perhaps before the call
+		}
 		ls.failRound, ls.failGen, ls.failUpTo, ls.failErr = round, gen, upTo, err
 		return err
 	}
@@ -217,7 +232,7 @@ func (s *FileStore) syncsAfterUnlock() bool { return s.gc || s.dirSyncAfter }
 // makes everything durable instead; only if that fails too is the error
 // returned. The caller reports it as ErrUnknownOutcome for a write that
 // committed.
-func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) error {
+func (s *FileStore) makeDurable(gen uint64, off int64, first uint64, f *os.File, ino uint64) error {
 	if f == nil {
 		// No log open: nothing was recorded, nothing to sync (a write
 		// whose record was lost synced under the lock: recordLog).
@@ -228,7 +243,7 @@ func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) e
 	if !s.gc {
 		what, sync = "the directory", func(upTo int64) error { return s.sharedDirSync(ino, upTo) }
 	}
-	err := s.log.sync.wait(gen, off, sync)
+	err := s.log.sync.wait(gen, off, first, sync)
 	if err == nil {
 		return nil
 	}
@@ -239,7 +254,13 @@ func (s *FileStore) makeDurable(gen uint64, off int64, f *os.File, ino uint64) e
 		s.log.sync.dropQueue()
 		return fmt.Errorf("taskgraph: %s could not be made durable (and a syncfs failed before): %w", what, err)
 	}
-	if ferr := s.syncFS(); ferr != nil {
+	ferr := s.syncFS()
+	if ferr == nil && s.syncFSFailed.Load() {
+		// Another syncfs failed before this one returned: this one's
+		// success proves nothing (syncFS).
+		ferr = errors.New("another syncfs failed")
+	}
+	if ferr != nil {
 		s.log.sync.dropQueue()
 		return fmt.Errorf("taskgraph: %s could not be made durable: %w", what, errors.Join(err, ferr))
 	}
@@ -533,6 +554,10 @@ func (s *FileStore) forgetSyncs() {
 // syncFS syncs the directory's filesystem, and remembers a failure (see
 // syncFSFailed).
 func (s *FileStore) syncFS() error {
+	// One at a time: syncfs reports a failure once per descriptor, so of
+	// two at once on s.dirf one could succeed without the data.
+	s.syncFSMu.Lock()
+	defer s.syncFSMu.Unlock()
 	err := s.fs.SyncFS(s.dirf)
 	if err != nil {
 		s.syncFSFailed.Store(true)

@@ -531,7 +531,7 @@ func TestLeaderSyncsForItsFollowers(t *testing.T) {
 	// record ends at synced.
 	a.log.sync.appended(a.log.gen, synced+50)
 	before := a.Stats().Syncs
-	require.NoError(t, a.makeDurable(a.log.gen, synced, a.log.f, a.log.ino))
+	require.NoError(t, a.makeDurable(a.log.gen, synced, a.log.sync.firstRound(), a.log.f, a.log.ino))
 	assert.Equal(t, before+1, a.Stats().Syncs, "the leader synced for its follower")
 	assert.True(t, a.log.sync.covers(a.log.gen, synced+50))
 }

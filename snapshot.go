@@ -42,6 +42,10 @@ const snapshotMagic = "taskgraph snapshot 2\n"
 // costs less than writing the snapshot.
 var snapshotMin = 256
 
+// minSnapshotEntry is the fewest bytes an entry takes: a varint for each
+// of its 23 numbers, lengths and counts.
+const minSnapshotEntry = 23
+
 // maxSnapshotSize bounds what is read of a snapshot.
 const maxSnapshotSize = 1 << 31
 
@@ -150,8 +154,8 @@ func decodeSnapshot(data []byte) ([]snapshotEntry, error) {
 	d := snapDecoder{b: body[len(snapshotMagic):]}
 	d.text = unsafe.String(unsafe.SliceData(d.b), len(d.b))
 	n := d.uint()
-	if n > uint64(len(d.b)) {
-		return nil, errors.New("bad count")
+	if n > uint64(len(d.b))/minSnapshotEntry {
+		return nil, errors.New("bad count") // the slab below is sized by it
 	}
 	out := make([]snapshotEntry, 0, n)
 	slab := make([]Task, n) // one allocation for every task
