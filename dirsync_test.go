@@ -116,7 +116,6 @@ func TestDirSyncShared(t *testing.T) {
 type gateDirSyncFS struct {
 	fileSystem
 	dirf              *os.File
-	once              sync.Once
 	entered, released chan struct{}
 	first             bool
 	mu                sync.Mutex
