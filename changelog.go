@@ -246,7 +246,7 @@ func (s *FileStore) recordLog(j *journal.Journal) error {
 		if err := s.syncFS(); err != nil {
 			return fmt.Errorf("taskgraph: the change log takes no record, and the write cannot be made durable: %w", err)
 		}
-	case s.dirSyncAfter:
+	case s.dirSyncAfter():
 		// No record tells how far the directory's fsync after the lock
 		// must reach: it is done here.
 		if err := s.syncDir(); err != nil {
@@ -588,7 +588,7 @@ func (s *FileStore) syncedElsewhere(end int64) bool {
 		}
 	}
 	var rec [16]byte
-	n, _ := s.log.syncHint.ReadAt(rec[:], 0)
+	n, _ := s.log.syncHint.ReadAt(rec[:], logSyncRecordAt)
 	return n == len(rec) && binary.LittleEndian.Uint64(rec[:8]) == s.log.ino && int64(binary.LittleEndian.Uint64(rec[8:])) >= end
 }
 

@@ -4,8 +4,6 @@
 package taskgraph
 
 import (
-	"encoding/binary"
-
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 )
 
@@ -34,12 +32,6 @@ import (
 // far the others have read, so elsewhere the directory is fsynced under
 // the lock, as before.
 
-// dirSyncRecordAt is where the sync file keeps its directory record: after
-// the log's (sharedSync), which group-committing stores on the same
-// directory read and write — an fsync of the directory says nothing of the
-// log's data, and the other way round.
-const dirSyncRecordAt = 16
-
 // sharedDirSync makes every rename recorded in the log ino before off
 // durable, unless a directory fsync by another process since covers it: it
 // waits for the sync in flight (the sync file's flock), then fsyncs the
@@ -47,31 +39,18 @@ const dirSyncRecordAt = 16
 // had reached when its own fsync began. Without a usable sync file it
 // syncs on its own.
 func (s *FileStore) sharedDirSync(ino uint64, off int64) error {
-	sf := s.log.sync.syncFile(s)
-	if sf == nil || flock(sf, lockExclusive) != nil {
-		return s.fsyncDir()
+	// How far the log the directory holds reaches before the fsync: every
+	// write recorded in it before that renamed its file before. Only that
+	// is recorded — never the caller's log and offset, whose inode nothing
+	// here holds open: replaced, its number may come back as a new log's.
+	seen := func() (uint64, int64, bool) {
+		fi, err := s.root.Lstat(logFileName)
+		if err != nil || !fi.Mode().IsRegular() {
+			return 0, 0, false
+		}
+		return atomicfile.FileID(fi), fi.Size(), true
 	}
-	defer flock(sf, lockUnlock)
-	var rec [16]byte
-	if n, _ := sf.ReadAt(rec[:], dirSyncRecordAt); n == len(rec) &&
-		binary.LittleEndian.Uint64(rec[:8]) == ino && int64(binary.LittleEndian.Uint64(rec[8:])) >= off {
-		return nil // made durable by another process meanwhile
-	}
-	// How far the log the directory holds reaches now: every write
-	// recorded in it before that renamed its file before this fsync.
-	// Only that is recorded — never the caller's log and offset, whose
-	// inode nothing here holds open: replaced, its number may come back
-	// as a new log's.
-	fi, err := s.root.Lstat(logFileName)
-	if err := s.fsyncDir(); err != nil {
-		return err
-	}
-	if err == nil && fi.Mode().IsRegular() {
-		binary.LittleEndian.PutUint64(rec[:8], atomicfile.FileID(fi))
-		binary.LittleEndian.PutUint64(rec[8:], uint64(fi.Size()))
-		_, _ = sf.WriteAt(rec[:], dirSyncRecordAt) // a hint: if lost, the next one syncs again
-	}
-	return nil
+	return syncRecorded(s.log.sync.syncFile(s), dirSyncRecordAt, ino, off, seen, s.fsyncDir)
 }
 
 // fsyncDir fsyncs the directory after the lock, and counts it.

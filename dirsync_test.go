@@ -28,7 +28,7 @@ func TestDirSyncAfterLock(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	a := openAhead(t, dir, newFakeClock())
-	require.True(t, a.dirSyncAfter, "the full protocol on Linux syncs the directory after the lock")
+	require.True(t, a.dirSyncAfter(), "the full protocol on Linux syncs the directory after the lock")
 	task, err := a.Create(ctx, NewTask{Subject: "a"})
 	require.NoError(t, err)
 
@@ -150,7 +150,7 @@ func TestFollowersOfAFailedDirSync(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openAhead(t, dir, newFakeClock())
-	require.True(t, s.dirSyncAfter)
+	require.True(t, s.dirSyncAfter())
 	task, err := s.Create(ctx, NewTask{Subject: "a"})
 	require.NoError(t, err)
 	other, err := s.Create(ctx, NewTask{Subject: "other"})

@@ -111,13 +111,10 @@ type FileStore struct {
 	// Group commit (groupcommit.go). gc: single-file writes are made
 	// durable by syncing the change log; exclusive says how the lock is
 	// held now.
-	gc bool
-	// dirSyncAfter: the full protocol, with the directory's fsync after
-	// the lock, shared by the writers queued behind it (dirsync.go).
-	dirSyncAfter bool
-	boot         string // the boot id; "" when the log is no redo log here (see redoLog)
-	exclusive    bool
-	inflight     sync.WaitGroup // operations between acquire and the end of their release
+	gc        bool
+	boot      string // the boot id; "" when the log is no redo log here (see redoLog)
+	exclusive bool
+	inflight  sync.WaitGroup // operations between acquire and the end of their release
 	// syncFSFailed records that a syncfs of this store failed. syncfs
 	// reports a writeback error once to each descriptor, so after one
 	// failed — even in a checkpoint, whose failure costs nothing else — a
@@ -222,11 +219,8 @@ func (s *FileStore) chooseProtocol() {
 	}
 	s.durability.Reason = why
 	// The full protocol decides writes ahead in the cache directory: the
-	// first commit makes sure it exists (ahead.go). Where the change log
-	// is a redo log, it also tells how far the directory's fsync after the
-	// lock reached (dirsync.go).
+	// first commit makes sure it exists (ahead.go).
 	s.wantCacheDir = !s.gc && !s.cfg.noSync
-	s.dirSyncAfter = s.wantCacheDir && s.redoLog()
 }
 
 // makeDir makes sure dir is a directory. It creates it and any missing

@@ -221,7 +221,12 @@ func (ls *logSync) dropQueue() {
 // after the lock is let go, by makeDurable: with group commit, by the change
 // log's sync; with the full protocol where the log is a redo log, by the
 // directory's fsync (dirsync.go).
-func (s *FileStore) syncsAfterUnlock() bool { return s.gc || s.dirSyncAfter }
+func (s *FileStore) syncsAfterUnlock() bool { return s.gc || s.dirSyncAfter() }
+
+// dirSyncAfter reports whether the full protocol fsyncs the directory
+// after the lock, shared by the writers queued behind it (dirsync.go):
+// only where the change log, a redo log, tells how far that fsync reached.
+func (s *FileStore) dirSyncAfter() bool { return !s.gc && !s.cfg.noSync && s.redoLog() }
 
 // makeDurable is the last step of every operation, after the lock is let
 // go: it makes durable what the operation read or wrote, up to where it
@@ -502,25 +507,50 @@ const syncFileName = ".taskgraph.sync"
 // cannot be used: then it syncs on its own); two goroutines never share
 // one, since a flock belongs to the open file, not to a goroutine.
 func (s *FileStore) sharedSync(sf, f *os.File, ino uint64, off int64) error {
+	// f is held open, so its inode number cannot come back as another
+	// log's while the record stands.
+	seen := func() (uint64, int64, bool) {
+		fi, err := f.Stat()
+		if err != nil {
+			return 0, 0, false
+		}
+		return ino, fi.Size(), true
+	}
+	return syncRecorded(sf, logSyncRecordAt, ino, off, seen, func() error { return s.syncData(f) })
+}
+
+// The sync file's records, 16 bytes each: a log's inode, and an offset up
+// to which a sync covers what is recorded in it.
+const (
+	logSyncRecordAt = 0  // the log's data, by fdatasync (sharedSync)
+	dirSyncRecordAt = 16 // the renames recorded in it, by an fsync of the directory (sharedDirSync)
+)
+
+// syncRecorded runs sync unless the sync file sf's record at `at` says
+// that a sync by another process since covers the log ino up to off: it
+// waits for the sync in flight (the flock), then syncs only if the record
+// falls short, and then records what seen, called before the sync, saw of
+// the log (ok false: nothing). Without a usable sync file it syncs on its
+// own.
+func syncRecorded(sf *os.File, at int64, ino uint64, off int64, seen func() (recIno uint64, size int64, ok bool), sync func() error) error {
 	if sf == nil || flock(sf, lockExclusive) != nil {
-		return s.syncData(f)
+		return sync()
 	}
 	defer flock(sf, lockUnlock)
 	var rec [16]byte
-	if n, _ := sf.ReadAt(rec[:], 0); n == len(rec) &&
+	if n, _ := sf.ReadAt(rec[:], at); n == len(rec) &&
 		binary.LittleEndian.Uint64(rec[:8]) == ino && int64(binary.LittleEndian.Uint64(rec[8:])) >= off {
 		return nil // made durable by another process meanwhile
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return s.syncData(f)
-	}
-	if err := s.syncData(f); err != nil {
+	recIno, size, ok := seen()
+	if err := sync(); err != nil {
 		return err
 	}
-	binary.LittleEndian.PutUint64(rec[:8], ino)
-	binary.LittleEndian.PutUint64(rec[8:], uint64(fi.Size()))
-	_, _ = sf.WriteAt(rec[:], 0) // a hint: if lost, the next one syncs again
+	if ok {
+		binary.LittleEndian.PutUint64(rec[:8], recIno)
+		binary.LittleEndian.PutUint64(rec[8:], uint64(size))
+		_, _ = sf.WriteAt(rec[:], at) // a hint: if lost, the next one syncs again
+	}
 	return nil
 }
 
