@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,13 +98,8 @@ func TestClaimNextIndexed(t *testing.T) {
 	for _, labels := range [][]string{{}, {"frontend"}} {
 		rows, err := p.Query(ctx, `EXPLAIN `+pgstore.ClaimReadySQL, graph, "owner", int64(0), nil, int64(1<<62), taskgraph.MaxTaskSize, labels, "{}")
 		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err())
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
 		text := strings.Join(plan, "\n")
 		// The part of the plan that picks the task: CTE pick, up to CTE c.
 		from := slices.IndexFunc(plan, func(l string) bool { return strings.Contains(l, "CTE pick") })
@@ -203,13 +199,8 @@ func TestDependentsByBlockedByIndex(t *testing.T) {
 		require.NoError(t, err)
 		rows, err := tx.Query(ctx, `EXPLAIN EXECUTE dependents_plan ('`+strings.ReplaceAll(graph, `'`, `''`)+`', 5)`)
 		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err())
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
 		text := strings.Join(plan, "\n")
 		assert.Contains(t, text, "Bitmap Index Scan on taskgraph_tasks_blocked_by", "%s:\n%s", name, text)
 		assert.NotContains(t, text, "BitmapAnd", "%s:\n%s", name, text)
