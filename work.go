@@ -256,6 +256,11 @@ func drain(events <-chan Event) {
 // misses the lapse for long.
 const lapseRecheck = time.Second
 
+// limitRecheck is how often a wait looks again while a task it could take
+// is held back by a concurrency limit (Board.Limited): a Board once a
+// second, only then.
+const limitRecheck = time.Second
+
 // wait returns after the next event, when the first lease on the board
 // that could free a task for this agent lapses (lapsed true), or after
 // poll on a store that cannot be watched. It returns nil events if the
@@ -292,6 +297,11 @@ func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now
 			}
 			break
 		}
+	}
+	// A limit raised by SetLimit changes no task, so no event tells of
+	// it: while a task of mine is held back by one, look again soon.
+	if limitRecheck < d && slices.ContainsFunc(b.Limited, func(t Task) bool { return hasLabels(t.Labels, cfg.labels) }) {
+		d, lapsed = limitRecheck, false
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()

@@ -603,3 +603,28 @@ func TestKilledWorkersUseUpAttempts(t *testing.T) {
 	assert.Equal(t, []tg.ID{dep.ID}, idsOf(b.Stranded))
 	assert.ErrorIs(t, b.Stall(), tg.ErrStalled)
 }
+
+// TestAwaitSeesALimitRaisedElsewhere: an agent waiting for work held
+// back by a concurrency limit wakes when another store on the same
+// directory raises the limit (taskgraphtest's AwaitRaisedLimit raises it
+// through the waiting store).
+func TestAwaitSeesALimitRaisedElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	s, other := openStore(t, dir), openStore(t, dir)
+	require.NoError(t, s.SetLimit(ctx, "gpu", 1))
+	for _, subject := range []string{"a", "b"} {
+		_, err := s.Create(ctx, tg.NewTask{Subject: subject, Labels: []string{"gpu"}})
+		require.NoError(t, err)
+	}
+	_, err := s.ClaimNext(ctx, "first")
+	require.NoError(t, err)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = other.SetLimit(ctx, "gpu", 2)
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	board, err := tg.Await(wctx, s, tg.WorkPoll(time.Hour))
+	require.NoError(t, err, "a raised limit must end the wait")
+	assert.Len(t, board.Ready, 1)
+}

@@ -3,6 +3,7 @@
 package taskgraphtest
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -155,4 +156,27 @@ func testLimitsRace(t *testing.T, s tg.Store) {
 	require.NoError(t, err)
 	assert.Len(t, bd.InProgress, 2)
 	assert.Len(t, bd.Limited, 8)
+}
+
+// testAwaitRaisedLimit: an agent waiting (Await) for work that a
+// concurrency limit holds back wakes when the limit is raised — a change
+// to no task, of which no event tells — and sees the task ready.
+func testAwaitRaisedLimit(t *testing.T, s tg.Store) {
+	l := limiter(t, s)
+	require.NoError(t, l.SetLimit(ctx, "gpu", 1))
+	for _, subject := range []string{"a", "b"} {
+		_, err := s.Create(ctx, tg.NewTask{Subject: subject, Labels: []string{"gpu"}})
+		require.NoError(t, err)
+	}
+	_, err := s.ClaimNext(ctx, "first")
+	require.NoError(t, err)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = l.SetLimit(ctx, "gpu", 2)
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	board, err := tg.Await(wctx, s, tg.WorkPoll(time.Hour))
+	require.NoError(t, err, "a raised limit must end the wait")
+	assert.Len(t, board.Ready, 1)
 }

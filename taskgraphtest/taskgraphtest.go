@@ -103,6 +103,7 @@ var cases = []struct {
 	{"WatchUndeferred", testWatchUndeferred},
 	{"Limits", testLimits},
 	{"LimitsRace", testLimitsRace},
+	{"AwaitRaisedLimit", testAwaitRaisedLimit},
 	{"Parents", testParents},
 }
 
