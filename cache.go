@@ -286,7 +286,7 @@ func (s *FileStore) syncSeen(read []ID) error {
 				// Through the sync file: another process's sync
 				// may already cover it. A descriptor of its own:
 				// this store's syncing goroutine may hold its own.
-				sf := s.openSyncFile()
+				sf := s.openSyncFile(os.O_CREATE)
 				err = s.sharedSync(sf, f, s.log.ino, s.log.off)
 				if sf != nil {
 					sf.Close()

@@ -128,14 +128,16 @@ func (s *FileStore) prepareLog() error {
 		return err
 	}
 	fresh := false
-	if s.redoLog() && s.log.off == 0 {
+	if s.log.off == 0 {
 		fi, err := s.log.f.Stat()
 		if err != nil {
 			return fmt.Errorf("taskgraph: change log: %w", err)
 		}
+		// Any store's new log, WithoutSync's too: see forgetSyncs.
 		if fresh = fi.Size() == 0; fresh {
 			s.forgetSyncs()
 		}
+		fresh = fresh && s.redoLog()
 	}
 	// A new log starts with a checkpoint (its syncfs also makes the new
 	// entry durable before any record relies on it); so does a log an
@@ -167,8 +169,8 @@ func (s *FileStore) replaceLog() error {
 		if first, err = s.checkpointLine(); err != nil {
 			return fmt.Errorf("taskgraph: replace change log: %w", err)
 		}
-		s.forgetSyncs()
 	}
+	s.forgetSyncs() // by every store, WithoutSync's too
 	if err := atomicfile.Replace(s.fs, logFileName, first, 0o644, s.redoLog()); err != nil {
 		return fmt.Errorf("taskgraph: replace change log: %w", err)
 	}
@@ -583,7 +585,7 @@ func (s *FileStore) replayable(id ID) bool {
 // made the log durable up to end.
 func (s *FileStore) syncedElsewhere(end int64) bool {
 	if s.log.syncHint == nil {
-		if s.log.syncHint = s.openSyncFile(); s.log.syncHint == nil {
+		if s.log.syncHint = s.openSyncFile(os.O_CREATE); s.log.syncHint == nil {
 			return false
 		}
 	}

@@ -559,17 +559,18 @@ func syncRecorded(sf *os.File, at int64, ino uint64, off int64, seen func() (rec
 func (ls *logSync) syncFile(s *FileStore) *os.File {
 	if !ls.sharedTried {
 		ls.sharedTried = true
-		ls.shared = s.openSyncFile()
+		ls.shared = s.openSyncFile(os.O_CREATE)
 	}
 	return ls.shared
 }
 
-// forgetSyncs clears the sync file's record, under its flock, when this
-// store creates or replaces the change log: the new log may get the inode
-// number of the old, and no offset of the old says anything of it. A sync
-// file that cannot be used holds no record anyone reads.
+// forgetSyncs clears the sync file's records, under its flock, when this
+// store creates or replaces the change log — any store, one opened
+// WithoutSync too: the new log may get the inode number of an old one, and
+// no offset of the old says anything of it. A sync file that is missing
+// or cannot be used holds no record anyone reads.
 func (s *FileStore) forgetSyncs() {
-	f := s.openSyncFile()
+	f := s.openSyncFile(0)
 	if f == nil {
 		return
 	}
@@ -601,10 +602,11 @@ func (s *FileStore) syncData(f *os.File) error {
 	return s.fs.SyncData(f)
 }
 
-// openSyncFile opens the sync file, creating it, or returns nil if it is
-// not a regular file or cannot be opened (a read-only directory).
-func (s *FileStore) openSyncFile() *os.File {
-	f, err := s.fs.OpenFile(syncFileName, os.O_RDWR|os.O_CREATE, 0o644)
+// openSyncFile opens the sync file (with flag os.O_CREATE, creating it),
+// or returns nil if it is not a regular file or cannot be opened (missing,
+// or a read-only directory).
+func (s *FileStore) openSyncFile(flag int) *os.File {
+	f, err := s.fs.OpenFile(syncFileName, os.O_RDWR|flag, 0o644)
 	if err != nil {
 		return nil
 	}

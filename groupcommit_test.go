@@ -603,3 +603,41 @@ func TestFailedSyncFSIsNotForgotten(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownOutcome)
 	require.ErrorIs(t, err, syscall.EIO)
 }
+
+// TestWithoutSyncForgetsSyncRecords: a store opened WithoutSync that
+// replaces the change log clears the sync file's records, as a durable
+// store does. A record names the log by its inode number, which a later
+// log may get again: left there, it would tell a durable store that a log
+// it never synced was durable up to its offset, and a read would return
+// writes no sync had reached.
+func TestWithoutSyncForgetsSyncRecords(t *testing.T) {
+	restore := maxLogSize
+	maxLogSize = 32 << 10
+	t.Cleanup(func() { maxLogSize = restore })
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := openPair(t, dir)
+	_, err := a.Create(ctx, NewTask{Subject: "synced, and recorded"})
+	require.NoError(t, err)
+	size := func() int64 {
+		fi, err := os.Stat(filepath.Join(dir, syncFileName))
+		require.NoError(t, err)
+		return fi.Size()
+	}
+	require.NotZero(t, size(), "the durable write left a record")
+	require.NoError(t, b.Close())
+	w, err := Open(dir, WithoutSync())
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close() })
+	ino := func() uint64 {
+		fi, err := os.Stat(filepath.Join(dir, logFileName))
+		require.NoError(t, err)
+		return stampOf(fi).Ino
+	}
+	before := ino()
+	for ino() == before {
+		_, err := w.Create(ctx, NewTask{Subject: "fill the log"})
+		require.NoError(t, err)
+	}
+	assert.Zero(t, size(), "the replaced log's records are gone")
+}
