@@ -23,12 +23,21 @@ type workConfig struct {
 	lease  time.Duration
 	poll   time.Duration
 	labels []string
+	under  ID
 }
 
 // WorkLabels makes Work take only tasks that carry every one of labels
 // (see WithLabels): an agent with a role.
 func WorkLabels(labels ...string) WorkOption {
 	return func(c *workConfig) { c.labels = append(c.labels, labels...) }
+}
+
+// WorkUnder makes Work (and Await) take only the tasks under parent: its
+// children, their children, and so on (see WithUnder): an agent working
+// inside one epic. They are done when the tasks under parent are
+// (Board.Finished of Board(Under(parent))), whatever else the graph holds.
+func WorkUnder(parent ID) WorkOption {
+	return func(c *workConfig) { c.under = parent }
 }
 
 // WorkLease sets the lease of each claim Work makes (default one minute).
@@ -81,7 +90,7 @@ func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkO
 	for {
 		drain(events)
 		asked := time.Now()
-		t, err := s.ClaimNext(ctx, owner, WithLease(cfg.lease), WithLabels(cfg.labels...))
+		t, err := s.ClaimNext(ctx, owner, WithLease(cfg.lease), WithLabels(cfg.labels...), WithUnder(cfg.under))
 		switch {
 		case err == nil:
 			if err := workOn(ctx, s, owner, t, fn, cfg.lease); err != nil {
@@ -151,7 +160,7 @@ func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfi
 	due := false // a lease lapsed, by this clock or the store's: look, and let the caller claim
 	for {
 		drain(*events)
-		b, err := s.Board(ctx)
+		b, err := s.Board(ctx, Under(cfg.under))
 		if err != nil {
 			return Board{}, err
 		}
@@ -177,6 +186,9 @@ func workSettings(opts []WorkOption) (workConfig, error) {
 	}
 	if cfg.lease <= 0 || cfg.poll <= 0 {
 		return cfg, fmt.Errorf("taskgraph: Work needs a positive lease and poll interval, got %v and %v: %w", cfg.lease, cfg.poll, ErrInvalid)
+	}
+	if cfg.under < 0 {
+		return cfg, fmt.Errorf("taskgraph: WorkUnder(%d): a task id is positive (0: any task): %w", cfg.under, ErrInvalid)
 	}
 	cfg.labels = slices.Sorted(slices.Values(cfg.labels)) // as Task.Labels are
 	return cfg, nil

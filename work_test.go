@@ -628,3 +628,30 @@ func TestAwaitSeesALimitRaisedElsewhere(t *testing.T) {
 	require.NoError(t, err, "a raised limit must end the wait")
 	assert.Len(t, board.Ready, 1)
 }
+
+// TestWorkUnder: Work with WorkUnder takes only the tasks under its
+// parent, and returns once they are done, with other work left.
+func TestWorkUnder(t *testing.T) {
+	s := tg.NewMemStore()
+	epic, err := s.Create(ctx, tg.NewTask{Subject: "epic"})
+	require.NoError(t, err)
+	var under []tg.ID
+	for _, subject := range []string{"a", "b"} {
+		c, err := s.Create(ctx, tg.NewTask{Subject: subject, Parent: epic.ID})
+		require.NoError(t, err)
+		under = append(under, c.ID)
+	}
+	_, err = s.Create(ctx, tg.NewTask{Subject: "elsewhere", Priority: tg.P0})
+	require.NoError(t, err)
+	var done []tg.ID
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err = tg.Work(wctx, s, "me", func(_ context.Context, t tg.Task) error {
+		done = append(done, t.ID)
+		return nil
+	}, tg.WorkUnder(epic.ID))
+	require.NoError(t, err, "the tasks under the epic are done")
+	assert.Equal(t, under, done)
+	_, err = tg.Await(ctx, s, tg.WorkUnder(-1))
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+}

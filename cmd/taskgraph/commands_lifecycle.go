@@ -45,11 +45,10 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 				if len(under) > 1 {
 					return usagef("--under takes one task ID")
 				}
+				var parent taskgraph.ID // 0: anywhere in the graph
 				if len(under) == 1 {
-					if *wait {
-						return usagef("--under and --wait together are not supported yet: run next --under in a loop, or wait with next --wait")
-					}
-					opts = append(opts, taskgraph.WithUnder(under[0]))
+					parent = under[0]
+					opts = append(opts, taskgraph.WithUnder(parent))
 				}
 				if *timeout < 0 {
 					return usagef("--timeout %s: a timeout cannot be negative: give how long to wait, e.g. 10m", *timeout)
@@ -57,7 +56,7 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 				if *timeout > 0 && !*wait {
 					return usagef("--timeout %s bounds --wait: give --wait too", *timeout)
 				}
-				return e.withStore(func(s store) error { return e.claimNext(s, opts, labels, *wait, *timeout) })
+				return e.withStore(func(s store) error { return e.claimNext(s, opts, labels, parent, *wait, *timeout) })
 			}
 			id, err := e.oneID()
 			if err != nil {
@@ -80,12 +79,13 @@ func (e *env) printClaimed(t taskgraph.Task, err error) error {
 	return nil
 }
 
-// claimNext is next: it claims the most urgent ready task with labels, or
-// says why it cannot — nothing is ready now (exit status 3), the graph is
+// claimNext is next: it claims the most urgent ready task with labels
+// (under the task parent, if not 0), or says why it cannot — nothing is
+// ready now (exit status 3), the graph (or what is under parent) is
 // finished (5), or finished with tasks failed or stranded (6). With wait
 // it waits (taskgraph.Await) until it claims one or the graph is
 // finished, at most timeout if that is not 0.
-func (e *env) claimNext(s store, opts []taskgraph.ClaimOption, labels []string, wait bool, timeout time.Duration) error {
+func (e *env) claimNext(s store, opts []taskgraph.ClaimOption, labels []string, parent taskgraph.ID, wait bool, timeout time.Duration) error {
 	ctx := e.ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -97,7 +97,7 @@ func (e *env) claimNext(s store, opts []taskgraph.ClaimOption, labels []string, 
 		if !errors.Is(err, taskgraph.ErrNoReady) {
 			return e.printClaimed(t, err)
 		}
-		b, err := s.Board(e.ctx)
+		b, err := s.Board(e.ctx, taskgraph.Under(parent))
 		if err != nil {
 			// A task that cannot be read may be the one to do: the
 			// board without it says neither finished nor what to
@@ -105,17 +105,17 @@ func (e *env) claimNext(s store, opts []taskgraph.ClaimOption, labels []string, 
 			return err
 		}
 		if b.Finished() || !wait {
-			return e.cannotClaim(b, labels, !wait, 0)
+			return e.cannotClaim(b, labels, parent, !wait, 0)
 		}
 		// Wait, then claim again: another agent may take the task first.
-		if _, err := taskgraph.Await(ctx, s, taskgraph.WorkLabels(labels...)); err != nil {
+		if _, err := taskgraph.Await(ctx, s, taskgraph.WorkLabels(labels...), taskgraph.WorkUnder(parent)); err != nil {
 			if e.ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
-			if b, err = s.Board(e.ctx); err != nil {
+			if b, err = s.Board(e.ctx, taskgraph.Under(parent)); err != nil {
 				return err
 			}
-			return e.cannotClaim(b, labels, false, timeout)
+			return e.cannotClaim(b, labels, parent, false, timeout)
 		}
 	}
 }

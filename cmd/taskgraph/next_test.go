@@ -202,3 +202,35 @@ func TestNextWithACorruptFile(t *testing.T) {
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "Claimed #3")
 }
+
+// next --under ID --wait waits for a task under ID, not for any ready
+// task, and stops when every task under ID is done, whatever else the
+// graph holds.
+func TestNextUnderWait(t *testing.T) {
+	dir := project(t)
+	ok(t, dir, "add", "epic")
+	ok(t, dir, "add", "a", "--parent", "1")
+	ok(t, dir, "add", "b", "--parent", "1", "--after", "2")
+	ok(t, dir, "add", "elsewhere") // ready, but not under #1
+	ok(t, dir, "claim", "2", "--owner", "other")
+
+	w := startWaiter(t, dir, "--under", "1", "--owner", "me")
+	w.waiting(t)
+	ok(t, dir, "done", "2", "--owner", "other")
+	require.Equal(t, 0, w.result(t), w.errb.String())
+	assert.Equal(t, "Claimed #3: b (owner me)\n", w.out.String())
+
+	r := tg(t, dir, "next", "--under", "1", "--owner", "else")
+	assert.Equal(t, exitUnavailable, r.code)
+	assert.Equal(t, "taskgraph next: nothing ready now under #1: 1 in progress by others, held without a lease that lapses; taskgraph next --under 1 --wait waits for one\n", r.stderr)
+
+	w = startWaiter(t, dir, "--under", "1", "--owner", "else")
+	w.waiting(t)
+	ok(t, dir, "done", "3", "--owner", "me")
+	assert.Equal(t, exitFinished, w.result(t))
+	assert.Equal(t, "taskgraph next: finished: nothing left to do under #1\n", w.errb.String())
+	r = tg(t, dir, "next", "--under", "1", "--json")
+	assert.Equal(t, exitFinished, r.code)
+	assert.JSONEq(t, `{"outcome": "finished", "message": "finished: nothing left to do under #1"}`, r.stdout)
+	ok(t, dir, "next", "--owner", "me") // the epic, or what is elsewhere: the graph is not finished
+}

@@ -121,10 +121,11 @@ type nextOutcomeJSON struct {
 // cannotClaim ends next when it claimed nothing, as b stands: it says why
 // (on stderr, or as JSON on stdout) and returns the exit status, 3 if
 // work is left, 5 if the graph is finished, 6 if it is finished with
-// tasks failed or stranded. labels are next's --label; hint adds how to
+// tasks failed or stranded. labels are next's --label and parent its
+// --under (0: none), b the board of the tasks under it; hint adds how to
 // wait; waited is how long next --wait waited, if it gave up.
-func (e *env) cannotClaim(b taskgraph.Board, labels []string, hint bool, waited time.Duration) error {
-	out := nextOutcomeJSON{Outcome: "finished", Message: "finished: nothing left to do"}
+func (e *env) cannotClaim(b taskgraph.Board, labels []string, parent taskgraph.ID, hint bool, waited time.Duration) error {
+	out := nextOutcomeJSON{Outcome: "finished", Message: "finished: nothing left to do" + underText(parent)}
 	code := exitFinished
 	var stalled *taskgraph.StalledError
 	switch {
@@ -133,7 +134,7 @@ func (e *env) cannotClaim(b taskgraph.Board, labels []string, hint bool, waited 
 			Message: stallText(stalled)}
 		code = exitStalled
 	case !b.Finished():
-		out = nextOutcomeJSON{Outcome: "nothing_ready", Message: e.nothingReadyText(b, labels, hint, waited)}
+		out = nextOutcomeJSON{Outcome: "nothing_ready", Message: e.nothingReadyText(b, labels, parent, hint, waited)}
 		code = exitUnavailable
 	}
 	if e.json {
@@ -170,7 +171,7 @@ func stallText(s *taskgraph.StalledError) string {
 // nothingReadyText says why next claimed nothing while work is left, as b
 // stands: what is in progress and when the first lease that could free a
 // task lapses, or the missing tasks that the blocked ones wait on.
-func (e *env) nothingReadyText(b taskgraph.Board, labels []string, hint bool, waited time.Duration) string {
+func (e *env) nothingReadyText(b taskgraph.Board, labels []string, parent taskgraph.ID, hint bool, waited time.Duration) string {
 	var parts []string
 	if len(b.Ready) > 0 {
 		// Ready, but not for these labels.
@@ -224,15 +225,28 @@ func (e *env) nothingReadyText(b taskgraph.Board, labels []string, hint bool, wa
 	if len(b.Deferred) > 0 { // by NotBefore: the first can start first
 		parts = append(parts, fmt.Sprintf("%d deferred, the first until %s", len(b.Deferred), when(b.Deferred[0].NotBefore)))
 	}
-	what := "nothing ready now"
+	what := "nothing ready now" + underText(parent)
 	if waited > 0 {
 		what += fmt.Sprintf(" (waited %s)", waited)
 	}
 	s := what + ": " + strings.Join(parts, ", ")
 	if hint {
-		s += "; taskgraph next --wait waits for one"
+		if parent != 0 {
+			s += fmt.Sprintf("; taskgraph next --under %d --wait waits for one", parent)
+		} else {
+			s += "; taskgraph next --wait waits for one"
+		}
 	}
 	return s
+}
+
+// underText is what next says of where it looked: " under #5" with
+// --under 5, nothing without.
+func underText(parent taskgraph.ID) string {
+	if parent == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" under #%d", parent)
 }
 
 // printCompleted reports done: the task, and the tasks it made ready.
