@@ -95,7 +95,8 @@ func (s *FileStore) scan() error {
 	// whose stamp differs from the cache's are read. Nothing else touches
 	// the cache until the snapshot is in.
 	var snap, wg sync.WaitGroup
-	if len(s.stamps) == 0 && !s.scanned {
+	cold := len(s.stamps) == 0 && !s.scanned
+	if cold {
 		snap.Go(func() { s.loadSnapshot() })
 	}
 	ids, temps, err := s.readDir()
@@ -148,6 +149,23 @@ func (s *FileStore) scan() error {
 		})
 	}
 	wg.Wait()
+	if cold {
+		// The tasks of a cold scan arrive together: side by side in one
+		// slab, as a snapshot's are (graph.go, "slabs").
+		n := 0
+		for _, r := range results {
+			if r.t != nil {
+				n++
+			}
+		}
+		slab := make([]Task, 0, n)
+		for i := range results {
+			if r := &results[i]; r.t != nil {
+				slab = append(slab, *r.t)
+				r.t = &slab[len(slab)-1]
+			}
+		}
+	}
 	for i, id := range ids {
 		if skip[i] {
 			continue

@@ -89,10 +89,11 @@ func Resolve(tasks []Task, filters ...Filter) Board {
 // graphOf indexes tasks, each blocker once however often a task lists it.
 func graphOf(tasks []Task) *graph {
 	g := newGraph()
-	for i := range tasks {
-		t := tasks[i]
+	slab := slices.Clone(tasks) // side by side (graph.go, "slabs")
+	for i := range slab {
+		t := &slab[i]
 		t.BlockedBy = addIDs(nil, t.BlockedBy)
-		g.put(&t)
+		g.put(t)
 	}
 	return g
 }

@@ -44,6 +44,18 @@ type graph struct {
 	backward int
 }
 
+// Slabs: tasks that arrive together — a Load (Rules.Load), a snapshot
+// (decodeSnapshot), a cold scan, graphOf — are allocated side by side in
+// one []Task, so that copying a board of them (viewInto) reads memory in
+// order instead of gathering tasks of ~450 bytes from all over the heap.
+// A stored task is never written in place (a put replaces the pointer),
+// so no write reaches a slab's other tasks. The cost is memory: a slab
+// lives while any one of its tasks is stored, and with it the old
+// versions of the others, and what they point to. The worst case, every
+// task of a batch but one rewritten or deleted, holds the batch a second
+// time: at most what the batch took when it arrived, for the few bulk
+// arrivals of a store's life; writes allocate each task alone.
+
 // node is a task as the graph holds it, beside its id in graph.ids, with
 // its dependents (as in graph.dependents): Board and List copy a hundred
 // thousand tasks, and walking a slice in order costs them a fraction of a
@@ -613,6 +625,7 @@ func (g *graph) board(sel Selection) Board {
 	heldBack := g.limitedAt(sel)
 	nodes := g.walk()
 	kind := make([]uint8, len(nodes))
+	every := sel.Empty() // spares a call of Match per task
 	var counts [kinds]int
 	var nIDs, nStrs int // what the copies need, for the arena
 	var namesGone []int // the blocked tasks (by index) that name a blocker that does not exist
@@ -645,7 +658,7 @@ func (g *graph) board(sel Selection) Board {
 				}
 			}
 		}
-		if !sel.Match(t, k == ready) || sel.Under != 0 && !g.under(id, sel.Under) || sel.Limit > 0 && k != ready && counts[k] == sel.Limit {
+		if !every && (!sel.Match(t, k == ready) || sel.Under != 0 && !g.under(id, sel.Under) || sel.Limit > 0 && k != ready && counts[k] == sel.Limit) {
 			k = none
 		} else {
 			counts[k]++

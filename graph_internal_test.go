@@ -1,8 +1,10 @@
 package taskgraph
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -184,4 +186,62 @@ func requireSameGraph(t *testing.T, a, b *graph, now time.Time) {
 	idb, okb := b.nextReady(now)
 	require.Equal(t, oka, okb)
 	require.Equal(t, ida, idb)
+}
+
+// Tasks that arrive together (a Load, a cold open) are stored side by
+// side in one slab (graph.go, "slabs"), and no later write reaches into
+// it: a put replaces a task's pointer, leaving the old version and its
+// neighbours as they were, and a new task is allocated apart.
+func TestSlabs(t *testing.T) {
+	ctx := context.Background()
+	size := reflect.TypeFor[Task]().Size()
+	check := func(t *testing.T, g *graph, write func()) {
+		t.Helper()
+		addr := func(id ID) uintptr { return reflect.ValueOf(g.tasks[id]).Pointer() }
+		for id := ID(2); id <= 3; id++ {
+			require.Equal(t, addr(id-1)+size, addr(id), "task %d beside task %d", id, id-1)
+		}
+		start := addr(1)
+		was := map[ID]*Task{}
+		copies := map[ID]Task{}
+		for id := ID(1); id <= 3; id++ {
+			was[id], copies[id] = g.tasks[id], g.tasks[id].clone()
+		}
+		write()
+		require.NotSame(t, was[2], g.tasks[2], "the update replaces the pointer")
+		for id := ID(1); id <= 3; id++ {
+			require.Equal(t, copies[id], *was[id], "task %d as it was in the slab", id)
+		}
+		if a := addr(4); start <= a && a < start+3*size {
+			t.Fatal("a created task was put in the slab")
+		}
+	}
+	tasks := []Task{{ID: 1, Subject: "a", Status: Pending}, {ID: 2, Subject: "b", Status: Pending, BlockedBy: []ID{1}, Labels: []string{"x"}}, {ID: 3, Subject: "c", Status: Pending, BlockedBy: []ID{2}}}
+	write := func(s Store) func() {
+		return func() {
+			subject, labels := "b2", []string{"y"}
+			_, err := s.Update(ctx, 2, Patch{Subject: &subject, Labels: &labels})
+			require.NoError(t, err)
+			_, err = s.Create(ctx, NewTask{Subject: "d"})
+			require.NoError(t, err)
+		}
+	}
+	t.Run("Load", func(t *testing.T) {
+		m := NewMemStore()
+		require.NoError(t, m.Load(ctx, tasks))
+		check(t, m.g, write(m))
+	})
+	t.Run("cold open", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(dir, WithoutSync())
+		require.NoError(t, err)
+		require.NoError(t, s.Load(ctx, tasks))
+		require.NoError(t, s.Close())
+		s, err = Open(dir, WithoutSync())
+		require.NoError(t, err)
+		defer s.Close()
+		_, err = s.Board(ctx) // reads the directory
+		require.NoError(t, err)
+		check(t, s.g, write(s))
+	})
 }

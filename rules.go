@@ -1109,10 +1109,14 @@ func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) 
 		return nil, err
 	}
 	out := make([]*Task, 0, len(tasks))
+	// The versions are cut from one slab, side by side (graph.go,
+	// "slabs"): copying a board of them reads memory in order.
+	slab := make([]Task, len(tasks))
 	batch := make(map[ID]bool, len(tasks))
 	keys := map[string]int{}
 	for i := range tasks {
-		t := tasks[i].clone()
+		t := &slab[i]
+		*t = tasks[i].clone()
 		field := fmt.Sprintf("tasks[%d]", i)
 		switch {
 		case t.ID <= highWater:
@@ -1172,7 +1176,7 @@ func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) 
 		if t.UpdatedAt.IsZero() {
 			t.UpdatedAt = now
 		}
-		out = append(out, &t)
+		out = append(out, t)
 	}
 	for _, t := range out {
 		for _, b := range t.BlockedBy {
