@@ -36,6 +36,7 @@ func WorkLabels(labels ...string) WorkOption {
 // children, their children, and so on (see WithUnder): an agent working
 // inside one epic. They are done when the tasks under parent are
 // (Board.Finished of Board(Under(parent))), whatever else the graph holds.
+// A parent that does not exist is an error (ErrNotFound), not work done.
 func WorkUnder(parent ID) WorkOption {
 	return func(c *workConfig) { c.under = parent }
 }
@@ -73,7 +74,7 @@ func WorkPoll(d time.Duration) WorkOption {
 // Work returns ctx's error when ctx is done, and any error of the store as
 // it is.
 func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkOption) error {
-	cfg, err := workSettings(opts)
+	cfg, err := workSettings(ctx, s, opts)
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkO
 // stores it polls (WorkPoll). A bound on the wait is a deadline on ctx;
 // Await then returns ctx's error.
 func Await(ctx context.Context, s Store, opts ...WorkOption) (Board, error) {
-	cfg, err := workSettings(opts)
+	cfg, err := workSettings(ctx, s, opts)
 	if err != nil {
 		return Board{}, err
 	}
@@ -178,8 +179,10 @@ func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfi
 	}
 }
 
-// workSettings applies opts to the defaults and checks the result.
-func workSettings(opts []WorkOption) (workConfig, error) {
+// workSettings applies opts to the defaults and checks the result, the
+// parent of WorkUnder against s: a parent that does not exist has no
+// tasks under it, which would read as work finished.
+func workSettings(ctx context.Context, s Store, opts []WorkOption) (workConfig, error) {
 	cfg := workConfig{lease: time.Minute, poll: time.Second}
 	for _, o := range opts {
 		o(&cfg)
@@ -189,6 +192,11 @@ func workSettings(opts []WorkOption) (workConfig, error) {
 	}
 	if cfg.under < 0 {
 		return cfg, fmt.Errorf("taskgraph: WorkUnder(%d): a task id is positive (0: any task): %w", cfg.under, ErrInvalid)
+	}
+	if cfg.under != 0 {
+		if _, err := s.Get(ctx, cfg.under); err != nil {
+			return cfg, fmt.Errorf("taskgraph: WorkUnder(%d): %w", cfg.under, err)
+		}
 	}
 	cfg.labels = slices.Sorted(slices.Values(cfg.labels)) // as Task.Labels are
 	return cfg, nil

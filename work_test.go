@@ -654,4 +654,7 @@ func TestWorkUnder(t *testing.T) {
 	assert.Equal(t, under, done)
 	_, err = tg.Await(ctx, s, tg.WorkUnder(-1))
 	assert.ErrorIs(t, err, tg.ErrInvalid)
+	_, err = tg.Await(ctx, s, tg.WorkUnder(99))
+	assert.ErrorIs(t, err, tg.ErrNotFound, "no task under a task that does not exist: not finished")
+	assert.ErrorIs(t, tg.Work(ctx, s, "me", func(context.Context, tg.Task) error { return nil }, tg.WorkUnder(99)), tg.ErrNotFound)
 }

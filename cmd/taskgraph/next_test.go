@@ -233,4 +233,12 @@ func TestNextUnderWait(t *testing.T) {
 	assert.Equal(t, exitFinished, r.code)
 	assert.JSONEq(t, `{"outcome": "finished", "message": "finished: nothing left to do under #1"}`, r.stdout)
 	ok(t, dir, "next", "--owner", "me") // the epic, or what is elsewhere: the graph is not finished
+
+	// A parent that does not exist: an error, not "finished".
+	for _, args := range [][]string{{"next", "--under", "99"}, {"next", "--under", "99", "--wait"}} {
+		r := tg(t, dir, args...)
+		assert.Equal(t, exitError, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stderr, "99", args)
+		assert.NotContains(t, r.stderr, "finished", args)
+	}
 }
