@@ -357,3 +357,36 @@ func TestClaimNextWithLabels(t *testing.T) {
 		assert.Equal(t, "[ ] #2: index {backend}", mustCall(t, anyone, "task_list", `{"label": "backend", "ready": true}`))
 	})
 }
+
+// An agent told to work inside an epic (under) takes and waits for only
+// the tasks under it, and hears "finished" when they are done, whatever
+// else the graph holds; an epic that does not exist is an error.
+func TestClaimNextUnder(t *testing.T) {
+	stores(t, func(t *testing.T, store taskgraph.Store, _ *clock) {
+		planner := agenttools.New(store, agenttools.WithOwner("planner"))
+		mustCall(t, planner, "task_plan", `{"tasks": [
+			{"key": "epic", "subject": "release"},
+			{"key": "a", "subject": "notes", "parent": "epic"},
+			{"key": "b", "subject": "tag", "parent": "epic", "after": ["a"]},
+			{"key": "z", "subject": "elsewhere", "priority": 0}]}`)
+		me := agenttools.New(store, agenttools.WithOwner("me"), agenttools.WithWait(50*time.Millisecond))
+		assert.Contains(t, mustCall(t, me, "task_claim_next", `{"under": 1}`), "Claimed #2: notes")
+		assert.Equal(t, "Nothing ready under #1 now: 1 held by you, 1 blocked.", mustCall(t, me, "task_claim_next", `{"under": 1}`))
+		assert.Contains(t, mustCall(t, me, "task_wait", `{"under": 1}`), "Still nothing ready under #1 after")
+		mustCall(t, me, "task_complete", `{"task_id": 2}`)
+		assert.Equal(t, "Ready: #3 tag. Claim it with task_claim_next.", mustCall(t, me, "task_wait", `{"under": 1}`))
+		assert.Contains(t, mustCall(t, me, "task_claim_next", `{"under": 1}`), "Claimed #3: tag")
+		mustCall(t, me, "task_complete", `{"task_id": 3}`)
+		assert.Equal(t, "Finished under #1: nothing left to do.", mustCall(t, me, "task_claim_next", `{"under": 1}`))
+		assert.Equal(t, "Finished under #1: nothing left to do.", mustCall(t, me, "task_wait", `{"under": 1}`))
+		for _, tool := range []string{"task_claim_next", "task_wait"} {
+			res := call(t, me, tool, `{"under": 99}`)
+			assert.True(t, res.IsError, "%s under a task that does not exist: %s", tool, res.Text)
+			assert.Contains(t, res.Text, "99")
+			res = call(t, me, tool, `{"under": "1"}`)
+			assert.True(t, res.IsError, res.Text)
+			assert.Contains(t, res.Text, "under must be an integer")
+		}
+		assert.Contains(t, mustCall(t, me, "task_claim_next", `{}`), "Claimed #4: elsewhere", "the graph is not finished")
+	})
+}

@@ -66,7 +66,8 @@ var (
 		`"maxAttempts":{"type":"integer","description":"Failures and lapses allowed; a failure retries while some remain."},"backoffSeconds":{"type":"integer"}},` +
 		`"required":["key","subject"]}}},"required":["tasks"]}`)
 	schemaClaimNext = json.RawMessage(`{"type":"object","properties":{` +
-		`"labels":{"type":"array","items":{"type":"string"},"description":"Only tasks with all these labels."}}}`)
+		`"labels":{"type":"array","items":{"type":"string"},"description":"Only tasks with all these labels."},` +
+		`"under":{"type":"integer","description":"Only tasks under this one (its children, theirs, ...): work inside one epic."}}}`)
 	schemaComplete = json.RawMessage(`{"type":"object","properties":{` +
 		`"task_id":{"type":"integer"},` +
 		`"result":{"type":"string","description":"What you did, for those who come after."}},` +

@@ -96,8 +96,8 @@ func claimed(t taskgraph.Task) string {
 }
 
 func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, error) {
-	var labels []string
-	if err := decode(raw, field{"labels", &labels}); err != nil {
+	labels, under, err := h.decodeWhere(ctx, raw)
+	if err != nil {
 		return "", err
 	}
 	opts := h.claimOpts()
@@ -105,10 +105,13 @@ func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, e
 	if len(all) > 0 {
 		opts = append(opts, taskgraph.WithLabels(all...))
 	}
+	if under != 0 {
+		opts = append(opts, taskgraph.WithUnder(under))
+	}
 	t, err := h.store.ClaimNext(ctx, h.cfg.owner, opts...)
 	if errors.Is(err, taskgraph.ErrNoReady) {
 		sorted, _ := h.labelsFor(labels) // ClaimNext took them: valid
-		return h.nothingReady(ctx, sorted)
+		return h.nothingReady(ctx, sorted, under)
 	}
 	if err != nil {
 		return "", err

@@ -36,11 +36,33 @@ func (h handlers) labelsFor(model []string) ([]string, error) {
 	return taskgraph.Rules.Labels("labels", all)
 }
 
-// wait waits until a task for the agent can be claimed, the graph is
-// finished, or the bound of WithWait passes, and says which.
+// decodeWhere decodes the input of task_claim_next and task_wait: the
+// model's labels, and the task whose descendants alone count (under; 0:
+// any), which must exist — nothing is under a task that does not, which
+// would read as all finished.
+func (h handlers) decodeWhere(ctx context.Context, raw json.RawMessage) (labels []string, under taskgraph.ID, err error) {
+	var u *int64
+	if err := decode(raw, field{"labels", &labels}, field{"under", &u}); err != nil {
+		return nil, 0, err
+	}
+	if u != nil {
+		under = taskgraph.ID(*u)
+		if err := taskgraph.Rules.ID("under", under); err != nil {
+			return nil, 0, err
+		}
+		if _, err := h.store.Get(ctx, under); err != nil {
+			return nil, 0, err
+		}
+	}
+	return labels, under, nil
+}
+
+// wait waits until a task for the agent can be claimed, the graph (or
+// what is under the task the model names) is finished, or the bound of
+// WithWait passes, and says which.
 func (h handlers) wait(ctx context.Context, raw json.RawMessage) (string, error) {
-	var model []string
-	if err := decode(raw, field{"labels", &model}); err != nil {
+	model, under, err := h.decodeWhere(ctx, raw)
+	if err != nil {
 		return "", err
 	}
 	labels, err := h.labelsFor(model)
@@ -54,23 +76,23 @@ func (h handlers) wait(ctx context.Context, raw json.RawMessage) (string, error)
 	wctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	start := time.Now()
-	b, err := taskgraph.Await(wctx, h.store, taskgraph.WorkLabels(labels...))
+	b, err := taskgraph.Await(wctx, h.store, taskgraph.WorkLabels(labels...), taskgraph.WorkUnder(under))
 	switch {
 	case err == nil:
 	case ctx.Err() == nil && wctx.Err() != nil:
 		// The bound passed: say where things stand now.
-		if b, err = h.store.Board(ctx); err != nil {
+		if b, err = h.store.Board(ctx, taskgraph.Under(under)); err != nil {
 			return "", err
 		}
 		if b.Finished() {
-			return finished(b), nil
+			return finished(b, under), nil
 		}
-		return fmt.Sprintf("Still nothing ready after %s: %s Call task_wait again to go on waiting.", roundDuration(time.Since(start)), h.standing(b, labels, time.Now())), nil
+		return fmt.Sprintf("Still nothing ready%s after %s: %s Call task_wait again to go on waiting.", underText(under), roundDuration(time.Since(start)), h.standing(b, labels, time.Now())), nil
 	default:
 		return "", err
 	}
 	if b.Finished() {
-		return finished(b), nil
+		return finished(b, under), nil
 	}
 	now := time.Now()
 	forMe := taskgraph.Selection{Labels: labels} // labels sorted, as Rules.Labels returns them
@@ -85,28 +107,39 @@ func (h handlers) wait(ctx context.Context, raw json.RawMessage) (string, error)
 		}
 	}
 	// Await saw something claimable that is gone by now: taken by another.
-	return fmt.Sprintf("Nothing ready now: %s Call task_wait again.", h.standing(b, labels, now)), nil
+	return fmt.Sprintf("Nothing ready%s now: %s Call task_wait again.", underText(under), h.standing(b, labels, now)), nil
 }
 
 // nothingReady is task_claim_next's answer when ClaimNext found no task:
-// the graph is finished (and how), or what the agent waits on.
-func (h handlers) nothingReady(ctx context.Context, labels []string) (string, error) {
-	b, err := h.store.Board(ctx)
+// the graph (or what is under the task under, if not 0) is finished (and
+// how), or what the agent waits on.
+func (h handlers) nothingReady(ctx context.Context, labels []string, under taskgraph.ID) (string, error) {
+	b, err := h.store.Board(ctx, taskgraph.Under(under))
 	if err != nil {
 		return "", err
 	}
 	if b.Finished() {
-		return finished(b), nil
+		return finished(b, under), nil
 	}
-	return "Nothing ready now: " + h.standing(b, labels, time.Now()), nil
+	return "Nothing ready" + underText(under) + " now: " + h.standing(b, labels, time.Now()), nil
 }
 
-// finished describes a finished graph (Board.Finished): all done, or
-// stalled on failed and stranded tasks.
-func finished(b taskgraph.Board) string {
+// underText is " under #5" for a claim or wait under task 5, "" for one
+// anywhere (under 0).
+func underText(under taskgraph.ID) string {
+	if under == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" under #%d", under)
+}
+
+// finished describes a finished graph (Board.Finished), or what is under
+// the task under if not 0: all done, or stalled on failed and stranded
+// tasks.
+func finished(b taskgraph.Board, under taskgraph.ID) string {
 	var s *taskgraph.StalledError
 	if !errors.As(b.Stall(), &s) {
-		return "Finished: nothing left to do."
+		return "Finished" + underText(under) + ": nothing left to do."
 	}
 	n := len(s.Failed) + len(s.Stranded)
 	var parts []string
@@ -120,7 +153,7 @@ func finished(b taskgraph.Board) string {
 	if n == 1 {
 		verb = "task failed or is"
 	}
-	return fmt.Sprintf("Finished, but %d %s stranded: %s.", n, verb, strings.Join(parts, "; "))
+	return fmt.Sprintf("Finished%s, but %d %s stranded: %s.", underText(under), n, verb, strings.Join(parts, "; "))
 }
 
 // standing says what keeps a graph that is not finished from having a
