@@ -130,6 +130,10 @@ func copyLimits(limits map[string]int) map[string]int {
 
 // limitedAt returns the ready tasks that the limits hold back at sel.Now
 // (sel.Limits, else the graph's own), by id; nil when there are no limits.
+// The ready tasks counted as taken first are those of sel's labels and
+// under sel.Under, as a ClaimNext with the same WithLabels and WithUnder
+// counts them: a task it would claim is never shown held back by ready
+// tasks it would not take (the tasks in progress count wherever they are).
 func (g *graph) limitedAt(sel Selection) map[ID]bool {
 	limits := sel.Limits
 	if limits == nil {
@@ -144,7 +148,7 @@ func (g *graph) limitedAt(sel Selection) map[ID]bool {
 		switch {
 		case t.Status == InProgress:
 			running = append(running, t)
-		case t.Status == Pending && !t.Deferred(sel.Now):
+		case t.Status == Pending && !t.Deferred(sel.Now) && hasLabels(t.Labels, sel.Labels) && (sel.Under == 0 || g.under(t.ID, sel.Under)):
 			if done, _ := g.blockersOf(i); done {
 				ready = append(ready, t)
 			}

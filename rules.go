@@ -323,6 +323,11 @@ func (Rulebook) Filters(filters []Filter) (Selection, error) {
 	if err != nil {
 		return Selection{}, err
 	}
+	if c.under != 0 { // as ClaimOptions: a negative id selects nothing, which would read as finished
+		if err := Rules.ID("under", c.under); err != nil {
+			return Selection{}, err
+		}
+	}
 	var statuses []Status
 	if len(c.statuses) > 0 {
 		statuses = slices.Compact(slices.Sorted(slices.Values(c.statuses)))

@@ -405,7 +405,9 @@ type Board struct {
 	// Limited holds the ready tasks that a concurrency limit holds back
 	// (Limiter): a label they carry has as many tasks in progress as its
 	// limit allows, counting the ready tasks ClaimNext would take before
-	// them. They become ready as those finish; in claim order.
+	// them — of a Board filtered by labels (HasLabels) or Under, those a
+	// ClaimNext with the same WithLabels or WithUnder would take. They
+	// become ready as those finish; in claim order.
 	Limited    []Task
 	Blocked    []Task // pending, some blocker unfinished or missing, and not stranded
 	InProgress []Task

@@ -33,10 +33,11 @@ func WorkLabels(labels ...string) WorkOption {
 }
 
 // WorkUnder makes Work (and Await) take only the tasks under parent: its
-// children, their children, and so on (see WithUnder): an agent working
-// inside one epic. They are done when the tasks under parent are
-// (Board.Finished of Board(Under(parent))), whatever else the graph holds.
-// A parent that does not exist is an error (ErrNotFound), not work done.
+// children, their children, and so on (see WithUnder), not parent itself,
+// which waits on them: an agent working inside one epic. They are done
+// when the tasks under parent are (Board.Finished of
+// Board(Under(parent))), whatever else the graph holds. A parent that
+// does not exist is an error (ErrNotFound), not work done.
 func WorkUnder(parent ID) WorkOption {
 	return func(c *workConfig) { c.under = parent }
 }
@@ -60,9 +61,12 @@ func WorkPoll(d time.Duration) WorkOption {
 // it waits — for a change on a Watcher store, subscribed before each claim
 // so that no wake-up is lost, and for the first lease that lapses — and it
 // returns once the graph is finished (Board.Finished: nothing ready,
-// blocked or in progress; stranded tasks cannot run): nil if every task
-// completed or was cancelled, or a *StalledError (matching ErrStalled)
-// naming the failed and stranded tasks that no agent can go on with.
+// blocked or in progress; stranded tasks cannot run; with WorkUnder, the
+// tasks under its parent): nil if every task completed or was cancelled,
+// or a *StalledError (matching ErrStalled) naming the failed and stranded
+// tasks that no agent can go on with. A task held back by a concurrency
+// limit is looked at again within maxLimitRecheck (16 s) of the limit
+// being raised, which sends no event.
 //
 // If fn returns an error, Work fails the task with the error's text as the
 // reason (its dependents are then stranded until someone reopens it) and
@@ -112,8 +116,10 @@ func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkO
 }
 
 // Await blocks until a task Work would claim is ready (one carrying every
-// label given with WorkLabels), or the graph is finished
-// (Board.Finished), or ctx is done, and returns the board it saw then:
+// label given with WorkLabels, under the parent of WorkUnder), or the
+// graph (with WorkUnder, what is under its parent) is finished
+// (Board.Finished), or ctx is done, and returns the board it saw then —
+// of the tasks Work would claim, or when finished the whole one:
 // the blocking wait of an agent that claims by itself. It waits as Work
 // does — for a change on a Watcher store, subscribed before it looks so
 // that no wake-up is lost, and for the first lease that lapses; on other
@@ -159,22 +165,40 @@ func subscribe(ctx context.Context, s Store) (events <-chan Event, stop func(), 
 // watch ends, so that the caller polls from then on.
 func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfig, since time.Time) (Board, error) {
 	due := false // a lease lapsed, by this clock or the store's: look, and let the caller claim
+	limitWait := limitRecheck
 	for {
 		drain(*events)
-		b, err := s.Board(ctx, Under(cfg.under))
+		// The tasks this agent could take (its labels, under its
+		// parent), held back by limits as its ClaimNext would be
+		// (Board.Limited): a task ready here is one it can claim.
+		b, err := s.Board(ctx, Under(cfg.under), HasLabels(cfg.labels...))
 		if err != nil {
 			return Board{}, err
 		}
 		now := time.Now()
-		mine := func(t Task) bool { return hasLabels(t.Labels, cfg.labels) }
-		lapsed := func(t Task) bool {
-			return mine(t) && t.LeaseExpiresAt.After(since) && !t.LeaseExpiresAt.After(now)
-		}
-		if due || b.Finished() || slices.ContainsFunc(b.Ready, mine) || slices.ContainsFunc(b.InProgress, lapsed) {
+		lapsed := func(t Task) bool { return t.LeaseExpiresAt.After(since) && !t.LeaseExpiresAt.After(now) }
+		if due || len(b.Ready) > 0 || slices.ContainsFunc(b.InProgress, lapsed) {
 			return b, nil
 		}
-		if *events, due, err = wait(ctx, *events, b, cfg, now); err != nil {
+		// Finished is said of every task (under the parent), whatever
+		// its labels: others may still ready tasks of this agent's.
+		whole := b
+		if len(cfg.labels) > 0 {
+			if whole, err = s.Board(ctx, Under(cfg.under)); err != nil {
+				return Board{}, err
+			}
+		}
+		if whole.Finished() {
+			return whole, nil
+		}
+		if len(b.Limited) == 0 {
+			limitWait = limitRecheck
+		}
+		if *events, due, err = wait(ctx, *events, b, cfg, now, limitWait); err != nil {
 			return Board{}, err
+		}
+		if len(b.Limited) > 0 {
+			limitWait = min(2*limitWait, maxLimitRecheck)
 		}
 	}
 }
@@ -276,23 +300,29 @@ func drain(events <-chan Event) {
 // misses the lapse for long.
 const lapseRecheck = time.Second
 
-// limitRecheck is how often a wait looks again while a task it could take
-// is held back by a concurrency limit (Board.Limited): a Board once a
-// second, only then.
-const limitRecheck = time.Second
+// limitRecheck is how soon a wait looks again while a task it could take
+// is held back by a concurrency limit (Board.Limited): a limit raised by
+// SetLimit changes no task, so no event tells of it. The wait doubles
+// while the limit holds, to maxLimitRecheck, so that agents waiting out a
+// long task read a Board now and then, not every second.
+const (
+	limitRecheck    = time.Second
+	maxLimitRecheck = 16 * time.Second
+)
 
 // wait returns after the next event, when the first lease on the board
-// that could free a task for this agent lapses (lapsed true), or after
-// poll on a store that cannot be watched. It returns nil events if the
-// watch ended, so that Work polls from then on.
-func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now time.Time) (_ <-chan Event, lapsed bool, err error) {
+// b (of this agent's tasks: see awaitWork) lapses (lapsed true), when a
+// task a limit holds back is due to be looked at again (after limitWait),
+// or after poll on a store that cannot be watched. It returns nil events
+// if the watch ended, so that Work polls from then on.
+func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now time.Time, limitWait time.Duration) (_ <-chan Event, lapsed bool, err error) {
 	d := cfg.poll
 	if events != nil {
 		d = time.Hour
 	}
 	toLapse := time.Duration(-1)
 	for _, t := range b.InProgress {
-		if t.LeaseExpiresAt.IsZero() || !hasLabels(t.Labels, cfg.labels) {
+		if t.LeaseExpiresAt.IsZero() {
 			continue
 		}
 		left := t.LeaseExpiresAt.Sub(now)
@@ -306,22 +336,17 @@ func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now
 	if toLapse >= 0 && toLapse < d {
 		d, lapsed = toLapse, true
 	}
-	for _, t := range b.Deferred { // by NotBefore: the first of mine is the one
-		if hasLabels(t.Labels, cfg.labels) {
-			left := t.NotBefore.Sub(now)
-			if left <= 0 {
-				left = lapseRecheck // due by this clock, not yet by the store's: look again soon, not at once
-			}
-			if left < d {
-				d, lapsed = left, false // it is ready then: the board says so
-			}
-			break
+	if len(b.Deferred) > 0 { // by NotBefore: the first is the one
+		left := b.Deferred[0].NotBefore.Sub(now)
+		if left <= 0 {
+			left = lapseRecheck // due by this clock, not yet by the store's: look again soon, not at once
+		}
+		if left < d {
+			d, lapsed = left, false // it is ready then: the board says so
 		}
 	}
-	// A limit raised by SetLimit changes no task, so no event tells of
-	// it: while a task of mine is held back by one, look again soon.
-	if limitRecheck < d && slices.ContainsFunc(b.Limited, func(t Task) bool { return hasLabels(t.Labels, cfg.labels) }) {
-		d, lapsed = limitRecheck, false
+	if len(b.Limited) > 0 && limitWait < d {
+		d, lapsed = limitWait, false
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()

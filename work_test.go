@@ -618,13 +618,15 @@ func TestAwaitSeesALimitRaisedElsewhere(t *testing.T) {
 	}
 	_, err := s.ClaimNext(ctx, "first")
 	require.NoError(t, err)
+	raised := make(chan error, 1)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		_ = other.SetLimit(ctx, "gpu", 2)
+		raised <- other.SetLimit(ctx, "gpu", 2)
 	}()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	board, err := tg.Await(wctx, s, tg.WorkPoll(time.Hour))
+	require.NoError(t, <-raised)
 	require.NoError(t, err, "a raised limit must end the wait")
 	assert.Len(t, board.Ready, 1)
 }

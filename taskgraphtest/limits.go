@@ -170,13 +170,57 @@ func testAwaitRaisedLimit(t *testing.T, s tg.Store) {
 	}
 	_, err := s.ClaimNext(ctx, "first")
 	require.NoError(t, err)
+	raised := make(chan error, 1)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		_ = l.SetLimit(ctx, "gpu", 2)
+		raised <- l.SetLimit(ctx, "gpu", 2)
 	}()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	board, err := tg.Await(wctx, s, tg.WorkPoll(time.Hour))
+	require.NoError(t, <-raised)
 	require.NoError(t, err, "a raised limit must end the wait")
 	assert.Len(t, board.Ready, 1)
+}
+
+// testLimitedBySelection: a Board filtered by labels or Under holds a task
+// back (Limited) only for the ready tasks a ClaimNext with the same
+// WithLabels or WithUnder would take first — not for more urgent ready
+// work elsewhere that it would not take — so an agent waiting (Await)
+// inside an epic, or with a role, sees at once the task its ClaimNext
+// claims.
+func testLimitedBySelection(t *testing.T, s tg.Store) {
+	l := limiter(t, s)
+	require.NoError(t, l.SetLimit(ctx, "gpu", 1))
+	epic, err := s.Create(ctx, tg.NewTask{Subject: "epic"})
+	require.NoError(t, err)
+	elsewhere, err := s.Create(ctx, tg.NewTask{Subject: "elsewhere", Labels: []string{"gpu"}, Priority: tg.P0})
+	require.NoError(t, err)
+	inside, err := s.Create(ctx, tg.NewTask{Subject: "inside", Labels: []string{"gpu", "ml"}, Priority: tg.P3, Parent: epic.ID})
+	require.NoError(t, err)
+
+	b, err := s.Board(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{inside.ID}, ids(b.Limited), "the whole graph's ClaimNext takes elsewhere first")
+	for _, f := range []tg.Filter{tg.Under(epic.ID), tg.HasLabels("ml")} {
+		b, err := s.Board(ctx, f)
+		require.NoError(t, err)
+		assert.Equal(t, []tg.ID{inside.ID}, ids(b.Ready))
+		assert.Empty(t, b.Limited)
+	}
+	for _, opts := range [][]tg.WorkOption{{tg.WorkUnder(epic.ID)}, {tg.WorkLabels("ml")}} {
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		b, err := tg.Await(wctx, s, opts...)
+		cancel()
+		require.NoError(t, err, "a task this agent can claim is ready: no wait")
+		assert.Equal(t, []tg.ID{inside.ID}, ids(b.Ready))
+	}
+	got, err := s.ClaimNext(ctx, "me", tg.WithUnder(epic.ID))
+	require.NoError(t, err)
+	assert.Equal(t, inside.ID, got.ID)
+	_, err = s.ClaimNext(ctx, "other")
+	assert.ErrorIs(t, err, tg.ErrNoReady, "gpu is at its limit")
+	b, err = s.Board(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []tg.ID{elsewhere.ID}, ids(b.Limited))
 }

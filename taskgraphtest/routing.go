@@ -261,6 +261,10 @@ func testFilters(t *testing.T, s tg.Store) {
 	bd = board(t, s, tg.WithOwner("bob"))
 	assert.Equal(t, []tg.ID{c.ID}, ids(bd.InProgress))
 	assert.Empty(t, bd.Ready)
+	_, err = s.Board(ctx, tg.Under(-1))
+	assert.ErrorIs(t, err, tg.ErrInvalid, "a negative id selects nothing: not an empty, finished board")
+	_, err = s.List(ctx, tg.Under(-1))
+	assert.ErrorIs(t, err, tg.ErrInvalid)
 }
 
 // testKeys: a key is kept, of a fixed form, unique: a create with an

@@ -104,6 +104,7 @@ var cases = []struct {
 	{"Limits", testLimits},
 	{"LimitsRace", testLimitsRace},
 	{"AwaitRaisedLimit", testAwaitRaisedLimit},
+	{"LimitedBySelection", testLimitedBySelection},
 	{"Parents", testParents},
 }
 
