@@ -65,8 +65,8 @@ func WorkPoll(d time.Duration) WorkOption {
 // tasks under its parent): nil if every task completed or was cancelled,
 // or a *StalledError (matching ErrStalled) naming the failed and stranded
 // tasks that no agent can go on with. A task held back by a concurrency
-// limit is looked at again within 16 seconds of the limit
-// being raised, which sends no event.
+// limit is looked at again within 16 seconds of the limit being raised,
+// which sends no event.
 //
 // If fn returns an error, Work fails the task with the error's text as the
 // reason (its dependents are then stranded until someone reopens it) and
