@@ -42,6 +42,9 @@ type graph struct {
 	// zero, ids are a topological order, and a new edge from a lower to a
 	// higher id cannot close a cycle: the common case needs no search.
 	backward int
+	// edges and labels count the BlockedBy ids and the labels of the
+	// tasks: what a board of them all copies into its arena.
+	edges, labels int
 }
 
 // Slabs: tasks that arrive together — a Load (Rules.Load), a snapshot
@@ -63,7 +66,11 @@ type graph struct {
 type node struct {
 	t          *Task
 	dependents []ID
+	st         Status // t.Status, beside the pointer: a board's first pass reads no task it does not classify further
 }
+
+// set makes t the node's task.
+func (n *node) set(t *Task) { n.t, n.st = t, t.Status }
 
 func newGraph() *graph {
 	return &graph{
@@ -85,6 +92,7 @@ func (g *graph) put(t *Task) {
 	i, _ := g.search(t.ID)
 	if old != nil {
 		g.backward -= countBackward(old)
+		g.edges, g.labels = g.edges-len(old.BlockedBy), g.labels-len(old.Labels)
 		for _, b := range old.BlockedBy {
 			g.setDependents(b, removeSorted(g.dependents[b], t.ID))
 		}
@@ -103,7 +111,7 @@ func (g *graph) put(t *Task) {
 		}
 	}
 	if fresh {
-		g.nodes[i].t = t
+		g.nodes[i].set(t)
 	}
 	for _, b := range t.BlockedBy {
 		g.setDependents(b, insertSorted(g.dependents[b], t.ID))
@@ -123,6 +131,7 @@ func (g *graph) put(t *Task) {
 func (g *graph) index(t *Task) {
 	delete(g.broken, t.ID)
 	g.backward += countBackward(t)
+	g.edges, g.labels = g.edges+len(t.BlockedBy), g.labels+len(t.Labels)
 	g.tasks[t.ID] = t
 	if t.Status.ended() {
 		g.ended++
@@ -229,7 +238,7 @@ func (g *graph) load(tasks []*Task) {
 	}
 	g.tasks = make(map[ID]*Task, n)
 	for i, t := range tasks {
-		g.nodes[i].t = t
+		g.nodes[i].set(t)
 		g.index(t)
 	}
 	g.requeue()
@@ -243,6 +252,7 @@ func (g *graph) remove(id ID) {
 		return
 	}
 	g.backward -= countBackward(t)
+	g.edges, g.labels = g.edges-len(t.BlockedBy), g.labels-len(t.Labels)
 	for _, b := range t.BlockedBy {
 		g.setDependents(b, removeSorted(g.dependents[b], id))
 	}
@@ -271,7 +281,8 @@ func (g *graph) walk() []node {
 	if len(g.nodes) != len(g.ids) {
 		g.nodes = make([]node, len(g.ids))
 		for i, id := range g.ids {
-			g.nodes[i] = node{g.tasks[id], g.dependents[id]}
+			g.nodes[i] = node{dependents: g.dependents[id]}
+			g.nodes[i].set(g.tasks[id])
 		}
 	}
 	return g.nodes
@@ -436,7 +447,11 @@ func (g *graph) isReady(id ID) bool { return g.readyTask(g.tasks[id]) }
 func (g *graph) blockersOf(i int) (done, gone bool) {
 	done = true
 	for _, b := range g.nodes[i].t.BlockedBy {
-		bt := g.near(b, i)
+		if j := i - int(g.ids[i]-b); 0 <= j && j < len(g.ids) && g.ids[j] == b {
+			done = done && g.nodes[j].st == Completed // near, as near looks
+			continue
+		}
+		bt := g.tasks[b]
 		if bt == nil {
 			return false, true
 		}
@@ -484,7 +499,7 @@ func (g *graph) timedTasks() []Task {
 func (g *graph) view(id ID) Task {
 	var v Task
 	var a arena
-	viewInto(&v, node{g.tasks[id], g.dependents[id]}, &a)
+	viewInto(&v, node{t: g.tasks[id], dependents: g.dependents[id]}, &a)
 	return v
 }
 
@@ -630,9 +645,9 @@ func (g *graph) board(sel Selection) Board {
 	var nIDs, nStrs int // what the copies need, for the arena
 	var namesGone []int // the blocked tasks (by index) that name a blocker that does not exist
 	for i, n := range nodes {
-		t, id := n.t, n.t.ID
+		t, id := n.t, g.ids[i]
 		k := uint8(ready)
-		switch t.Status {
+		switch n.st {
 		case InProgress:
 			k = inProgress
 		case Completed:
@@ -662,8 +677,10 @@ func (g *graph) board(sel Selection) Board {
 			k = none
 		} else {
 			counts[k]++
-			nIDs += len(t.BlockedBy) + len(n.dependents)
-			nStrs += len(t.Labels)
+			if !every {
+				nIDs += len(t.BlockedBy) + len(n.dependents)
+				nStrs += len(t.Labels)
+			}
 		}
 		kind[i] = k
 	}
@@ -693,6 +710,9 @@ func (g *graph) board(sel Selection) Board {
 	for k := range lists {
 		lists[k] = all[len(all) : len(all) : len(all)+counts[k]]
 		all = all[:len(all)+counts[k]]
+	}
+	if every {
+		nIDs, nStrs = 2*g.edges, g.labels
 	}
 	a := arena{ids: make([]ID, 0, nIDs), strs: make([]string, 0, nStrs)}
 	var missing map[ID][]ID

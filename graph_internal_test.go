@@ -30,6 +30,9 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 			if r.IntN(3) == 0 {
 				task.Status = Completed
 			}
+			if r.IntN(3) == 0 {
+				task.Labels = []string{"x"}
+			}
 			for range r.IntN(4) {
 				task.BlockedBy = append(task.BlockedBy, ID(1+r.IntN(310)))
 			}
@@ -42,6 +45,13 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 			continue // a walk now and then, so that the nodes are kept current or dropped in between
 		}
 		nodes := g.walk()
+		edges, labels := 0, 0
+		for _, task := range g.tasks {
+			edges, labels = edges+len(task.BlockedBy), labels+len(task.Labels)
+		}
+		if edges != g.edges || labels != g.labels {
+			t.Fatalf("step %d: %d edges and %d labels counted, %d and %d kept", step, edges, labels, g.edges, g.labels)
+		}
 		if len(nodes) != len(g.ids) || len(g.ids) != len(g.tasks) {
 			t.Fatalf("step %d: %d nodes, %d ids, %d tasks", step, len(nodes), len(g.ids), len(g.tasks))
 		}
@@ -49,6 +59,9 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 			n := nodes[i]
 			if n.t != g.tasks[id] {
 				t.Fatalf("step %d: node %d holds task %d, not %d", step, i, n.t.ID, id)
+			}
+			if n.st != n.t.Status {
+				t.Fatalf("step %d: node of %d says %s, its task %s", step, id, n.st, n.t.Status)
 			}
 			if !slices.Equal(n.dependents, g.dependents[id]) {
 				t.Fatalf("step %d: node of %d has dependents %v, the map %v", step, id, n.dependents, g.dependents[id])
