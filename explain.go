@@ -87,7 +87,11 @@ func Explain(tasks []Task, id ID, now time.Time, filters ...Filter) (Explanation
 	if e.State == StateReady && t.Deferred(now) {
 		e.State = StateDeferred
 	}
-	if e.State == StateReady && g.limitedAt(sel)[id] {
+	// Held back as the whole graph's ClaimNext would hold it: the task
+	// is judged whatever labels or Under the filters name.
+	whole := sel
+	whole.Labels, whole.Under = nil, 0
+	if e.State == StateReady && g.limitedAt(whole)[id] {
 		e.State = StateLimited
 		e.Text = limitText(g, t, sel)
 		return e, nil

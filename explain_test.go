@@ -173,3 +173,21 @@ func taskIDs(ts []tg.Task) []tg.ID {
 	}
 	return out
 }
+
+// TestExplainLimitedWhateverTheFilters: Explain judges a task held back by
+// a limit as the whole graph's ClaimNext would, whatever labels or Under
+// its filters name (only WithLimits means anything to it).
+func TestExplainLimitedWhateverTheFilters(t *testing.T) {
+	now := time.Now()
+	tasks := []tg.Task{
+		{ID: 1, Subject: "run", Status: tg.InProgress, Labels: []string{"gpu"}, Owner: "o"},
+		{ID: 2, Subject: "wait", Status: tg.Pending, Labels: []string{"gpu"}},
+		{ID: 3, Subject: "first", Status: tg.Pending, Labels: []string{"gpu"}, Priority: 0},
+	}
+	lim := tg.WithLimits(map[string]int{"gpu": 2})
+	for _, f := range [][]tg.Filter{{lim}, {lim, tg.HasLabels("other")}, {lim, tg.Under(99)}} {
+		e, err := tg.Explain(tasks, 3, now, f...)
+		require.NoError(t, err)
+		assert.Equal(t, tg.StateLimited, e.State, "%d filters", len(f))
+	}
+}

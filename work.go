@@ -177,7 +177,9 @@ func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfi
 		}
 		now := time.Now()
 		lapsed := func(t Task) bool { return t.LeaseExpiresAt.After(since) && !t.LeaseExpiresAt.After(now) }
-		if due || len(b.Ready) > 0 || slices.ContainsFunc(b.InProgress, lapsed) {
+		// (A lapse that was due says nothing if the task ended meanwhile:
+		// a board of only ended tasks would read as finished.)
+		if due && !b.Finished() || len(b.Ready) > 0 || slices.ContainsFunc(b.InProgress, lapsed) {
 			return b, nil
 		}
 		// Finished is said of every task (under the parent), whatever

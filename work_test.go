@@ -660,3 +660,31 @@ func TestWorkUnder(t *testing.T) {
 	assert.ErrorIs(t, err, tg.ErrNotFound, "no task under a task that does not exist: not finished")
 	assert.ErrorIs(t, tg.Work(ctx, s, "me", func(context.Context, tg.Task) error { return nil }, tg.WorkUnder(99)), tg.ErrNotFound)
 }
+
+// TestWorkLabelsNotFinishedByALapseThatEnded: a labelled agent waiting for
+// a lease to lapse, on a store it polls, sees that task completed by its
+// holder meanwhile: its own tasks are all ended, but the graph is not
+// finished (another task is in progress), so Work goes on waiting.
+func TestWorkLabelsNotFinishedByALapseThatEnded(t *testing.T) {
+	ms := tg.NewMemStore()
+	a, err := ms.Create(ctx, tg.NewTask{Subject: "a", Labels: []string{"x"}})
+	require.NoError(t, err)
+	z, err := ms.Create(ctx, tg.NewTask{Subject: "z"})
+	require.NoError(t, err)
+	_, err = ms.Claim(ctx, a.ID, "other", tg.WithLease(400*time.Millisecond))
+	require.NoError(t, err)
+	_, err = ms.Claim(ctx, z.ID, "zed") // no lease: in progress throughout
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		_, err := ms.Complete(ctx, a.ID, "other")
+		done <- err
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	polled := struct{ tg.Store }{ms} // no Watch: Work polls
+	err = tg.Work(wctx, polled, "me", func(context.Context, tg.Task) error { return nil }, tg.WorkLabels("x"), tg.WorkPoll(10*time.Second))
+	require.NoError(t, <-done)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "Work returned while z is in progress")
+}
