@@ -606,29 +606,11 @@ func TestKilledWorkersUseUpAttempts(t *testing.T) {
 
 // TestAwaitSeesALimitRaisedElsewhere: an agent waiting for work held
 // back by a concurrency limit wakes when another store on the same
-// directory raises the limit (taskgraphtest's AwaitRaisedLimit raises it
-// through the waiting store).
+// directory raises the limit (the conformance case AwaitRaisedLimit
+// raises it through the waiting store).
 func TestAwaitSeesALimitRaisedElsewhere(t *testing.T) {
 	dir := t.TempDir()
-	s, other := openStore(t, dir), openStore(t, dir)
-	require.NoError(t, s.SetLimit(ctx, "gpu", 1))
-	for _, subject := range []string{"a", "b"} {
-		_, err := s.Create(ctx, tg.NewTask{Subject: subject, Labels: []string{"gpu"}})
-		require.NoError(t, err)
-	}
-	_, err := s.ClaimNext(ctx, "first")
-	require.NoError(t, err)
-	raised := make(chan error, 1)
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		raised <- other.SetLimit(ctx, "gpu", 2)
-	}()
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	board, err := tg.Await(wctx, s, tg.WorkPoll(time.Hour))
-	require.NoError(t, <-raised)
-	require.NoError(t, err, "a raised limit must end the wait")
-	assert.Len(t, board.Ready, 1)
+	taskgraphtest.AwaitRaisedLimit(t, openStore(t, dir), openStore(t, dir))
 }
 
 // TestWorkUnder: Work with WorkUnder takes only the tasks under its

@@ -158,26 +158,31 @@ func testLimitsRace(t *testing.T, s tg.Store) {
 	assert.Len(t, bd.Limited, 8)
 }
 
-// testAwaitRaisedLimit: an agent waiting (Await) for work that a
-// concurrency limit holds back wakes when the limit is raised — a change
-// to no task, of which no event tells — and sees the task ready.
-func testAwaitRaisedLimit(t *testing.T, s tg.Store) {
-	l := limiter(t, s)
-	require.NoError(t, l.SetLimit(ctx, "gpu", 1))
+// testAwaitRaisedLimit: AwaitRaisedLimit with the limit raised through
+// the waiting store itself.
+func testAwaitRaisedLimit(t *testing.T, s tg.Store) { AwaitRaisedLimit(t, s, limiter(t, s)) }
+
+// AwaitRaisedLimit checks that an agent waiting (taskgraph.Await) on
+// waiting for work that a concurrency limit holds back wakes when raiser
+// — the same store, or another on the same graph, as another process
+// would be — raises the limit: a change to no task, of which no event
+// tells; it then sees the task ready. waiting must be empty.
+func AwaitRaisedLimit(t *testing.T, waiting tg.Store, raiser tg.Limiter) {
+	require.NoError(t, raiser.SetLimit(ctx, "gpu", 1))
 	for _, subject := range []string{"a", "b"} {
-		_, err := s.Create(ctx, tg.NewTask{Subject: subject, Labels: []string{"gpu"}})
+		_, err := waiting.Create(ctx, tg.NewTask{Subject: subject, Labels: []string{"gpu"}})
 		require.NoError(t, err)
 	}
-	_, err := s.ClaimNext(ctx, "first")
+	_, err := waiting.ClaimNext(ctx, "first")
 	require.NoError(t, err)
 	raised := make(chan error, 1)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		raised <- l.SetLimit(ctx, "gpu", 2)
+		raised <- raiser.SetLimit(ctx, "gpu", 2)
 	}()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	board, err := tg.Await(wctx, s, tg.WorkPoll(time.Hour))
+	board, err := tg.Await(wctx, waiting, tg.WorkPoll(time.Hour))
 	require.NoError(t, <-raised)
 	require.NoError(t, err, "a raised limit must end the wait")
 	assert.Len(t, board.Ready, 1)
