@@ -299,9 +299,7 @@ func (s *FileStore) restartDueNow() (bool, error) {
 // directory at each of them (they did: its records went to the replaced
 // file, and 2 processes at 10,000 tasks made 188 writes/s).
 func TestReplacedLogReachesEveryone(t *testing.T) {
-	restore := maxLogSize
-	maxLogSize = 32 << 10
-	t.Cleanup(func() { maxLogSize = restore })
+	smallLogs(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	a, b := openPair(t, dir)
@@ -311,16 +309,7 @@ func TestReplacedLogReachesEveryone(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.Create(ctx, NewTask{Subject: "b has the log open"})
 	require.NoError(t, err)
-	ino := func() uint64 {
-		fi, err := os.Stat(filepath.Join(dir, logFileName))
-		require.NoError(t, err)
-		return stampOf(fi).Ino
-	}
-	before := ino()
-	for ino() == before {
-		_, err := a.Create(ctx, NewTask{Subject: "fill the log"})
-		require.NoError(t, err)
-	}
+	fillUntilReplaced(t, a, dir)
 	_, err = b.List(ctx) // b sees the new log, and rescans once
 	require.NoError(t, err)
 	scans := a.Stats().Scans
@@ -611,9 +600,7 @@ func TestFailedSyncFSIsNotForgotten(t *testing.T) {
 // it never synced was durable up to its offset, and a read would return
 // writes no sync had reached.
 func TestWithoutSyncForgetsSyncRecords(t *testing.T) {
-	restore := maxLogSize
-	maxLogSize = 32 << 10
-	t.Cleanup(func() { maxLogSize = restore })
+	smallLogs(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	a, b := openPair(t, dir)
@@ -629,6 +616,21 @@ func TestWithoutSyncForgetsSyncRecords(t *testing.T) {
 	w, err := Open(dir, WithoutSync())
 	require.NoError(t, err)
 	t.Cleanup(func() { w.Close() })
+	fillUntilReplaced(t, w, dir)
+	assert.Zero(t, size(), "the replaced log's records are gone")
+}
+
+// smallLogs makes the change log be replaced at 32 KiB for the test.
+func smallLogs(t *testing.T) {
+	restore := maxLogSize
+	maxLogSize = 32 << 10
+	t.Cleanup(func() { maxLogSize = restore })
+}
+
+// fillUntilReplaced creates tasks through s until the change log of dir
+// is a new file (its inode changed).
+func fillUntilReplaced(t *testing.T, s *FileStore, dir string) {
+	t.Helper()
 	ino := func() uint64 {
 		fi, err := os.Stat(filepath.Join(dir, logFileName))
 		require.NoError(t, err)
@@ -636,8 +638,7 @@ func TestWithoutSyncForgetsSyncRecords(t *testing.T) {
 	}
 	before := ino()
 	for ino() == before {
-		_, err := w.Create(ctx, NewTask{Subject: "fill the log"})
+		_, err := s.Create(context.Background(), NewTask{Subject: "fill the log"})
 		require.NoError(t, err)
 	}
-	assert.Zero(t, size(), "the replaced log's records are gone")
 }
