@@ -151,14 +151,9 @@ func (s *FileStore) scan() error {
 	wg.Wait()
 	if cold {
 		// The tasks of a cold scan arrive together: side by side in one
-		// slab, as a snapshot's are (graph.go, "slabs").
-		n := 0
-		for _, r := range results {
-			if r.t != nil {
-				n++
-			}
-		}
-		slab := make([]Task, 0, n)
+		// slab, as a snapshot's are (graph.go, "slabs"). Its room for the
+		// files that could not be read is never used.
+		slab := make([]Task, 0, len(results))
 		for i := range results {
 			if r := &results[i]; r.t != nil {
 				slab = append(slab, *r.t)
