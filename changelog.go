@@ -493,10 +493,11 @@ func (s *FileStore) wholeLines(size int64) int64 {
 // commit, by a version whose every write synced its own files: nothing is
 // due. A checkpoint of another directory (a copy, a restore) is not this
 // directory's: after a restart its records are set aside, in this boot the
-// next group-committed write checkpoints here first. It reads only the
-// log's tail, where a checkpoint is found within checkpointInterval of the
-// end, learns the checkpoint's offset and, when the checkpoint is this
-// directory's, which cached versions the records after it hold (recEnd).
+// next group-committed write checkpoints here first. It reads the log
+// backwards to its last checkpoint, which is found within
+// checkpointInterval of the end when group commit wrote the log, learns the
+// checkpoint's offset and, when the checkpoint is this directory's, which
+// cached versions the records after it hold (recEnd).
 func (s *FileStore) restartDue() (int, error) {
 	if s.log.ino == 0 || s.log.off == 0 {
 		s.log.ckptKnown = false
@@ -511,37 +512,31 @@ func (s *FileStore) restartDue() (int, error) {
 	}
 	defer f.Close()
 	size := s.log.off
-	for tail := min(size, 2*checkpointInterval); ; tail = size {
-		buf := make([]byte, tail)
-		if _, err := f.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
+	at, ck, ok, err := changelog.LastCheckpoint(f, size)
+	if err != nil {
+		return 0, fmt.Errorf("taskgraph: read change log: %w", err)
+	}
+	if !ok {
+		s.log.ckptKnown = false
+		return logCurrent, nil
+	}
+	// A checkpoint that does not say its directory comes from an older
+	// version, on this directory.
+	mine := ck.Dir == "" || s.dirID == "" || ck.Dir == s.dirID
+	s.log.ckptOff, s.log.ckptKnown = at, mine
+	switch {
+	case ck.Boot != s.boot && mine:
+		return logReplay, nil
+	case ck.Boot != s.boot:
+		return logSetAside, nil
+	case mine:
+		records := make([]byte, size-at)
+		if _, err := f.ReadAt(records, at); err != nil && !errors.Is(err, io.EOF) {
 			return 0, fmt.Errorf("taskgraph: read change log: %w", err)
 		}
-		skip := 0
-		if tail < size {
-			// Begin at a line: a "C " inside one is not a checkpoint.
-			skip = bytes.IndexByte(buf, '\n') + 1
-		}
-		if off, ck, ok := changelog.LastCheckpoint(buf[skip:]); ok {
-			at := size - tail + int64(skip+off)
-			// A checkpoint that does not say its directory comes from an
-			// older version, on this directory.
-			mine := ck.Dir == "" || s.dirID == "" || ck.Dir == s.dirID
-			s.log.ckptOff, s.log.ckptKnown = at, mine
-			switch {
-			case ck.Boot != s.boot && mine:
-				return logReplay, nil
-			case ck.Boot != s.boot:
-				return logSetAside, nil
-			case mine:
-				s.noteRecords(buf[skip+off:], at)
-			}
-			return logCurrent, nil
-		}
-		if tail == size {
-			s.log.ckptKnown = false
-			return logCurrent, nil
-		}
+		s.noteRecords(records, at)
 	}
+	return logCurrent, nil
 }
 
 // noteRecords learns, from the log after the checkpoint at offset at, the

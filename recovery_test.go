@@ -3,6 +3,7 @@
 package taskgraph
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -138,7 +139,8 @@ func TestLogOfAnotherDirectoryIsSetAside(t *testing.T) {
 		require.NoError(t, err)
 		log, err := os.ReadFile(filepath.Join(dst, logFileName))
 		require.NoError(t, err)
-		_, ck, ok := changelog.LastCheckpoint(log)
+		_, ck, ok, err := changelog.LastCheckpoint(bytes.NewReader(log), int64(len(log)))
+		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, c.dirID, ck.Dir, "the copy checkpointed as itself before its write")
 		assert.NotEqual(t, s.dirID, c.dirID)

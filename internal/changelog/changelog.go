@@ -36,6 +36,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -262,23 +263,63 @@ func Redo(log []byte) map[int64][]Change {
 	return history
 }
 
-// LastCheckpoint returns the offset in log of its last whole C line and the
-// record it holds, or ok false if log has none.
-func LastCheckpoint(log []byte) (off int, r Record, ok bool) {
-	log = Whole(log)
-	for end := len(log); end > 0; {
-		i := bytes.LastIndex(log[:end], []byte("C "))
-		if i < 0 {
-			return 0, Record{}, false
+// LastCheckpoint returns the offset of the last whole C line of the log
+// held in the first size bytes of r and the record it holds, or ok false
+// if it has none. It reads backwards a chunk at a time into one buffer:
+// a long log without a recent checkpoint (one written without group
+// commit has none) costs a read of it, not a copy of it in memory.
+func LastCheckpoint(r io.ReaderAt, size int64) (off int64, rec Record, ok bool, err error) {
+	return lastCheckpoint(r, size, 1<<20)
+}
+
+func lastCheckpoint(r io.ReaderAt, size int64, chunk int64) (int64, Record, bool, error) {
+	// A window holds the byte before its first candidate (to tell a line's
+	// start) and the byte after its last (a "C " across its end).
+	buf := make([]byte, min(size, chunk+2))
+	for hi := size; hi > 0; {
+		lo := max(0, hi-chunk)
+		start, end := max(0, lo-1), min(size, hi+1)
+		b := buf[:end-start]
+		if _, err := r.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0, Record{}, false, err
 		}
-		end = i
-		if i > 0 && log[i-1] != '\n' {
-			continue // inside a line
+		for j := len(b); ; {
+			i := bytes.LastIndex(b[:j], []byte("C "))
+			if i < 0 {
+				break
+			}
+			j = i + 1 // next, the ones before i ("C C " holds two)
+			p := start + int64(i)
+			if p < lo || p >= hi || (p > 0 && b[i-1] != '\n') {
+				continue // another window's, or inside a line
+			}
+			line, whole, err := lineAt(r, p, size)
+			if err != nil {
+				return 0, Record{}, false, err
+			}
+			if rec, ok := Parse(line); whole && ok && rec.Kind == Checkpoint {
+				return p, rec, true, nil
+			}
 		}
-		nl := bytes.IndexByte(log[i:], '\n')
-		if r, ok := Parse(string(log[i : i+nl])); ok && r.Kind == Checkpoint {
-			return i, r, true
-		}
+		hi = lo
 	}
-	return 0, Record{}, false
+	return 0, Record{}, false, nil
+}
+
+// lineAt reads the line that starts at off in the first size bytes of r,
+// without its newline, and whether it is whole (a newline ends it).
+func lineAt(r io.ReaderAt, off, size int64) (string, bool, error) {
+	var line []byte
+	piece := make([]byte, 256) // a checkpoint's line fits
+	for off < size {
+		n := int(min(int64(len(piece)), size-off))
+		if _, err := r.ReadAt(piece[:n], off); err != nil && !errors.Is(err, io.EOF) {
+			return "", false, err
+		}
+		if nl := bytes.IndexByte(piece[:n], '\n'); nl >= 0 {
+			return string(append(line, piece[:nl]...)), true, nil
+		}
+		line, off = append(line, piece[:n]...), off+int64(n)
+	}
+	return "", false, nil
 }

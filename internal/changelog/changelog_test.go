@@ -76,9 +76,19 @@ func FuzzParse(f *testing.F) {
 				require.True(t, i == 0 || c.End > h[i-1].End, "in log order")
 			}
 		}
-		if off, r, ok := LastCheckpoint(whole); ok {
+		if off, r, ok := lastIn(t, whole); ok {
 			require.Equal(t, Checkpoint, r.Kind)
 			require.True(t, off == 0 || whole[off-1] == '\n')
+		}
+		// Read backwards in windows of any size, the log's last
+		// checkpoint is the one a reading of all of it finds.
+		wantOff, wantRec, wantOK := wholeLastCheckpoint([]byte(log[:cut]))
+		for _, chunk := range []int64{1, 2, 3, 7, 64, 1 << 20} {
+			off, r, ok, err := lastCheckpoint(strings.NewReader(log[:cut]), int64(cut), chunk)
+			require.NoError(t, err)
+			require.Equal(t, wantOK, ok, "chunk %d", chunk)
+			require.Equal(t, wantOff, off, "chunk %d", chunk)
+			require.Equal(t, wantRec, r, "chunk %d", chunk)
 		}
 		require.True(t, len(whole) == 0 || whole[len(whole)-1] == '\n')
 		for line := range strings.Lines(string(whole)) {
@@ -131,17 +141,76 @@ func TestRedo(t *testing.T) {
 		2: {{Content: []byte(`{"id":2}`), Stamp: Stamp{2, 2, 2}, End: first}},
 	}, Redo(log))
 
-	off, r, ok := LastCheckpoint(log)
+	off, r, ok := lastIn(t, log)
 	require.True(t, ok)
 	require.Zero(t, off)
 	require.Equal(t, "boot", r.Boot)
 	log = AppendCheckpoint(log, "later", "")
-	off, r, ok = LastCheckpoint(append(log, "C torn"...))
+	off, r, ok = lastIn(t, append(log, "C torn"...))
 	require.True(t, ok)
 	require.Equal(t, "later", r.Boot)
 	require.Equal(t, "C later\n", string(log[off:]))
-	_, _, ok = LastCheckpoint([]byte("P 1 2 3 4 {\"x\":\"C y\"}\nM 5\n"))
+	_, _, ok = lastIn(t, []byte("P 1 2 3 4 {\"x\":\"C y\"}\nM 5\n"))
 	require.False(t, ok, "a C inside a line is not a checkpoint")
+}
+
+// TestLastCheckpointFarBack: a checkpoint many windows back, and a log with
+// none, are read a window at a time; a long line across windows is read
+// whole.
+func TestLastCheckpointFarBack(t *testing.T) {
+	log := AppendCheckpoint(nil, "first", "dir")
+	at := int64(len(log))
+	log = AppendCheckpoint(log, "second", "")
+	for i := range 5000 {
+		log = AppendMtime(AppendPut(AppendIntent(log, 1, []int64{int64(i + 1)}), int64(i+1), Stamp{1, 2, 3}, []byte(`{"subject":"C C C"}`)), 2)
+	}
+	for _, chunk := range []int64{100, 4096, 1 << 20} {
+		off, r, ok, err := lastCheckpoint(bytes.NewReader(log), int64(len(log)), chunk)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at, off)
+		require.Equal(t, "second", r.Boot)
+	}
+	long := append([]byte("C "+strings.Repeat("b", 3000)+" dir\n"), log[at+int64(len("C second\n")):]...)
+	off, r, ok, err := lastCheckpoint(bytes.NewReader(long), int64(len(long)), 100)
+	require.NoError(t, err)
+	require.True(t, ok, "a checkpoint's line longer than a window")
+	require.Zero(t, off)
+	require.Equal(t, "dir", r.Dir)
+	none := log[at+int64(len("C second\n")):]
+	_, _, ok, err = lastCheckpoint(bytes.NewReader(none), int64(len(none)), 100)
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+// lastIn is LastCheckpoint of a log in memory.
+func lastIn(t *testing.T, log []byte) (int64, Record, bool) {
+	t.Helper()
+	off, r, ok, err := LastCheckpoint(bytes.NewReader(log), int64(len(log)))
+	require.NoError(t, err)
+	return off, r, ok
+}
+
+// wholeLastCheckpoint is the last checkpoint found by reading the whole
+// log at once, the way LastCheckpoint did before it read in windows: the
+// reference its answers are checked against.
+func wholeLastCheckpoint(log []byte) (int64, Record, bool) {
+	log = Whole(log)
+	for end := len(log); end > 0; {
+		i := bytes.LastIndex(log[:end], []byte("C "))
+		if i < 0 {
+			return 0, Record{}, false
+		}
+		end = i
+		if i > 0 && log[i-1] != '\n' {
+			continue // inside a line
+		}
+		nl := bytes.IndexByte(log[i:], '\n')
+		if r, ok := Parse(string(log[i : i+nl])); ok && r.Kind == Checkpoint {
+			return int64(i), r, true
+		}
+	}
+	return 0, Record{}, false
 }
 
 // TestRedoKeepsAnnouncedDeletions: an X line after a task's last record
