@@ -78,7 +78,7 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 	if !ready {
 		return nil
 	}
-	data, err := encodeTask(p.put[0])
+	data, err := p.file(0)
 	if err != nil {
 		return nil
 	}
@@ -244,7 +244,7 @@ func (a *ahead) matches(p *plan) bool {
 	if len(p.put) != 1 || len(p.del) != 0 || p.lastNew != 0 || p.put[0].ID != a.id {
 		return false
 	}
-	data, err := encodeTask(p.put[0])
+	data, err := p.file(0)
 	return err == nil && string(data) == string(a.data)
 }
 

@@ -283,14 +283,14 @@ func (s *FileStore) commit(p *plan, a *ahead) error {
 	}
 	s.makeCacheDir()
 	j := &journal.Journal{Put: make(map[int64]string, len(p.put))}
-	for _, t := range p.put {
+	for i, t := range p.put {
 		if a != nil && t.ID == a.id {
 			j.Put[int64(t.ID)] = string(a.data) // what p encodes to (writeLocked compared)
 			continue
 		}
-		data, err := encodeTask(t)
+		data, err := p.file(i)
 		if err != nil {
-			return &InvalidError{Field: "metadata", Reason: err.Error()}
+			return err
 		}
 		j.Put[int64(t.ID)] = string(data)
 	}

@@ -28,6 +28,21 @@ type plan struct {
 	// lapse used its last attempt (*GaveUpError); a ClaimNext that did so
 	// and found nothing to claim (ErrNoReady).
 	after error
+	// files holds the file of each task of put, as checked encoded it;
+	// nil in a plan made without checked.
+	files [][]byte
+}
+
+// file returns the bytes of the file of put[i]: checked's, or encoded now.
+func (p *plan) file(i int) ([]byte, error) {
+	if i < len(p.files) {
+		return p.files[i], nil
+	}
+	data, err := encodeTask(p.put[i])
+	if err != nil {
+		return nil, &InvalidError{Field: "metadata", Reason: err.Error()}
+	}
+	return data, nil
 }
 
 // The plan functions run the Rulebook against the in-memory graph of

@@ -115,17 +115,24 @@ const (
 // overflowing, and its file must fit in MaxTaskSize. Stores run it on
 // every task a write stores, and refuse the whole write if it fails.
 func (Rulebook) Stored(t *Task) error {
+	_, err := storedFile(t)
+	return err
+}
+
+// storedFile is Stored, and returns the file it checked: FileStore writes
+// those bytes (plan.files) instead of encoding the task again.
+func storedFile(t *Task) ([]byte, error) {
 	if t.Rev <= 0 {
-		return &InvalidError{Field: "rev", Reason: fmt.Sprintf("task %d is at the highest rev, %d, and cannot be written again", t.ID, int64(math.MaxInt64))}
+		return nil, &InvalidError{Field: "rev", Reason: fmt.Sprintf("task %d is at the highest rev, %d, and cannot be written again", t.ID, int64(math.MaxInt64))}
 	}
 	data, err := encodeTask(t)
 	if err != nil {
-		return &InvalidError{Field: "metadata", Reason: err.Error()}
+		return nil, &InvalidError{Field: "metadata", Reason: err.Error()}
 	}
 	if len(data) > MaxTaskSize {
-		return &InvalidError{Field: "task", Reason: fmt.Sprintf("task %d would be %d bytes, over the %d-byte limit (MaxTaskSize): keep large content outside the graph", t.ID, len(data), MaxTaskSize)}
+		return nil, &InvalidError{Field: "task", Reason: fmt.Sprintf("task %d would be %d bytes, over the %d-byte limit (MaxTaskSize): keep large content outside the graph", t.ID, len(data), MaxTaskSize)}
 	}
-	return nil
+	return data, nil
 }
 
 // Text validates a string that a write would store in field: it must be

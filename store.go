@@ -375,15 +375,17 @@ var (
 )
 
 // checked makes a plan with mk and runs Rules.Stored on every task it
-// stores: every write goes through it.
+// stores: every write goes through it. The files it encoded to check them
+// stay with the plan (plan.files).
 func checked(mk func(g *graph, now time.Time) (*plan, error)) func(g *graph, now time.Time) (*plan, error) {
 	return func(g *graph, now time.Time) (*plan, error) {
 		p, err := mk(g, now)
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range p.put {
-			if err := Rules.Stored(t); err != nil {
+		p.files = make([][]byte, len(p.put))
+		for i, t := range p.put {
+			if p.files[i], err = storedFile(t); err != nil {
 				return nil, err
 			}
 		}
