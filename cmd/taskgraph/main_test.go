@@ -828,3 +828,24 @@ func TestPrintJSONArrayIsPrintJSON(t *testing.T) {
 		assert.Equal(t, want.String(), got.String())
 	}
 }
+
+// TestStaying: the commands that stay (a server, a watch, a wait) keep Go's
+// garbage collector target; those that answer once get answerOnceGC.
+func TestStaying(t *testing.T) {
+	for args, want := range map[string]bool{
+		"ready --json":                   false,
+		"list":                           false,
+		"--dir x list --json":            false,
+		"":                               false,
+		"serve --addr :0":                true,
+		"--dir x mcp":                    true,
+		"watch --json":                   true,
+		"next --wait":                    true,
+		"--owner a next --under 3 -wait": true,
+		"next --wait=true":               true,
+		"next --wait=false":              true, // may wait: treated as staying, which costs nothing
+		"show 3":                         false,
+	} {
+		assert.Equal(t, want, staying(strings.Fields(args)), args)
+	}
+}
