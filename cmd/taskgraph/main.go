@@ -163,6 +163,7 @@ type env struct {
 	json      bool
 	color     bool
 	args      []string
+	given     []string // the command line as given, after the command's name
 	fs        *flag.FlagSet
 }
 
@@ -291,7 +292,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "%s\nusage: %s\nRun 'taskgraph help %s' for details.\n", longFlags(err.Error()), usageLine(name, cmd), name)
 		return exitUsage
 	}
-	e.args = pos
+	e.args, e.given = pos, args[1:]
 	e.settle()
 	return exitCode(stderr, name, cmd, do(e))
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"testing"
 	"time"
 
@@ -30,7 +32,7 @@ func TestNextSaysWaitOrStop(t *testing.T) {
 	ok(t, dir, "claim", "1", "--owner", "other", "--lease", "5m")
 	r = tg(t, dir, "next", "--owner", "me")
 	assert.Equal(t, exitUnavailable, r.code)
-	assert.Regexp(t, `^taskgraph next: nothing ready now: 2 in progress \(1 by you\), the next lease lapses in (4m5\ds|5m0s); taskgraph next --wait waits for one\n$`, r.stderr)
+	assert.Regexp(t, `^taskgraph next: nothing ready now: 2 in progress \(1 by you\), the next lease lapses in (4m5\ds|5m0s); taskgraph next --owner me --wait waits for one\n$`, r.stderr)
 	var out map[string]any
 	r = tg(t, dir, "next", "--owner", "me", "--json")
 	assert.Equal(t, exitUnavailable, r.code)
@@ -82,8 +84,15 @@ type waiter struct {
 
 func startWaiter(t *testing.T, dir string, args ...string) *waiter {
 	t.Helper()
-	w := &waiter{cmd: exec.Command(binary, append([]string{"next", "--wait"}, args...)...), done: make(chan struct{})}
-	w.cmd.Dir, w.cmd.Env = dir, cleanEnv()
+	cmd := exec.Command(binary, append([]string{"next", "--wait"}, args...)...)
+	cmd.Dir, cmd.Env = dir, cleanEnv()
+	return start(t, cmd)
+}
+
+// start starts cmd, a command that waits, and returns it as a waiter.
+func start(t *testing.T, cmd *exec.Cmd) *waiter {
+	t.Helper()
+	w := &waiter{cmd: cmd, done: make(chan struct{})}
 	w.cmd.Stdout, w.cmd.Stderr = &w.out, &w.errb
 	require.NoError(t, w.cmd.Start())
 	go func() {
@@ -222,7 +231,7 @@ func TestNextUnderWait(t *testing.T) {
 
 	r := tg(t, dir, "next", "--under", "1", "--owner", "else")
 	assert.Equal(t, exitUnavailable, r.code)
-	assert.Equal(t, "taskgraph next: nothing ready now under #1: 1 in progress by others, held without a lease that lapses; taskgraph next --under 1 --wait waits for one\n", r.stderr)
+	assert.Equal(t, "taskgraph next: nothing ready now under #1: 1 in progress by others, held without a lease that lapses; taskgraph next --under 1 --owner else --wait waits for one\n", r.stderr)
 
 	w = startWaiter(t, dir, "--under", "1", "--owner", "else")
 	w.waiting(t)
@@ -241,4 +250,35 @@ func TestNextUnderWait(t *testing.T) {
 		assert.Contains(t, r.stderr, "99", args)
 		assert.NotContains(t, r.stderr, "finished", args)
 	}
+}
+
+// next's hint is the command as given, waiting: run in a shell, it waits
+// for a task with the same labels and claims it under the same identity.
+func TestNextHintIsTheSameCommand(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("needs POSIX sh: the hint is run as a shell command line, as a person would paste it")
+	}
+	dir := project(t)
+	ok(t, dir, "add", "write it", "--label", "dev") // ready, but not a review
+	ok(t, dir, "add", "review it", "--label", "review", "--after", "1")
+	r := tg(t, dir, "next", "--label", "review", "--owner", "the reviewer")
+	require.Equal(t, exitUnavailable, r.code, r.stderr)
+	m := regexp.MustCompile(`; (taskgraph next .*) waits for one\n$`).FindStringSubmatch(r.stderr)
+	require.Len(t, m, 2, r.stderr)
+	assert.Equal(t, "taskgraph next --label review --owner 'the reviewer' --wait", m[1])
+
+	cmd := exec.Command("sh", "-c", m[1])
+	cmd.Dir, cmd.Env = dir, cleanEnv("PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	w := start(t, cmd)
+	w.waiting(t) // #1 is ready, but not a review
+	ok(t, dir, "claim", "1", "--owner", "dev")
+	ok(t, dir, "done", "1", "--owner", "dev")
+	require.Equal(t, 0, w.result(t), w.errb.String())
+	assert.Equal(t, "Claimed #2: review it (owner the reviewer)\n", w.out.String())
+}
+
+// TestShellLine: what a shell would split or expand is quoted.
+func TestShellLine(t *testing.T) {
+	assert.Equal(t, `taskgraph next --label a,b --owner=x@host --dir ./p/.tasks`, shellLine([]string{"taskgraph", "next", "--label", "a,b", "--owner=x@host", "--dir", "./p/.tasks"}))
+	assert.Equal(t, `a 'b c' '' 'it'\''s' '$HOME' '*'`, shellLine([]string{"a", "b c", "", "it's", "$HOME", "*"}))
 }

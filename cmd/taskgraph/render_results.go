@@ -231,11 +231,9 @@ func (e *env) nothingReadyText(b taskgraph.Board, labels []string, parent taskgr
 	}
 	s := what + ": " + strings.Join(parts, ", ")
 	if hint {
-		if parent != 0 {
-			s += fmt.Sprintf("; taskgraph next --under %d --wait waits for one", parent)
-		} else {
-			s += "; taskgraph next --wait waits for one"
-		}
+		// The same command, as given (the same graph, identity, labels
+		// and parent), waiting.
+		s += "; " + shellLine(append([]string{"taskgraph", "next"}, append(e.given, "--wait")...)) + " waits for one"
 	}
 	return s
 }
@@ -452,4 +450,19 @@ func (e *env) printPlanned(s store, tasks []taskgraph.Task, existed map[string]b
 	}
 	fmt.Fprintf(e.stdout, "Created %d of %d tasks in %s\n", created, len(tasks), e.where())
 	return nil
+}
+
+// shellLine is args as a shell command line that runs them: each argument
+// a shell would split or expand is single-quoted.
+func shellLine(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return !strings.ContainsRune("-_./:=@%+,", r) && !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+		}) {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }
