@@ -40,7 +40,7 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 	if err := taskgraph.Rules.ClaimArgs(owner, lease); err != nil {
 		return taskgraph.Task{}, err
 	}
-	t, now, err := s.lock(ctx, tx, id, at)
+	t, st, now, err := s.lockWithBlockers(ctx, tx, id, at)
 	if err != nil {
 		return taskgraph.Task{}, err
 	}
@@ -57,10 +57,6 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 	}
 	if !write { // already ours: nothing to write
 		return s.withBlocks(ctx, tx, t)
-	}
-	st, err := s.statuses(ctx, tx, t.BlockedBy)
-	if err != nil {
-		return taskgraph.Task{}, err
 	}
 	if err := taskgraph.Rules.Blocked(t, st.status); err != nil {
 		return taskgraph.Task{}, err
@@ -88,9 +84,14 @@ func underSQL(n int) string {
 }
 
 // readyCondition holds for a task whose every blocker exists and is
-// completed.
-const readyCondition = `(t.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest(t.blocked_by) AS b(id) WHERE NOT EXISTS (
-	SELECT 1 FROM taskgraph_tasks x WHERE x.graph = t.graph AND x.id = b.id AND x.status = 'completed')))`
+// completed. Each blocker's status is a scalar subquery, one lookup by the
+// primary key: written as NOT EXISTS, PostgreSQL made it an anti-join,
+// and with statistics from before any task was completed (a graph just
+// loaded, autovacuum behind) it read every task of the table once and
+// joined each blocker against all the completed ones, 0.14 ms a task
+// checked on a 1,000-task graph and growing with it (TestReadyByPrimaryKey).
+const readyCondition = `(t.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest(t.blocked_by) AS b(id) WHERE
+	(SELECT x.status FROM taskgraph_tasks x WHERE x.graph = t.graph AND x.id = b.id) IS DISTINCT FROM 'completed'))`
 
 // ClaimNext implements taskgraph.Store. Claiming the most urgent ready
 // task is one statement (claimReady, retried like a transaction), served

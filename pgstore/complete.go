@@ -23,15 +23,11 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 	}
 	result := set.Result
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Completion, error) {
-		t, deps, now, err := s.lockWithDependents(ctx, tx, id)
+		t, deps, st, now, err := s.lockWithDependents(ctx, tx, id, true)
 		if err != nil {
 			return taskgraph.Completion{}, err
 		}
 		if err := taskgraph.Rules.Complete(t, owner, result, now); err != nil {
-			return taskgraph.Completion{}, err
-		}
-		st, err := s.statuses(ctx, tx, t.BlockedBy)
-		if err != nil {
 			return taskgraph.Completion{}, err
 		}
 		if err := taskgraph.Rules.Blocked(t, st.status); err != nil {

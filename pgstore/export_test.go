@@ -10,12 +10,17 @@ import (
 // test of its plan.
 var ClaimReadySQL = claimReadySQL
 
-// BlocksOf and DependentsSQL look a task's dependents up, for a test of
-// their plans.
+// BlocksOf and DependentsSQL look a task's dependents up, and
+// BlockersSQL its blockers, for a test of their plans.
 const (
 	BlocksOf      = blocksOf
 	DependentsSQL = dependentsSQL
+	BlockersSQL   = blockersSQL
 )
+
+// ReadyCondition is the condition of a ready task, for a test of its
+// plan.
+const ReadyCondition = readyCondition
 
 // CommitWith runs b through a write's transaction on conn and commits it
 // with a notification, as a write's last round trip does.

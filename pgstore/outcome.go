@@ -37,7 +37,7 @@ func (s *Store) Cancel(ctx context.Context, id taskgraph.ID, reason string) (tas
 // unchanged re-checks nothing.
 func (s *Store) Reopen(ctx context.Context, id taskgraph.ID) (taskgraph.Task, error) {
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
-		t, deps, now, err := s.lockWithDependents(ctx, tx, id)
+		t, deps, _, now, err := s.lockWithDependents(ctx, tx, id, false)
 		if err != nil {
 			return taskgraph.Task{}, err
 		}

@@ -167,6 +167,50 @@ func TestClaimNextPlannedOnce(t *testing.T) {
 // got, 20 graphs in 49,000 rows, before the graph was compared as "IS
 // TRUE"), nor by reading the table.
 func TestDependentsByBlockedByIndex(t *testing.T) {
+	tx, graph := genericPlans(t)
+	for name, sql := range map[string]string{
+		"blocksOf":      `SELECT ` + pgstore.BlocksOf + ` FROM taskgraph_tasks t WHERE graph = $1 AND id = $2`,
+		"dependentsSQL": pgstore.DependentsSQL,
+	} {
+		text := explainGeneric(t, tx, sql, graph)
+		assert.Contains(t, text, "Bitmap Index Scan on taskgraph_tasks_blocked_by", "%s:\n%s", name, text)
+		assert.NotContains(t, text, "BitmapAnd", "%s:\n%s", name, text)
+		assert.NotContains(t, text, "Seq Scan", "%s:\n%s", name, text)
+	}
+}
+
+// TestBlockersByPrimaryKey: the blockers a Claim or Complete reads with its
+// task's lock (blockersSQL) are looked up by the primary key, graph and
+// id, in the plan PostgreSQL keeps: not by reading the graph's every
+// entry and filtering the ids.
+func TestBlockersByPrimaryKey(t *testing.T) {
+	tx, graph := genericPlans(t)
+	text := explainGeneric(t, tx, pgstore.BlockersSQL, graph)
+	assert.Regexp(t, `Index Cond: \(\(graph = \$1\) AND \(id = ANY \(`, text)
+	assert.NotContains(t, text, "Filter", text)
+	assert.NotContains(t, text, "Seq Scan", text)
+}
+
+// TestReadyByPrimaryKey: whether a task's blockers are completed is
+// looked up by the primary key, one blocker at a time, even when the
+// table's statistics were taken before any task was completed: not by
+// reading every task of the table and joining each blocker against the
+// completed ones.
+func TestReadyByPrimaryKey(t *testing.T) {
+	tx, graph := genericPlans(t)
+	text := explainGeneric(t, tx, `SELECT t.id FROM taskgraph_tasks t WHERE graph = $1 AND id = $2 AND `+pgstore.ReadyCondition, graph)
+	assert.Contains(t, text, "Index Scan using taskgraph_tasks_pkey on taskgraph_tasks x", text)
+	// An anti-join is the plan the statistics can turn into a scan of
+	// the table; a lookup per blocker cannot become one.
+	assert.NotContains(t, text, "Anti Join", text)
+	assert.NotContains(t, text, "Seq Scan", text)
+}
+
+// genericPlans loads five graphs of 1,000 tasks, as a table shared by
+// several graphs holds, and returns a transaction that plans prepared
+// statements generically (the plans PostgreSQL keeps), and one of the
+// graphs.
+func genericPlans(t *testing.T) (pgx.Tx, string) {
 	p := pool(t)
 	graph := graphName(t)
 	for g := range 5 {
@@ -185,27 +229,28 @@ func TestDependentsByBlockedByIndex(t *testing.T) {
 	require.NoError(t, err)
 	conn, err := p.Acquire(ctx)
 	require.NoError(t, err)
-	defer conn.Release()
+	t.Cleanup(conn.Release)
 	tx, err := conn.Begin(ctx)
 	require.NoError(t, err)
-	defer tx.Rollback(ctx)
-	_, err = tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`) // the plans kept
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	_, err = tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`)
 	require.NoError(t, err)
-	for name, sql := range map[string]string{
-		"blocksOf":      `SELECT ` + pgstore.BlocksOf + ` FROM taskgraph_tasks t WHERE graph = $1 AND id = $2`,
-		"dependentsSQL": pgstore.DependentsSQL,
-	} {
-		_, err := tx.Exec(ctx, `PREPARE dependents_plan AS `+sql)
+	return tx, graph
+}
+
+// explainGeneric returns the plan of sql ($1 the graph, $2 a task id) as
+// tx prepares it, for task 5 of graph.
+func explainGeneric(t *testing.T, tx pgx.Tx, sql, graph string) string {
+	t.Helper()
+	_, err := tx.Exec(ctx, `PREPARE explained AS `+sql)
+	require.NoError(t, err)
+	defer func() {
+		_, err := tx.Exec(ctx, `DEALLOCATE explained`)
 		require.NoError(t, err)
-		rows, err := tx.Query(ctx, `EXPLAIN EXECUTE dependents_plan ('`+strings.ReplaceAll(graph, `'`, `''`)+`', 5)`)
-		require.NoError(t, err)
-		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		require.NoError(t, err)
-		text := strings.Join(plan, "\n")
-		assert.Contains(t, text, "Bitmap Index Scan on taskgraph_tasks_blocked_by", "%s:\n%s", name, text)
-		assert.NotContains(t, text, "BitmapAnd", "%s:\n%s", name, text)
-		assert.NotContains(t, text, "Seq Scan", "%s:\n%s", name, text)
-		_, err = tx.Exec(ctx, `DEALLOCATE dependents_plan`)
-		require.NoError(t, err)
-	}
+	}()
+	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE explained ('`+strings.ReplaceAll(graph, `'`, `''`)+`', 5)`)
+	require.NoError(t, err)
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return strings.Join(plan, "\n")
 }

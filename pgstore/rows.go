@@ -132,19 +132,38 @@ func scanView(row pgx.Row) (taskgraph.Task, error) {
 // lock reads task id for update, with the time of the operation (at is
 // its parameter; see Store.at).
 func (s *Store) lock(ctx context.Context, tx pgx.Tx, id taskgraph.ID, at *time.Time) (*taskgraph.Task, time.Time, error) {
+	var t *taskgraph.Task
 	var now time.Time
-	t, err := scanTask(tx.QueryRow(ctx, `SELECT `+columns+`, `+nowSQL(3)+` FROM taskgraph_tasks
-		WHERE graph = $1 AND id = $2 FOR UPDATE`, s.graph, id, at), &now)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, now, taskgraph.Rules.Missing(id)
+	b := &pgx.Batch{}
+	s.queueLock(b, id, at, &t, &now)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, now, err
 	}
-	return &t, now.UTC(), err
+	return t, now.UTC(), nil
+}
+
+// lockWithBlockers is lock, and the status of each of the task's blockers
+// as statuses reads them (blockersSQL), in the same round trip: what a
+// claim decides by.
+func (s *Store) lockWithBlockers(ctx context.Context, tx pgx.Tx, id taskgraph.ID, at *time.Time) (*taskgraph.Task, statusMap, time.Time, error) {
+	var t *taskgraph.Task
+	var now time.Time
+	var st statusMap
+	b := &pgx.Batch{}
+	s.queueLock(b, id, at, &t, &now)
+	s.queueBlockers(b, id, &st)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, now, err
+	}
+	return t, st, now.UTC(), nil
 }
 
 // lockWithDependents locks task id and every task it blocks, for a
 // decision about id that depends on whether they have started (Complete
 // reports which it readied, Reopen refuses if one has started). It returns
-// id's task and its dependents in id order, with the time of the operation.
+// id's task and its dependents in id order, with the time of the
+// operation; with blockers, also the status of each of id's blockers
+// (blockersSQL), which Complete decides by.
 //
 // The dependents are looked up by a second statement, sent in the same
 // round trip, so that its snapshot is taken once id is locked: a write
@@ -152,19 +171,13 @@ func (s *Store) lock(ctx context.Context, tx pgx.Tx, id taskgraph.ID, at *time.T
 // (statuses, lock), so every dependent committed before id was locked is
 // found, and none can be added until this transaction ends. One statement
 // would miss a dependent whose creator committed while it waited for id.
-func (s *Store) lockWithDependents(ctx context.Context, tx pgx.Tx, id taskgraph.ID) (*taskgraph.Task, []*taskgraph.Task, time.Time, error) {
+func (s *Store) lockWithDependents(ctx context.Context, tx pgx.Tx, id taskgraph.ID, blockers bool) (*taskgraph.Task, []*taskgraph.Task, statusMap, time.Time, error) {
 	var t *taskgraph.Task
 	var now time.Time
 	var deps []*taskgraph.Task
+	var st statusMap
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+columns+`, `+nowSQL(3)+` FROM taskgraph_tasks WHERE graph = $1 AND id = $2 FOR UPDATE`, s.graph, id, s.at()).QueryRow(func(row pgx.Row) error {
-		got, err := scanTask(row, &now)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return taskgraph.Rules.Missing(id)
-		}
-		t = &got
-		return err
-	})
+	s.queueLock(b, id, s.at(), &t, &now)
 	b.Queue(dependentsSQL, s.graph, id).Query(func(rows pgx.Rows) error {
 		list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanTask(r) })
 		for i := range list {
@@ -172,10 +185,43 @@ func (s *Store) lockWithDependents(ctx context.Context, tx pgx.Tx, id taskgraph.
 		}
 		return err
 	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, now, err
+	if blockers {
+		s.queueBlockers(b, id, &st)
 	}
-	return t, deps, now.UTC(), nil
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, nil, now, err
+	}
+	return t, deps, st, now.UTC(), nil
+}
+
+// queueLock queues in b the statement of lock: task id read for update
+// into *t, the time of the operation (at is its parameter) into *now.
+func (s *Store) queueLock(b *pgx.Batch, id taskgraph.ID, at *time.Time, t **taskgraph.Task, now *time.Time) {
+	b.Queue(`SELECT `+columns+`, `+nowSQL(3)+` FROM taskgraph_tasks WHERE graph = $1 AND id = $2 FOR UPDATE`, s.graph, id, at).QueryRow(func(row pgx.Row) error {
+		got, err := scanTask(row, now)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return taskgraph.Rules.Missing(id)
+		}
+		*t = &got
+		return err
+	})
+}
+
+// blockersSQL reads and locks shared, as statuses does, the existing
+// blockers of task $2 of graph $1, in id order. Sent after the task's lock
+// in the same round trip, it reads the blockers of the version locked,
+// which no other transaction can change before this one ends.
+const blockersSQL = `SELECT id, status FROM taskgraph_tasks WHERE graph = $1
+	AND id = ANY((SELECT blocked_by FROM taskgraph_tasks WHERE graph = $1 AND id = $2)::bigint[]) ORDER BY id FOR SHARE`
+
+// queueBlockers queues in b the statement blockersSQL of task id, read
+// into *st.
+func (s *Store) queueBlockers(b *pgx.Batch, id taskgraph.ID, st *statusMap) {
+	b.Queue(blockersSQL, s.graph, id).Query(func(rows pgx.Rows) error {
+		var err error
+		*st, err = scanStatuses(rows)
+		return err
+	})
 }
 
 // lockTasks reads the tasks that match where for update, in id order,
@@ -229,7 +275,13 @@ func (s *Store) statuses(ctx context.Context, tx pgx.Tx, lists ...[]taskgraph.ID
 	if err != nil {
 		return nil, err
 	}
+	return scanStatuses(rows)
+}
+
+// scanStatuses reads rows of id and status, and closes them.
+func scanStatuses(rows pgx.Rows) (statusMap, error) {
 	defer rows.Close()
+	out := statusMap{}
 	for rows.Next() {
 		var id int64
 		var st string
