@@ -10,11 +10,12 @@ import (
 // test of its plan.
 var ClaimReadySQL = claimReadySQL
 
-// BlocksOf and DependentsSQL look a task's dependents up, and
-// BlockersSQL its blockers, for a test of their plans.
+// BlocksOf, DependentsSQL and UnblockedSQL look a task's dependents up,
+// and BlockersSQL its blockers, for a test of their plans.
 const (
 	BlocksOf      = blocksOf
 	DependentsSQL = dependentsSQL
+	UnblockedSQL  = unblockedSQL
 	BlockersSQL   = blockersSQL
 )
 

@@ -171,6 +171,7 @@ func TestDependentsByBlockedByIndex(t *testing.T) {
 	for name, sql := range map[string]string{
 		"blocksOf":      `SELECT ` + pgstore.BlocksOf + ` FROM taskgraph_tasks t WHERE graph = $1 AND id = $2`,
 		"dependentsSQL": pgstore.DependentsSQL,
+		"unblockedSQL":  pgstore.UnblockedSQL,
 	} {
 		text := explainGeneric(t, tx, sql, graph)
 		assert.Contains(t, text, "Bitmap Index Scan on taskgraph_tasks_blocked_by", "%s:\n%s", name, text)
@@ -186,7 +187,7 @@ func TestDependentsByBlockedByIndex(t *testing.T) {
 func TestBlockersByPrimaryKey(t *testing.T) {
 	tx, graph := genericPlans(t)
 	text := explainGeneric(t, tx, pgstore.BlockersSQL, graph)
-	assert.Regexp(t, `Index Cond: \(\(graph = \$1\) AND \(id = ANY \(`, text)
+	assert.Contains(t, text, "Index Cond: ((graph = $1) AND (id = b.id))", text)
 	assert.NotContains(t, text, "Filter", text)
 	assert.NotContains(t, text, "Seq Scan", text)
 }
@@ -199,7 +200,7 @@ func TestBlockersByPrimaryKey(t *testing.T) {
 func TestReadyByPrimaryKey(t *testing.T) {
 	tx, graph := genericPlans(t)
 	text := explainGeneric(t, tx, `SELECT t.id FROM taskgraph_tasks t WHERE graph = $1 AND id = $2 AND `+pgstore.ReadyCondition, graph)
-	assert.Contains(t, text, "Index Scan using taskgraph_tasks_pkey on taskgraph_tasks x", text)
+	assert.Contains(t, text, "Index Cond: ((graph = t.graph) AND (id = b.id))", text)
 	// An anti-join is the plan the statistics can turn into a scan of
 	// the table; a lookup per blocker cannot become one.
 	assert.NotContains(t, text, "Anti Join", text)
@@ -207,9 +208,9 @@ func TestReadyByPrimaryKey(t *testing.T) {
 }
 
 // genericPlans loads five graphs of 1,000 tasks, as a table shared by
-// several graphs holds, and returns a transaction that plans prepared
-// statements generically (the plans PostgreSQL keeps), and one of the
-// graphs.
+// several graphs holds, most of them completed, as in a graph at work, and
+// returns a transaction that plans prepared statements generically (the
+// plans PostgreSQL keeps), and one of the graphs.
 func genericPlans(t *testing.T) (pgx.Tx, string) {
 	p := pool(t)
 	graph := graphName(t)
@@ -221,7 +222,11 @@ func genericPlans(t *testing.T) (pgx.Tx, string) {
 		s := open(t, p, name)
 		var tasks []taskgraph.Task
 		for i := 1; i <= 1000; i++ {
-			tasks = append(tasks, taskgraph.Task{ID: taskgraph.ID(i), Subject: "t", Status: taskgraph.Pending})
+			st := taskgraph.Completed
+			if i%10 == 0 {
+				st = taskgraph.Pending
+			}
+			tasks = append(tasks, taskgraph.Task{ID: taskgraph.ID(i), Subject: "t", Status: st})
 		}
 		require.NoError(t, s.Load(ctx, tasks))
 	}
