@@ -294,12 +294,12 @@ var claimReadySQL = `WITH pick AS (` + pickReady + `), c AS (SELECT ` + nowSQL(4
 				lease_expires_at = CASE WHEN $3::bigint > 0 THEN c.now + $3::bigint * interval '1 microsecond' END,
 				rev = t.rev + 1, updated_at = c.now,
 				history = coalesce(t.history, '[]'::jsonb) || jsonb_build_array(jsonb_set($8::jsonb, '{at}', to_jsonb(c.now)))
-			FROM pick, c WHERE t.graph = $1 AND t.id = pick.id AND pick.fits
+			FROM c WHERE t.graph = $1 AND t.id = (SELECT id FROM pick WHERE fits)
 			RETURNING ` + qualified("t") + `, ` + blocksOf + ` AS blocks, ` + wroteSQL + ` AS fits
 		)
 		SELECT * FROM claimed
 		UNION ALL
-		SELECT ` + qualified("t") + `, '{}'::bigint[], false FROM taskgraph_tasks t JOIN pick ON t.graph = $1 AND t.id = pick.id WHERE NOT pick.fits`
+		SELECT ` + qualified("t") + `, '{}'::bigint[], false FROM taskgraph_tasks t WHERE t.graph = $1 AND t.id = (SELECT id FROM pick WHERE NOT fits)`
 
 // pickReady selects and locks the first ready task in claim order that
 // carries the labels $7, skipping rows others have locked, with whether

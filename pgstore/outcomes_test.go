@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -109,6 +110,10 @@ func TestClaimNextIndexed(t *testing.T) {
 		assert.Contains(t, pick, "Index Scan using taskgraph_tasks_claim", "labels %v:\n%s", labels, text)
 		assert.Contains(t, pick, "LockRows", "one statement locks the row it picks")
 		assert.NotContains(t, pick, "Sort", "the order comes off the index:\n%s", text)
+		// The row picked is then updated (or read, if it does not fit)
+		// by its key, not found by joining the graph's every row.
+		byKey := regexp.MustCompile(`Index Cond: \(\(graph = [^)]*\) AND \(id = \$\d+\)\)`)
+		assert.Len(t, byKey.FindAllString(strings.Join(plan[to:], "\n"), -1), 2, "labels %v:\n%s", labels, text)
 	}
 	got, err := s.ClaimNext(ctx, "w", taskgraph.WithLabels("frontend"))
 	require.NoError(t, err)
