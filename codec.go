@@ -31,81 +31,189 @@ var knownFields = map[string]bool{
 	"parent": true, "notBefore": true, "due": true, "maxAttempts": true, "attempts": true, "backoff": true,
 }
 
-// encodeTask renders t as the bytes of its task file.
+// encodeTask renders t as the bytes of its task file: JSON as
+// encoding/json writes it (HTML left unescaped), indented by two spaces,
+// fields in a fixed order. The plain fields — ids, numbers, times, strings
+// of printable ASCII — are written directly; the rest goes through
+// encoding/json and json.Indent (jsonValue). TestEncodeTaskAsJSONWrites
+// checks the two give the same bytes.
 func encodeTask(t *Task) ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(320)
-	b.WriteString("{")
-	first := true
-	field := func(k string, v any) error {
-		raw, ok := v.(json.RawMessage)
-		if !ok {
-			var err error
-			if raw, err = marshalNoEscape(v); err != nil {
-				return fmt.Errorf("field %q: %w", k, err)
-			}
-		}
-		if !first {
-			b.WriteString(",")
-		}
-		first = false
-		b.WriteString("\n  ")
-		kb, _ := marshalNoEscape(k)
-		b.Write(kb)
-		b.WriteString(": ")
-		return json.Indent(&b, raw, "  ", "  ")
+	e := taskEncoder{b: make([]byte, 0, 384)}
+	e.b = append(e.b, '{')
+	e.int("id", int64(t.ID))
+	e.string("subject", t.Subject)
+	e.string("description", t.Description)
+	e.string("status", string(t.Status))
+	e.ids("blockedBy", t.BlockedBy)
+	e.string("owner", t.Owner)
+	if t.Key != "" {
+		e.string("key", t.Key)
 	}
-	blockedBy := t.BlockedBy
-	if blockedBy == nil {
-		blockedBy = []ID{}
+	if t.Parent != 0 {
+		e.int("parent", int64(t.Parent))
 	}
-	fields := []struct {
-		k    string
-		v    any
-		omit bool
-	}{
-		{"id", t.ID, false},
-		{"subject", t.Subject, false},
-		{"description", t.Description, false},
-		{"status", t.Status, false},
-		{"blockedBy", blockedBy, false},
-		{"owner", t.Owner, false},
-		{"key", t.Key, t.Key == ""},
-		{"parent", t.Parent, t.Parent == 0},
-		{"priority", t.Priority.Level(), t.Priority == DefaultPriority},
-		{"labels", t.Labels, len(t.Labels) == 0},
-		{"reason", t.Reason, t.Reason == ""},
-		{"result", t.Result, t.Result == ""},
-		{"createdAt", t.CreatedAt, t.CreatedAt.IsZero()},
-		{"updatedAt", t.UpdatedAt, t.UpdatedAt.IsZero()},
-		{"rev", t.Rev, t.Rev == 0}, // 0 only in what git commits (CleanTaskFile)
-		{"metadata", t.Metadata, len(t.Metadata) == 0},
-		{"claimedAt", t.ClaimedAt, t.ClaimedAt.IsZero()},
-		{"leaseExpiresAt", t.LeaseExpiresAt.Format(fixedWidthTime), t.LeaseExpiresAt.IsZero()},
-		{"prevOwner", t.PrevOwner, t.PrevOwner == ""},
-		{"notBefore", t.NotBefore, t.NotBefore.IsZero()},
-		{"due", t.Due, t.Due.IsZero()},
-		{"maxAttempts", t.MaxAttempts, t.MaxAttempts == 0},
-		{"attempts", t.Attempts, t.Attempts == 0},
-		{"backoff", t.Backoff.String(), t.Backoff == 0},
-		{"notes", t.Notes, len(t.Notes) == 0},
-		{"history", t.History, len(t.History) == 0},
+	if t.Priority != DefaultPriority {
+		e.int("priority", int64(t.Priority.Level()))
 	}
-	for _, f := range fields {
-		if f.omit {
-			continue
-		}
-		if err := field(f.k, f.v); err != nil {
-			return nil, err
-		}
+	if len(t.Labels) > 0 {
+		e.strings("labels", t.Labels)
+	}
+	if t.Reason != "" {
+		e.string("reason", t.Reason)
+	}
+	if t.Result != "" {
+		e.string("result", t.Result)
+	}
+	e.time("createdAt", t.CreatedAt)
+	e.time("updatedAt", t.UpdatedAt)
+	if t.Rev != 0 { // 0 only in what git commits (CleanTaskFile)
+		e.int("rev", t.Rev)
+	}
+	if len(t.Metadata) > 0 {
+		e.value("metadata", t.Metadata)
+	}
+	e.time("claimedAt", t.ClaimedAt)
+	if !t.LeaseExpiresAt.IsZero() {
+		e.string("leaseExpiresAt", t.LeaseExpiresAt.Format(fixedWidthTime))
+	}
+	if t.PrevOwner != "" {
+		e.string("prevOwner", t.PrevOwner)
+	}
+	e.time("notBefore", t.NotBefore)
+	e.time("due", t.Due)
+	if t.MaxAttempts != 0 {
+		e.int("maxAttempts", int64(t.MaxAttempts))
+	}
+	if t.Attempts != 0 {
+		e.int("attempts", int64(t.Attempts))
+	}
+	if t.Backoff != 0 {
+		e.string("backoff", t.Backoff.String())
+	}
+	if len(t.Notes) > 0 {
+		e.value("notes", t.Notes)
+	}
+	if len(t.History) > 0 {
+		e.value("history", t.History)
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.unknown)) {
-		if err := field(k, t.unknown[k]); err != nil {
-			return nil, err
+		e.value(k, t.unknown[k])
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+	return append(e.b, "\n}\n"...), nil
+}
+
+// taskEncoder writes the fields of a task file; the first error stops it.
+type taskEncoder struct {
+	b     []byte
+	err   error
+	later bool // a field has been written: the next one follows a comma
+}
+
+func (e *taskEncoder) key(k string) {
+	if e.later {
+		e.b = append(e.b, ',')
+	}
+	e.later = true
+	e.b = append(e.b, "\n  "...)
+	e.b = appendJSONString(e.b, k)
+	e.b = append(e.b, ": "...)
+}
+
+func (e *taskEncoder) int(k string, v int64) {
+	e.key(k)
+	e.b = strconv.AppendInt(e.b, v, 10)
+}
+
+func (e *taskEncoder) string(k, v string) {
+	e.key(k)
+	e.b = appendJSONString(e.b, v)
+}
+
+// time writes v unless it is zero.
+func (e *taskEncoder) time(k string, v time.Time) {
+	if v.IsZero() {
+		return
+	}
+	raw, err := v.MarshalJSON()
+	if err != nil {
+		e.value(k, v) // for encoding/json's words on it
+		return
+	}
+	e.key(k)
+	e.b = append(e.b, raw...)
+}
+
+// ids writes a list of ids: [] when it has none, else one per line.
+func (e *taskEncoder) ids(k string, ids []ID) {
+	e.key(k)
+	if len(ids) == 0 {
+		e.b = append(e.b, "[]"...)
+		return
+	}
+	e.b = append(e.b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.b = append(e.b, "\n    "...)
+		e.b = strconv.AppendInt(e.b, int64(id), 10)
+	}
+	e.b = append(e.b, "\n  ]"...)
+}
+
+// strings writes a list of strings that is not empty, one per line.
+func (e *taskEncoder) strings(k string, list []string) {
+	e.key(k)
+	e.b = append(e.b, '[')
+	for i, s := range list {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.b = append(e.b, "\n    "...)
+		e.b = appendJSONString(e.b, s)
+	}
+	e.b = append(e.b, "\n  ]"...)
+}
+
+// value writes v as encoding/json writes it, indented (a RawMessage as it
+// is, indented).
+func (e *taskEncoder) value(k string, v any) {
+	if e.err != nil {
+		return
+	}
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = marshalNoEscape(v); err != nil {
+			e.err = fmt.Errorf("field %q: %w", k, err)
+			return
 		}
 	}
-	b.WriteString("\n}\n")
-	return b.Bytes(), nil
+	e.key(k)
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "  ", "  "); err != nil {
+		e.err = err
+		return
+	}
+	e.b = append(e.b, out.Bytes()...)
+}
+
+// appendJSONString appends s as a JSON string as encoding/json writes it,
+// HTML left unescaped: directly when it is printable ASCII with nothing to
+// escape, else through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			raw, _ := marshalNoEscape(s) // a string always encodes
+			return append(b, raw...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // fixedWidthTime is RFC 3339 with all nine digits of the nanoseconds, for

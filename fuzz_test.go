@@ -37,6 +37,9 @@ func FuzzDecodeTask(f *testing.F) {
 		require.Equal(t, normal(slow), normal(task), "fast and slow paths disagree")
 
 		enc, err := encodeTask(task)
+		want, werr := jsonTaskFile(task)
+		require.Equal(t, werr, err, "encodeTask and encoding/json disagree")
+		require.Equal(t, string(want), string(enc), "encodeTask and encoding/json disagree")
 		if err != nil {
 			return // metadata that JSON cannot encode again, e.g. huge floats
 		}
