@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,6 +243,15 @@ func TestNextUnderWait(t *testing.T) {
 	assert.Equal(t, exitFinished, r.code)
 	assert.JSONEq(t, `{"outcome": "finished", "message": "finished: nothing left to do under #1"}`, r.stdout)
 	ok(t, dir, "next", "--owner", "me") // the epic, or what is elsewhere: the graph is not finished
+
+	// Stalled under the epic: it says so of the epic.
+	ok(t, dir, "add", "c", "--parent", "1")
+	ok(t, dir, "add", "d", "--parent", "1", "--after", "5")
+	ok(t, dir, "claim", "5", "--owner", "me")
+	ok(t, dir, "fail", "5", "broke", "--owner", "me")
+	r = tg(t, dir, "next", "--under", "1")
+	assert.Equal(t, exitStalled, r.code, r.stderr)
+	assert.True(t, strings.HasPrefix(r.stderr, "taskgraph next: finished under #1, but 2 tasks failed or are stranded: #5 (failed), #6 (stranded);"), r.stderr)
 
 	// A parent that does not exist: an error, not "finished".
 	for _, args := range [][]string{{"next", "--under", "99"}, {"next", "--under", "99", "--wait"}} {

@@ -131,7 +131,7 @@ func (e *env) cannotClaim(b taskgraph.Board, labels []string, parent taskgraph.I
 	switch {
 	case errors.As(b.Stall(), &stalled):
 		out = nextOutcomeJSON{Outcome: "stalled", Failed: stalled.Failed, Stranded: stalled.Stranded,
-			Message: stallText(stalled)}
+			Message: stallText(stalled, parent)}
 		code = exitStalled
 	case !b.Finished():
 		out = nextOutcomeJSON{Outcome: "nothing_ready", Message: e.nothingReadyText(b, labels, parent, hint, waited)}
@@ -147,10 +147,10 @@ func (e *env) cannotClaim(b taskgraph.Board, labels []string, parent taskgraph.I
 	return errQuiet{code}
 }
 
-// stallText says which tasks keep a finished graph from being all done:
-// "finished, but 3 tasks failed or are stranded: #4 (failed), #5, #10
-// (stranded); …".
-func stallText(s *taskgraph.StalledError) string {
+// stallText says which tasks keep a finished graph (or what is under
+// parent, if not 0) from being all done: "finished, but 3 tasks failed or
+// are stranded: #4 (failed), #5, #10 (stranded); …".
+func stallText(s *taskgraph.StalledError, parent taskgraph.ID) string {
 	var parts []string
 	for _, g := range []struct {
 		ids  []taskgraph.ID
@@ -164,8 +164,8 @@ func stallText(s *taskgraph.StalledError) string {
 			parts = append(parts, strings.Join(names, ", ")+" ("+g.what+")")
 		}
 	}
-	return fmt.Sprintf("finished, but %d tasks failed or are stranded: %s; reopen a failed task (taskgraph reopen ID) to go on, and taskgraph explain ID says what strands a task",
-		len(s.Failed)+len(s.Stranded), strings.Join(parts, ", "))
+	return fmt.Sprintf("finished%s, but %d tasks failed or are stranded: %s; reopen a failed task (taskgraph reopen ID) to go on, and taskgraph explain ID says what strands a task",
+		underText(parent), len(s.Failed)+len(s.Stranded), strings.Join(parts, ", "))
 }
 
 // nothingReadyText says why next claimed nothing while work is left, as b
