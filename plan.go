@@ -65,6 +65,16 @@ func (g *graph) exists(id ID) error {
 	return err
 }
 
+// parent checks the parent of a selection or a claim (Under, WithUnder;
+// 0 for none): it must exist, since nothing is under a task that does not,
+// which would read as all done.
+func (g *graph) parent(id ID) error {
+	if id == 0 || g.tasks[id] != nil || g.broken[id] != nil {
+		return nil
+	}
+	return Rules.Missing(id)
+}
+
 // status is the Rulebook's question "is this blocker finished?".
 func (g *graph) status(id ID) (Status, bool) {
 	if t := g.tasks[id]; t != nil {
@@ -232,6 +242,9 @@ func (g *graph) planClaim(id ID, owner string, lease time.Duration, now time.Tim
 func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string, under ID, now time.Time) (*plan, error) {
 	labels, err := Rules.ClaimNextArgs(owner, lease, labels)
 	if err != nil {
+		return nil, err
+	}
+	if err := g.parent(under); err != nil {
 		return nil, err
 	}
 	if len(g.limits) > 0 || under != 0 {

@@ -170,7 +170,8 @@ func WithLabels(labels ...string) ClaimOption {
 
 // WithUnder makes ClaimNext consider only the tasks under parent: its
 // children, their children, and so on (Task.Parent), so that an agent
-// works inside one epic.
+// works inside one epic. A parent that does not exist is an error
+// matching ErrNotFound, in every store.
 func WithUnder(parent ID) ClaimOption {
 	return func(c *claimConfig) { c.under = parent }
 }
@@ -250,7 +251,9 @@ func Limit(n int) Filter {
 }
 
 // Under selects the tasks under parent: its children, their children,
-// and so on (Task.Parent).
+// and so on (Task.Parent). A store's Board and List refuse a parent that
+// does not exist (ErrNotFound), which would otherwise select nothing and
+// read as all done; Resolve, which has no store to ask, selects nothing.
 func Under(parent ID) Filter {
 	return func(c *filterConfig) { c.under = parent }
 }
@@ -438,6 +441,9 @@ func readSelection[T any](ctx context.Context, o ops, filters []Filter, view fun
 		sel.Now = o.e.now()
 	}
 	err = o.e.read(ctx, nil, func(g *graph) error {
+		if err := g.parent(sel.Under); err != nil {
+			return err
+		}
 		out = view(g, sel)
 		return g.brokenErr()
 	})

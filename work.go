@@ -78,7 +78,7 @@ func WorkPoll(d time.Duration) WorkOption {
 // Work returns ctx's error when ctx is done, and any error of the store as
 // it is.
 func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkOption) error {
-	cfg, err := workSettings(ctx, s, opts)
+	cfg, err := workSettings(opts)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkO
 // stores it polls (WorkPoll). A bound on the wait is a deadline on ctx;
 // Await then returns ctx's error.
 func Await(ctx context.Context, s Store, opts ...WorkOption) (Board, error) {
-	cfg, err := workSettings(ctx, s, opts)
+	cfg, err := workSettings(opts)
 	if err != nil {
 		return Board{}, err
 	}
@@ -205,10 +205,9 @@ func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfi
 	}
 }
 
-// workSettings applies opts to the defaults and checks the result, the
-// parent of WorkUnder against s: a parent that does not exist has no
-// tasks under it, which would read as work finished.
-func workSettings(ctx context.Context, s Store, opts []WorkOption) (workConfig, error) {
+// workSettings applies opts to the defaults and checks the result (the
+// store refuses a parent of WorkUnder that does not exist).
+func workSettings(opts []WorkOption) (workConfig, error) {
 	cfg := workConfig{lease: time.Minute, poll: time.Second}
 	for _, o := range opts {
 		o(&cfg)
@@ -218,11 +217,6 @@ func workSettings(ctx context.Context, s Store, opts []WorkOption) (workConfig, 
 	}
 	if cfg.under < 0 {
 		return cfg, fmt.Errorf("taskgraph: WorkUnder(%d): a task id is positive (0: any task): %w", cfg.under, ErrInvalid)
-	}
-	if cfg.under != 0 {
-		if _, err := s.Get(ctx, cfg.under); err != nil {
-			return cfg, fmt.Errorf("taskgraph: WorkUnder(%d): %w", cfg.under, err)
-		}
 	}
 	cfg.labels = slices.Sorted(slices.Values(cfg.labels)) // as Task.Labels are
 	return cfg, nil

@@ -96,7 +96,7 @@ func claimed(t taskgraph.Task) string {
 }
 
 func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, error) {
-	labels, under, err := h.decodeWhere(ctx, raw)
+	labels, under, err := h.decodeWhere(raw)
 	if err != nil {
 		return "", err
 	}

@@ -38,9 +38,8 @@ func (h handlers) labelsFor(model []string) ([]string, error) {
 
 // decodeWhere decodes the input of task_claim_next and task_wait: the
 // model's labels, and the task whose descendants alone count (under; 0:
-// any), which must exist — nothing is under a task that does not, which
-// would read as all finished.
-func (h handlers) decodeWhere(ctx context.Context, raw json.RawMessage) (labels []string, under taskgraph.ID, err error) {
+// any; the store refuses one that does not exist).
+func (h handlers) decodeWhere(raw json.RawMessage) (labels []string, under taskgraph.ID, err error) {
 	var u *int64
 	if err := decode(raw, field{"labels", &labels}, field{"under", &u}); err != nil {
 		return nil, 0, err
@@ -48,9 +47,6 @@ func (h handlers) decodeWhere(ctx context.Context, raw json.RawMessage) (labels 
 	if u != nil {
 		under = taskgraph.ID(*u)
 		if err := taskgraph.Rules.ID("under", under); err != nil {
-			return nil, 0, err
-		}
-		if _, err := h.store.Get(ctx, under); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -61,7 +57,7 @@ func (h handlers) decodeWhere(ctx context.Context, raw json.RawMessage) (labels 
 // what is under the task the model names) is finished, or the bound of
 // WithWait passes, and says which.
 func (h handlers) wait(ctx context.Context, raw json.RawMessage) (string, error) {
-	model, under, err := h.decodeWhere(ctx, raw)
+	model, under, err := h.decodeWhere(raw)
 	if err != nil {
 		return "", err
 	}

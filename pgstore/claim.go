@@ -131,6 +131,16 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 		}
 	}
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
+		if set.Under != 0 { // nothing is under a task that does not exist: not "no task ready"
+			var one int
+			err := tx.QueryRow(ctx, `SELECT 1 FROM taskgraph_tasks WHERE graph = $1 AND id = $2`, s.graph, set.Under).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return taskgraph.Task{}, taskgraph.Rules.Missing(set.Under)
+			}
+			if err != nil {
+				return taskgraph.Task{}, err
+			}
+		}
 		gaveUp := false
 		var limited []int64 // held back by a limit: the next one in order
 		for {

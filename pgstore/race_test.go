@@ -150,3 +150,45 @@ func TestWritesNotifyAfterCommit(t *testing.T) {
 	require.NoError(t, p.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'taskgraph_tasks'::regclass AND NOT tgisinternal`).Scan(&triggers))
 	assert.Zero(t, triggers, "nothing notifies from inside a write's transaction")
 }
+
+// TestBlockersLockedInIDOrder: a claim locks its task's blockers in id
+// order, as every write locks tasks, whatever the order of its blocked_by
+// (the order its edges were added). Locking them in blocked_by's order, a
+// claim of 9 (blocked by 5, then 3) held 5 while it waited for 3, and
+// deadlocked against a writer holding 3 and asking for 5: PostgreSQL
+// broke it after deadlock_timeout (1 s), and the claim, retried, took that
+// long.
+func TestBlockersLockedInIDOrder(t *testing.T) {
+	p := pool(t)
+	graph := graphName(t)
+	s := open(t, p, graph)
+	require.NoError(t, s.Load(ctx, []taskgraph.Task{
+		{ID: 3, Subject: "b3", Status: taskgraph.Completed},
+		{ID: 5, Subject: "b5", Status: taskgraph.Completed},
+		{ID: 9, Subject: "task", Status: taskgraph.Pending, BlockedBy: []taskgraph.ID{5, 3}},
+	}))
+	tx, err := p.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM taskgraph_tasks WHERE graph = $1 AND id = 3 FOR UPDATE`, graph)
+	require.NoError(t, err)
+
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := s.Claim(ctx, 9, "w")
+		claimed <- err
+	}()
+	// Once the claim waits for 3, it holds no lock on 5 if it locks in id
+	// order: the writer takes 5 without waiting (NOWAIT fails at once if
+	// the claim holds it).
+	require.Eventually(t, func() bool {
+		var n int
+		err := p.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%CROSS JOIN LATERAL%'`).Scan(&n)
+		return err == nil && n > 0
+	}, 10*time.Second, 10*time.Millisecond, "the claim waits for task 3")
+	_, err = tx.Exec(ctx, `SELECT 1 FROM taskgraph_tasks WHERE graph = $1 AND id = 5 FOR UPDATE NOWAIT`, graph)
+	require.NoError(t, err, "the claim, waiting for 3, must not hold 5")
+	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, <-claimed)
+}

@@ -168,6 +168,9 @@ func (s *Store) Board(ctx context.Context, filters ...taskgraph.Filter) (taskgra
 	if err != nil {
 		return taskgraph.Board{}, err
 	}
+	if _, found := slices.BinarySearchFunc(tasks, sel.Under, func(t taskgraph.Task, id taskgraph.ID) int { return cmp.Compare(t.ID, id) }); sel.Under != 0 && !found {
+		return taskgraph.Board{}, taskgraph.Rules.Missing(sel.Under) // in id order
+	}
 	if sel.Limits == nil {
 		var limits map[string]int
 		if err := retry(ctx, func() (err error) { limits, err = s.limits(ctx, s.pool); return err }); err != nil {

@@ -43,6 +43,23 @@ func testParents(t *testing.T, s tg.Store) {
 	bd, err := s.Board(ctx, tg.Under(epic.ID))
 	require.NoError(t, err)
 	assert.Equal(t, []tg.ID{a.ID, grand.ID}, ids(bd.Ready))
+	leaf, err := s.Board(ctx, tg.Under(other.ID))
+	require.NoError(t, err)
+	for _, l := range leaf.Lists() {
+		assert.Empty(t, l.Tasks, "nothing under a task without children: %s", l.State)
+	}
+
+	// Nothing is under a task that does not exist: an error, never an
+	// empty selection that reads as all done.
+	missing := other.ID + 100
+	_, err = s.Board(ctx, tg.Under(missing))
+	assert.ErrorIs(t, err, tg.ErrNotFound, "Board")
+	_, err = s.List(ctx, tg.Under(missing))
+	assert.ErrorIs(t, err, tg.ErrNotFound, "List")
+	_, err = s.List(ctx, tg.Under(missing), tg.ReadyOnly())
+	assert.ErrorIs(t, err, tg.ErrNotFound, "List, ready")
+	_, err = s.ClaimNext(ctx, "w", tg.WithUnder(missing))
+	assert.ErrorIs(t, err, tg.ErrNotFound, "ClaimNext")
 
 	got, err := s.ClaimNext(ctx, "w", tg.WithUnder(b.ID))
 	require.NoError(t, err)

@@ -92,12 +92,6 @@ func (e *env) claimNext(s store, opts []taskgraph.ClaimOption, labels []string, 
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	if parent != 0 {
-		// No task under a task that does not exist: not "finished".
-		if _, err := s.Get(e.ctx, parent); err != nil {
-			return err
-		}
-	}
 	for {
 		t, err := s.ClaimNext(e.ctx, e.owner, opts...)
 		if !errors.Is(err, taskgraph.ErrNoReady) {

@@ -23,6 +23,9 @@ func flagsList(fs *flag.FlagSet) func(e *env) error {
 			}
 			all := allOf(b)
 			v := viewOfBoard(b)
+			if _, ok := v.status[f.parent()]; !ok && f.parent() != 0 {
+				return taskgraph.Rules.Missing(f.parent()) // as the stores' Under: not "no tasks match"
+			}
 			shown, more := f.pick(all, v)
 			if perr := e.printListed(all, shown, more, v); perr != nil {
 				return perr
@@ -38,10 +41,7 @@ func flagsReady(fs *flag.FlagSet) func(e *env) error {
 		return e.withListing(f, func(s store) error {
 			// The ready tasks only: the rest of the board is copied
 			// out only to say why none is ready.
-			filters := []taskgraph.Filter{taskgraph.ReadyOnly()}
-			if len(f.under) == 1 {
-				filters = append(filters, taskgraph.Under(f.under[0]))
-			}
+			filters := []taskgraph.Filter{taskgraph.ReadyOnly(), taskgraph.Under(f.parent())}
 			b, err := s.Board(e.ctx, filters...)
 			if readFailed(err) {
 				return err

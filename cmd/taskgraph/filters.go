@@ -125,6 +125,14 @@ func (l *listing) pick(ts []*taskgraph.Task, v view) ([]*taskgraph.Task, int) {
 	return out, 0
 }
 
+// parent is the task of --under, 0 without it.
+func (l *listing) parent() taskgraph.ID {
+	if len(l.under) == 0 {
+		return 0
+	}
+	return l.under[0]
+}
+
 // selects reports whether t passes every filter of the listing.
 func (l *listing) selects(t *taskgraph.Task, v view) bool {
 	return (len(l.statuses) == 0 || slices.Contains(l.statuses, t.Status)) &&

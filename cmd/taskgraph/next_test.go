@@ -33,7 +33,7 @@ func TestNextSaysWaitOrStop(t *testing.T) {
 	ok(t, dir, "claim", "1", "--owner", "other", "--lease", "5m")
 	r = tg(t, dir, "next", "--owner", "me")
 	assert.Equal(t, exitUnavailable, r.code)
-	assert.Regexp(t, `^taskgraph next: nothing ready now: 2 in progress \(1 by you\), the next lease lapses in (4m5\ds|5m0s); taskgraph next --owner me --wait waits for one\n$`, r.stderr)
+	assert.Regexp(t, `^taskgraph next: nothing ready now: 2 in progress \(1 by you\), the next lease lapses in (4m5\ds|5m0s); taskgraph next --wait --owner me waits for one\n$`, r.stderr)
 	var out map[string]any
 	r = tg(t, dir, "next", "--owner", "me", "--json")
 	assert.Equal(t, exitUnavailable, r.code)
@@ -232,7 +232,7 @@ func TestNextUnderWait(t *testing.T) {
 
 	r := tg(t, dir, "next", "--under", "1", "--owner", "else")
 	assert.Equal(t, exitUnavailable, r.code)
-	assert.Equal(t, "taskgraph next: nothing ready now under #1: 1 in progress by others, held without a lease that lapses; taskgraph next --under 1 --owner else --wait waits for one\n", r.stderr)
+	assert.Equal(t, "taskgraph next: nothing ready now under #1: 1 in progress by others, held without a lease that lapses; taskgraph next --wait --under 1 --owner else waits for one\n", r.stderr)
 
 	w = startWaiter(t, dir, "--under", "1", "--owner", "else")
 	w.waiting(t)
@@ -254,7 +254,7 @@ func TestNextUnderWait(t *testing.T) {
 	assert.True(t, strings.HasPrefix(r.stderr, "taskgraph next: finished under #1, but 2 tasks failed or are stranded: #5 (failed), #6 (stranded);"), r.stderr)
 
 	// A parent that does not exist: an error, not "finished".
-	for _, args := range [][]string{{"next", "--under", "99"}, {"next", "--under", "99", "--wait"}} {
+	for _, args := range [][]string{{"next", "--under", "99"}, {"next", "--under", "99", "--wait"}, {"list", "--under", "99"}, {"ready", "--under", "99"}} {
 		r := tg(t, dir, args...)
 		assert.Equal(t, exitError, r.code, "%v: %s", args, r.stderr)
 		assert.Contains(t, r.stderr, "99", args)
@@ -271,11 +271,11 @@ func TestNextHintIsTheSameCommand(t *testing.T) {
 	dir := project(t)
 	ok(t, dir, "add", "write it", "--label", "dev") // ready, but not a review
 	ok(t, dir, "add", "review it", "--label", "review", "--after", "1")
-	r := tg(t, dir, "next", "--label", "review", "--owner", "the reviewer")
+	r := tg(t, dir, "next", "--label", "review", "--owner", "the reviewer", "--")
 	require.Equal(t, exitUnavailable, r.code, r.stderr)
 	m := regexp.MustCompile(`; (taskgraph next .*) waits for one\n$`).FindStringSubmatch(r.stderr)
 	require.Len(t, m, 2, r.stderr)
-	assert.Equal(t, "taskgraph next --label review --owner 'the reviewer' --wait", m[1])
+	assert.Equal(t, "taskgraph next --wait --label review --owner 'the reviewer' --", m[1])
 
 	cmd := exec.Command("sh", "-c", m[1])
 	cmd.Dir, cmd.Env = dir, cleanEnv("PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -290,5 +290,5 @@ func TestNextHintIsTheSameCommand(t *testing.T) {
 // TestShellLine: what a shell would split or expand is quoted.
 func TestShellLine(t *testing.T) {
 	assert.Equal(t, `taskgraph next --label a,b --owner=x@host --dir ./p/.tasks`, shellLine([]string{"taskgraph", "next", "--label", "a,b", "--owner=x@host", "--dir", "./p/.tasks"}))
-	assert.Equal(t, `a 'b c' '' 'it'\''s' '$HOME' '*'`, shellLine([]string{"a", "b c", "", "it's", "$HOME", "*"}))
+	assert.Equal(t, `a 'b c' '' 'it'\''s' '$HOME' '*' '=x' '~' a=b`, shellLine([]string{"a", "b c", "", "it's", "$HOME", "*", "=x", "~", "a=b"}))
 }

@@ -232,8 +232,8 @@ func (e *env) nothingReadyText(b taskgraph.Board, labels []string, parent taskgr
 	s := what + ": " + strings.Join(parts, ", ")
 	if hint {
 		// The same command, as given (the same graph, identity, labels
-		// and parent), waiting.
-		s += "; " + shellLine(append([]string{"taskgraph", "next"}, append(e.given, "--wait")...)) + " waits for one"
+		// and parent), waiting: --wait first, before a "--" there may be.
+		s += "; " + shellLine(append([]string{"taskgraph", "next", "--wait"}, e.given...)) + " waits for one"
 	}
 	return s
 }
@@ -453,12 +453,13 @@ func (e *env) printPlanned(s store, tasks []taskgraph.Task, existed map[string]b
 }
 
 // shellLine is args as a shell command line that runs them: each argument
-// a shell would split or expand is single-quoted.
+// a shell would split or expand is single-quoted (a leading "=" too, which
+// zsh expands).
 func shellLine(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		out[i] = a
-		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+		if a == "" || a[0] == '=' || strings.ContainsFunc(a, func(r rune) bool {
 			return !strings.ContainsRune("-_./:=@%+,", r) && !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
 		}) {
 			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
