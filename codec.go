@@ -35,8 +35,8 @@ var knownFields = map[string]bool{
 // encoding/json writes it (HTML left unescaped), indented by two spaces,
 // fields in a fixed order. The plain fields — ids, numbers, times, strings
 // of printable ASCII — are written directly; the rest goes through
-// encoding/json and json.Indent (jsonValue). TestEncodeTaskAsJSONWrites
-// checks the two give the same bytes.
+// encoding/json and json.Indent (taskEncoder.value).
+// TestEncodeTaskAsJSONWrites checks the two give the same bytes.
 func encodeTask(t *Task) ([]byte, error) {
 	e := taskEncoder{b: make([]byte, 0, 384)}
 	e.b = append(e.b, '{')
@@ -103,6 +103,16 @@ func encodeTask(t *Task) ([]byte, error) {
 		return nil, e.err
 	}
 	return append(e.b, "\n}\n"...), nil
+}
+
+// taskFileOf is encodeTask for a write: a task that cannot be encoded is
+// refused for its metadata, the one field that can fail.
+func taskFileOf(t *Task) ([]byte, error) {
+	data, err := encodeTask(t)
+	if err != nil {
+		return nil, &InvalidError{Field: "metadata", Reason: err.Error()}
+	}
+	return data, nil
 }
 
 // taskEncoder writes the fields of a task file; the first error stops it.

@@ -38,11 +38,7 @@ func (p *plan) file(i int) ([]byte, error) {
 	if i < len(p.files) {
 		return p.files[i], nil
 	}
-	data, err := encodeTask(p.put[i])
-	if err != nil {
-		return nil, &InvalidError{Field: "metadata", Reason: err.Error()}
-	}
-	return data, nil
+	return taskFileOf(p.put[i])
 }
 
 // The plan functions run the Rulebook against the in-memory graph of

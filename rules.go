@@ -125,9 +125,9 @@ func storedFile(t *Task) ([]byte, error) {
 	if t.Rev <= 0 {
 		return nil, &InvalidError{Field: "rev", Reason: fmt.Sprintf("task %d is at the highest rev, %d, and cannot be written again", t.ID, int64(math.MaxInt64))}
 	}
-	data, err := encodeTask(t)
+	data, err := taskFileOf(t)
 	if err != nil {
-		return nil, &InvalidError{Field: "metadata", Reason: err.Error()}
+		return nil, err
 	}
 	if len(data) > MaxTaskSize {
 		return nil, &InvalidError{Field: "task", Reason: fmt.Sprintf("task %d would be %d bytes, over the %d-byte limit (MaxTaskSize): keep large content outside the graph", t.ID, len(data), MaxTaskSize)}

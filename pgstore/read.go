@@ -168,8 +168,10 @@ func (s *Store) Board(ctx context.Context, filters ...taskgraph.Filter) (taskgra
 	if err != nil {
 		return taskgraph.Board{}, err
 	}
-	if _, found := slices.BinarySearchFunc(tasks, sel.Under, func(t taskgraph.Task, id taskgraph.ID) int { return cmp.Compare(t.ID, id) }); sel.Under != 0 && !found {
-		return taskgraph.Board{}, taskgraph.Rules.Missing(sel.Under) // in id order
+	if sel.Under != 0 { // tasks are in id order
+		if _, found := slices.BinarySearchFunc(tasks, sel.Under, func(t taskgraph.Task, id taskgraph.ID) int { return cmp.Compare(t.ID, id) }); !found {
+			return taskgraph.Board{}, taskgraph.Rules.Missing(sel.Under)
+		}
 	}
 	if sel.Limits == nil {
 		var limits map[string]int

@@ -23,8 +23,10 @@ func flagsList(fs *flag.FlagSet) func(e *env) error {
 			}
 			all := allOf(b)
 			v := viewOfBoard(b)
-			if _, ok := v.status[f.parent()]; !ok && f.parent() != 0 {
-				return taskgraph.Rules.Missing(f.parent()) // as the stores' Under: not "no tasks match"
+			if p := f.parent(); p != 0 {
+				if _, ok := v.status[p]; !ok {
+					return taskgraph.Rules.Missing(p) // as the stores' Under: not "no tasks match"
+				}
 			}
 			shown, more := f.pick(all, v)
 			if perr := e.printListed(all, shown, more, v); perr != nil {

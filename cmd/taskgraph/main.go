@@ -145,7 +145,8 @@ func staying(args []string) bool {
 		return true
 	}
 	return slices.ContainsFunc(args, func(a string) bool {
-		return strings.TrimLeft(a, "-") == "wait" || strings.HasPrefix(strings.TrimLeft(a, "-"), "wait=")
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		return name == "wait"
 	})
 }
 
