@@ -41,3 +41,26 @@ func BenchmarkClaimNext(b *testing.B) {
 		left--
 	}
 }
+
+// BenchmarkBoard measures Board of a 1,000-task layered graph, a third of
+// it completed, each completed task with the history of its claim and
+// completion and a note: the read every watcher makes at each wake-up.
+//
+//	go test -run '^$' -bench Board ./pgstore
+func BenchmarkBoard(b *testing.B) {
+	p := pool(b)
+	s := open(b, p, graphName(b))
+	buildLayered(b, s, 1000, 50)
+	for range 330 {
+		t, err := s.ClaimNext(ctx, "worker")
+		require.NoError(b, err)
+		_, err = s.Note(ctx, t.ID, "worker", "done: see the log")
+		require.NoError(b, err)
+		_, err = s.Complete(ctx, t.ID, "worker", taskgraph.WithResult("ok"))
+		require.NoError(b, err)
+	}
+	for b.Loop() {
+		_, err := s.Board(ctx)
+		require.NoError(b, err)
+	}
+}

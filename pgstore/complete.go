@@ -64,7 +64,8 @@ func (s *Store) unblocked(b *pgx.Batch, id taskgraph.ID, deps []*taskgraph.Task,
 		return
 	}
 	b.Queue(unblockedSQL, s.graph, id).Query(func(rows pgx.Rows) error {
-		ready, err := pgx.AppendRows([]taskgraph.Task(nil), rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanView(r) })
+		r := newViewRow()
+		ready, err := pgx.AppendRows([]taskgraph.Task(nil), rows, func(row pgx.CollectableRow) (taskgraph.Task, error) { return r.scan(row) })
 		*out = slices.DeleteFunc(ready, func(t taskgraph.Task) bool { return t.Status != taskgraph.Pending })
 		return err
 	})

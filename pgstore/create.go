@@ -202,7 +202,7 @@ func (s *Store) views(ctx context.Context, tx pgx.Tx, list []taskgraph.ID) (map[
 	if err != nil {
 		return nil, err
 	}
-	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanView(r) })
+	found, err := collectTasks(rows, newViewRow())
 	out := make(map[taskgraph.ID]taskgraph.Task, len(found))
 	for _, t := range found {
 		out[t.ID] = t

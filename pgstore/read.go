@@ -66,7 +66,7 @@ func (s *Store) List(ctx context.Context, filters ...taskgraph.Filter) ([]taskgr
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanTask(r) })
+		out, err = collectTasks(rows, newTaskRow())
 		return err
 	})
 	if err != nil {
@@ -145,7 +145,7 @@ func (s *Store) listSelected(ctx context.Context, sel taskgraph.Selection) ([]ta
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanView(r) })
+		out, err = collectTasks(rows, newViewRow())
 		return err
 	})
 	if err != nil {

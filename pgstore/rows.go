@@ -40,53 +40,88 @@ const dependentsSQL = `SELECT ` + columns + ` FROM taskgraph_tasks WHERE (graph 
 
 // scanTask reads the columns of a task, then extra.
 func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
-	var t taskgraph.Task
-	var id int64
-	var by []int64
-	var meta []byte
-	var claimed, lease *time.Time
-	var status string
-	var prio int16
-	var notes, history []byte
-	var notBefore, due *time.Time
-	var maxAttempts, attempts int32
-	var backoff, parent int64
-	dest := append([]any{&id, &t.Subject, &t.Description, &status, &t.Owner, &by, &meta, &t.CreatedAt, &t.UpdatedAt, &t.Rev, &claimed, &lease, &t.PrevOwner,
-		&prio, &t.Labels, &t.Key, &t.Reason, &t.Result, &notes, &history, &notBefore, &due, &maxAttempts, &attempts, &backoff, &parent}, extra...)
-	if err := row.Scan(dest...); err != nil {
-		return t, err
+	return newTaskRow(extra...).scan(row)
+}
+
+// scanView reads the columns of a task followed by its blocksOf.
+func scanView(row pgx.Row) (taskgraph.Task, error) {
+	return newViewRow().scan(row)
+}
+
+// collectTasks reads every row of rows with r.
+func collectTasks(rows pgx.Rows, r *taskRow) ([]taskgraph.Task, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (taskgraph.Task, error) { return r.scan(row) })
+}
+
+// taskRow is where the columns of a task are scanned to: one allocation
+// for a query, reused row after row, where a variable per column escaped
+// to the heap for each row (TestTaskRowReused).
+type taskRow struct {
+	t                              taskgraph.Task
+	id, backoff, parent            int64
+	by, blocks                     []int64
+	meta, notes, history           []byte
+	claimed, lease, notBefore, due *time.Time
+	status                         string
+	prio                           int16
+	maxAttempts, attempts          int32
+	dest                           []any
+}
+
+// newTaskRow returns the destination of the columns of a task, then extra.
+func newTaskRow(extra ...any) *taskRow {
+	r := &taskRow{}
+	t := &r.t
+	r.dest = append([]any{&r.id, &t.Subject, &t.Description, &r.status, &t.Owner, &r.by, &r.meta, &t.CreatedAt, &t.UpdatedAt, &t.Rev, &r.claimed, &r.lease, &t.PrevOwner,
+		&r.prio, &t.Labels, &t.Key, &t.Reason, &t.Result, &r.notes, &r.history, &r.notBefore, &r.due, &r.maxAttempts, &r.attempts, &r.backoff, &r.parent}, extra...)
+	return r
+}
+
+// newViewRow returns the destination of the columns of a task followed
+// by its blocksOf.
+func newViewRow() *taskRow {
+	r := newTaskRow()
+	r.dest = append(r.dest, &r.blocks)
+	return r
+}
+
+// scan reads row. What the last row left is cleared first: a scan may
+// reuse the slice or value a destination points to.
+func (r *taskRow) scan(row pgx.Row) (taskgraph.Task, error) {
+	r.t, r.by, r.blocks, r.meta, r.notes, r.history = taskgraph.Task{}, nil, nil, nil, nil, nil
+	r.claimed, r.lease, r.notBefore, r.due = nil, nil, nil, nil
+	if err := row.Scan(r.dest...); err != nil {
+		return r.t, err
 	}
-	t.ID, t.Status, t.BlockedBy, t.Priority = taskgraph.ID(id), taskgraph.Status(status), ids(by), taskgraph.PriorityLevel(int(prio))
+	t := r.t
+	t.ID, t.Status, t.BlockedBy, t.Blocks, t.Priority = taskgraph.ID(r.id), taskgraph.Status(r.status), ids(r.by), ids(r.blocks), taskgraph.PriorityLevel(int(r.prio))
 	if len(t.Labels) == 0 {
 		t.Labels = nil
 	}
-	if len(meta) > 0 {
-		if err := json.Unmarshal(meta, &t.Metadata); err != nil {
+	if len(r.meta) > 0 {
+		if err := json.Unmarshal(r.meta, &t.Metadata); err != nil {
 			return t, err
 		}
 	}
-	if err := unmarshalList(notes, &t.Notes); err != nil {
+	if err := unmarshalList(r.notes, &t.Notes); err != nil {
 		return t, err
 	}
-	if err := unmarshalList(history, &t.History); err != nil {
+	if err := unmarshalList(r.history, &t.History); err != nil {
 		return t, err
 	}
 	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
-	if claimed != nil {
-		t.ClaimedAt = claimed.UTC()
-	}
-	if notBefore != nil {
-		t.NotBefore = notBefore.UTC()
-	}
-	if due != nil {
-		t.Due = due.UTC()
-	}
-	t.MaxAttempts, t.Attempts, t.Backoff = int(maxAttempts), int(attempts), time.Duration(backoff)*time.Microsecond
-	t.Parent = taskgraph.ID(parent)
-	if lease != nil {
-		t.LeaseExpiresAt = lease.UTC()
-	}
+	t.ClaimedAt, t.LeaseExpiresAt, t.NotBefore, t.Due = utc(r.claimed), utc(r.lease), utc(r.notBefore), utc(r.due)
+	t.MaxAttempts, t.Attempts, t.Backoff = int(r.maxAttempts), int(r.attempts), time.Duration(r.backoff)*time.Microsecond
+	t.Parent = taskgraph.ID(r.parent)
 	return t, nil
+}
+
+// utc is the time of a nullable column, in UTC; zero when NULL.
+func utc(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // unmarshalList decodes a JSON array column into *out, nil when NULL or
@@ -119,14 +154,6 @@ func marshalList[T any](list []T) []byte {
 	}
 	data, _ := json.Marshal(list) // plain values: it marshals
 	return data
-}
-
-// scanView reads the columns of a task followed by its blocksOf.
-func scanView(row pgx.Row) (taskgraph.Task, error) {
-	var blocks []int64
-	t, err := scanTask(row, &blocks)
-	t.Blocks = ids(blocks)
-	return t, err
 }
 
 // lock reads task id for update, with the time of the operation (at is
@@ -183,7 +210,7 @@ func (s *Store) lockWithDependents(ctx context.Context, tx pgx.Tx, id taskgraph.
 	b.Queue(genericPlansSQL)
 	s.queueLock(b, id, s.at(), &t, &now)
 	b.Queue(dependentsSQL, s.graph, id).Query(func(rows pgx.Rows) error {
-		list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanTask(r) })
+		list, err := collectTasks(rows, newTaskRow())
 		for i := range list {
 			deps = append(deps, &list[i])
 		}
@@ -244,7 +271,7 @@ func (s *Store) lockTasks(ctx context.Context, tx pgx.Tx, at *time.Time, where s
 		return nil, nil, time.Time{}, err
 	}
 	var now time.Time
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskgraph.Task, error) { return scanTask(r, &now) })
+	list, err := collectTasks(rows, newTaskRow(&now))
 	out := make(map[taskgraph.ID]*taskgraph.Task, len(list))
 	order := make([]taskgraph.ID, len(list))
 	for i := range list {
