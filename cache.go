@@ -151,9 +151,16 @@ func (s *FileStore) scan() error {
 	wg.Wait()
 	if cold {
 		// The tasks of a cold scan arrive together: side by side in one
-		// slab, as a snapshot's are (graph.go, "slabs"). Its room for the
-		// files that could not be read is never used.
-		slab := make([]Task, 0, len(results))
+		// slab, as a snapshot's are (graph.go, "slabs"), sized to the files
+		// read: after a snapshot, few or none (a slab of every task, unused,
+		// was 44 MB at 100,000 tasks).
+		n := 0
+		for i := range results {
+			if results[i].t != nil {
+				n++
+			}
+		}
+		slab := make([]Task, 0, n)
 		for i := range results {
 			if r := &results[i]; r.t != nil {
 				slab = append(slab, *r.t)

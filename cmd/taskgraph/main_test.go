@@ -829,23 +829,38 @@ func TestPrintJSONArrayIsPrintJSON(t *testing.T) {
 	}
 }
 
-// TestStaying: the commands that stay (a server, a watch, a wait) keep Go's
-// garbage collector target; those that answer once get answerOnceGC.
-func TestStaying(t *testing.T) {
-	for args, want := range map[string]bool{
-		"ready --json":                   false,
-		"list":                           false,
-		"--dir x list --json":            false,
-		"":                               false,
-		"serve --addr :0":                true,
-		"--dir x mcp":                    true,
-		"watch --json":                   true,
-		"next --wait":                    true,
-		"--owner a next --under 3 -wait": true,
-		"next --wait=true":               true,
-		"next --wait=false":              true, // may wait: treated as staying, which costs nothing
-		"show 3":                         false,
+// TestCommandGC: the commands that stay (a server, a watch, a wait) keep
+// Go's garbage collector target; those that read the graph and print it
+// get readOnceGC, and the others that answer once answerOnceGC.
+func TestCommandGC(t *testing.T) {
+	const stays = -1
+	for args, want := range map[string]int{
+		"ready --json":                   readOnceGC,
+		"list":                           readOnceGC,
+		"--dir x list --json":            readOnceGC,
+		"--owner a board":                readOnceGC,
+		"show 3":                         readOnceGC,
+		"explain 3":                      readOnceGC,
+		"":                               answerOnceGC,
+		"graph --json":                   answerOnceGC,
+		"export":                         answerOnceGC,
+		"import tasks.json":              answerOnceGC,
+		"done 3":                         answerOnceGC,
+		"next":                           answerOnceGC,
+		"serve --addr :0":                stays,
+		"--dir x mcp":                    stays,
+		"watch --json":                   stays,
+		"next --wait":                    stays,
+		"--owner a next --under 3 -wait": stays,
+		"next --wait=true":               stays,
+		"next --wait=false":              stays, // may wait: treated as staying, which costs nothing
 	} {
-		assert.Equal(t, want, staying(strings.Fields(args)), args)
+		gc, set := commandGC(strings.Fields(args))
+		if want == stays {
+			assert.False(t, set, args)
+			continue
+		}
+		assert.True(t, set, args)
+		assert.Equal(t, want, gc, args)
 	}
 }
