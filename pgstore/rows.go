@@ -102,6 +102,9 @@ func (r *taskRow) scan(row pgx.Row) (taskgraph.Task, error) {
 		if err := json.Unmarshal(r.meta, &t.Metadata); err != nil {
 			return t, err
 		}
+		if len(t.Metadata) == 0 {
+			t.Metadata = nil // '{}', written by hand: no metadata, as put writes it
+		}
 	}
 	if err := unmarshalList(r.notes, &t.Notes); err != nil {
 		return t, err

@@ -41,11 +41,32 @@ func TestTaskRowReused(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 	}
+	// Rows of the same result share nothing.
 	list[0].Labels[0], list[0].Metadata["i"] = "changed", -1.0
 	list[0].History[0].By = "changed"
-	again, err := s.List(ctx)
+	require.Equal(t, []string{"ld"}, list[2].Labels)
+	require.Equal(t, 3.0, list[2].Metadata["i"])
+	require.Equal(t, "alice", list[2].History[0].By)
+}
+
+// A row whose metadata is '{}' (written by hand or another tool: pgstore
+// writes NULL) reads as no metadata, as in the other stores, and Complete,
+// which returns the row it wrote, returns what a read gives.
+func TestEmptyMetadataRow(t *testing.T) {
+	p := pool(t)
+	graph := graphName(t)
+	s := open(t, p, graph)
+	require.NoError(t, s.Load(ctx, []taskgraph.Task{{ID: 1, Subject: "a", Status: taskgraph.Pending}}))
+	_, err := s.Claim(ctx, 1, "alice")
 	require.NoError(t, err)
-	require.Equal(t, []string{"ld"}, again[2].Labels)
-	require.Equal(t, 3.0, again[2].Metadata["i"])
-	require.Equal(t, "alice", again[2].History[0].By)
+	_, err = p.Exec(ctx, `UPDATE taskgraph_tasks SET metadata = '{}' WHERE graph = $1 AND id = 1`, graph)
+	require.NoError(t, err)
+	got, err := s.Get(ctx, 1)
+	require.NoError(t, err)
+	require.Nil(t, got.Metadata)
+	c, err := s.Complete(ctx, 1, "alice")
+	require.NoError(t, err)
+	got, err = s.Get(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, got, c.Task)
 }
