@@ -64,3 +64,31 @@ func BenchmarkBoard(b *testing.B) {
 		require.NoError(b, err)
 	}
 }
+
+// BenchmarkWorkLayered measures a worker's round, ClaimNext then
+// Complete, on a layered graph whose tasks have up to three blockers and
+// about three dependents each: the completion locks the dependents and
+// reports those it readies.
+//
+//	go test -run '^$' -bench WorkLayered ./pgstore
+func BenchmarkWorkLayered(b *testing.B) {
+	p := pool(b)
+	s := open(b, p, graphName(b))
+	const n = 2000
+	buildLayered(b, s, n, 50)
+	done := 0
+	for b.Loop() {
+		if done == n-100 { // keep a full layer ahead
+			b.StopTimer()
+			s = open(b, p, graphName(b))
+			buildLayered(b, s, n, 50)
+			done = 0
+			b.StartTimer()
+		}
+		t, err := s.ClaimNext(ctx, "worker")
+		require.NoError(b, err)
+		_, err = s.Complete(ctx, t.ID, "worker")
+		require.NoError(b, err)
+		done++
+	}
+}

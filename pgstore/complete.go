@@ -24,7 +24,7 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 	}
 	result := set.Result
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Completion, error) {
-		t, deps, st, now, err := s.lockWithDependents(ctx, tx, id, true)
+		t, deps, _, st, now, err := s.lockWithDependents(ctx, tx, id, true)
 		if err != nil {
 			return taskgraph.Completion{}, err
 		}
@@ -42,9 +42,7 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		// it, and its dependents are deps, locked: reading it back would
 		// only repeat t (TestCompleteReturnsTheRow).
 		c := taskgraph.Completion{Task: *t}
-		for _, d := range deps {
-			c.Task.Blocks = append(c.Task.Blocks, d.ID)
-		}
+		c.Task.Blocks = deps
 		w := &writes{s: s}
 		w.put(updateTask, t)
 		s.unblocked(&w.b, id, deps, &c.Unblocked)
@@ -59,7 +57,7 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 // its dependents, locked: none can be added or lose the edge before the
 // transaction ends, so the query finds them again by the index on
 // blocked_by, as dependentsSQL does.
-func (s *Store) unblocked(b *pgx.Batch, id taskgraph.ID, deps []*taskgraph.Task, out *[]taskgraph.Task) {
+func (s *Store) unblocked(b *pgx.Batch, id taskgraph.ID, deps []taskgraph.ID, out *[]taskgraph.Task) {
 	if len(deps) == 0 {
 		return
 	}

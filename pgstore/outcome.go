@@ -37,14 +37,9 @@ func (s *Store) Cancel(ctx context.Context, id taskgraph.ID, reason string) (tas
 // unchanged re-checks nothing.
 func (s *Store) Reopen(ctx context.Context, id taskgraph.ID) (taskgraph.Task, error) {
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
-		t, deps, _, now, err := s.lockWithDependents(ctx, tx, id, false)
+		t, ids, st, _, now, err := s.lockWithDependents(ctx, tx, id, false)
 		if err != nil {
 			return taskgraph.Task{}, err
-		}
-		st := statusMap{}
-		ids := make([]taskgraph.ID, len(deps))
-		for i, d := range deps {
-			ids[i], st[d.ID] = d.ID, d.Status
 		}
 		finished := t.Status == taskgraph.Completed
 		if err := taskgraph.Rules.Reopen(t, now, ids, st.status); err != nil {

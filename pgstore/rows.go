@@ -34,9 +34,11 @@ const columns = `id, subject, description, status, owner, blocked_by, metadata, 
 // and a table of many large graphs filters more rows.
 const blocksOf = `ARRAY(SELECT d.id FROM taskgraph_tasks d WHERE (d.graph = t.graph) IS TRUE AND d.blocked_by @> ARRAY[t.id] ORDER BY d.id)`
 
-// dependentsSQL locks and reads the tasks of graph $1 that task $2
-// blocks, in id order (see blocksOf for the graph's comparison).
-const dependentsSQL = `SELECT ` + columns + ` FROM taskgraph_tasks WHERE (graph = $1) IS TRUE AND blocked_by @> ARRAY[$2::bigint] ORDER BY id FOR UPDATE`
+// dependentsSQL locks the tasks of graph $1 that task $2 blocks and reads
+// their ids and statuses, in id order (see blocksOf for the graph's
+// comparison): what Complete and Reopen decide by, without the 27 columns
+// of each.
+const dependentsSQL = `SELECT id, status FROM taskgraph_tasks WHERE (graph = $1) IS TRUE AND blocked_by @> ARRAY[$2::bigint] ORDER BY id FOR UPDATE`
 
 // scanTask reads the columns of a task, then extra.
 func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
@@ -193,10 +195,10 @@ func (s *Store) lockWithBlockers(ctx context.Context, tx pgx.Tx, id taskgraph.ID
 // lockWithDependents locks task id and every task it blocks, for a
 // decision about id that depends on whether they have started (Complete
 // reports which it readied, Reopen refuses if one has started). It returns
-// id's task and its dependents in id order, with the time of the
-// operation; with blockers, also the status of each of id's blockers
-// (blockersSQL), which Complete decides by. The transaction uses kept
-// plans from then on (genericPlansSQL).
+// id's task, its dependents' ids in order and their statuses, and the time
+// of the operation; with blockers, also the status of each of id's
+// blockers (blockersSQL), which Complete decides by. The transaction uses
+// kept plans from then on (genericPlansSQL).
 //
 // The dependents are looked up by a second statement, sent in the same
 // round trip, so that its snapshot is taken once id is locked: a write
@@ -204,28 +206,29 @@ func (s *Store) lockWithBlockers(ctx context.Context, tx pgx.Tx, id taskgraph.ID
 // (statuses, lock), so every dependent committed before id was locked is
 // found, and none can be added until this transaction ends. One statement
 // would miss a dependent whose creator committed while it waited for id.
-func (s *Store) lockWithDependents(ctx context.Context, tx pgx.Tx, id taskgraph.ID, blockers bool) (*taskgraph.Task, []*taskgraph.Task, statusMap, time.Time, error) {
-	var t *taskgraph.Task
-	var now time.Time
-	var deps []*taskgraph.Task
-	var st statusMap
+func (s *Store) lockWithDependents(ctx context.Context, tx pgx.Tx, id taskgraph.ID, blockers bool) (t *taskgraph.Task, deps []taskgraph.ID, depStatus, st statusMap, now time.Time, err error) {
 	b := &pgx.Batch{}
 	b.Queue(genericPlansSQL)
 	s.queueLock(b, id, s.at(), &t, &now)
 	b.Queue(dependentsSQL, s.graph, id).Query(func(rows pgx.Rows) error {
-		list, err := collectTasks(rows, newTaskRow())
-		for i := range list {
-			deps = append(deps, &list[i])
+		depStatus = statusMap{}
+		for rows.Next() {
+			var d int64
+			var status string
+			if err := rows.Scan(&d, &status); err != nil {
+				return err
+			}
+			deps, depStatus[taskgraph.ID(d)] = append(deps, taskgraph.ID(d)), taskgraph.Status(status)
 		}
-		return err
+		return rows.Err()
 	})
 	if blockers {
 		s.queueBlockers(b, id, &st)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, nil, now, err
+		return nil, nil, nil, nil, now, err
 	}
-	return t, deps, st, now.UTC(), nil
+	return t, deps, depStatus, st, now.UTC(), nil
 }
 
 // queueLock queues in b the statement of lock: task id read for update
