@@ -24,6 +24,7 @@ type Store struct {
 	lockID   int64            // advisory lock of this graph's edge edits
 	clock    func() time.Time // nil: the database's clock_timestamp()
 	noCreate bool
+	listed   atomic.Int64 // how many tasks the last List of the whole graph read
 	closed   atomic.Bool
 	closing  sync.Once
 	done     chan struct{} // closed by Close, to end watches

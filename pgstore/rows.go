@@ -52,7 +52,7 @@ func scanView(row pgx.Row) (taskgraph.Task, error) {
 
 // collectTasks reads every row of rows with r.
 func collectTasks(rows pgx.Rows, r *taskRow) ([]taskgraph.Task, error) {
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (taskgraph.Task, error) { return r.scan(row) })
+	return pgx.CollectRows(rows, r.collect)
 }
 
 // taskRow is where the columns of a task are scanned to: one allocation
@@ -86,6 +86,9 @@ func newViewRow() *taskRow {
 	r.dest = append(r.dest, &r.blocks)
 	return r
 }
+
+// collect is scan for pgx.CollectRows and pgx.AppendRows.
+func (r *taskRow) collect(row pgx.CollectableRow) (taskgraph.Task, error) { return r.scan(row) }
 
 // scan reads row. What the last row left is cleared first: a scan may
 // reuse the slice or value a destination points to.
