@@ -28,3 +28,6 @@ const ReadyCondition = readyCondition
 func CommitWith(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) error {
 	return (&lazyTx{conn: conn}).commitWith(ctx, b, notifySQL, "pgstore-test")
 }
+
+// DecodeFlat is decodeFlat, for FuzzDecodeFlat and TestDecodeFlatFromPostgres.
+func DecodeFlat[T any](data []byte, out *[]T) bool { return decodeFlat(data, out) }

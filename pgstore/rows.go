@@ -138,8 +138,10 @@ func unmarshalList[T any](data []byte, out *[]T) error {
 	if len(data) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return err
+	if !decodeFlat(data, out) {
+		if err := json.Unmarshal(data, out); err != nil {
+			return err
+		}
 	}
 	if len(*out) == 0 {
 		*out = nil
