@@ -23,7 +23,7 @@ func TestLookAheadAsOnGraph(t *testing.T) {
 		n := 1 + rng.IntN(40)
 		var tasks []Task
 		for range n {
-			task := Task{ID: ID(1 + rng.IntN(n+n/4)), Status: statuses[rng.IntN(len(statuses))]}
+			task := Task{ID: ID(rng.IntN(n+n/4) - n/8), Status: statuses[rng.IntN(len(statuses))]} // ids 0 and below too
 			for range rng.IntN(4) {
 				b := ID(1 + rng.IntN(n+2))
 				if seed%3 != 0 && b >= task.ID { // mostly acyclic
@@ -37,6 +37,9 @@ func TestLookAheadAsOnGraph(t *testing.T) {
 			tasks = append(tasks, task)
 		}
 		before := slices.Clone(tasks)
+		for i := range before {
+			before[i].BlockedBy = slices.Clone(before[i].BlockedBy) // a deep copy: an edit in place shows
+		}
 		depth, order, err := lookAhead(tasks)
 		wantDepth, wantOrder, wantErr := lookAheadOnGraph(tasks)
 		require.Equal(t, before, tasks, "seed %d: lookAhead changed its input", seed)

@@ -76,6 +76,10 @@ func (s *Store) List(ctx context.Context, filters ...taskgraph.Filter) ([]taskgr
 		return nil, err
 	}
 	s.listed.Store(int64(len(out)))
+	if cap(out) > 2*len(out)+64 {
+		// The graph shrank: do not hand out the room of the larger one.
+		out = slices.Clone(out)
+	}
 	index := make(map[taskgraph.ID]int, len(out))
 	for i, t := range out {
 		index[t.ID] = i

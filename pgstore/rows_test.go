@@ -70,3 +70,25 @@ func TestEmptyMetadataRow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, got, c.Task)
 }
+
+// List makes room for as many tasks as the last List read; after the
+// graph shrinks, it does not hand out the larger one's room.
+func TestListAfterShrinking(t *testing.T) {
+	p := pool(t)
+	graph := graphName(t)
+	s := open(t, p, graph)
+	var tasks []taskgraph.Task
+	for i := 1; i <= 500; i++ {
+		tasks = append(tasks, taskgraph.Task{ID: taskgraph.ID(i), Subject: "t", Status: taskgraph.Pending})
+	}
+	require.NoError(t, s.Load(ctx, tasks))
+	list, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 500)
+	_, err = p.Exec(ctx, `DELETE FROM taskgraph_tasks WHERE graph = $1 AND id > 10`, graph)
+	require.NoError(t, err)
+	list, err = s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 10)
+	require.LessOrEqual(t, cap(list), 2*10+64)
+}
