@@ -62,8 +62,7 @@ func (s *Store) unblocked(b *pgx.Batch, id taskgraph.ID, deps []taskgraph.ID, ou
 		return
 	}
 	b.Queue(unblockedSQL, s.graph, id).Query(func(rows pgx.Rows) error {
-		r := newViewRow()
-		ready, err := pgx.AppendRows([]taskgraph.Task(nil), rows, func(row pgx.CollectableRow) (taskgraph.Task, error) { return r.scan(row) })
+		ready, err := pgx.AppendRows([]taskgraph.Task(nil), rows, newViewRow().collect)
 		*out = slices.DeleteFunc(ready, func(t taskgraph.Task) bool { return t.Status != taskgraph.Pending })
 		return err
 	})

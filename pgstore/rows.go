@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -216,16 +218,9 @@ func (s *Store) lockWithDependents(ctx context.Context, tx pgx.Tx, id taskgraph.
 	b.Queue(genericPlansSQL)
 	s.queueLock(b, id, s.at(), &t, &now)
 	b.Queue(dependentsSQL, s.graph, id).Query(func(rows pgx.Rows) error {
-		depStatus = statusMap{}
-		for rows.Next() {
-			var d int64
-			var status string
-			if err := rows.Scan(&d, &status); err != nil {
-				return err
-			}
-			deps, depStatus[taskgraph.ID(d)] = append(deps, taskgraph.ID(d)), taskgraph.Status(status)
-		}
-		return rows.Err()
+		m, err := scanStatuses(rows)
+		depStatus, deps = m, slices.Sorted(maps.Keys(m))
+		return err
 	})
 	if blockers {
 		s.queueBlockers(b, id, &st)
