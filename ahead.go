@@ -83,6 +83,9 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 		return nil
 	}
 	a := &ahead{now: now, start: time.Now(), id: p.put[0].ID, data: data}
+	if a.temp = s.fillSpare(cache, data); a.temp != "" {
+		return a
+	}
 	name := atomicfile.TempName(taskFileName(a.id))
 	// O_EXCL|O_CREATE never opens a FIFO or follows a symlink.
 	f, err := atomicfile.OpenIn(cache.dirf, cache.root, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.cfg.filePerm)
@@ -120,15 +123,9 @@ func (s *FileStore) offTheLock() bool {
 // not by the writers queued for the lock. Nothing is left behind by a
 // writer that dies: the kernel closes its files.
 func (s *FileStore) holdReplaced(j *journal.Journal) *os.File {
-	if len(j.Put)+len(j.Del) != 1 || !s.offTheLock() {
+	id, ok := replacedID(j)
+	if !ok || !s.offTheLock() {
 		return nil
-	}
-	var id ID
-	for k := range j.Put {
-		id = ID(k)
-	}
-	for _, k := range j.Del {
-		id = ID(k)
 	}
 	if _, exists := s.stamps[id]; !exists {
 		return nil // a new task replaces nothing

@@ -53,17 +53,26 @@ func withAfterAhead(t *testing.T, f func()) {
 	t.Cleanup(func() { afterAhead = nil })
 }
 
-// cacheEntries lists the cache directory but for the snapshot.
-func cacheEntries(t *testing.T, dir string) []string {
+// cacheEntries lists the cache directory but for the snapshot and the
+// spares that the stores keep (recycle.go).
+func cacheEntries(t *testing.T, dir string, stores ...*FileStore) []string {
 	t.Helper()
 	entries, err := os.ReadDir(filepath.Join(dir, cacheDirName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	require.NoError(t, err)
+	kept := map[string]bool{snapshotName: true}
+	for _, s := range stores {
+		s.spares.mu.Lock()
+		for _, n := range s.spares.free {
+			kept[n] = true
+		}
+		s.spares.mu.Unlock()
+	}
 	var names []string
 	for _, e := range entries {
-		if e.Name() != snapshotName {
+		if !kept[e.Name()] {
 			names = append(names, e.Name())
 		}
 	}
@@ -108,7 +117,7 @@ func TestWritesDecidedAhead(t *testing.T) {
 		assert.Equal(t, len(w.History), len(g.History))
 		assert.Equal(t, w.Result, g.Result)
 	}
-	assert.Empty(t, cacheEntries(t, dir))
+	assert.Empty(t, cacheEntries(t, dir, s))
 	// Another store reads what the files hold.
 	o := openAhead(t, dir, newFakeClock())
 	again, err := o.List(ctx)
@@ -202,8 +211,9 @@ func TestAheadDecidedAgain(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ran)
 		assert.True(t, got.ClaimedAt.After(waited), "a write that waited longer than aheadMaxAge takes the time it is made at: %v, waited until %v", got.ClaimedAt, waited)
+		require.NoError(t, late.Close())
 	})
-	assert.Empty(t, cacheEntries(t, dir))
+	assert.Empty(t, cacheEntries(t, dir, s, other))
 }
 
 // TestAheadHostileCacheDirectory: whatever is in the cache directory's

@@ -274,7 +274,12 @@ func (s *FileStore) syncDir() error {
 // write in the change log comes after and never fails the write; the
 // announcement before the commit point (see announce) is what makes every
 // other store see the write even if that record is lost.
-func (s *FileStore) commit(p *plan, a *ahead) error {
+func (s *FileStore) commit(p *plan, a *ahead) (err error) {
+	defer func() {
+		if err != nil {
+			s.dropLinked()
+		}
+	}()
 	if len(p.put)+len(p.del) == 0 {
 		return nil
 	}
@@ -323,10 +328,12 @@ func (s *FileStore) commit(p *plan, a *ahead) error {
 				s.stats.fileSyncs.Add(1)
 			}
 		}
-		if old := s.holdReplaced(j); old != nil {
-			s.replaced = append(s.replaced, old) // closed after the lock
+		if !s.linkReplaced(j) {
+			if old := s.holdReplaced(j); old != nil {
+				s.replaced = append(s.replaced, old) // closed after the lock
+			}
 		}
-		if err := s.renameAhead(a); err != nil {
+		if err := s.renameAhead(a); err != nil && s.renameSpare(j, durable) != nil {
 			// Nothing was renamed: write the file here.
 			if err := s.applyFiles(j, durable); err != nil {
 				return err

@@ -238,29 +238,56 @@ func (f renameWatchFS) Rename(oldname, newname string) error {
 }
 
 // TestOldVersionFreedAfterLock: a write that replaces a task file under
-// the full protocol holds the old version open across the rename, so that
-// freeing it is not done under the lock, and closes it before it returns.
+// the full protocol frees nothing under the lock. The old version is
+// either kept as a spare — linked into the cache directory before the
+// rename, pooled once the write is durable, filled by a later write
+// (recycle.go) — or, where there is no cache directory yet, held open
+// across the rename and closed before the write returns.
 func TestOldVersionFreedAfterLock(t *testing.T) {
 	ctx := context.Background()
-	s := openAhead(t, t.TempDir(), newFakeClock())
+	dir := t.TempDir()
+	s := openAhead(t, dir, newFakeClock())
 	task, err := s.Create(ctx, NewTask{Subject: "a"})
 	require.NoError(t, err)
 	name := taskFileName(task.ID)
-	for _, write := range []func() error{
+	inode := func(path string) uint64 {
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		return atomicfile.FileID(fi)
+	}
+	for i, write := range []func() error{
 		func() error { _, err := s.Update(ctx, task.ID, Patch{Subject: ptr("b")}); return err }, // the first: under the lock
 		func() error { _, err := s.Claim(ctx, task.ID, "alice"); return err },
 		func() error { _, err := s.Complete(ctx, task.ID, "alice"); return err }, // decided ahead
+		func() error { _, err := s.Update(ctx, task.ID, Patch{Subject: ptr("c")}); return err },
 	} {
-		var during []string
+		old := inode(filepath.Join(dir, name))
+		var held, spare []string
 		s.fs = renameWatchFS{s.fs, func(newname string) {
 			if newname == name {
-				during = heldDeleted(t, name)
+				held, spare = heldDeleted(t, name), nil
+				entries, _ := os.ReadDir(filepath.Join(dir, cacheDirName))
+				for _, e := range entries {
+					if inode(filepath.Join(dir, cacheDirName, e.Name())) == old {
+						spare = append(spare, e.Name())
+					}
+				}
 			}
 		}}
+		recycled := s.Stats().Recycled
 		require.NoError(t, write())
 		s.fs = s.fs.(renameWatchFS).fileSystem
-		assert.Len(t, during, 1, "the old version is open across the rename")
+		assert.Len(t, append(held, spare...), 1, "write %d: the old version is held open or linked as a spare across the rename", i)
 		assert.Empty(t, heldDeleted(t, name), "and closed when the write returns")
+		if i > 0 {
+			assert.Len(t, spare, 1, "write %d: once the cache directory exists, the old version is a spare", i)
+			assert.Contains(t, s.spares.free, spare[0], "pooled once the write is durable")
+		}
+		if i > 1 {
+			assert.Equal(t, recycled+1, s.Stats().Recycled, "write %d filled the spare of the write before it", i)
+		}
 	}
 	assert.Positive(t, s.Stats().Ahead)
+	require.NoError(t, s.Close())
+	assert.Empty(t, cacheEntries(t, dir), "Close removes the spares")
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 )
 
 // The kinds of step faultFS can fail, and the error each fails with: what
@@ -260,11 +262,25 @@ var protocolOpt = WithClock(fixedClock)
 func writeFailures(t *testing.T, fullProtocol bool) {
 	ctx := context.Background()
 	template := faultTemplate(t)
-	before := listDir(t, template)
+	// Under the full protocol the failing store first makes a write of its
+	// own, so that the mutation fills the spare it leaves (recycle.go).
+	warm := func(Store) {}
+	if fullProtocol {
+		warm = func(s Store) {
+			_, err := s.(Noter).Note(ctx, 4, "w", "its old version becomes a spare")
+			require.NoError(t, err)
+		}
+	}
+	warmDir := copyTree(t, template)
+	ws, err := Open(warmDir, WithClock(fixedClock), protocolOpt)
+	require.NoError(t, err)
+	warm(ws)
+	ws.Close()
+	before := listDir(t, warmDir)
 	var errButApplied, unknown, runs int
-	var ahead int64
+	var ahead, recycled int64
 	for _, m := range faultMutations {
-		wantDir := copyTree(t, template)
+		wantDir := copyTree(t, warmDir)
 		ws, err := Open(wantDir, WithClock(fixedClock), protocolOpt)
 		require.NoError(t, err)
 		require.NoError(t, m.do(ws), m.name)
@@ -291,6 +307,8 @@ func writeFailures(t *testing.T, fullProtocol bool) {
 					require.NoError(t, os.MkdirAll(filepath.Join(dir, cacheDirName), 0o755))
 					_, err = s.List(ctx)
 					require.NoError(t, err)
+					warm(s)
+					recycled -= s.Stats().Recycled
 					ffs := &faultFS{kind: fk.kind, at: at, sticky: sticky, err: fk.err}
 					injectFaults(s, ffs)
 					err = m.do(s)
@@ -320,6 +338,7 @@ func writeFailures(t *testing.T, fullProtocol bool) {
 					_, err = s.Create(ctx, NewTask{Subject: "still works"})
 					require.NoError(t, err, name)
 					ahead += s.Stats().Ahead
+					recycled += s.Stats().Recycled
 					s.Close()
 					other.Close()
 					if steps < at || t.Failed() {
@@ -333,8 +352,11 @@ func writeFailures(t *testing.T, fullProtocol bool) {
 	assert.NotZero(t, unknown, "some failures are past the commit point")
 	if fullProtocol {
 		assert.NotZero(t, ahead, "some writes were decided ahead")
+		if atomicfile.CanReuse {
+			assert.NotZero(t, recycled, "some mutations filled a spare")
+		}
 	}
-	t.Logf("%d runs, %d with an unknown outcome, %d error-but-applied, %d writes decided ahead", runs, unknown, errButApplied, ahead)
+	t.Logf("%d runs, %d with an unknown outcome, %d error-but-applied, %d writes decided ahead, %d mutations' files written into a spare", runs, unknown, errButApplied, ahead, recycled)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -105,7 +105,8 @@ type FileStore struct {
 	ahead        aheadDir
 	wantCacheDir bool
 	replaced     []*os.File // old versions held open by holdReplaced, closed after the lock
-	stats        struct{ writes, ahead, syncs, dirSyncs, fileSyncs, checkpoints, scans atomic.Int64 }
+	spares       spares     // old versions kept to be overwritten (recycle.go)
+	stats        struct{ writes, ahead, syncs, dirSyncs, fileSyncs, checkpoints, scans, recycled atomic.Int64 }
 	hub          hub // this store's watchers, told of every change to the cache
 
 	// Group commit (groupcommit.go). gc: single-file writes are made
@@ -286,6 +287,7 @@ type Stats struct {
 	FileSyncs   int64 // task files fsynced before a group-committed rename (see FileStore.Durability)
 	Checkpoints int64 // syncfs checkpoints of the files renamed since the last
 	Scans       int64 // reads of the whole directory (the first operation's, and rescans)
+	Recycled    int64 // task files written into the file of a version replaced earlier, not a new one (the full protocol on Linux; recycle.go)
 }
 
 // Stats returns the store's counters: how well group commit shares syncs
@@ -300,6 +302,7 @@ func (s *FileStore) Stats() Stats {
 		FileSyncs:   s.stats.fileSyncs.Load(),
 		Checkpoints: s.stats.checkpoints.Load(),
 		Scans:       s.stats.scans.Load(),
+		Recycled:    s.stats.recycled.Load(),
 	}
 }
 
@@ -332,6 +335,7 @@ func (s *FileStore) Close() error {
 		s.log.sync.shared = nil
 	}
 	s.log.sync.mu.Unlock()
+	s.closeSpares()
 	errs = append(errs, s.ahead.close(), s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
 }
@@ -390,7 +394,7 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 				s.log.sync.hold(gen, off, s.hub.take())
 			}
 			unlock()
-			replaced := s.replaced
+			replaced, linked := s.replaced, s.takeLinked()
 			s.replaced = nil
 			s.writeSnapshot() // outside the lock: it is this store's cache
 			<-s.sem
@@ -405,10 +409,12 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 				})
 			}
 			defer freed.Wait()
-			if !after {
-				return nil
+			var err error
+			if after {
+				err = s.makeDurable(gen, off, first, log, ino)
 			}
-			return s.makeDurable(gen, off, first, log, ino)
+			s.poolSpares(linked, err == nil)
+			return err
 		}, nil
 	}
 }

@@ -26,6 +26,10 @@ type entry struct {
 	Op    string    `json:"op,omitempty"` // create, update, delete, plan, claimnext, complete
 	ID    int64     `json:"id,omitempty"` // the task an intent or a delete is about
 	Tasks []version `json:"tasks,omitempty"`
+	// Recycled is, on an ack, the writer's Stats().Recycled: how many of
+	// its writes so far filled a spare (recycle.go), so that the table
+	// shows the power loss cut across them.
+	Recycled int64 `json:"recycled,omitempty"`
 }
 
 // version is a task as a store returned it: its rev and a digest of the
@@ -77,12 +81,13 @@ type history struct {
 	seen       map[int64]int64    // the highest rev the reader was shown
 	lines      map[int64][]string // every ledger line about the task, for reports
 	ackedCount int                // acknowledged writes (a plan counts each task)
+	recycled   map[string]int64   // each writer's last Recycled
 }
 
 // readLedgers reads every *.ledger file in dir. A last line cut short (a
 // process killed in mid-write) is ignored.
 func readLedgers(dir string) (*history, error) {
-	h := &history{acked: map[int64]version{}, deleted: map[int64]bool{}, delIntent: map[int64]bool{}, seen: map[int64]int64{}, lines: map[int64][]string{}}
+	h := &history{acked: map[int64]version{}, deleted: map[int64]bool{}, delIntent: map[int64]bool{}, seen: map[int64]int64{}, lines: map[int64][]string{}, recycled: map[string]int64{}}
 	files, err := filepath.Glob(filepath.Join(dir, "*.ledger"))
 	if err != nil {
 		return nil, err
@@ -129,6 +134,7 @@ func (h *history) add(e entry, line string) {
 		h.ackedCount++
 		note(e.ID)
 	case e.Kind == "ack":
+		h.recycled[e.Who] = max(h.recycled[e.Who], e.Recycled)
 		for _, v := range e.Tasks {
 			h.ackedCount++
 			if old, ok := h.acked[v.ID]; !ok || v.Rev > old.Rev {
@@ -147,6 +153,7 @@ func (h *history) add(e entry, line string) {
 type verdict struct {
 	Durability  taskgraph.Durability
 	Checked     int                  // acknowledged writes
+	Recycled    int64                // of the writes, those that filled a spare (recycle.go)
 	Lost        []string             // acknowledged writes not found
 	Undone      []string             // reads of a version that is no longer there
 	NeedsPerson []string             // what a person would have to repair
@@ -159,6 +166,9 @@ type verdict struct {
 // the raw task files as found before the store opened, for the reports.
 func (h *history) verify(found map[int64]taskgraph.Task, before map[int64]string, v *verdict) {
 	v.Checked = h.ackedCount
+	for _, n := range h.recycled {
+		v.Recycled += n
+	}
 	report := func(id int64, what string) string {
 		file, ok := before[id]
 		if ok {

@@ -33,6 +33,7 @@ type row struct {
 	Rounds      int                  // rounds checked (not dropped)
 	Dropped     int                  // rounds whose copy was not a clean cut
 	Checked     int                  // acknowledged writes checked
+	Recycled    int64                // of the writes, those that filled a spare
 	Lost        int
 	Undone      int
 	NeedsPerson int // rounds after which a person would have to repair the directory
@@ -65,6 +66,10 @@ func TestPowerLoss(t *testing.T) {
 				if rw.Rounds > 0 {
 					// The store knew the filesystem it was on.
 					assert.True(t, strings.HasPrefix(rw.Chosen.Filesystem, cfg.Types), "%s: Open saw %q", cfg.Name, rw.Chosen.Filesystem)
+				}
+				if rw.Rounds > 0 && rw.Durability.Protocol == taskgraph.ProtocolSyncEachWrite {
+					// The cuts fell among writes that filled spares.
+					assert.Positive(t, rw.Recycled, "%s: no write filled a spare (recycle.go)", cfg.Name)
 				}
 			})
 		}
@@ -190,6 +195,7 @@ func round(t *testing.T, cfg fsConfig, mode, dir string, r *rand.Rand, rw *row) 
 	require.NoError(t, json.Unmarshal(data, &v))
 	rw.Durability, rw.Chosen = v.Durability, v.Chosen
 	rw.Checked += v.Checked
+	rw.Recycled += v.Recycled
 	rw.Lost += len(v.Lost)
 	rw.Undone += len(v.Undone)
 	if len(v.NeedsPerson) > 0 {
@@ -259,14 +265,14 @@ func optsSuffix(cfg fsConfig) string {
 // protocol the writers used.
 func formatTable(rows []*row) string {
 	var b strings.Builder
-	b.WriteString("| filesystem | mode | protocol used | rounds | dropped | acknowledged writes checked | lost | undone reads | rounds needing a person |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| filesystem | mode | protocol used | rounds | dropped | acknowledged writes checked | of them into a spare | lost | undone reads | rounds needing a person |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		mode := "chosen by Open"
 		if r.Mode == modeGroupCommit {
 			mode = "group commit forced"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %d | %d |\n", r.FS, mode, r.Durability.Protocol, r.Rounds, r.Dropped, r.Checked, r.Lost, r.Undone, r.NeedsPerson)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d |\n", r.FS, mode, r.Durability.Protocol, r.Rounds, r.Dropped, r.Checked, r.Recycled, r.Lost, r.Undone, r.NeedsPerson)
 	}
 	b.WriteString("\nWhat Open chooses, and why:\n\n")
 	seen := map[string]bool{}

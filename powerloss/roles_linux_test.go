@@ -83,7 +83,7 @@ func writer() error {
 		return mine[r.IntN(len(mine))]
 	}
 	ack := func(op string, ts ...taskgraph.Task) {
-		e := entry{Kind: "ack", Op: op}
+		e := entry{Kind: "ack", Op: op, Recycled: s.Stats().Recycled}
 		for _, t := range ts {
 			e.Tasks = append(e.Tasks, versionOf(t))
 		}

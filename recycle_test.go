@@ -1,0 +1,161 @@
+//go:build linux
+
+package taskgraph
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRecycledFiles: under the full protocol, writes fill the files of the
+// versions earlier writes replaced (recycle.go), and every task file holds
+// what the same writes give on a MemStore, as another store reads it.
+func TestRecycledFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openAhead(t, dir, newFakeClock())
+	m := NewMemStore(WithClock(newFakeClock().Now))
+	rng := rand.New(rand.NewPCG(7, 21))
+	const tasks = 12
+	for _, st := range []Store{s, m} {
+		for i := range tasks {
+			_, err := st.Create(ctx, NewTask{Subject: fmt.Sprint("task ", i)})
+			require.NoError(t, err)
+		}
+	}
+	for i := range 300 {
+		id := ID(1 + rng.IntN(tasks))
+		var do func(Store) error
+		switch rng.IntN(4) {
+		case 0:
+			subject := fmt.Sprint("edit ", i)
+			do = func(st Store) error { _, err := st.Update(ctx, id, Patch{Subject: &subject}); return err }
+		case 1:
+			do = func(st Store) error { _, err := st.Claim(ctx, id, "alice"); return err }
+		case 2:
+			do = func(st Store) error { _, err := st.(Noter).Note(ctx, id, "alice", fmt.Sprint("note ", i)); return err }
+		case 3:
+			do = func(st Store) error { _, err := st.Release(ctx, id, "alice"); return err }
+		}
+		errS, errM := do(s), do(m)
+		require.Equal(t, errM == nil, errS == nil, "write %d: %v / %v", i, errS, errM)
+	}
+	assert.Greater(t, s.Stats().Recycled, int64(100), "most writes filled a spare")
+	want, err := m.List(ctx)
+	require.NoError(t, err)
+	other, err := Open(dir)
+	require.NoError(t, err)
+	defer other.Close()
+	got, err := other.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, len(want))
+	for i := range want {
+		assert.Equal(t, want[i].Subject, got[i].Subject)
+		assert.Equal(t, want[i].Status, got[i].Status)
+		assert.Equal(t, want[i].Rev, got[i].Rev)
+		require.Len(t, got[i].Notes, len(want[i].Notes))
+		for k := range want[i].Notes {
+			assert.Equal(t, want[i].Notes[k].Text, got[i].Notes[k].Text) // the clocks differ
+		}
+	}
+	assert.LessOrEqual(t, len(cacheEntries(t, dir)), maxSpares, "spares beyond the pool are removed")
+	require.NoError(t, s.Close())
+	assert.Empty(t, cacheEntries(t, dir), "Close removes the spares")
+}
+
+// TestSpareKeptFromReaders: a version that someone still has open, or that
+// has another name, is never filled: a reader that opened a task file
+// before it was replaced reads the old version to its end, and a hard link
+// made to a task file (a backup's) keeps its content.
+func TestSpareKeptFromReaders(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openAhead(t, dir, newFakeClock())
+	for _, subject := range []string{"read", "linked", "busy"} {
+		_, err := s.Create(ctx, NewTask{Subject: subject})
+		require.NoError(t, err)
+	}
+	// A first write of each, so that the cache directory exists and
+	// the versions read below are of the steady state.
+	for id := ID(1); id <= 3; id++ {
+		_, err := s.Update(ctx, id, Patch{Description: ptr("first")})
+		require.NoError(t, err)
+	}
+	path := func(id ID) string { return filepath.Join(dir, taskFileName(id)) }
+	reader, err := os.Open(path(1))
+	require.NoError(t, err)
+	defer reader.Close()
+	readerWant, err := os.ReadFile(path(1))
+	require.NoError(t, err)
+	backup := filepath.Join(t.TempDir(), "backup.json")
+	require.NoError(t, os.Link(path(2), backup))
+	backupWant, err := os.ReadFile(backup)
+	require.NoError(t, err)
+
+	for id := ID(1); id <= 2; id++ {
+		_, err := s.Update(ctx, id, Patch{Subject: ptr("replaced")})
+		require.NoError(t, err)
+	}
+	recycled := s.Stats().Recycled
+	for i := range 2 * maxSpares {
+		_, err := s.Update(ctx, 3, Patch{Description: ptr(fmt.Sprint("write ", i, " of a file as long as the others or longer"))})
+		require.NoError(t, err)
+	}
+	assert.Greater(t, s.Stats().Recycled, recycled, "the other spares were filled")
+
+	got, err := io.ReadAll(reader)
+	require.NoError(t, err)
+	assert.Equal(t, string(readerWant), string(got), "the reader reads the version it opened")
+	got, err = os.ReadFile(backup)
+	require.NoError(t, err)
+	assert.Equal(t, string(backupWant), string(got), "the hard link keeps its content")
+	for id := ID(1); id <= 3; id++ {
+		task, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		data, err := os.ReadFile(path(id))
+		require.NoError(t, err)
+		onDisk, err := decodeTask(id, data)
+		require.NoError(t, err)
+		assert.Equal(t, task.Subject, onDisk.Subject)
+		assert.Equal(t, task.Rev, onDisk.Rev)
+	}
+}
+
+// TestSparesOfAFailedWrite: a write whose outcome is unknown (its
+// directory fsync failed twice) pools no spare — the version it replaced
+// may be what the disk holds — and removes the spare's name.
+func TestSparesOfAFailedWrite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openAhead(t, dir, newFakeClock())
+	task, err := s.Create(ctx, NewTask{Subject: "a"})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, task.ID, Patch{Subject: ptr("b")})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, task.ID, Patch{Subject: ptr("c")})
+	require.NoError(t, err)
+	s.spares.mu.Lock()
+	pooled := len(s.spares.free)
+	s.spares.mu.Unlock()
+	require.Equal(t, 1, pooled, "each write fills the spare of the one before and leaves one")
+
+	ffs := &faultFS{kind: "fsync", at: 2, sticky: true, err: syscall.EIO}
+	injectFaults(s, ffs) // the spare's fsync passes, the directory's fails
+	_, err = s.Update(ctx, task.ID, Patch{Subject: ptr("d")})
+	ffs.off()
+	require.ErrorIs(t, err, ErrUnknownOutcome)
+	s.spares.mu.Lock()
+	pooled = len(s.spares.free)
+	s.spares.mu.Unlock()
+	assert.Zero(t, pooled, "the filled spare left the pool, and the replaced version was not pooled")
+	assert.Empty(t, cacheEntries(t, dir), "nor left in the cache directory")
+}
