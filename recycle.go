@@ -46,8 +46,9 @@ const maxSpares = 8
 // spares are a store's spare files, by name in the cache directory.
 type spares struct {
 	mu     sync.Mutex
-	free   []string // durable writes' old versions, to fill
-	linked []string // linked by the write under the lock; pooled by its release
+	free   []string    // durable writes' old versions, to fill
+	linked []string    // linked by the write under the lock; pooled by its release
+	perm   os.FileMode // of the files this store makes (0 until it has made one): a spare must have it
 }
 
 // recycles reports whether writes keep the versions they replace as
@@ -128,10 +129,10 @@ func (s *FileStore) fillSpare(cache aheadDir, data []byte) string {
 			s.spares.mu.Unlock()
 			return ""
 		}
-		name := s.spares.free[k-1]
+		name, perm := s.spares.free[k-1], s.spares.perm
 		s.spares.free = s.spares.free[:k-1]
 		s.spares.mu.Unlock()
-		if s.fill(cache, name, data) {
+		if s.fill(cache, name, perm, data) {
 			s.stats.recycled.Add(1)
 			return cacheDirName + "/" + name
 		}
@@ -140,12 +141,15 @@ func (s *FileStore) fillSpare(cache aheadDir, data []byte) string {
 }
 
 // fill overwrites the spare name with data, if it may be, and fsyncs it.
-func (s *FileStore) fill(cache aheadDir, name string, data []byte) bool {
+func (s *FileStore) fill(cache aheadDir, name string, perm os.FileMode, data []byte) bool {
+	if perm == 0 {
+		return false
+	}
 	f, err := atomicfile.OpenIn(cache.dirf, cache.root, name, os.O_WRONLY, 0)
 	if err != nil {
 		return false
 	}
-	ok := atomicfile.Reusable(f) && s.fs.Write(f, data) == nil &&
+	ok := atomicfile.Reusable(f, perm) && s.fs.Write(f, data) == nil &&
 		f.Truncate(int64(len(data))) == nil && s.fs.Sync(f) == nil
 	return f.Close() == nil && ok
 }
@@ -172,6 +176,21 @@ func (s *FileStore) renameSpare(j *journal.Journal, durable bool) error {
 
 // errNoSpare: no spare could take the file.
 var errNoSpare = errors.New("taskgraph: no spare file")
+
+// madeFile notes the permissions of f, a file this store made, if it has
+// not yet: a spare is filled only if it has them too (what the umask
+// leaves of WithFilePerm's), so that a task file's permissions do not
+// depend on which file it was written into.
+func (s *FileStore) madeFile(f *os.File) {
+	s.spares.mu.Lock()
+	defer s.spares.mu.Unlock()
+	if s.spares.perm != 0 || !s.recycles() {
+		return
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().Perm() != 0 {
+		s.spares.perm = fi.Mode().Perm()
+	}
+}
 
 // closeSpares removes the spares of a store that is closing.
 func (s *FileStore) closeSpares() {

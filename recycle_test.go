@@ -75,18 +75,19 @@ func TestRecycledFiles(t *testing.T) {
 // TestSpareKeptFromReaders: a version that someone still has open, or that
 // has another name, is never filled: a reader that opened a task file
 // before it was replaced reads the old version to its end, and a hard link
-// made to a task file (a backup's) keeps its content.
+// made to a task file (a backup's) keeps its content. Nor is one whose
+// permissions someone changed: no task file takes them.
 func TestSpareKeptFromReaders(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openAhead(t, dir, newFakeClock())
-	for _, subject := range []string{"read", "linked", "busy"} {
+	for _, subject := range []string{"read", "linked", "busy", "private"} {
 		_, err := s.Create(ctx, NewTask{Subject: subject})
 		require.NoError(t, err)
 	}
 	// A first write of each, so that the cache directory exists and
 	// the versions read below are of the steady state.
-	for id := ID(1); id <= 3; id++ {
+	for id := ID(1); id <= 4; id++ {
 		_, err := s.Update(ctx, id, Patch{Description: ptr("first")})
 		require.NoError(t, err)
 	}
@@ -101,14 +102,23 @@ func TestSpareKeptFromReaders(t *testing.T) {
 	backupWant, err := os.ReadFile(backup)
 	require.NoError(t, err)
 
-	for id := ID(1); id <= 2; id++ {
+	require.NoError(t, os.Chmod(path(4), 0o600))
+
+	for _, id := range []ID{1, 2, 4} {
 		_, err := s.Update(ctx, id, Patch{Subject: ptr("replaced")})
 		require.NoError(t, err)
 	}
+	s.spares.mu.Lock()
+	perm := s.spares.perm
+	s.spares.mu.Unlock()
+	require.NotZero(t, perm)
 	recycled := s.Stats().Recycled
 	for i := range 2 * maxSpares {
 		_, err := s.Update(ctx, 3, Patch{Description: ptr(fmt.Sprint("write ", i, " of a file as long as the others or longer"))})
 		require.NoError(t, err)
+		fi, err := os.Stat(path(3))
+		require.NoError(t, err)
+		assert.Equal(t, perm, fi.Mode().Perm(), "write %d: a task file has the permissions of a new file", i)
 	}
 	assert.Greater(t, s.Stats().Recycled, recycled, "the other spares were filled")
 
@@ -118,7 +128,10 @@ func TestSpareKeptFromReaders(t *testing.T) {
 	got, err = os.ReadFile(backup)
 	require.NoError(t, err)
 	assert.Equal(t, string(backupWant), string(got), "the hard link keeps its content")
-	for id := ID(1); id <= 3; id++ {
+	for id := ID(1); id <= 4; id++ {
+		fi, err := os.Stat(path(id))
+		require.NoError(t, err)
+		assert.Equal(t, perm, fi.Mode().Perm(), "task %d has the permissions of a new file", id)
 		task, err := s.Get(ctx, id)
 		require.NoError(t, err)
 		data, err := os.ReadFile(path(id))

@@ -265,7 +265,7 @@ func optsSuffix(cfg fsConfig) string {
 // protocol the writers used.
 func formatTable(rows []*row) string {
 	var b strings.Builder
-	b.WriteString("| filesystem | mode | protocol used | rounds | dropped | acknowledged writes checked | of them into a spare | lost | undone reads | rounds needing a person |\n")
+	b.WriteString("| filesystem | mode | protocol used | rounds | dropped | acknowledged writes checked | spares filled | lost | undone reads | rounds needing a person |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		mode := "chosen by Open"

@@ -12,21 +12,24 @@ import (
 const CanReuse = true
 
 // Reusable reports whether f, open for writing, may be overwritten in
-// place unseen: a regular file with a single name and no other open file
-// description anywhere on the system. The kernel grants a write lease
+// place unseen, and then be taken for a file this process made with
+// permissions perm: a regular file with perm, owned by this process's
+// user, with a single name and no other open file description anywhere on
+// the system. The kernel grants a write lease
 // (fcntl F_SETLEASE) only then; it is let go at once. A reader that opened
 // the file under another name it had before (a task file since replaced,
 // read slowly) keeps the file open and so keeps it from being reused:
 // that reader sees the old content to the end, as after a rename. After a
 // yes, only whoever can open f's one name can reach the file.
-func Reusable(f *os.File) bool {
+func Reusable(f *os.File, perm os.FileMode) bool {
 	ok := false
 	_ = Control(f, "fcntl", func(fd int) error {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
 			return nil // open elsewhere, not ours (EACCES), or leases disabled
 		}
 		var st unix.Stat_t
-		ok = unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1
+		ok = unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 &&
+			os.FileMode(st.Mode&0o777) == perm && st.Mode&0o7000 == 0 && int(st.Uid) == os.Geteuid()
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
 		return nil
 	})

@@ -12,4 +12,4 @@ const CanReuse = false
 
 // Reusable always says no here: nothing tells whether another process has
 // the file open.
-func Reusable(*os.File) bool { return false }
+func Reusable(*os.File, os.FileMode) bool { return false }
