@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
@@ -252,6 +253,23 @@ func (s *FileStore) dropAhead(a *ahead) {
 		_ = s.fs.Remove(a.temp)
 		a.temp = ""
 	}
+}
+
+// unusedAhead sets aside the file of a write decided ahead that the lock
+// holder decided otherwise: written and fsynced by this store, named only
+// in the cache directory, it is pooled as a spare where writes recycle
+// (recycle.go) — agents racing for the same task would otherwise each
+// free one — and removed elsewhere.
+func (s *FileStore) unusedAhead(a *ahead) {
+	if a == nil || a.temp == "" {
+		return
+	}
+	if name, ok := strings.CutPrefix(a.temp, cacheDirName+"/"); ok && s.recycles() {
+		s.poolSpares([]string{name}, true)
+		a.temp = ""
+		return
+	}
+	s.dropAhead(a)
 }
 
 // sweepAhead removes what writers that died between deciding ahead and

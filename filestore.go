@@ -484,7 +484,7 @@ func (s *FileStore) write(ctx context.Context, kind writeKind, mk func(*graph, t
 	if kind == writeOneTask {
 		a = s.decideAhead(ctx, mk)
 	}
-	defer s.dropAhead(a)
+	defer s.unusedAhead(a)
 	if a != nil && afterAhead != nil {
 		afterAhead()
 	}
@@ -528,7 +528,7 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 		}
 	}
 	if a != nil && a.stale(s.now()) {
-		s.dropAhead(a)
+		s.unusedAhead(a)
 		a = nil
 	}
 	for attempt := 0; ; attempt++ {
@@ -539,7 +539,7 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 		p, err := mk(s.g, now)
 		if a != nil && (err != nil || !a.matches(p)) {
 			// Something it read changed: decide at the present time.
-			s.dropAhead(a)
+			s.unusedAhead(a)
 			a = nil
 			attempt--
 			continue
@@ -554,7 +554,7 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 			return false, err
 		}
 		if changed {
-			s.dropAhead(a)
+			s.unusedAhead(a)
 			a = nil
 			if attempt < 3 {
 				continue

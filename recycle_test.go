@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 )
 
 // TestRecycledFiles: under the full protocol, writes fill the files of the
@@ -171,4 +173,44 @@ func TestSparesOfAFailedWrite(t *testing.T) {
 	s.spares.mu.Unlock()
 	assert.Zero(t, pooled, "the filled spare left the pool, and the replaced version was not pooled")
 	assert.Empty(t, cacheEntries(t, dir), "nor left in the cache directory")
+}
+
+// TestUnusedAheadFileRecycled: the file of a write decided ahead that the
+// lock holder decides otherwise (another store edited the task in between)
+// is not freed but pooled, and the write under the lock fills it.
+func TestUnusedAheadFileRecycled(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openAhead(t, dir, newFakeClock())
+	other := openAhead(t, dir, newFakeClock())
+	task, err := s.Create(ctx, NewTask{Subject: "a"})
+	require.NoError(t, err)
+	_, err = s.Claim(ctx, task.ID, "alice")
+	require.NoError(t, err)
+	_, err = s.Note(ctx, task.ID, "alice", "the cache directory exists")
+	require.NoError(t, err)
+	_, err = other.Get(ctx, task.ID)
+	require.NoError(t, err)
+
+	var aheadFile uint64
+	withAfterAhead(t, func() {
+		afterAhead = nil
+		for _, n := range cacheEntries(t, dir, s) { // the file written ahead
+			fi, err := os.Stat(filepath.Join(dir, cacheDirName, n))
+			require.NoError(t, err)
+			aheadFile = atomicfile.FileID(fi)
+		}
+		_, err := other.Update(ctx, task.ID, Patch{Subject: ptr("edited in between")})
+		require.NoError(t, err)
+	})
+	ahead := s.Stats().Ahead
+	got, err := s.Note(ctx, task.ID, "alice", "decided ahead, then again under the lock")
+	require.NoError(t, err)
+	assert.Equal(t, "edited in between", got.Subject)
+	assert.Equal(t, ahead, s.Stats().Ahead, "written under the lock")
+	require.NotZero(t, aheadFile, "the write was decided ahead")
+	fi, err := os.Stat(filepath.Join(dir, taskFileName(task.ID)))
+	require.NoError(t, err)
+	assert.Equal(t, aheadFile, atomicfile.FileID(fi), "the write under the lock filled the file written ahead")
+	assert.Empty(t, cacheEntries(t, dir, s, other))
 }
