@@ -223,7 +223,7 @@ func main() {
 		tps[p] = append(tps[p], throughput(p, throughputTasks, os.Args[0], "-work", tpDir(p, round)))
 	})
 	for _, p := range ps {
-		var ops, perFloor, perSyncs, perDirSyncs []float64
+		var ops, perFloor, perSyncs, perDirSyncs, aheads, recycleds []float64
 		var lat []time.Duration
 		for round, tp := range tps[p] {
 			ops = append(ops, tp.opsPerSec)
@@ -231,11 +231,16 @@ func main() {
 			lat = append(lat, tp.latencies...)
 			perSyncs = append(perSyncs, tp.writesPerSync)
 			perDirSyncs = append(perDirSyncs, tp.writesPerDirSync)
+			aheads, recycleds = append(aheads, tp.ahead), append(recycleds, tp.recycled)
+		}
+		spares := ""
+		if medianOf(aheads)+medianOf(recycleds) > 0 {
+			spares = fmt.Sprintf("; %.0f %% of the writes decided ahead, %.0f %% files written into a spare", 100*medianOf(aheads), 100*medianOf(recycleds))
 		}
 		m := medianOf(ops)
 		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p), Median: 1e6 / m, P90: 1e6 / slices.Min(ops),
 			Ratio: 1 / medianOf(perFloor), RoundRatios: perFloor,
-			Note: fmt.Sprintf("%.0f ops/s = %s× 1/floor (rounds %s); %s", m, fmtF(medianOf(perFloor)), fmtRange(perFloor), perSync(medianOf(perSyncs), medianOf(perDirSyncs)))})
+			Note: fmt.Sprintf("%.0f ops/s = %s× 1/floor (rounds %s); %s", m, fmtF(medianOf(perFloor)), fmtRange(perFloor), perSync(medianOf(perSyncs), medianOf(perDirSyncs))+spares)})
 		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("latency %d procs", p), Median: pct(lat, 50), P90: pct(lat, 90), P99: pct(lat, 99),
 			Ratio: pct(lat, 50) / medianOf(tpFloors[p]),
 			Note:  fmt.Sprintf("one ClaimNext or Complete; p99 %.0f µs", pct(lat, 99))})
@@ -685,6 +690,9 @@ type throughputResult struct {
 	// writes per fsync of the directory after the lock (the full
 	// protocol), over all of them
 	writesPerDirSync float64
+	// shares of the writes decided ahead of the lock, and written into a
+	// spare (the full protocol)
+	ahead, recycled float64
 }
 
 // workReport is what a -work process prints when it is done.
@@ -693,6 +701,8 @@ type workReport struct {
 	Writes      int64   `json:"writes"`
 	Syncs       int64   `json:"syncs"`
 	DirSyncs    int64   `json:"dir_syncs"`
+	Ahead       int64   `json:"ahead"`
+	Recycled    int64   `json:"recycled"`
 }
 
 // throughput runs p copies of the program bin with args, each doing
@@ -704,6 +714,7 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 		mu                      sync.Mutex
 		res                     throughputResult
 		writes, syncs, dirSyncs int64
+		ahead, recycled         int64
 	)
 	for range p {
 		wg.Go(func() {
@@ -714,6 +725,7 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 				res.latencies = append(res.latencies, time.Duration(ns))
 			}
 			writes, syncs, dirSyncs = writes+r.Writes, syncs+r.Syncs, dirSyncs+r.DirSyncs
+			ahead, recycled = ahead+r.Ahead, recycled+r.Recycled
 		})
 	}
 	wg.Wait()
@@ -724,6 +736,9 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 	}
 	if dirSyncs > 0 {
 		res.writesPerDirSync = float64(writes) / float64(dirSyncs)
+	}
+	if writes > 0 {
+		res.ahead, res.recycled = float64(ahead)/float64(writes), float64(recycled)/float64(writes)
 	}
 	return res
 }
@@ -763,7 +778,7 @@ func work(dir string) {
 	defer s.Close()
 	lat := drain(s)
 	st := s.Stats()
-	r := workReport{Writes: st.Writes, Syncs: st.Syncs, DirSyncs: st.DirSyncs}
+	r := workReport{Writes: st.Writes, Syncs: st.Syncs, DirSyncs: st.DirSyncs, Ahead: st.Ahead, Recycled: st.Recycled}
 	for _, d := range lat {
 		r.LatenciesNS = append(r.LatenciesNS, d.Nanoseconds())
 	}
