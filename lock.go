@@ -81,10 +81,17 @@ func (l *dirLock) lock(ctx context.Context, exclusive bool) (unlock func(), err 
 		return nil, lockError(l.path, err)
 	}
 	// Contended: block in the kernel rather than poll, so that the lock is
-	// handed over as soon as it is released. A blocking flock cannot be
-	// interrupted, so it waits in a goroutine on a descriptor of its own;
-	// if ctx ends first, that goroutine releases the lock (closes the
-	// descriptor) once it has it.
+	// handed over as soon as it is released.
+	if ctx.Done() == nil {
+		// Nothing can end the wait: block right here.
+		if err := flock(l.f, how); err != nil {
+			return nil, lockError(l.path, err)
+		}
+		return func() { _ = flock(l.f, lockUnlock) }, nil
+	}
+	// A blocking flock cannot be interrupted, so it waits in a goroutine
+	// on a descriptor of its own; if ctx ends first, that goroutine
+	// releases the lock (closes the descriptor) once it has it.
 	w, err := l.open()
 	if err != nil || w == nil {
 		return l.unusable(exclusive, err)
