@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -213,4 +214,60 @@ func TestUnusedAheadFileRecycled(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, aheadFile, atomicfile.FileID(fi), "the write under the lock filled the file written ahead")
 	assert.Empty(t, cacheEntries(t, dir, s, other))
+}
+
+// TestHostileSpare: whatever takes a pooled spare's name — a FIFO, a
+// directory, a symlink to a file elsewhere, a file with another link — the
+// next write neither hangs nor writes through it, and stores its task.
+func TestHostileSpare(t *testing.T) {
+	ctx := context.Background()
+	outside := filepath.Join(t.TempDir(), "outside")
+	require.NoError(t, os.WriteFile(outside, []byte("not yours"), 0o644))
+	for _, c := range []struct {
+		name  string
+		plant func(path string) error
+	}{
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o644) }},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o755) }},
+		{"symlink outside", func(p string) error { return os.Symlink(outside, p) }},
+		{"hard link outside", func(p string) error { return os.Link(outside, p) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openAhead(t, dir, newFakeClock())
+			task, err := s.Create(ctx, NewTask{Subject: "a"})
+			require.NoError(t, err)
+			for _, subject := range []string{"b", "c"} {
+				_, err = s.Update(ctx, task.ID, Patch{Subject: &subject})
+				require.NoError(t, err)
+			}
+			s.spares.mu.Lock()
+			require.Len(t, s.spares.free, 1)
+			spare := filepath.Join(dir, cacheDirName, s.spares.free[0])
+			s.spares.mu.Unlock()
+			require.NoError(t, os.Remove(spare))
+			require.NoError(t, c.plant(spare))
+
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Update(ctx, task.ID, Patch{Subject: ptr("d")})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the write hangs")
+			}
+			got, err := os.ReadFile(outside)
+			require.NoError(t, err)
+			assert.Equal(t, "not yours", string(got))
+			other, err := Open(dir)
+			require.NoError(t, err)
+			defer other.Close()
+			read, err := other.Get(ctx, task.ID)
+			require.NoError(t, err)
+			assert.Equal(t, "d", read.Subject)
+		})
+	}
 }
