@@ -58,11 +58,12 @@ func (s *FileStore) recycles() bool {
 }
 
 // linkReplaced keeps the version the single-file write j is about to
-// replace or remove as a spare, under the lock and before the rename. It
-// reports false if it did not (and holdReplaced may hold it instead).
+// replace as a spare, under the lock and before the rename. It reports
+// false if it did not (and holdReplaced may hold it instead). A deletion
+// keeps nothing: it is how a full disk gets space back.
 func (s *FileStore) linkReplaced(j *journal.Journal) bool {
 	id, ok := replacedID(j)
-	if !ok || !s.recycles() || s.ahead.dirf == nil {
+	if !ok || len(j.Del) > 0 || !s.recycles() || s.ahead.dirf == nil {
 		return false
 	}
 	if _, exists := s.stamps[id]; !exists {
