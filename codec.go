@@ -371,6 +371,9 @@ func decodeTask(id ID, data []byte) (*Task, error) {
 	if len(data) > maxFileSize {
 		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit", len(data), maxFileSize)
 	}
+	if t := decodeWritten(id, data); t != nil {
+		return t, nil
+	}
 	if t := decodeFast(id, data); t != nil {
 		return t, nil
 	}
