@@ -11,6 +11,9 @@ import (
 // CanReuse reports whether Reusable can ever say yes here.
 const CanReuse = true
 
+// euid is this process's effective user id (a system call each time asked).
+var euid = os.Geteuid()
+
 // Reusable reports whether f, open for writing, may be overwritten in
 // place unseen, and then be taken for a file this process made with
 // permissions perm: a regular file with perm, owned by this process's
@@ -29,7 +32,7 @@ func Reusable(f *os.File, perm os.FileMode) bool {
 		}
 		var st unix.Stat_t
 		ok = unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 &&
-			os.FileMode(st.Mode&0o777) == perm && st.Mode&0o7000 == 0 && int(st.Uid) == os.Geteuid()
+			os.FileMode(st.Mode&0o777) == perm && st.Mode&0o7000 == 0 && int(st.Uid) == euid
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
 		return nil
 	})
