@@ -94,7 +94,6 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 		return nil
 	}
 	a.temp = cacheDirName + "/" + name
-	s.madeFile(f)
 	err = s.fs.Write(f, data)
 	if err == nil {
 		err = s.fs.Sync(f)

@@ -48,7 +48,8 @@ type spares struct {
 	mu     sync.Mutex
 	free   []string    // durable writes' old versions, to fill
 	linked []string    // linked by the write under the lock; pooled by its release
-	perm   os.FileMode // of the files this store makes (0 until it has made one): a spare must have it
+	perm   os.FileMode // of the files this store makes (0: not known yet, or never): a spare must have it
+	told   bool        // perm was asked for
 }
 
 // recycles reports whether writes keep the versions they replace as
@@ -130,6 +131,11 @@ func (s *FileStore) fillSpare(cache aheadDir, data []byte) string {
 			s.spares.mu.Unlock()
 			return ""
 		}
+		if !s.spares.told {
+			// What WithFilePerm's permissions become; a spare with
+			// others (someone changed them) is not passed on.
+			s.spares.perm, s.spares.told = atomicfile.CreatedPerm(s.cfg.filePerm), true
+		}
 		name, perm := s.spares.free[k-1], s.spares.perm
 		s.spares.free = s.spares.free[:k-1]
 		s.spares.mu.Unlock()
@@ -177,21 +183,6 @@ func (s *FileStore) renameSpare(j *journal.Journal, durable bool) error {
 
 // errNoSpare: no spare could take the file.
 var errNoSpare = errors.New("taskgraph: no spare file")
-
-// madeFile notes the permissions of f, a file this store made, if it has
-// not yet: a spare is filled only if it has them too (what the umask
-// leaves of WithFilePerm's), so that a task file's permissions do not
-// depend on which file it was written into.
-func (s *FileStore) madeFile(f *os.File) {
-	s.spares.mu.Lock()
-	defer s.spares.mu.Unlock()
-	if s.spares.perm != 0 || !s.recycles() {
-		return
-	}
-	if fi, err := f.Stat(); err == nil && fi.Mode().Perm() != 0 {
-		s.spares.perm = fi.Mode().Perm()
-	}
-}
 
 // closeSpares removes the spares of a store that is closing.
 func (s *FileStore) closeSpares() {

@@ -4,6 +4,8 @@ package atomicfile
 
 import (
 	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,6 +15,26 @@ const CanReuse = true
 
 // euid is this process's effective user id (a system call each time asked).
 var euid = os.Geteuid()
+
+// CreatedPerm returns the permissions a file created with perm gets: perm
+// without the process's umask, which Linux (4.7 and later) tells in
+// /proc/self/status without changing it; 0 if it cannot be told.
+func CreatedPerm(perm os.FileMode) os.FileMode {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			if err != nil {
+				return 0
+			}
+			return perm.Perm() &^ os.FileMode(mask)
+		}
+	}
+	return 0
+}
 
 // Reusable reports whether f, open for writing, may be overwritten in
 // place unseen, and then be taken for a file this process made with

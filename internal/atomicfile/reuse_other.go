@@ -13,3 +13,6 @@ const CanReuse = false
 // Reusable always says no here: nothing tells whether another process has
 // the file open.
 func Reusable(*os.File, os.FileMode) bool { return false }
+
+// CreatedPerm is not told here.
+func CreatedPerm(os.FileMode) os.FileMode { return 0 }

@@ -1,0 +1,53 @@
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCreatedPerm: the permissions a new file gets, as the kernel gives
+// them.
+func TestCreatedPerm(t *testing.T) {
+	for _, perm := range []os.FileMode{0o644, 0o666, 0o600, 0o755} {
+		path := filepath.Join(t.TempDir(), "f")
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+		require.NoError(t, err)
+		fi, err := f.Stat()
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		assert.Equal(t, fi.Mode().Perm(), CreatedPerm(perm), "%o", perm)
+	}
+}
+
+// TestReusable: a file may be overwritten in place only if nothing else
+// reaches it: no other open file description, no other name, the
+// permissions asked for.
+func TestReusable(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spare")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o600))
+	require.NoError(t, os.Chmod(path, 0o640))
+	reusable := func(perm os.FileMode) bool {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		require.NoError(t, err)
+		defer f.Close()
+		return Reusable(f, perm)
+	}
+	assert.True(t, reusable(0o640))
+	assert.False(t, reusable(0o644), "other permissions")
+
+	reader, err := os.Open(path)
+	require.NoError(t, err)
+	assert.False(t, reusable(0o640), "open by a reader")
+	require.NoError(t, reader.Close())
+	assert.True(t, reusable(0o640), "once the reader is done")
+
+	require.NoError(t, os.Link(path, filepath.Join(dir, "other name")))
+	assert.False(t, reusable(0o640), "a second name")
+	require.NoError(t, os.Remove(filepath.Join(dir, "other name")))
+	assert.True(t, reusable(0o640))
+}
