@@ -273,7 +273,7 @@ func (s *FileStore) unusedAhead(a *ahead) {
 
 // sweepAhead removes what writers that died between deciding ahead and
 // renaming left in the cache directory, once per store. A file is left
-// alone if its inode is also its task's file with a single link: after a
+// alone if its inode is also a task's file with a single link: after a
 // power loss a filesystem without a journal may keep the name a rename
 // moved in both directories without counting both, and removing that name
 // would free the task's file.
@@ -285,6 +285,7 @@ func (s *FileStore) sweepAhead() {
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
+	var taskFiles map[uint64]bool // the inodes of the task files, as the cache has them
 	for _, n := range names {
 		target, ok := tempTarget(n)
 		if !ok {
@@ -294,8 +295,22 @@ func (s *FileStore) sweepAhead() {
 		if err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < aheadSweepAge {
 			continue
 		}
-		if tfi, err := s.root.Lstat(target); err == nil && atomicfile.Links(fi) < 2 && atomicfile.FileID(tfi) == atomicfile.FileID(fi) {
-			continue
+		if atomicfile.Links(fi) < 2 {
+			// A spare (recycle.go) is named for the task it was
+			// replaced in and renamed to any task's file: any task
+			// file may be the other name.
+			if taskFiles == nil {
+				taskFiles = make(map[uint64]bool, len(s.stamps))
+				for _, st := range s.stamps {
+					taskFiles[st.Ino] = true
+				}
+			}
+			if taskFiles[atomicfile.FileID(fi)] {
+				continue
+			}
+			if tfi, err := s.root.Lstat(target); err == nil && atomicfile.FileID(tfi) == atomicfile.FileID(fi) {
+				continue
+			}
 		}
 		_ = cache.Remove(n)
 	}

@@ -271,3 +271,46 @@ func TestHostileSpare(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepKeepsAnyTaskFile: a leftover in the cache directory with a
+// single link whose inode the cache has as any task's file is left alone,
+// whatever task its name is for. A spare is named for the task it was
+// replaced in and renamed to another's file; after a power loss without a
+// journal both names may survive with one link counted, and removing the
+// cache's would free that task's file.
+func TestSweepKeepsAnyTaskFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openAhead(t, dir, newFakeClock())
+	for _, subject := range []string{"a", "b"} {
+		_, err := s.Create(ctx, NewTask{Subject: subject})
+		require.NoError(t, err)
+	}
+	for range 2 {
+		_, err := s.Update(ctx, 1, Patch{Description: ptr("the cache directory exists")})
+		require.NoError(t, err)
+	}
+	require.NotNil(t, s.ahead.root)
+	old := time.Now().Add(-2 * aheadSweepAge)
+	plant := func(name string) (string, uint64) {
+		p := filepath.Join(dir, cacheDirName, name)
+		require.NoError(t, os.WriteFile(p, []byte("{}"), 0o644))
+		require.NoError(t, os.Chtimes(p, old, old))
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		return p, atomicfile.FileID(fi)
+	}
+	spare, ino := plant(".task_1.json0spare")
+	stray, _ := plant(".task_1.json0stray")
+
+	s.sem <- struct{}{}
+	kept := s.stamps[2]
+	st := kept
+	st.Ino = ino // as if task 2's file were that inode, one link counted
+	s.stamps[2] = st
+	s.sweepAhead()
+	s.stamps[2] = kept
+	<-s.sem
+	assert.FileExists(t, spare, "another task's file")
+	assert.NoFileExists(t, stray)
+}
