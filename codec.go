@@ -520,12 +520,14 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 
 // fileLabels returns the labels of a task file sorted, without
 // duplicates: as stored. Their form is not judged (a file written by hand
-// may hold any), as with all stored text.
+// may hold any), as with all stored text. It sorts labels in place: every
+// caller passes a slice it has just decoded.
 func fileLabels(labels []string) []string {
 	if len(labels) == 0 {
 		return nil
 	}
-	return slices.Compact(slices.Sorted(slices.Values(labels)))
+	slices.Sort(labels)
+	return slices.Compact(labels)
 }
 
 // decodeArray decodes the optional array field k; an empty one is nil.

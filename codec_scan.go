@@ -9,7 +9,6 @@ package taskgraph
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,8 +95,7 @@ func decodeWritten(id ID, data []byte) *Task {
 			ok = ok && t.Priority.Valid()
 		case "labels":
 			t.Labels, ok = list[string](&s)
-			slices.Sort(t.Labels) // fileLabels, in place
-			t.Labels = nilIfEmpty(slices.Compact(t.Labels))
+			t.Labels = fileLabels(t.Labels)
 		case "reason":
 			ok = s.str(&t.Reason, false)
 		case "result":
