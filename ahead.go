@@ -124,12 +124,9 @@ func (s *FileStore) offTheLock() bool {
 // not by the writers queued for the lock. Nothing is left behind by a
 // writer that dies: the kernel closes its files.
 func (s *FileStore) holdReplaced(j *journal.Journal) *os.File {
-	id, ok := replacedID(j)
+	id, ok := s.replacedTask(j)
 	if !ok || !s.offTheLock() {
 		return nil
-	}
-	if _, exists := s.stamps[id]; !exists {
-		return nil // a new task replaces nothing
 	}
 	f, err := s.fs.OpenRead(taskFileName(id))
 	if err != nil {

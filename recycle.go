@@ -63,12 +63,9 @@ func (s *FileStore) recycles() bool {
 // false if it did not (and holdReplaced may hold it instead). A deletion
 // keeps nothing: it is how a full disk gets space back.
 func (s *FileStore) linkReplaced(j *journal.Journal) bool {
-	id, ok := replacedID(j)
+	id, ok := s.replacedTask(j)
 	if !ok || len(j.Del) > 0 || !s.recycles() || s.ahead.dirf == nil {
 		return false
-	}
-	if _, exists := s.stamps[id]; !exists {
-		return false // a new task replaces nothing
 	}
 	name := atomicfile.TempName(taskFileName(id))
 	if err := s.root.Link(taskFileName(id), cacheDirName+"/"+name); err != nil {
@@ -193,14 +190,20 @@ func (s *FileStore) closeSpares() {
 	s.removeSpares(free)
 }
 
-// replacedID returns the task that the single-file write j replaces or
-// removes.
-func replacedID(j *journal.Journal) (ID, bool) {
+// replacedTask returns the task whose file the single-file write j
+// replaces or removes; a write of several files, or of a new task, replaces
+// none.
+func (s *FileStore) replacedTask(j *journal.Journal) (ID, bool) {
 	if len(j.Put)+len(j.Del) != 1 {
 		return 0, false
 	}
+	var id ID
 	for k := range j.Put {
-		return ID(k), true
+		id = ID(k)
 	}
-	return ID(j.Del[0]), true
+	for _, k := range j.Del {
+		id = ID(k)
+	}
+	_, exists := s.stamps[id]
+	return id, exists
 }
