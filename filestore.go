@@ -397,6 +397,7 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 			replaced, linked := s.replaced, s.takeLinked()
 			s.replaced = nil
 			s.writeSnapshot() // outside the lock: it is this store's cache
+			s.topUpSpares()
 			<-s.sem
 			// Freeing the old versions (holdReplaced) overlaps the
 			// sync; both are over when the operation returns.

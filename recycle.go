@@ -50,6 +50,8 @@ type spares struct {
 	linked []string    // linked by the write under the lock; pooled by its release
 	perm   os.FileMode // of the files this store makes (0: not known yet, or never): a spare must have it
 	told   bool        // perm was asked for
+	wanted bool        // a write found the pool empty (topUpSpares)
+	making bool        // a new spare is being made
 }
 
 // recycles reports whether writes keep the versions they replace as
@@ -125,6 +127,7 @@ func (s *FileStore) fillSpare(cache aheadDir, data []byte) string {
 		s.spares.mu.Lock()
 		k := len(s.spares.free)
 		if k == 0 {
+			s.spares.wanted = true
 			s.spares.mu.Unlock()
 			return ""
 		}
@@ -135,6 +138,7 @@ func (s *FileStore) fillSpare(cache aheadDir, data []byte) string {
 		}
 		name, perm := s.spares.free[k-1], s.spares.perm
 		s.spares.free = s.spares.free[:k-1]
+		s.spares.wanted = s.spares.wanted || k <= topUpLow
 		s.spares.mu.Unlock()
 		if s.fill(cache, name, perm, data) {
 			s.stats.recycled.Add(1)
@@ -157,6 +161,61 @@ func (s *FileStore) fill(cache aheadDir, name string, perm os.FileMode, data []b
 		f.Truncate(int64(len(data))) == nil && s.fs.Sync(f) == nil
 	return f.Close() == nil && ok
 }
+
+// topUpSpares makes new, empty spares for the next writes when writes
+// have nearly emptied the pool, off the path of the operation: writes that replace
+// nothing (a run of Creates) would otherwise each create a file, the slow
+// step spares exist to take out (see the top of this file). It makes
+// topUpCount files and then fsyncs the cache directory once: on ext4
+// without a journal a new file's first fsync also syncs its directory, which
+// the fill would otherwise pay for. A new spare was never any task's file,
+// so it is pooled at once. Called by an operation's release with the
+// semaphore held, so that Close waits for it (inflight).
+func (s *FileStore) topUpSpares() {
+	s.spares.mu.Lock()
+	start := s.spares.wanted && !s.spares.making && len(s.spares.free) < topUpLow && s.ahead.dirf != nil && !s.closed
+	s.spares.wanted = false
+	s.spares.making = s.spares.making || start
+	s.spares.mu.Unlock()
+	if !start {
+		return
+	}
+	cache := s.ahead // its handles stay usable while in use, even once closed (os.File)
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		// Not through s.fs: these are no write's steps, which the fault
+		// tests count.
+		var made []string
+		for range topUpCount {
+			name := atomicfile.TempName(taskFileName(1))
+			f, err := atomicfile.OpenIn(cache.dirf, cache.root, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.cfg.filePerm)
+			if err != nil {
+				break
+			}
+			made = append(made, name)
+			if f.Close() != nil {
+				break
+			}
+		}
+		synced := len(made) > 0 && cache.dirf.Sync() == nil
+		s.spares.mu.Lock()
+		s.spares.making = false
+		n := 0
+		if synced {
+			n = min(len(made), maxSpares-len(s.spares.free))
+		}
+		s.spares.free = append(s.spares.free, made[:n]...)
+		s.spares.mu.Unlock()
+		for _, name := range made[n:] {
+			_ = cache.root.Remove(name)
+		}
+	}()
+}
+
+// topUpCount is how many spares topUpSpares makes at a time, once a write
+// leaves fewer than topUpLow in the pool.
+const topUpCount, topUpLow = 4, 2
 
 // renameSpare writes the one task file the write j puts, under the lock,
 // into a spare and renames it into place. An error means nothing was
