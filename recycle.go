@@ -70,7 +70,9 @@ func (s *FileStore) linkReplaced(j *journal.Journal) bool {
 		return false
 	}
 	name := atomicfile.TempName(taskFileName(id))
-	if err := s.root.Link(taskFileName(id), cacheDirName+"/"+name); err != nil {
+	// Through the directories' handles: two system calls fewer under the
+	// lock than through the path of the cache directory.
+	if err := atomicfile.LinkIn(s.dirf, taskFileName(id), s.ahead.dirf, name); err != nil {
 		return false
 	}
 	s.spares.linked = append(s.spares.linked, name)

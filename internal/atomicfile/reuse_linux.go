@@ -60,3 +60,14 @@ func Reusable(f *os.File, perm os.FileMode) bool {
 	})
 	return ok
 }
+
+// LinkIn gives the file name in the directory from a second name, to in the
+// directory dir: through the directories' handles, never their paths, and
+// never following a symlink at name (linkat without AT_SYMLINK_FOLLOW).
+func LinkIn(from *os.File, name string, dir *os.File, to string) error {
+	return Control(from, "linkat", func(fromFD int) error {
+		return Control(dir, "linkat", func(dirFD int) error {
+			return unix.Linkat(fromFD, name, dirFD, to, 0)
+		})
+	})
+}

@@ -51,3 +51,45 @@ func TestReusable(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, "other name")))
 	assert.True(t, reusable(0o640))
 }
+
+// TestLinkIn: LinkIn gives a file a second name through the directories'
+// handles — even once the directories' paths name others — and links a
+// symlink itself, never its target.
+func TestLinkIn(t *testing.T) {
+	base := t.TempDir()
+	from, to := filepath.Join(base, "from"), filepath.Join(base, "to")
+	require.NoError(t, os.Mkdir(from, 0o755))
+	require.NoError(t, os.Mkdir(to, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(from, "file"), []byte("content"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(from, "file"), filepath.Join(from, "symlink")))
+	fromDir, err := os.Open(from)
+	require.NoError(t, err)
+	defer fromDir.Close()
+	toDir, err := os.Open(to)
+	require.NoError(t, err)
+	defer toDir.Close()
+	// The paths now name other, empty directories.
+	require.NoError(t, os.Rename(from, from+".moved"))
+	require.NoError(t, os.Rename(to, to+".moved"))
+	require.NoError(t, os.Mkdir(from, 0o755))
+	require.NoError(t, os.Mkdir(to, 0o755))
+
+	require.NoError(t, LinkIn(fromDir, "file", toDir, "second"))
+	a, err := os.Stat(filepath.Join(from+".moved", "file"))
+	require.NoError(t, err)
+	b, err := os.Stat(filepath.Join(to+".moved", "second"))
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(a, b), "the same file under a second name")
+	assert.Equal(t, uint64(2), Links(b))
+
+	require.NoError(t, LinkIn(fromDir, "symlink", toDir, "link of symlink"))
+	fi, err := os.Lstat(filepath.Join(to+".moved", "link of symlink"))
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the symlink itself, not the file it points to")
+
+	err = LinkIn(fromDir, "missing", toDir, "x")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	entries, err := os.ReadDir(to)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing went through the paths")
+}

@@ -5,7 +5,10 @@
 
 package atomicfile
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 // CanReuse reports whether Reusable can ever say yes here.
 const CanReuse = false
@@ -16,3 +19,8 @@ func Reusable(*os.File, os.FileMode) bool { return false }
 
 // CreatedPerm is not told here.
 func CreatedPerm(os.FileMode) os.FileMode { return 0 }
+
+// LinkIn is not used here: nothing is reused.
+func LinkIn(_ *os.File, name string, _ *os.File, to string) error {
+	return &os.LinkError{Op: "link", Old: name, New: to, Err: errors.ErrUnsupported}
+}
