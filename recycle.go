@@ -23,6 +23,10 @@
 //   - Its content is written and fsynced before its rename, as a new file's
 //     is: the rename that moves it into place is the same step.
 //
+// Writes that replace nothing (Creates) give none back: when the pool runs
+// low, the store makes new, empty spares off the writes' path
+// (topUpSpares).
+//
 // Spares are per store, so a spare is never filled by a store that did not
 // see the write that made it durable. Those left by a store that died are
 // removed like its other temporary files (sweepAhead), and Close removes
