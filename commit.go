@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
@@ -44,10 +45,26 @@ type dirFS struct {
 	atomicfile.FS // temporary files (O_EXCL), renames and removals, in root
 	root          *os.Root
 	dirf          *os.File
+	// cache is the store's cache directory as writes decided ahead use
+	// it, for the renames of their files into place (nil: renames go
+	// through root). Read only under the lock, as it is written.
+	cache *aheadDir
 }
 
 func newDirFS(root *os.Root, dirf *os.File) dirFS {
-	return dirFS{atomicfile.Root(root), root, dirf}
+	return dirFS{FS: atomicfile.Root(root), root: root, dirf: dirf}
+}
+
+// Rename renames oldname to newname. A file of the cache directory moved
+// into the task directory (a file decided ahead, a spare: the renames under
+// the lock) goes through both directories' handles, one system call;
+// anything else through root.
+func (d dirFS) Rename(oldname, newname string) error {
+	if base, ok := strings.CutPrefix(oldname, cacheDirName+"/"); ok && d.cache != nil &&
+		!strings.ContainsRune(base, '/') && !strings.ContainsRune(newname, '/') && d.cache.dirf != nil {
+		return atomicfile.RenameIn(d.cache.dirf, base, d.dirf, newname)
+	}
+	return d.FS.Rename(oldname, newname)
 }
 
 // OpenFile opens name without following a symlink or blocking on a FIFO.

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -173,6 +174,10 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		log:    changeLog{recEnd: make(map[ID]int64)},
 		fs:     newDirFS(root, dirf),
 		done:   make(chan struct{}),
+	}
+	if fsys, ok := s.fs.(dirFS); ok && runtime.GOOS != "windows" {
+		fsys.cache = &s.ahead // renames out of it through its handle
+		s.fs = fsys
 	}
 	s.chooseProtocol()
 	if _, err := root.Lstat(idsFileName); err == nil || inGitWorkTree(dir) {

@@ -163,8 +163,10 @@ func (s *FileStore) fill(cache aheadDir, name string, perm os.FileMode, data []b
 	if err != nil {
 		return false
 	}
-	ok := atomicfile.Reusable(f, perm) && s.fs.Write(f, data) == nil &&
-		f.Truncate(int64(len(data))) == nil && s.fs.Sync(f) == nil
+	size, ok := atomicfile.Reusable(f, perm)
+	// A spare no longer than data is overwritten whole: no truncate.
+	ok = ok && s.fs.Write(f, data) == nil &&
+		(size <= int64(len(data)) || f.Truncate(int64(len(data))) == nil) && s.fs.Sync(f) == nil
 	return f.Close() == nil && ok
 }
 

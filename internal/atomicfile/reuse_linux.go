@@ -45,9 +45,9 @@ func CreatedPerm(perm os.FileMode) os.FileMode {
 // the file under another name it had before (a task file since replaced,
 // read slowly) keeps the file open and so keeps it from being reused:
 // that reader sees the old content to the end, as after a rename. After a
-// yes, only whoever can open f's one name can reach the file.
-func Reusable(f *os.File, perm os.FileMode) bool {
-	ok := false
+// yes, only whoever can open f's one name can reach the file; size is
+// then its size.
+func Reusable(f *os.File, perm os.FileMode) (size int64, ok bool) {
 	_ = Control(f, "fcntl", func(fd int) error {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
 			return nil // open elsewhere, not ours (EACCES), or leases disabled
@@ -55,19 +55,26 @@ func Reusable(f *os.File, perm os.FileMode) bool {
 		var st unix.Stat_t
 		ok = unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 &&
 			os.FileMode(st.Mode&0o777) == perm && st.Mode&0o7000 == 0 && int(st.Uid) == euid
+		size = st.Size
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
 		return nil
 	})
-	return ok
+	return size, ok
 }
 
 // LinkIn gives the file name in the directory from a second name, to in the
 // directory dir: through the directories' handles, never their paths, and
 // never following a symlink at name (linkat without AT_SYMLINK_FOLLOW).
 func LinkIn(from *os.File, name string, dir *os.File, to string) error {
-	return Control(from, "linkat", func(fromFD int) error {
+	var lerr error
+	err := Control(from, "linkat", func(fromFD int) error {
 		return Control(dir, "linkat", func(dirFD int) error {
-			return unix.Linkat(fromFD, name, dirFD, to, 0)
+			lerr = unix.Linkat(fromFD, name, dirFD, to, 0)
+			return lerr
 		})
 	})
+	if lerr != nil {
+		return &os.LinkError{Op: "link", Old: name, New: to, Err: lerr}
+	}
+	return err
 }

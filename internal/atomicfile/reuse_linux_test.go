@@ -35,10 +35,17 @@ func TestReusable(t *testing.T) {
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		require.NoError(t, err)
 		defer f.Close()
-		return Reusable(f, perm)
+		_, ok := Reusable(f, perm)
+		return ok
 	}
 	assert.True(t, reusable(0o640))
 	assert.False(t, reusable(0o644), "other permissions")
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	size, ok := Reusable(f, 0o640)
+	require.NoError(t, f.Close())
+	assert.True(t, ok)
+	assert.Equal(t, int64(len("old")), size, "and its size")
 
 	reader, err := os.Open(path)
 	require.NoError(t, err)

@@ -15,7 +15,7 @@ const CanReuse = false
 
 // Reusable always says no here: nothing tells whether another process has
 // the file open.
-func Reusable(*os.File, os.FileMode) bool { return false }
+func Reusable(*os.File, os.FileMode) (size int64, ok bool) { return 0, false }
 
 // CreatedPerm is not told here.
 func CreatedPerm(os.FileMode) os.FileMode { return 0 }
