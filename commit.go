@@ -47,7 +47,8 @@ type dirFS struct {
 	dirf          *os.File
 	// cache is the store's cache directory as writes decided ahead use
 	// it, for the renames of their files into place (nil: renames go
-	// through root). Read only under the lock, as it is written.
+	// through root). Such renames are made under the lock, and it is
+	// written with the store's semaphore held, which the lock holder has.
 	cache *aheadDir
 }
 

@@ -50,12 +50,14 @@ const maxSpares = 8
 // spares are a store's spare files, by name in the cache directory.
 type spares struct {
 	mu     sync.Mutex
-	free   []string    // durable writes' old versions, to fill
-	linked []string    // linked by the write under the lock; pooled by its release
-	perm   os.FileMode // of the files this store makes (0: not known yet, or never): a spare must have it
-	told   bool        // perm was asked for
-	wanted bool        // a write found the pool empty (topUpSpares)
-	making bool        // a new spare is being made
+	free   []string        // durable writes' old versions, to fill
+	linked []string        // linked by the write under the lock; pooled by its release
+	perm   os.FileMode     // of the files this store makes (0: not known yet, or never): a spare must have it
+	told   bool            // perm was asked for
+	wanted bool            // a write nearly emptied the pool (topUpSpares)
+	making bool            // new spares are being made
+	fresh  map[string]bool // pooled spares that topUpSpares made
+	barren bool            // a new spare was not reusable: make no more
 }
 
 // recycles reports whether writes keep the versions they replace as
@@ -126,7 +128,7 @@ func (s *FileStore) removeSpares(names []string) {
 // relative to the task directory, or "" if no spare could be filled (the
 // caller makes a new file).
 func (s *FileStore) fillSpare(cache aheadDir, data []byte) string {
-	if cache.dirf == nil {
+	if cache.dirf == nil || !s.recycles() {
 		return ""
 	}
 	for {
@@ -145,50 +147,66 @@ func (s *FileStore) fillSpare(cache aheadDir, data []byte) string {
 		name, perm := s.spares.free[k-1], s.spares.perm
 		s.spares.free = s.spares.free[:k-1]
 		s.spares.wanted = s.spares.wanted || k <= topUpLow
+		fresh := s.spares.fresh[name]
+		delete(s.spares.fresh, name)
 		s.spares.mu.Unlock()
-		if s.fill(cache, name, perm, data) {
+		filled, refused := s.fill(cache, name, perm, data)
+		if filled {
 			s.stats.recycled.Add(1)
 			return cacheDirName + "/" + name
+		}
+		if fresh && refused { // no one else can have had it: reuse fails here
+			s.spares.mu.Lock()
+			s.spares.barren = true
+			s.spares.mu.Unlock()
 		}
 		s.removeSpares([]string{name})
 	}
 }
 
 // fill overwrites the spare name with data, if it may be, and fsyncs it.
-func (s *FileStore) fill(cache aheadDir, name string, perm os.FileMode, data []byte) bool {
+// refused reports a spare that opened but that Reusable refused.
+func (s *FileStore) fill(cache aheadDir, name string, perm os.FileMode, data []byte) (filled, refused bool) {
 	if perm == 0 {
-		return false
+		return false, true
 	}
 	f, err := atomicfile.OpenIn(cache.dirf, cache.root, name, os.O_WRONLY, 0)
 	if err != nil {
-		return false
+		return false, false
 	}
 	size, ok := atomicfile.Reusable(f, perm)
 	// A spare no longer than data is overwritten whole: no truncate.
-	ok = ok && s.fs.Write(f, data) == nil &&
+	filled = ok && s.fs.Write(f, data) == nil &&
 		(size <= int64(len(data)) || f.Truncate(int64(len(data))) == nil) && s.fs.Sync(f) == nil
-	return f.Close() == nil && ok
+	return f.Close() == nil && filled, !ok
 }
 
 // topUpSpares makes new, empty spares for the next writes when writes
-// have nearly emptied the pool, off the path of the operation: writes that replace
-// nothing (a run of Creates) would otherwise each create a file, the slow
-// step spares exist to take out (see the top of this file). It makes
-// topUpCount files and then fsyncs the cache directory once: on ext4
-// without a journal a new file's first fsync also syncs its directory, which
-// the fill would otherwise pay for. A new spare was never any task's file,
-// so it is pooled at once. Called by an operation's release with the
-// semaphore held, so that Close waits for it (inflight).
+// have nearly emptied the pool, off the path of the operation: writes that
+// replace nothing (a run of Creates) would otherwise each create a file,
+// the slow step spares exist to take out (see the top of this file). It
+// makes topUpCount files and fsyncs each: on ext4 without a journal a new
+// file's first fsync also syncs its directory, which the fill would
+// otherwise pay for under the lock. A new spare was never any task's file,
+// so it is pooled at once. Where a new spare turns out not to be reusable
+// (leases disabled, say), the store stops making them (barren). Called by
+// an operation's release with the semaphore held, so that Close waits for
+// it (inflight).
 func (s *FileStore) topUpSpares() {
 	s.spares.mu.Lock()
-	start := s.spares.wanted && !s.spares.making && len(s.spares.free) < topUpLow && s.ahead.dirf != nil && !s.closed
-	s.spares.wanted = false
-	s.spares.making = s.spares.making || start
+	start := s.spares.wanted && !s.spares.making && !s.spares.barren && len(s.spares.free) < topUpLow &&
+		s.ahead.dirf != nil && !s.closed && s.recycles()
+	if start {
+		s.spares.wanted, s.spares.making = false, true
+	}
 	s.spares.mu.Unlock()
 	if !start {
 		return
 	}
-	cache := s.ahead // its handles stay usable while in use, even once closed (os.File)
+	// A handle that a failed rename closes meanwhile (renameAhead) fails
+	// the calls that follow, never reaching another file; what was made
+	// is then removed through the task directory, open until Close.
+	cache := s.ahead
 	s.inflight.Add(1)
 	go func() {
 		defer s.inflight.Done()
@@ -202,21 +220,23 @@ func (s *FileStore) topUpSpares() {
 				break
 			}
 			made = append(made, name)
-			if f.Close() != nil {
+			if errors.Join(f.Sync(), f.Close()) != nil {
 				break
 			}
 		}
-		synced := len(made) > 0 && cache.dirf.Sync() == nil
 		s.spares.mu.Lock()
 		s.spares.making = false
-		n := 0
-		if synced {
-			n = min(len(made), maxSpares-len(s.spares.free))
-		}
+		n := min(len(made), maxSpares-len(s.spares.free))
 		s.spares.free = append(s.spares.free, made[:n]...)
+		if s.spares.fresh == nil {
+			s.spares.fresh = make(map[string]bool)
+		}
+		for _, name := range made[:n] {
+			s.spares.fresh[name] = true
+		}
 		s.spares.mu.Unlock()
 		for _, name := range made[n:] {
-			_ = cache.root.Remove(name)
+			_ = s.root.Remove(cacheDirName + "/" + name)
 		}
 	}()
 }
@@ -252,7 +272,7 @@ var errNoSpare = errors.New("taskgraph: no spare file")
 func (s *FileStore) closeSpares() {
 	s.spares.mu.Lock()
 	free := s.spares.free
-	s.spares.free = nil
+	s.spares.free, s.spares.fresh = nil, nil
 	s.spares.mu.Unlock()
 	s.removeSpares(free)
 }

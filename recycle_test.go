@@ -77,6 +77,38 @@ func TestRecycledFiles(t *testing.T) {
 	assert.Empty(t, cacheEntries(t, dir), "Close removes the spares")
 }
 
+// TestTopUpStopsWhereSparesFail: where a new spare is refused (here: the
+// store takes the files it makes to have other permissions, as where
+// leases are disabled every file is refused), the store stops making them
+// instead of creating and removing four files for every write.
+func TestTopUpStopsWhereSparesFail(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openAhead(t, dir, newFakeClock())
+	first, err := s.Create(ctx, NewTask{Subject: "first"})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, first.ID, Patch{Subject: ptr("opens the cache directory")})
+	require.NoError(t, err)
+	s.inflight.Wait()
+	s.spares.mu.Lock()
+	s.spares.perm, s.spares.told = 0o600, true // not what the store's files get
+	s.spares.mu.Unlock()
+	for i := range 20 {
+		_, err := s.Create(ctx, NewTask{Subject: fmt.Sprint("task ", i)})
+		require.NoError(t, err)
+		s.inflight.Wait()
+	}
+	s.spares.mu.Lock()
+	barren, free := s.spares.barren, len(s.spares.free)
+	s.spares.mu.Unlock()
+	assert.True(t, barren, "a new spare was refused")
+	assert.Zero(t, free, "and no more were made")
+	assert.Empty(t, cacheEntries(t, dir, s))
+	got, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, got, 21, "the writes made their own files")
+}
+
 // TestSparesOfEveryLength: a spare longer than the new file is cut to it,
 // one no longer is overwritten whole (fill skips the truncate): every
 // version reads back exactly, on another store and byte for byte.
@@ -142,7 +174,7 @@ func TestCreatesFillSpares(t *testing.T) {
 	for i, task := range got[1:] {
 		assert.Equal(t, fmt.Sprint("task ", i), task.Subject)
 	}
-	assert.LessOrEqual(t, len(cacheEntries(t, dir)), maxSpares, "spares beyond the pool are removed")
+	assert.Empty(t, cacheEntries(t, dir, s), "nothing but the pool in the cache directory")
 	require.NoError(t, s.Close())
 	assert.Empty(t, cacheEntries(t, dir), "Close removes the spares, the new ones too")
 }

@@ -100,3 +100,36 @@ func TestLinkIn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing went through the paths")
 }
+
+// TestRenameIn: RenameIn moves a file between directories through their
+// handles, replacing the target, even once the paths name other
+// directories; a missing file is an error that matches os.ErrNotExist.
+func TestRenameIn(t *testing.T) {
+	base := t.TempDir()
+	from, to := filepath.Join(base, "from"), filepath.Join(base, "to")
+	require.NoError(t, os.Mkdir(from, 0o755))
+	require.NoError(t, os.Mkdir(to, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(from, "new"), []byte("new"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(to, "target"), []byte("old"), 0o644))
+	fromDir, err := os.Open(from)
+	require.NoError(t, err)
+	defer fromDir.Close()
+	toDir, err := os.Open(to)
+	require.NoError(t, err)
+	defer toDir.Close()
+	require.NoError(t, os.Rename(from, from+".moved"))
+	require.NoError(t, os.Rename(to, to+".moved"))
+	require.NoError(t, os.Mkdir(from, 0o755))
+	require.NoError(t, os.Mkdir(to, 0o755))
+
+	require.NoError(t, RenameIn(fromDir, "new", toDir, "target"))
+	got, err := os.ReadFile(filepath.Join(to+".moved", "target"))
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(got), "the target replaced")
+	_, err = os.Stat(filepath.Join(from+".moved", "new"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "and the old name gone")
+	assert.ErrorIs(t, RenameIn(fromDir, "new", toDir, "target"), os.ErrNotExist)
+	entries, err := os.ReadDir(to)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing went through the paths")
+}
