@@ -204,8 +204,9 @@ func (s *FileStore) topUpSpares() {
 		return
 	}
 	// A handle that a failed rename closes meanwhile (renameAhead) fails
-	// the calls that follow, never reaching another file; what was made
-	// is then removed through the task directory, open until Close.
+	// the calls that follow, never reaching another file. What was made
+	// is pooled by name, or removed through the task directory (open
+	// until Close, which waits for this) if it cannot be.
 	cache := s.ahead
 	s.inflight.Add(1)
 	go func() {
@@ -219,10 +220,11 @@ func (s *FileStore) topUpSpares() {
 			if err != nil {
 				break
 			}
-			made = append(made, name)
 			if errors.Join(f.Sync(), f.Close()) != nil {
+				_ = s.root.Remove(cacheDirName + "/" + name)
 				break
 			}
+			made = append(made, name)
 		}
 		s.spares.mu.Lock()
 		s.spares.making = false
