@@ -59,44 +59,54 @@ func TestReusable(t *testing.T) {
 	assert.True(t, reusable(0o640))
 }
 
-// TestLinkIn: LinkIn gives a file a second name through the directories'
-// handles — even once the directories' paths name others — and links a
-// symlink itself, never its target.
-func TestLinkIn(t *testing.T) {
+// movedDirs makes the directories from and to, lets setup fill them, opens
+// them, and then moves them away, putting empty directories at their paths:
+// what goes through the handles reaches the moved directories, whose paths
+// it returns as from and to, and what goes through the paths reaches the
+// empty ones (emptyTo is the second).
+func movedDirs(t *testing.T, setup func(from, to string)) (fromDir, toDir *os.File, from, to, emptyTo string) {
+	t.Helper()
 	base := t.TempDir()
-	from, to := filepath.Join(base, "from"), filepath.Join(base, "to")
+	from, to = filepath.Join(base, "from"), filepath.Join(base, "to")
 	require.NoError(t, os.Mkdir(from, 0o755))
 	require.NoError(t, os.Mkdir(to, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(from, "file"), []byte("content"), 0o644))
-	require.NoError(t, os.Symlink(filepath.Join(from, "file"), filepath.Join(from, "symlink")))
+	setup(from, to)
 	fromDir, err := os.Open(from)
 	require.NoError(t, err)
-	defer fromDir.Close()
-	toDir, err := os.Open(to)
+	t.Cleanup(func() { fromDir.Close() })
+	toDir, err = os.Open(to)
 	require.NoError(t, err)
-	defer toDir.Close()
-	// The paths now name other, empty directories.
+	t.Cleanup(func() { toDir.Close() })
 	require.NoError(t, os.Rename(from, from+".moved"))
 	require.NoError(t, os.Rename(to, to+".moved"))
 	require.NoError(t, os.Mkdir(from, 0o755))
 	require.NoError(t, os.Mkdir(to, 0o755))
+	return fromDir, toDir, from + ".moved", to + ".moved", to
+}
 
+// TestLinkIn: LinkIn gives a file a second name through the directories'
+// handles — even once the directories' paths name others — and links a
+// symlink itself, never its target.
+func TestLinkIn(t *testing.T) {
+	fromDir, toDir, from, to, emptyTo := movedDirs(t, func(from, _ string) {
+		require.NoError(t, os.WriteFile(filepath.Join(from, "file"), []byte("content"), 0o644))
+		require.NoError(t, os.Symlink(filepath.Join(from, "file"), filepath.Join(from, "symlink")))
+	})
 	require.NoError(t, LinkIn(fromDir, "file", toDir, "second"))
-	a, err := os.Stat(filepath.Join(from+".moved", "file"))
+	a, err := os.Stat(filepath.Join(from, "file"))
 	require.NoError(t, err)
-	b, err := os.Stat(filepath.Join(to+".moved", "second"))
+	b, err := os.Stat(filepath.Join(to, "second"))
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(a, b), "the same file under a second name")
 	assert.Equal(t, uint64(2), Links(b))
 
 	require.NoError(t, LinkIn(fromDir, "symlink", toDir, "link of symlink"))
-	fi, err := os.Lstat(filepath.Join(to+".moved", "link of symlink"))
+	fi, err := os.Lstat(filepath.Join(to, "link of symlink"))
 	require.NoError(t, err)
 	assert.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the symlink itself, not the file it points to")
 
-	err = LinkIn(fromDir, "missing", toDir, "x")
-	assert.ErrorIs(t, err, os.ErrNotExist)
-	entries, err := os.ReadDir(to)
+	assert.ErrorIs(t, LinkIn(fromDir, "missing", toDir, "x"), os.ErrNotExist)
+	entries, err := os.ReadDir(emptyTo)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing went through the paths")
 }
@@ -105,31 +115,18 @@ func TestLinkIn(t *testing.T) {
 // handles, replacing the target, even once the paths name other
 // directories; a missing file is an error that matches os.ErrNotExist.
 func TestRenameIn(t *testing.T) {
-	base := t.TempDir()
-	from, to := filepath.Join(base, "from"), filepath.Join(base, "to")
-	require.NoError(t, os.Mkdir(from, 0o755))
-	require.NoError(t, os.Mkdir(to, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(from, "new"), []byte("new"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(to, "target"), []byte("old"), 0o644))
-	fromDir, err := os.Open(from)
-	require.NoError(t, err)
-	defer fromDir.Close()
-	toDir, err := os.Open(to)
-	require.NoError(t, err)
-	defer toDir.Close()
-	require.NoError(t, os.Rename(from, from+".moved"))
-	require.NoError(t, os.Rename(to, to+".moved"))
-	require.NoError(t, os.Mkdir(from, 0o755))
-	require.NoError(t, os.Mkdir(to, 0o755))
-
+	fromDir, toDir, from, to, emptyTo := movedDirs(t, func(from, to string) {
+		require.NoError(t, os.WriteFile(filepath.Join(from, "new"), []byte("new"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(to, "target"), []byte("old"), 0o644))
+	})
 	require.NoError(t, RenameIn(fromDir, "new", toDir, "target"))
-	got, err := os.ReadFile(filepath.Join(to+".moved", "target"))
+	got, err := os.ReadFile(filepath.Join(to, "target"))
 	require.NoError(t, err)
 	assert.Equal(t, "new", string(got), "the target replaced")
-	_, err = os.Stat(filepath.Join(from+".moved", "new"))
+	_, err = os.Stat(filepath.Join(from, "new"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "and the old name gone")
 	assert.ErrorIs(t, RenameIn(fromDir, "new", toDir, "target"), os.ErrNotExist)
-	entries, err := os.ReadDir(to)
+	entries, err := os.ReadDir(emptyTo)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing went through the paths")
 }
