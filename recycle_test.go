@@ -77,6 +77,20 @@ func TestRecycledFiles(t *testing.T) {
 	assert.Empty(t, cacheEntries(t, dir), "Close removes the spares")
 }
 
+// openWithCacheDir opens a store with writes decided ahead on dir and makes
+// one task, "first", and one update of it: the update opens the cache
+// directory, which spares live in.
+func openWithCacheDir(t *testing.T, dir string) *FileStore {
+	t.Helper()
+	ctx := context.Background()
+	s := openAhead(t, dir, newFakeClock())
+	first, err := s.Create(ctx, NewTask{Subject: "first"})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, first.ID, Patch{Subject: ptr("opens the cache directory")})
+	require.NoError(t, err)
+	return s
+}
+
 // TestTopUpStopsWhereSparesFail: where a new spare is refused (here: the
 // store takes the files it makes to have other permissions, as where
 // leases are disabled every file is refused), the store stops making them
@@ -84,11 +98,7 @@ func TestRecycledFiles(t *testing.T) {
 func TestTopUpStopsWhereSparesFail(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s := openAhead(t, dir, newFakeClock())
-	first, err := s.Create(ctx, NewTask{Subject: "first"})
-	require.NoError(t, err)
-	_, err = s.Update(ctx, first.ID, Patch{Subject: ptr("opens the cache directory")})
-	require.NoError(t, err)
+	s := openWithCacheDir(t, dir)
 	s.inflight.Wait()
 	s.spares.mu.Lock()
 	s.spares.perm, s.spares.told = 0o600, true // not what the store's files get
@@ -145,12 +155,7 @@ func TestSparesOfEveryLength(t *testing.T) {
 func TestCreatesFillSpares(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s := openAhead(t, dir, newFakeClock())
-	first, err := s.Create(ctx, NewTask{Subject: "first"})
-	require.NoError(t, err)
-	subject := "opens the cache directory"
-	_, err = s.Update(ctx, first.ID, Patch{Subject: &subject})
-	require.NoError(t, err)
+	s := openWithCacheDir(t, dir)
 	const creates = 60
 	before := s.Stats().Recycled
 	for i := range creates {
