@@ -119,16 +119,16 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 		labels = []string{}
 	}
 	at := s.at()
-	ready := true // WithUnder: the Rulebook's transaction, which walks the tree
-	if set.Under == 0 {
-		t, fits, err := s.claimReady(ctx, owner, lease, labels, at)
-		if err == nil && fits {
+	if set.Under == 0 { // WithUnder: the Rulebook's transaction, which walks the tree
+		t, err := s.claimReady(ctx, owner, lease, labels, at)
+		if err == nil {
 			return t, nil
 		}
-		ready = err == nil // but it needs the full check
-		if !ready && !errors.Is(err, pgx.ErrNoRows) {
+		if !errors.Is(err, pgx.ErrNoRows) {
 			return taskgraph.Task{}, err
 		}
+		// No task ready, or the first needs the full check: the
+		// Rulebook's transaction tells them apart.
 	}
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
 		if set.Under != 0 { // nothing is under a task that does not exist: not "no task ready"
@@ -142,9 +142,15 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 			}
 		}
 		gaveUp := false
-		var limited []int64 // held back by a limit: the next one in order
+		// Passed over: held back by a limit, or blocked after all. next
+		// reads the blockers as of its statement's snapshot, and FOR UPDATE
+		// re-checks a row that changed since on its new version by that
+		// snapshot (EvalPlanQual): a task whose blocker was reopened just
+		// before the lock looks ready to it, and claim, which reads them
+		// anew, finds it blocked. The next one in order is taken instead.
+		var skip []int64
 		for {
-			id, err := s.next(ctx, tx, ready, labels, at, limited, set.Under)
+			id, err := s.next(ctx, tx, labels, at, skip, set.Under)
 			if errors.Is(err, taskgraph.ErrNoReady) && gaveUp {
 				return taskgraph.Task{}, afterCommit{err} // the failures stand
 			}
@@ -152,8 +158,8 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 				return taskgraph.Task{}, err
 			}
 			t, err := s.claim(ctx, tx, id, owner, lease, at)
-			if errors.Is(err, taskgraph.ErrLimited) {
-				limited = append(limited, int64(id))
+			if errors.Is(err, taskgraph.ErrLimited) || errors.As(err, new(*taskgraph.BlockedError)) {
+				skip = append(skip, int64(id))
 				continue
 			}
 			if !errors.As(err, new(afterCommit)) {
@@ -174,8 +180,8 @@ const claimOrder = `ORDER BY priority, created_at, id`
 // with one statement: the Rulebook's Claim of a ready pending task,
 // written in SQL. It writes only if the claimed version certainly passes
 // Rules.Stored (fitsSQL) and no write to the task committed while the
-// statement ran (unchangedSQL); if not, it returns the task unclaimed with
-// fits false. It returns pgx.ErrNoRows if no task is ready.
+// statement ran (unchangedSQL). It returns pgx.ErrNoRows if it claimed
+// nothing: no task is ready, or the first one needs the Rulebook's check.
 //
 // The statement and the notification of a claim go in one round trip,
 // each a transaction of its own: claimReadySQL, a Sync (the claim commits
@@ -187,7 +193,7 @@ const claimOrder = `ORDER BY priority, created_at, id`
 // pool configured for another query mode than pgx's default (the simple
 // protocol, say, for a connection pooler), they go as a batch of that
 // mode: BEGIN, claimReadySQL, COMMIT, notifyClaimedSQL.
-func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, labels []string, at *time.Time) (t taskgraph.Task, fits bool, err error) {
+func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, labels []string, at *time.Time) (t taskgraph.Task, err error) {
 	var blocks []int64
 	// The history entry of the claim, its time the statement's own.
 	entry, _ := json.Marshal(taskgraph.Rules.ClaimTransition(owner, lease, time.Time{}))
@@ -200,9 +206,9 @@ func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duratio
 		defer conn.Release()
 		c := conn.Conn()
 		if c.Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
-			t, err = s.claimPipelined(ctx, c, args, &blocks, &fits)
+			t, err = s.claimPipelined(ctx, c, args, &blocks)
 		} else {
-			t, err = s.claimBatched(ctx, c, args, &blocks, &fits)
+			t, err = s.claimBatched(ctx, c, args, &blocks)
 		}
 		if c.PgConn().TxStatus() != 'I' && !c.PgConn().IsClosed() { // the claim failed: its transaction is left open
 			cctx, cancel := cleanupContext(ctx)
@@ -212,12 +218,12 @@ func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duratio
 		return err
 	})
 	t.Blocks = ids(blocks)
-	return t, fits, err
+	return t, err
 }
 
 // claimPipelined runs claimReadySQL with args, then notifyClaimedSQL, in a
 // pipeline, each part ended by a Sync (see claimReady).
-func (s *Store) claimPipelined(ctx context.Context, c *pgx.Conn, args []any, blocks *[]int64, fits *bool) (taskgraph.Task, error) {
+func (s *Store) claimPipelined(ctx context.Context, c *pgx.Conn, args []any, blocks *[]int64) (taskgraph.Task, error) {
 	claim, err := prepare(ctx, c, claimReadySQL, args...)
 	if err != nil {
 		return taskgraph.Task{}, err
@@ -234,7 +240,7 @@ func (s *Store) claimPipelined(ctx context.Context, c *pgx.Conn, args []any, blo
 	if err := p.Flush(); err != nil {
 		return taskgraph.Task{}, err // the pipeline is closed, and the connection with it
 	}
-	t, err := scanTask(claim.row(c, p), blocks, fits)
+	t, err := scanTask(claim.row(c, p), blocks, new(bool))
 	if err = unreadClaim(err); err == nil || errors.Is(err, pgx.ErrNoRows) {
 		// The claim's Sync: its commit, or why it failed.
 		if _, serr := p.GetResults(); serr != nil {
@@ -248,7 +254,7 @@ func (s *Store) claimPipelined(ctx context.Context, c *pgx.Conn, args []any, blo
 
 // claimBatched runs claimReadySQL with args in a transaction, then
 // notifyClaimedSQL, as one batch (see claimReady).
-func (s *Store) claimBatched(ctx context.Context, c *pgx.Conn, args []any, blocks *[]int64, fits *bool) (t taskgraph.Task, err error) {
+func (s *Store) claimBatched(ctx context.Context, c *pgx.Conn, args []any, blocks *[]int64) (t taskgraph.Task, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(claimReadySQL, args...)
@@ -259,7 +265,7 @@ func (s *Store) claimBatched(ctx context.Context, c *pgx.Conn, args []any, block
 	if _, err = br.Exec(); err != nil {
 		return t, err
 	}
-	t, err = scanTask(br.QueryRow(), blocks, fits)
+	t, err = scanTask(br.QueryRow(), blocks, new(bool))
 	if err = unreadClaim(err); err == nil || errors.Is(err, pgx.ErrNoRows) {
 		ct, cerr := br.Exec()
 		if cerr == nil && ct.String() == "ROLLBACK" {
@@ -299,22 +305,16 @@ const (
 // owner, $3 the lease in microseconds, $4 the time (see nowSQL), $5 the
 // highest rev, $6 MaxTaskSize, $7 the labels, $8 the claim's history
 // entry (Rules.ClaimTransition), to which it sets the time.
-var claimReadySQL = `WITH pick AS (` + pickReady + `), c AS (SELECT ` + nowSQL(4) + ` AS now), claimed AS (
-			UPDATE taskgraph_tasks t SET status = 'in_progress', owner = $2, claimed_at = c.now,
-				lease_expires_at = CASE WHEN $3::bigint > 0 THEN c.now + $3::bigint * interval '1 microsecond' END,
-				rev = t.rev + 1, updated_at = c.now,
-				history = coalesce(t.history, '[]'::jsonb) || jsonb_build_array(jsonb_set($8::jsonb, '{at}', to_jsonb(c.now)))
-			FROM c WHERE t.graph = $1 AND t.id = (SELECT id FROM pick WHERE fits)
-			RETURNING ` + qualified("t") + `, ` + blocksOf + ` AS blocks, ` + wroteSQL + ` AS fits
-		)
-		SELECT * FROM claimed
-		UNION ALL
-		SELECT ` + qualified("t") + `, '{}'::bigint[], false FROM taskgraph_tasks t WHERE t.graph = $1 AND t.id = (SELECT id FROM pick WHERE NOT fits)`
+var claimReadySQL = `UPDATE taskgraph_tasks t SET status = 'in_progress', owner = $2, claimed_at = c.now,
+		lease_expires_at = CASE WHEN $3::bigint > 0 THEN c.now + $3::bigint * interval '1 microsecond' END,
+		rev = t.rev + 1, updated_at = c.now,
+		history = coalesce(t.history, '[]'::jsonb) || jsonb_build_array(jsonb_set($8::jsonb, '{at}', to_jsonb(c.now)))
+	FROM (SELECT ` + nowSQL(4) + ` AS now) c
+	WHERE t.graph = $1 AND t.id = (` + pickReady + `) AND ` + fitsSQL + ` AND ` + unchangedSQL + `
+	RETURNING ` + qualified("t") + `, ` + blocksOf + ` AS blocks, ` + wroteSQL + ` AS wrote`
 
 // pickReady selects and locks the first ready task in claim order that
-// carries the labels $7, skipping rows others have locked, with whether
-// its claim by $2 fits (fitsSQL) and the row is as the statement's
-// snapshot saw it (unchangedSQL).
+// carries the labels $7, skipping rows others have locked.
 //
 // The label filter is wrapped in coalesce (labels is never NULL, so it
 // means the same) so that PostgreSQL plans the statement once per
@@ -324,7 +324,7 @@ var claimReadySQL = `WITH pick AS (` + pickReady + `), c AS (SELECT ` + nowSQL(4
 // or without labels). An expression it cannot see into gets the default
 // estimate, half the rows, and the generic plan is the index walk
 // (TestClaimNextPlannedOnce, TestClaimNextIndexed).
-var pickReady = `SELECT t.id, ` + fitsSQL + ` AND ` + unchangedSQL + ` AS fits FROM taskgraph_tasks t
+var pickReady = `SELECT t.id FROM taskgraph_tasks t
 	WHERE graph = $1 AND status = 'pending' AND coalesce(labels @> $7::text[], false) AND ` + readyCondition + ` AND ` + undeferred(4) + `
 	` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
 
@@ -338,8 +338,9 @@ var pickReady = `SELECT t.id, ` + fitsSQL + ` AND ` + unchangedSQL + ` AS fits F
 // reason, so a concurrent claim sees it changed; the claim is then left to
 // the Rulebook's transaction, whose statements see the new state. The
 // subquery is one fetch by tuple id, on the page just read, made only for
-// the row the statement picks (it is in the select list, not the WHERE);
-// it finds the new version invisible to the old snapshot.
+// the one row the claim's UPDATE reaches, the one pickReady locked: as
+// the snapshot saw it, it is found; re-evaluated on a newer version, it
+// finds that version invisible to the old snapshot and the UPDATE skips it.
 const unchangedSQL = `coalesce((SELECT true FROM taskgraph_tasks s WHERE s.ctid = t.ctid), false)`
 
 // fitsSQL holds when a claim of the row t by owner $2 certainly passes
@@ -364,23 +365,21 @@ var fitsSQL = `(t.rev < $5 AND coalesce(jsonb_array_length(t.history), 0) < ` + 
 	+ 1024 <= $6)`
 
 // next returns the task that ClaimNext claims by the Rulebook, among those
-// that carry labels: with ready, the most urgent ready pending task; else,
-// or if none is left, the most urgent whose lease has lapsed (in claim
-// order). Rows others have locked are skipped.
-func (s *Store) next(ctx context.Context, tx pgx.Tx, ready bool, labels []string, at *time.Time, except []int64, under taskgraph.ID) (taskgraph.ID, error) {
+// that carry labels and are not in except: the most urgent ready pending
+// task, or if none is left, the most urgent whose lease has lapsed (in
+// claim order). Rows others have locked are skipped.
+func (s *Store) next(ctx context.Context, tx pgx.Tx, labels []string, at *time.Time, except []int64, under taskgraph.ID) (taskgraph.ID, error) {
 	var id int64
 	if except == nil {
 		except = []int64{}
 	}
-	if ready {
-		err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[] AND `+readyCondition+`
-			AND `+undeferred(3)+` AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`,
-			s.graph, labels, at, except, int64(under)).Scan(&id)
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return taskgraph.ID(id), err
-		}
+	err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[] AND `+readyCondition+`
+		AND `+undeferred(3)+` AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`,
+		s.graph, labels, at, except, int64(under)).Scan(&id)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return taskgraph.ID(id), err
 	}
-	err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
+	err = tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
 		AND lease_expires_at <= `+nowSQL(2)+` AND labels @> $3::text[] AND `+readyCondition+`
 		AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at, labels, except, int64(under)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
