@@ -121,18 +121,29 @@ func (t Task) LastNote() (Note, bool) {
 	return t.Notes[len(t.Notes)-1], true
 }
 
-// record appends a transition to t's history, summarising the oldest
+// record appends a transition to t's history (see appendTransition).
+func record(t *Task, now time.Time, ev HistoryEvent, by, detail string) {
+	appendTransition(t, Transition{At: now, Event: ev, By: by, Detail: clipDetail(detail)})
+}
+
+// clipDetail cuts detail to maxDetail bytes, at a character's start, marked
+// with an ellipsis: the full text is the task's reason or result.
+func clipDetail(detail string) string {
+	if len(detail) <= maxDetail {
+		return detail
+	}
+	cut := maxDetail
+	for cut > 0 && !utf8.RuneStart(detail[cut]) {
+		cut--
+	}
+	return detail[:cut] + "…"
+}
+
+// appendTransition appends e to t's history, summarising the oldest
 // entries past MaxHistory. It never writes into the array t shared with
 // the version it was copied from.
-func record(t *Task, now time.Time, ev HistoryEvent, by, detail string) {
-	if len(detail) > maxDetail { // the full text is the task's reason or result
-		cut := maxDetail
-		for cut > 0 && !utf8.RuneStart(detail[cut]) {
-			cut--
-		}
-		detail = detail[:cut] + "…"
-	}
-	h := append(slices.Clip(t.History), Transition{At: now, Event: ev, By: by, Detail: detail})
+func appendTransition(t *Task, e Transition) {
+	h := append(slices.Clip(t.History), e)
 	if len(h) > MaxHistory {
 		h = summarise(h, len(h)-MaxHistory)
 	}

@@ -948,9 +948,17 @@ func (Rulebook) Complete(t *Task, owner, result string, now time.Time) error {
 	err := finishHeld(t, owner, Completed, now, Rules.CompleteArgs(result))
 	if err == nil {
 		t.Result = result
-		record(t, now, HistoryCompleted, t.Owner, result)
+		appendTransition(t, Rules.CompleteTransition(t.Owner, result, now))
 	}
 	return err
+}
+
+// CompleteTransition is the history entry of a completion at now of a task
+// held by owner, with result: for a store that writes a completion in its
+// own query language (pgstore), which must append it to the history as
+// Complete does (unless the history is full: then the store runs Complete).
+func (Rulebook) CompleteTransition(owner, result string, now time.Time) Transition {
+	return Transition{At: now, Event: HistoryCompleted, By: owner, Detail: clipDetail(result)}
 }
 
 // finishHeld moves t, which owner (if not "") must hold, out of

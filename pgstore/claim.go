@@ -179,20 +179,21 @@ const claimOrder = `ORDER BY priority, created_at, id`
 // claimReady claims the most urgent ready task that carries labels ($7)
 // with one statement: the Rulebook's Claim of a ready pending task,
 // written in SQL. It writes only if the claimed version certainly passes
-// Rules.Stored (fitsSQL) and no write to the task committed while the
+// Rules.Stored (fitsSQL), no label of it has a limit (unlimitedSQL), and
+// no write to the task committed while the
 // statement ran (unchangedSQL). It returns pgx.ErrNoRows if it claimed
 // nothing: no task is ready, or the first one needs the Rulebook's check.
 //
 // The statement and the notification of a claim go in one round trip,
 // each a transaction of its own: claimReadySQL, a Sync (the claim commits
 // there, and its result comes back without waiting for the rest), then
-// notifyClaimedSQL and a Sync (pipeline). The claim marks the session when
+// notifyWroteSQL and a Sync (pipeline). The claim marks the session when
 // it writes (wroteSQL), so that the notification, sent before its result
 // is known, is made only for a claim; a claim that fails or does not
 // commit leaves no mark (set_config is undone with its transaction). On a
 // pool configured for another query mode than pgx's default (the simple
 // protocol, say, for a connection pooler), they go as a batch of that
-// mode: BEGIN, claimReadySQL, COMMIT, notifyClaimedSQL.
+// mode: BEGIN, claimReadySQL, COMMIT, notifyWroteSQL.
 func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duration, labels []string, at *time.Time) (t taskgraph.Task, err error) {
 	var blocks []int64
 	// The history entry of the claim, its time the statement's own.
@@ -221,14 +222,14 @@ func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duratio
 	return t, err
 }
 
-// claimPipelined runs claimReadySQL with args, then notifyClaimedSQL, in a
+// claimPipelined runs claimReadySQL with args, then notifyWroteSQL, in a
 // pipeline, each part ended by a Sync (see claimReady).
 func (s *Store) claimPipelined(ctx context.Context, c *pgx.Conn, args []any, blocks *[]int64) (taskgraph.Task, error) {
 	claim, err := prepare(ctx, c, claimReadySQL, args...)
 	if err != nil {
 		return taskgraph.Task{}, err
 	}
-	notify, err := prepare(ctx, c, notifyClaimedSQL, s.graph)
+	notify, err := prepare(ctx, c, notifyWroteSQL, s.graph)
 	if err != nil {
 		return taskgraph.Task{}, err
 	}
@@ -248,18 +249,18 @@ func (s *Store) claimPipelined(ctx context.Context, c *pgx.Conn, args []any, blo
 		}
 	}
 	_ = p.Close() // the notification's own result is not the claim's
-	unprepare(ctx, c, err, claimReadySQL, notifyClaimedSQL)
+	unprepare(ctx, c, err, claimReadySQL, notifyWroteSQL)
 	return t, err
 }
 
 // claimBatched runs claimReadySQL with args in a transaction, then
-// notifyClaimedSQL, as one batch (see claimReady).
+// notifyWroteSQL, as one batch (see claimReady).
 func (s *Store) claimBatched(ctx context.Context, c *pgx.Conn, args []any, blocks *[]int64) (t taskgraph.Task, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(claimReadySQL, args...)
 	b.Queue(`COMMIT`)
-	b.Queue(notifyClaimedSQL, s.graph)
+	b.Queue(notifyWroteSQL, s.graph)
 	br := c.SendBatch(ctx, b)
 	defer br.Close() // the notification's own result is not the claim's
 	if _, err = br.Exec(); err != nil {
@@ -291,14 +292,15 @@ func unreadClaim(err error) error {
 	return unreadAfterCommit(err)
 }
 
-// wroteSQL, in the statement of a claim, marks the session as having
-// claimed, and is true; notifyClaimedSQL ($1 the graph), sent after the
-// claim's COMMIT, notifies if the session is so marked, and clears the
-// mark.
+// wroteSQL, in the statement of a write that may write nothing (a claim
+// of the most urgent ready task, a completion by its holder), marks the
+// session as having written, and is true; notifyWroteSQL ($1 the graph),
+// sent after the write's COMMIT, notifies if the session is so marked,
+// and clears the mark.
 const (
-	wroteSQL         = `set_config('taskgraph.claimed', 'y', false) = 'y'`
-	notifyClaimedSQL = `SELECT CASE WHEN current_setting('taskgraph.claimed', true) = 'y' THEN pg_notify('taskgraph', $1) END,
-		set_config('taskgraph.claimed', '', false)`
+	wroteSQL       = `set_config('taskgraph.wrote', 'y', false) = 'y'`
+	notifyWroteSQL = `SELECT CASE WHEN current_setting('taskgraph.wrote', true) = 'y' THEN pg_notify('taskgraph', $1) END,
+		set_config('taskgraph.wrote', '', false)`
 )
 
 // claimReadySQL is the statement of claimReady: $1 the graph, $2 the
@@ -310,7 +312,7 @@ var claimReadySQL = `UPDATE taskgraph_tasks t SET status = 'in_progress', owner 
 		rev = t.rev + 1, updated_at = c.now,
 		history = coalesce(t.history, '[]'::jsonb) || jsonb_build_array(jsonb_set($8::jsonb, '{at}', to_jsonb(c.now)))
 	FROM (SELECT ` + nowSQL(4) + ` AS now) c
-	WHERE t.graph = $1 AND t.id = (` + pickReady + `) AND ` + fitsSQL + ` AND ` + unchangedSQL + `
+	WHERE t.graph = $1 AND t.id = (` + pickReady + `) AND ` + fitsSQL("0") + ` AND ` + unlimitedSQL + ` AND ` + unchangedSQL + `
 	RETURNING ` + qualified("t") + `, ` + blocksOf + ` AS blocks, ` + wroteSQL + ` AS wrote`
 
 // pickReady selects and locks the first ready task in claim order that
@@ -343,26 +345,32 @@ var pickReady = `SELECT t.id FROM taskgraph_tasks t
 // finds that version invisible to the old snapshot and the UPDATE skips it.
 const unchangedSQL = `coalesce((SELECT true FROM taskgraph_tasks s WHERE s.ctid = t.ctid), false)`
 
-// fitsSQL holds when a claim of the row t by owner $2 certainly passes
-// Rules.Stored, appending to its history needs no summary (Claim would
-// summarise past MaxHistory), and no label of it has a concurrency limit
-// (whose holders only the Rulebook's transaction counts): its rev ($5 is the highest) can
-// advance, and an upper
-// bound of the size of its file stays within MaxTaskSize ($6). JSON
-// escapes a byte into at most 6; each id of blockedBy takes at most 32
-// bytes, each label 16 besides its text; indented metadata takes at most
-// 4 bytes per byte of its text for each level of nesting ([ and { bound
-// the depth), plus 12; notes and history, arrays of flat objects, at most
-// 8 bytes per byte of their text, and the claim's entry 512; the field
-// names, the priority and the times fit in 1,024.
-var fitsSQL = `(t.rev < $5 AND coalesce(jsonb_array_length(t.history), 0) < ` + strconv.Itoa(taskgraph.MaxHistory) + ` AND
-	NOT EXISTS (SELECT 1 FROM taskgraph_limits l WHERE l.graph = $1 AND l.label = ANY(t.labels)) AND
+// fitsSQL holds when a write of the row t by owner $2 (its owner, or the
+// author of the history entry the write appends) certainly passes
+// Rules.Stored and appending to its history needs no summary (the
+// Rulebook would summarise past MaxHistory): its rev ($5 is the highest)
+// can advance, and an upper bound of the size of its file stays within
+// MaxTaskSize ($6). JSON escapes a byte into at most 6; each id of
+// blockedBy takes at most 32 bytes, each label 16 besides its text;
+// indented metadata takes at most 4 bytes per byte of its text for each
+// level of nesting ([ and { bound the depth), plus 12; notes and history,
+// arrays of flat objects, at most 8 bytes per byte of their text, and the
+// entry 512 besides its author and the bytes of extra, an SQL expression
+// bounding what else the write adds; the field names, the priority and the
+// times fit in 1,024.
+func fitsSQL(extra string) string {
+	return `(t.rev < $5 AND coalesce(jsonb_array_length(t.history), 0) < ` + strconv.Itoa(taskgraph.MaxHistory) + ` AND
 	6 * (octet_length(t.subject) + octet_length(t.description) + octet_length(t.prev_owner) + octet_length($2::text)
 		+ octet_length(t.key) + octet_length(t.reason) + octet_length(t.result) + coalesce(octet_length(array_to_string(t.labels, '')), 0))
 	+ 32 * cardinality(t.blocked_by) + 16 * cardinality(t.labels)
 	+ coalesce(octet_length(t.metadata::text)::bigint * (4 * (octet_length(t.metadata::text) - octet_length(translate(t.metadata::text, '[{', ''))) + 12), 0)
 	+ 8 * coalesce(octet_length(t.notes::text), 0) + 8 * coalesce(octet_length(t.history::text), 0) + 6 * octet_length($2::text) + 512
-	+ 1024 <= $6)`
+	+ ` + extra + ` + 1024 <= $6)`
+}
+
+// unlimitedSQL holds when no label of the row t has a concurrency limit,
+// whose holders only the Rulebook's transaction counts.
+const unlimitedSQL = `NOT EXISTS (SELECT 1 FROM taskgraph_limits l WHERE l.graph = $1 AND l.label = ANY(t.labels))`
 
 // next returns the task that ClaimNext claims by the Rulebook, among those
 // that carry labels and are not in except: the most urgent ready pending

@@ -1,19 +1,24 @@
 package pgstore_test
 
 import (
+	"context"
+	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/pgstore"
 )
 
-// Complete returns the row it wrote without reading it back: the task as
-// the Rulebook left it, with its locked dependents as Blocks. This checks
-// that it is exactly what a read of the row gives, every field set, on
-// the database's clock and on a clock with nanoseconds.
+// Complete returns the row it wrote, with its locked dependents as Blocks:
+// exactly what a read of the row gives, every field set, on the
+// database's clock and on a clock with nanoseconds.
 func TestCompleteReturnsTheRow(t *testing.T) {
 	p := pool(t)
 	clocks := map[string]func() time.Time{
@@ -58,5 +63,129 @@ func TestCompleteReturnsTheRow(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, four, c.Unblocked[0])
 		})
+	}
+}
+
+// roundTrips counts what a pool sends: batches and single queries.
+type roundTrips struct{ batches, queries atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.queries.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.batches.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// Complete by the task's holder is one round trip (its locks, the write,
+// the dependents it readies, the COMMIT and the notification), and decides
+// as MemStore does; every case the one-statement completion cannot decide
+// (another holder, a blocker unfinished, a full history, a result too big,
+// a task not in progress or missing) falls back to the Rulebook's
+// transaction, which decides as MemStore does too.
+func TestCompleteByHolderAsMemStore(t *testing.T) {
+	pool(t) // skips without a database
+	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
+	require.NoError(t, err)
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	now := func() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) }
+	graph := graphName(t)
+	pg, err := pgstore.Open(ctx, p, graph, pgstore.WithClock(now))
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Exec(ctx, `DELETE FROM taskgraph_graphs WHERE name = $1`, graph) })
+	mem := taskgraph.NewMemStore(taskgraph.WithClock(now))
+	var history []taskgraph.Transition
+	for range taskgraph.MaxHistory - 1 { // one short of full: a claim fills it, a completion summarises
+		history = append(history, taskgraph.Transition{At: now(), Event: taskgraph.HistoryEdited})
+	}
+	big := strings.Repeat("x", taskgraph.MaxTaskSize-3000)
+	tasks := []taskgraph.Task{
+		{ID: 1, Subject: "done blocker", Status: taskgraph.Completed},
+		{ID: 2, Subject: "plain", Status: taskgraph.Pending, BlockedBy: []taskgraph.ID{1}, Metadata: map[string]any{"k": "v"}, Labels: []string{"l"}},
+		{ID: 3, Subject: "dependent of 2", Status: taskgraph.Pending, BlockedBy: []taskgraph.ID{2}},
+		{ID: 4, Subject: "dependent of 2 and 5", Status: taskgraph.Pending, BlockedBy: []taskgraph.ID{2, 5}},
+		{ID: 5, Subject: "pending blocker", Status: taskgraph.Pending},
+		{ID: 6, Subject: "gets a blocker once claimed", Status: taskgraph.Pending},
+		{ID: 7, Subject: "history one short of full", Status: taskgraph.Pending, History: history},
+		{ID: 8, Subject: "big", Description: big, Status: taskgraph.Pending},
+		{ID: 9, Subject: "claimed by b", Status: taskgraph.Pending},
+		{ID: 10, Subject: "small", Status: taskgraph.Pending},
+	}
+	for _, s := range []taskgraph.Store{mem, pg} {
+		require.NoError(t, s.(taskgraph.Loader).Load(ctx, tasks))
+		for _, id := range []taskgraph.ID{2, 6, 7, 8, 10} {
+			_, err := s.Claim(ctx, id, "a")
+			require.NoError(t, err)
+		}
+		_, err := s.Claim(ctx, 9, "b")
+		require.NoError(t, err)
+		_, err = s.Update(ctx, 6, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{5}})
+		require.NoError(t, err)
+	}
+	ids := func(ts []taskgraph.Task) (out []taskgraph.ID) {
+		for _, t := range ts {
+			out = append(out, t.ID)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		what    string
+		id      taskgraph.ID
+		owner   string
+		result  string
+		oneTrip bool // decided by the one-statement completion
+		refused bool // by MemStore
+	}{
+		{"by its holder, readying one of two dependents", 2, "a", "done", true, false},
+		{"again", 2, "a", "done", false, true},
+		{"by another than its holder", 9, "a", "", false, true},
+		{"with a blocker added since the claim", 6, "a", "", false, true},
+		{"a pending task", 5, "a", "", false, true},
+		{"a missing task", 99, "a", "", false, true},
+		{"a big task, with a result that does not fit", 8, "a", strings.Repeat("r", 3000), false, true},
+		{"a big task, with a result that fits", 8, "a", strings.Repeat("r", 100), false, false},
+		{"a small task, with a result past the limit", 10, "a", strings.Repeat("r", taskgraph.MaxTaskSize), false, true},
+		{"a small task, with a result that fits", 10, "a", strings.Repeat("é", 400), true, false},
+		{"with a history that must be summarised", 7, "a", "done", false, false},
+		{"by its holder, with no result", 9, "b", "", true, false},
+	} {
+		want, wantErr := mem.Complete(ctx, c.id, c.owner, taskgraph.WithResult(c.result))
+		require.Equal(t, c.refused, wantErr != nil, "%s: MemStore: %v", c.what, wantErr)
+		batches, queries := rt.batches.Load(), rt.queries.Load()
+		got, gotErr := pg.Complete(ctx, c.id, c.owner, taskgraph.WithResult(c.result))
+		trips := rt.batches.Load() - batches + rt.queries.Load() - queries
+		if wantErr != nil {
+			require.Error(t, gotErr, c.what)
+			require.Equal(t, wantErr.Error(), gotErr.Error(), c.what)
+			continue
+		}
+		require.NoError(t, gotErr, c.what)
+		if c.oneTrip {
+			require.EqualValues(t, 1, trips, "%s: round trips", c.what)
+		}
+		for _, pair := range [][2]taskgraph.Task{{want.Task, got.Task}} {
+			w, g := pair[0], pair[1]
+			require.Equal(t, w.ID, g.ID, c.what)
+			require.Equal(t, w.Rev, g.Rev, c.what)
+			require.Equal(t, w.Status, g.Status, c.what)
+			require.Equal(t, w.Owner, g.Owner, c.what)
+			require.Equal(t, w.Result, g.Result, c.what)
+			require.Equal(t, w.UpdatedAt, g.UpdatedAt, c.what)
+			require.Equal(t, w.LeaseExpiresAt, g.LeaseExpiresAt, c.what)
+			require.Equal(t, w.Blocks, g.Blocks, c.what)
+			require.Equal(t, w.History, g.History, c.what)
+		}
+		require.Equal(t, ids(want.Unblocked), ids(got.Unblocked), c.what)
+		read, err := pg.Get(ctx, c.id)
+		require.NoError(t, err)
+		require.Equal(t, read, got.Task, "%s: the task returned is the row", c.what)
 	}
 }

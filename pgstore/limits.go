@@ -3,7 +3,7 @@
 // a transaction-level advisory lock per such label, then counts the
 // holders: two claims of one label are serialised, claims of other labels
 // are not, and the one-statement ClaimNext leaves every task with a
-// limited label to the Rulebook's transaction (fitsSQL).
+// limited label to the Rulebook's transaction (unlimitedSQL).
 
 package pgstore
 

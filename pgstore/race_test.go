@@ -192,3 +192,54 @@ func TestBlockersLockedInIDOrder(t *testing.T) {
 	require.NoError(t, tx.Commit(ctx))
 	require.NoError(t, <-claimed)
 }
+
+// TestCompletesRaceOnADependent: two holders complete at once the two
+// blockers of one task, from two stores over separate connections; each
+// completion locks the dependent before it reads what it readies, so the
+// one that commits second sees the first and reports the task as
+// unblocked: exactly one of the two does, every round.
+func TestCompletesRaceOnADependent(t *testing.T) {
+	p := pool(t)
+	graph := graphName(t)
+	s1 := open(t, p, graph)
+	s2 := open(t, p, graph)
+	n := raceIterations(t)
+	wrong := 0
+	for i := range n {
+		a, err := s1.Create(ctx, taskgraph.NewTask{Subject: "a"})
+		require.NoError(t, err)
+		b, err := s1.Create(ctx, taskgraph.NewTask{Subject: "b"})
+		require.NoError(t, err)
+		c, err := s1.Create(ctx, taskgraph.NewTask{Subject: "c", BlockedBy: []taskgraph.ID{a.ID, b.ID}})
+		require.NoError(t, err)
+		_, err = s1.Claim(ctx, a.ID, "x")
+		require.NoError(t, err)
+		_, err = s2.Claim(ctx, b.ID, "y")
+		require.NoError(t, err)
+
+		var wg sync.WaitGroup
+		var ca, cb taskgraph.Completion
+		var errA, errB error
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() { defer wg.Done(); <-start; ca, errA = s1.Complete(ctx, a.ID, "x") }()
+		go func() { defer wg.Done(); <-start; cb, errB = s2.Complete(ctx, b.ID, "y") }()
+		close(start)
+		wg.Wait()
+		require.NoError(t, errA, "round %d", i)
+		require.NoError(t, errB, "round %d", i)
+		reported := len(ca.Unblocked) + len(cb.Unblocked)
+		if reported != 1 {
+			wrong++
+			if wrong <= 3 {
+				t.Errorf("round %d: task %d was reported unblocked %d times (by %d: %v, by %d: %v)", i, c.ID, reported, a.ID, ca.Unblocked, b.ID, cb.Unblocked)
+			}
+		}
+		for _, id := range []taskgraph.ID{c.ID, b.ID, a.ID} {
+			require.NoError(t, s1.Delete(ctx, id))
+		}
+	}
+	if wrong > 0 {
+		t.Errorf("%d of %d rounds reported the dependent unblocked other than once", wrong, n)
+	}
+}
