@@ -83,8 +83,7 @@ func (s *Store) completeHeld(ctx context.Context, id taskgraph.ID, owner, result
 		var deps []taskgraph.ID
 		done = false // a retried transaction decides again
 		b := &pgx.Batch{}
-		b.Queue(genericPlansSQL)
-		b.Queue(`SELECT 1 FROM taskgraph_tasks WHERE graph = $1 AND id = $2 FOR UPDATE`, s.graph, id)
+		b.Queue(lockForGenericPlansSQL, s.graph, id)
 		b.Queue(dependentsSQL, s.graph, id).Query(func(rows pgx.Rows) error {
 			m, err := scanStatuses(rows)
 			deps = slices.Sorted(maps.Keys(m))
@@ -106,6 +105,13 @@ func (s *Store) completeHeld(ctx context.Context, id taskgraph.ID, owner, result
 	})
 	return c, done, err
 }
+
+// lockForGenericPlansSQL locks task $2 of graph $1, as the first lock of
+// a write, and has the transaction's later statements use the plans
+// PostgreSQL keeps (genericPlansSQL, without a statement of its own: a
+// statement is planned when it is bound, after the ones before it in the
+// batch have run).
+const lockForGenericPlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true) FROM taskgraph_tasks WHERE graph = $1 AND id = $2 FOR UPDATE`
 
 // completeSQL is the statement of completeHeld: $1 the graph, $2 the
 // owner, $3 the task, $4 the time (see nowSQL), $5 the highest rev, $6

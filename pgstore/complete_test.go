@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -187,5 +188,40 @@ func TestCompleteByHolderAsMemStore(t *testing.T) {
 		read, err := pg.Get(ctx, c.id)
 		require.NoError(t, err)
 		require.Equal(t, read, got.Task, "%s: the task returned is the row", c.what)
+	}
+}
+
+// Complete by its holder keeps the plans PostgreSQL keeps (generic plans)
+// for the statements after its first lock, as Complete's transaction does
+// (TestDependentsByBlockedByIndex checks what those plans are): none of
+// them is planned anew at any call, with no statement spent on saying so.
+func TestCompleteByHolderPlannedOnce(t *testing.T) {
+	pool(t) // skips without a database
+	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
+	require.NoError(t, err)
+	cfg.MaxConns = 1 // one session, whose prepared statements we read
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	s := open(t, p, graphName(t))
+	var tasks []taskgraph.Task
+	for i := 1; i <= 20; i++ {
+		tasks = append(tasks, taskgraph.Task{ID: taskgraph.ID(i), Subject: "t", Status: taskgraph.Pending})
+	}
+	tasks = append(tasks, taskgraph.Task{ID: 21, Subject: "dependent", Status: taskgraph.Pending, BlockedBy: []taskgraph.ID{1, 2, 3}})
+	require.NoError(t, s.Load(ctx, tasks))
+	for i := 1; i <= 20; i++ {
+		got, err := s.ClaimNext(ctx, "w") // one statement, which reads no blockers by blockersSQL
+		require.NoError(t, err)
+		require.EqualValues(t, i, got.ID)
+		c, err := s.Complete(ctx, taskgraph.ID(i), "w")
+		require.NoError(t, err)
+		require.Equal(t, i == 3, len(c.Unblocked) == 1, "task %d", i)
+	}
+	for what, sql := range map[string]string{"dependents": pgstore.DependentsSQL, "blockers": pgstore.BlockersSQL, "completion": pgstore.CompleteSQL, "unblocked": pgstore.UnblockedSQL} {
+		var generic, custom int64
+		require.NoError(t, p.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`, sql).Scan(&generic, &custom), what)
+		assert.Zero(t, custom, "%s: planned anew %d times (and %d times by the kept plan)", what, custom, generic)
+		assert.EqualValues(t, 20, generic, what)
 	}
 }

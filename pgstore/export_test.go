@@ -10,6 +10,10 @@ import (
 // test of its plan.
 var ClaimReadySQL = claimReadySQL
 
+// CompleteSQL is the statement of Complete by the task's holder, for a test
+// of its plan.
+var CompleteSQL = completeSQL
+
 // BlocksOf, DependentsSQL and UnblockedSQL look a task's dependents up,
 // and BlockersSQL its blockers, for a test of their plans.
 const (
