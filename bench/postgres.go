@@ -83,15 +83,15 @@ func benchPostgres(url, oldURL, baseline, root string, ns []int, samples, rounds
 		}
 		ph := phases[i]
 		graph := fmt.Sprintf("%s-ready-%d-%d-%s", run, p, round, ph.name)
-		helper(ph.helper, "load", ph.url, graph, fmt.Sprint(throughputTasks))
-		// The load's dirty pages are written now, not by the checkpointer
-		// in the middle of the measured phase, and every phase starts just
-		// after a checkpoint: the first write of each page after one logs
-		// the whole page, which would otherwise fall on whichever phase a
-		// timed checkpoint happened to precede.
+		// A checkpoint before the load, so that none falls in the measured
+		// phase (timed ones come every 5 minutes): the first write of a
+		// page after a checkpoint logs the whole page, and would fall on
+		// whichever phase one happened to precede. The load has written
+		// every page the phase writes since, as steady work has.
 		if _, err := pool.Exec(ctx, `CHECKPOINT`); err != nil {
 			log.Printf("pgstore rows: CHECKPOINT (measuring without): %v", err)
 		}
+		helper(ph.helper, "load", ph.url, graph, fmt.Sprint(throughputTasks))
 		opsPerSec[p*len(phases)+i] = append(opsPerSec[p*len(phases)+i], throughput(p, throughputTasks, ph.helper, "work", ph.url, graph).opsPerSec)
 	})
 	for i, ph := range phases {
