@@ -348,7 +348,10 @@ const unchangedSQL = `coalesce((SELECT true FROM taskgraph_tasks s WHERE s.ctid 
 // fitsSQL holds when a write of the row t by owner $2 (its owner, or the
 // author of the history entry the write appends) certainly passes
 // Rules.Stored and appending to its history needs no summary (the
-// Rulebook would summarise past MaxHistory): its rev ($5 is the highest)
+// Rulebook would summarise past MaxHistory) — its history is an array
+// with room, or none (a row written by hand may hold any JSON, which the
+// Rulebook reads: a JSON null is no history, and appending in SQL would
+// keep it as an entry): its rev ($5 is the highest)
 // can advance, and an upper bound of the size of its file stays within
 // MaxTaskSize ($6). JSON escapes a byte into at most 6; each id of
 // blockedBy takes at most 32 bytes, each label 16 besides its text;
@@ -359,7 +362,7 @@ const unchangedSQL = `coalesce((SELECT true FROM taskgraph_tasks s WHERE s.ctid 
 // bounding what else the write adds; the field names, the priority and the
 // times fit in 1,024.
 func fitsSQL(extra string) string {
-	return `(t.rev < $5 AND coalesce(jsonb_array_length(t.history), 0) < ` + strconv.Itoa(taskgraph.MaxHistory) + ` AND
+	return `(t.rev < $5 AND CASE WHEN jsonb_typeof(t.history) = 'array' THEN jsonb_array_length(t.history) < ` + strconv.Itoa(taskgraph.MaxHistory) + ` ELSE t.history IS NULL END AND
 	6 * (octet_length(t.subject) + octet_length(t.description) + octet_length(t.prev_owner) + octet_length($2::text)
 		+ octet_length(t.key) + octet_length(t.reason) + octet_length(t.result) + coalesce(octet_length(array_to_string(t.labels, '')), 0))
 	+ 32 * cardinality(t.blocked_by) + 16 * cardinality(t.labels)

@@ -225,3 +225,38 @@ func TestCompleteByHolderPlannedOnce(t *testing.T) {
 		assert.EqualValues(t, 20, generic, what)
 	}
 }
+
+// A history written by hand as a JSON scalar (null) is no history to every
+// read and to the Rulebook; the one-statement claim and completion leave
+// such a row to the Rulebook's transaction, which writes the entries as an
+// array, as for a task without a history.
+func TestScalarHistoryRow(t *testing.T) {
+	p := pool(t)
+	g := graphName(t)
+	s := open(t, p, g)
+	setNull := func(id taskgraph.ID) {
+		t.Helper()
+		_, err := p.Exec(ctx, `UPDATE taskgraph_tasks SET history = 'null'::jsonb WHERE graph = $1 AND id = $2`, g, int64(id))
+		require.NoError(t, err)
+		got, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Nil(t, got.History)
+	}
+	for _, owner := range []string{"w", ""} {
+		task, err := s.Create(ctx, taskgraph.NewTask{Subject: "hand-edited"})
+		require.NoError(t, err)
+		setNull(task.ID)
+		claimed, err := s.ClaimNext(ctx, "w")
+		require.NoError(t, err)
+		require.Equal(t, task.ID, claimed.ID)
+		require.Len(t, claimed.History, 1, "the claim's entry alone")
+		setNull(task.ID)
+		c, err := s.Complete(ctx, task.ID, owner)
+		require.NoError(t, err, "owner %q", owner)
+		require.Len(t, c.Task.History, 1, "owner %q: the completion's entry alone", owner)
+		require.Equal(t, taskgraph.HistoryCompleted, c.Task.History[0].Event)
+		got, err := s.Get(ctx, task.ID)
+		require.NoError(t, err)
+		require.Equal(t, got, c.Task)
+	}
+}

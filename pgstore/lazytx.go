@@ -62,7 +62,10 @@ func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 // package wrote) fails too late to stop the COMMIT, which was sent with
 // it: if the COMMIT went through, the error matches
 // taskgraph.ErrUnknownOutcome, never one that says the write did not
-// happen. The notification's own result is not the write's.
+// happen. So does any failure to hear back once the batch has gone out (a
+// deadline passed, a connection dropped) unless the server was heard to
+// refuse a statement or the COMMIT. The notification's own result is not
+// the write's.
 func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, args ...any) error {
 	var fnErr error
 	for _, q := range b.QueuedQueries {
@@ -79,16 +82,19 @@ func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, ar
 		}
 	}
 	committed := false
-	var commitErr error
+	var commitErr error // the server's answer to the COMMIT, when it did not commit
 	b.Queue(`COMMIT`).Fn = func(br pgx.BatchResults) error {
 		ct, err := br.Exec()
+		var pe *pgconn.PgError
 		switch {
-		case err != nil:
-			commitErr = err
-		case ct.String() == "ROLLBACK": // as pgx's Commit
+		case err == nil && ct.String() == "ROLLBACK": // as pgx's Commit
 			commitErr = pgx.ErrTxCommitRollback
-		default:
+		case err == nil:
 			committed = true
+		case errors.As(err, &pe):
+			commitErr = err
+		default:
+			return err // no answer: what the COMMIT did is not known
 		}
 		return commitErr
 	}
@@ -103,6 +109,14 @@ func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, ar
 			return unreadAfterCommit(fnErr)
 		}
 		return nil
+	}
+	var pe *pgconn.PgError
+	if commitErr == nil && err != nil && !errors.As(err, &pe) && !pgconn.SafeToRetry(err) {
+		// The batch went out, its COMMIT with it, and the answers were lost
+		// on the way back (a deadline, a connection dropped): the server
+		// may have run it all.
+		t.ended = true
+		return unreadAfterCommit(err)
 	}
 	if fnErr != nil {
 		return fnErr
