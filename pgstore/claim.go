@@ -198,7 +198,7 @@ func (s *Store) claimReady(ctx context.Context, owner string, lease time.Duratio
 	var blocks []int64
 	// The history entry of the claim, its time the statement's own.
 	entry, _ := json.Marshal(taskgraph.Rules.ClaimTransition(owner, lease, time.Time{}))
-	args := []any{s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels, entry}
+	args := []any{s.graph, owner, lease.Microseconds(), at, int64(math.MaxInt64), taskgraph.MaxTaskSize, labels, string(entry)}
 	err = retry(ctx, func() error {
 		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
@@ -264,12 +264,18 @@ func (s *Store) claimBatched(ctx context.Context, c *pgx.Conn, args []any, block
 	br := c.SendBatch(ctx, b)
 	defer br.Close() // the notification's own result is not the claim's
 	if _, err = br.Exec(); err != nil {
+		if unanswered(err) { // BEGIN's answer lost: the COMMIT went too
+			err = unreadAfterCommit(err)
+		}
 		return t, err
 	}
 	t, err = scanTask(br.QueryRow(), blocks, new(bool))
 	if err = unreadClaim(err); err == nil || errors.Is(err, pgx.ErrNoRows) {
 		ct, cerr := br.Exec()
-		if cerr == nil && ct.String() == "ROLLBACK" {
+		switch {
+		case unanswered(cerr):
+			cerr = unreadAfterCommit(cerr)
+		case cerr == nil && ct.String() == "ROLLBACK":
 			cerr = pgx.ErrTxCommitRollback
 		}
 		if cerr != nil {

@@ -90,7 +90,7 @@ func (s *Store) completeHeld(ctx context.Context, id taskgraph.ID, owner, result
 			return err
 		})
 		b.Queue(blockersSQL, s.graph, id) // locked for the check completeSQL makes
-		b.Queue(completeSQL, s.graph, owner, id, s.at(), int64(math.MaxInt64), taskgraph.MaxTaskSize, result, entry).QueryRow(func(row pgx.Row) error {
+		b.Queue(completeSQL, s.graph, owner, id, s.at(), int64(math.MaxInt64), taskgraph.MaxTaskSize, result, string(entry)).QueryRow(func(row pgx.Row) error {
 			t, err := scanTask(row, new(bool))
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil // not done

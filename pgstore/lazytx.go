@@ -110,8 +110,7 @@ func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, ar
 		}
 		return nil
 	}
-	var pe *pgconn.PgError
-	if commitErr == nil && err != nil && !errors.As(err, &pe) && !pgconn.SafeToRetry(err) {
+	if commitErr == nil && unanswered(err) {
 		// The batch went out, its COMMIT with it, and the answers were lost
 		// on the way back (a deadline, a connection dropped): the server
 		// may have run it all.
@@ -128,6 +127,14 @@ func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, ar
 		err = errors.New("pgstore: the transaction's COMMIT went unanswered")
 	}
 	return err
+}
+
+// unanswered reports whether err is a failure to hear back from a batch
+// that went out: neither the server's refusal of a statement nor a
+// failure before anything was sent.
+func unanswered(err error) bool {
+	var pe *pgconn.PgError
+	return err != nil && !errors.As(err, &pe) && !pgconn.SafeToRetry(err)
 }
 
 // unreadAfterCommit is the error of a write whose result could not be read

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -74,11 +75,20 @@ func (hp *holdProxy) forward(c net.Conn, server string) {
 // one that says it did not happen: Complete by the holder (one round trip,
 // its COMMIT in it), Complete by the Rulebook's transaction (whose answer
 // is lost at its first round trip, before any COMMIT is sent: any error
-// will do, and the task stays in progress), and ClaimNext.
+// will do, and the task stays in progress), and ClaimNext (pipelined, or
+// one batch in the simple protocol).
 func TestLostReplyIsUnknownOutcome(t *testing.T) {
+	pool(t) // skips without a database
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
+		t.Run(mode.String(), func(t *testing.T) { lostReplies(t, mode) })
+	}
+}
+
+func lostReplies(t *testing.T, mode pgx.QueryExecMode) {
 	direct := pool(t)
 	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
 	require.NoError(t, err)
+	cfg.ConnConfig.DefaultQueryExecMode = mode
 	hp := newHoldProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
 	cfg.ConnConfig.Host = "127.0.0.1"
 	cfg.ConnConfig.Port = uint16(hp.ln.Addr().(*net.TCPAddr).Port)

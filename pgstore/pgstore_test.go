@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,6 +89,33 @@ func open(t testing.TB, p *pgxpool.Pool, graph string) *pgstore.Store {
 func TestConformance(t *testing.T) {
 	p := pool(t)
 	taskgraphtest.Run(t, func(t *testing.T) taskgraph.Store { return open(t, p, graphName(t)) })
+}
+
+// The store works on a pool set to pgx's other query modes: the simple
+// protocol and unprepared statements, which a pool in front of a
+// connection pooler may need (JSON goes as text: a []byte went as bytea,
+// and every write failed with "invalid input syntax for type json").
+func TestConformanceInOtherQueryModes(t *testing.T) {
+	pool(t) // skips without a database
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec} {
+		t.Run(mode.String(), func(t *testing.T) {
+			p := poolInMode(t, mode)
+			taskgraphtest.Run(t, func(t *testing.T) taskgraph.Store { return open(t, p, graphName(t)) })
+		})
+	}
+}
+
+// poolInMode connects to $TASKGRAPH_POSTGRES_URL with mode as the pool's
+// query mode, closed when the test ends.
+func poolInMode(t *testing.T, mode pgx.QueryExecMode) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
+	require.NoError(t, err)
+	cfg.ConnConfig.DefaultQueryExecMode = mode
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
 }
 
 func TestMigrateConcurrently(t *testing.T) {

@@ -159,6 +159,17 @@ func unmarshalList[T any](data []byte, out *[]T) error {
 	return nil
 }
 
+// jsonText is JSON as a query argument for a json or jsonb parameter: as
+// text (a []byte would go as bytea in the simple protocol, which a pool
+// for a connection pooler may use, and the server refuses it as JSON);
+// nil, NULL.
+func jsonText(data []byte) any {
+	if data == nil {
+		return nil
+	}
+	return string(data)
+}
+
 // marshalList encodes a list for a JSON array column: NULL when empty.
 func marshalList[T any](list []T) []byte {
 	if len(list) == 0 {
@@ -373,9 +384,9 @@ func (w *writes) put(q string, t *taskgraph.Task) *pgx.QueuedQuery {
 	if labels == nil {
 		labels = []string{}
 	}
-	return w.b.Queue(q, w.s.graph, t.ID, t.Subject, t.Description, string(t.Status), t.Owner, int64s(t.BlockedBy), meta,
+	return w.b.Queue(q, w.s.graph, t.ID, t.Subject, t.Description, string(t.Status), t.Owner, int64s(t.BlockedBy), jsonText(meta),
 		t.CreatedAt, t.UpdatedAt, t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner,
-		int16(t.Priority.Level()), labels, t.Key, t.Reason, t.Result, marshalList(t.Notes), marshalList(t.History),
+		int16(t.Priority.Level()), labels, t.Key, t.Reason, t.Result, jsonText(marshalList(t.Notes)), jsonText(marshalList(t.History)),
 		nullTime(t.NotBefore), nullTime(t.Due), int32(t.MaxAttempts), int32(t.Attempts), t.Backoff.Microseconds(), int64(t.Parent))
 }
 
