@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -89,14 +88,8 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // a task not in progress or missing) falls back to the Rulebook's
 // transaction, which decides as MemStore does too.
 func TestCompleteByHolderAsMemStore(t *testing.T) {
-	pool(t) // skips without a database
-	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
-	require.NoError(t, err)
 	rt := &roundTrips{}
-	cfg.ConnConfig.Tracer = rt
-	p, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(p.Close)
+	p := poolConfigured(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = rt })
 	now := func() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) }
 	graph := graphName(t)
 	pg, err := pgstore.Open(ctx, p, graph, pgstore.WithClock(now))
@@ -196,13 +189,7 @@ func TestCompleteByHolderAsMemStore(t *testing.T) {
 // (TestDependentsByBlockedByIndex checks what those plans are): none of
 // them is planned anew at any call, with no statement spent on saying so.
 func TestCompleteByHolderPlannedOnce(t *testing.T) {
-	pool(t) // skips without a database
-	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
-	require.NoError(t, err)
-	cfg.MaxConns = 1 // one session, whose prepared statements we read
-	p, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(p.Close)
+	p := poolConfigured(t, oneSession)
 	s := open(t, p, graphName(t))
 	var tasks []taskgraph.Task
 	for i := 1; i <= 20; i++ {

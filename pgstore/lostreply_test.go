@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -86,16 +85,14 @@ func TestLostReplyIsUnknownOutcome(t *testing.T) {
 
 func lostReplies(t *testing.T, mode pgx.QueryExecMode) {
 	direct := pool(t)
-	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
-	require.NoError(t, err)
-	cfg.ConnConfig.DefaultQueryExecMode = mode
-	hp := newHoldProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
-	cfg.ConnConfig.Host = "127.0.0.1"
-	cfg.ConnConfig.Port = uint16(hp.ln.Addr().(*net.TCPAddr).Port)
-	cfg.MaxConns = 1 // one connection, its statements prepared by the warm-up
-	p, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(p.Close)
+	var hp *holdProxy
+	p := poolConfigured(t, func(cfg *pgxpool.Config) {
+		hp = newHoldProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+		cfg.ConnConfig.Host = "127.0.0.1"
+		cfg.ConnConfig.Port = uint16(hp.ln.Addr().(*net.TCPAddr).Port)
+		cfg.ConnConfig.DefaultQueryExecMode = mode
+		oneSession(cfg) // its statements prepared by the warm-up
+	})
 	g := graphName(t)
 	s, err := pgstore.Open(ctx, p, g)
 	require.NoError(t, err)

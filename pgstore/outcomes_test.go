@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -129,13 +128,7 @@ func TestClaimNextIndexed(t *testing.T) {
 // look dearer than a custom one, and every call is then planned anew
 // (about half a millisecond each, a third of a claim's cost).
 func TestClaimNextPlannedOnce(t *testing.T) {
-	pool(t) // skips without a database
-	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
-	require.NoError(t, err)
-	cfg.MaxConns = 1 // one session, whose prepared statements we read
-	p, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(p.Close)
+	p := poolConfigured(t, oneSession)
 	s := open(t, p, graphName(t))
 	var tasks []taskgraph.Task
 	for i := 1; i <= 200; i++ {

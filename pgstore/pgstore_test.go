@@ -59,17 +59,30 @@ func pool(t testing.TB) *pgxpool.Pool {
 // its own (search_path, application_name), closed when the test ends.
 func poolWith(t *testing.T, params map[string]string) *pgxpool.Pool {
 	t.Helper()
+	return poolConfigured(t, func(cfg *pgxpool.Config) {
+		for k, v := range params {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+	})
+}
+
+// poolConfigured connects to $TASKGRAPH_POSTGRES_URL with the
+// configuration configure makes of it, closed when the test ends.
+func poolConfigured(t *testing.T, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
 	pool(t) // skips without a database
 	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
 	require.NoError(t, err)
-	for k, v := range params {
-		cfg.ConnConfig.RuntimeParams[k] = v
-	}
+	configure(cfg)
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	return p
 }
+
+// oneSession is a configuration of a pool of one connection: a test
+// reads that session's prepared statements, or prepares them once.
+func oneSession(cfg *pgxpool.Config) { cfg.MaxConns = 1 }
 
 var unsafe = regexp.MustCompile(`[^A-Za-z0-9_/-]+`)
 
@@ -99,23 +112,10 @@ func TestConformanceInOtherQueryModes(t *testing.T) {
 	pool(t) // skips without a database
 	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec} {
 		t.Run(mode.String(), func(t *testing.T) {
-			p := poolInMode(t, mode)
+			p := poolConfigured(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.DefaultQueryExecMode = mode })
 			taskgraphtest.Run(t, func(t *testing.T) taskgraph.Store { return open(t, p, graphName(t)) })
 		})
 	}
-}
-
-// poolInMode connects to $TASKGRAPH_POSTGRES_URL with mode as the pool's
-// query mode, closed when the test ends.
-func poolInMode(t *testing.T, mode pgx.QueryExecMode) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(os.Getenv("TASKGRAPH_POSTGRES_URL"))
-	require.NoError(t, err)
-	cfg.ConnConfig.DefaultQueryExecMode = mode
-	p, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(p.Close)
-	return p
 }
 
 func TestMigrateConcurrently(t *testing.T) {
