@@ -7,6 +7,13 @@
 // stores. What pgstore keeps for itself is what only SQL can do: locking
 // the rows a write touches, the SKIP LOCKED claim, the cycle search over
 // the table, the count of backward edges, persistence, and LISTEN/NOTIFY.
+// The two writes every worker makes, ClaimNext and Complete by the task's
+// holder, are each one round trip: the Rulebook's decision written in SQL
+// for the cases it can take alone, checked against MemStore by the tests;
+// every other case writes nothing there and goes to the Rulebook.
+//
+// A pool in any of pgx's query modes will do, the simple protocol (for a
+// connection pooler) included.
 //
 // Several named graphs share one database; the graph name plays the role
 // of the task directory. The schema is created by versioned migrations
