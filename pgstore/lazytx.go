@@ -85,16 +85,15 @@ func (t *lazyTx) commitWith(ctx context.Context, b *pgx.Batch, notify string, ar
 	var commitErr error // the server's answer to the COMMIT, when it did not commit
 	b.Queue(`COMMIT`).Fn = func(br pgx.BatchResults) error {
 		ct, err := br.Exec()
-		var pe *pgconn.PgError
 		switch {
 		case err == nil && ct.String() == "ROLLBACK": // as pgx's Commit
 			commitErr = pgx.ErrTxCommitRollback
 		case err == nil:
 			committed = true
-		case errors.As(err, &pe):
-			commitErr = err
-		default:
+		case unanswered(err):
 			return err // no answer: what the COMMIT did is not known
+		default:
+			commitErr = err
 		}
 		return commitErr
 	}
