@@ -105,9 +105,9 @@ func (st *state) fullJSON(s *Server) [][]byte {
 
 // sizeOf is about how many bytes task i takes in JSON.
 func (st *state) sizeOf(i int) int {
-	t, d := st.task(i), &st.d[i]
+	t, d := st.task(i), st.derivedOf(i)
 	n := 256 + len(t.Subject) + len(t.Description) + len(t.Owner) + len(t.Key) + len(t.Reason) + len(t.Result) +
-		len(t.PrevOwner) + len(d.why) + 12*(len(t.BlockedBy)+len(t.Blocks)+len(d.waitingOn)+len(d.missing)+len(d.strands))
+		len(t.PrevOwner) + len(d.why) + 12*(len(t.BlockedBy)+len(t.Blocks)+len(d.waitingOn)+len(d.missing())+len(d.strands()))
 	for _, l := range t.Labels {
 		n += len(l) + 3
 	}
@@ -174,7 +174,7 @@ func slicesEqual(a, b []taskgraph.ID) bool {
 // appendTask appends task i as a TaskView in JSON: the fields, names and
 // omissions of TaskView's tags.
 func (st *state) appendTask(b []byte, i int) []byte {
-	t, d := st.task(i), &st.d[i]
+	t, d := st.task(i), st.derivedOf(i)
 	str := func(b []byte, name, v string, omitEmpty bool) []byte {
 		if omitEmpty && v == "" {
 			return b
@@ -221,12 +221,12 @@ func (st *state) appendTask(b []byte, i int) []byte {
 	b = ids(b, "blockedBy", t.BlockedBy, false)
 	b = ids(b, "blocks", t.Blocks, false)
 	b = ids(b, "waitingOn", d.waitingOn, true)
-	b = ids(b, "missing", d.missing, true)
+	b = ids(b, "missing", d.missing(), true)
 	if d.strandedBy != 0 {
 		b = append(b, `,"strandedBy":`...)
 		b = strconv.AppendInt(b, int64(d.strandedBy), 10)
 	}
-	b = ids(b, "strands", d.strands, true)
+	b = ids(b, "strands", d.strands(), true)
 	b = str(b, "why", d.why, true)
 	if len(t.Metadata) > 0 {
 		b = append(b, `,"metadata":`...)

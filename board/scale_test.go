@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -147,6 +148,33 @@ func BenchmarkChange(b *testing.B) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestFirstSnapshotMemory: the first page's snapshot of 100,000 tasks — the
+// board read from the store, what is derived of each task, the critical
+// path and the JSON every page is sent — allocates at most 100 MiB (the
+// performance issue's bound). Counted by the runtime, not timed: nothing
+// else allocates meanwhile. It guards a regression that went unseen: the
+// fields added to Task for retries, notes and history took it to 106 MiB,
+// until what is derived was kept only for the tasks that have any.
+func TestFirstSnapshotMemory(t *testing.T) {
+	const n, limit = 100_000, 100 << 20
+	s := project(t, n)
+	srv := board.New(s)
+	defer srv.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	size, err := srv.FirstSnapshot(context.Background())
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := after.TotalAlloc - before.TotalAlloc
+	t.Logf("first snapshot of %d tasks: %d bytes of JSON, %.1f MiB allocated", n, size, float64(got)/(1<<20))
+	if got > limit {
+		t.Errorf("the first snapshot of %d tasks allocated %.1f MiB, more than %d MiB", n, float64(got)/(1<<20), limit>>20)
+	}
+}
 
 // TestChangeIsSmall: over 10,000 tasks, a write of one task is sent as an
 // event of that one task, and a completion that readies eleven tasks as an

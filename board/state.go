@@ -24,7 +24,8 @@ type state struct {
 	problem string
 	board   taskgraph.Board
 	refs    []ref     // every task, by id
-	d       []derived // parallel to refs
+	d       []derived // of the tasks that have any (derivedOf)
+	di      []int32   // parallel to refs: 1 + the task's index in d, or 0
 	cols    [][]taskgraph.ID
 	path    []taskgraph.ID
 
@@ -42,10 +43,35 @@ type ref struct {
 type derived struct {
 	why        string
 	waitingOn  []taskgraph.ID
-	missing    []taskgraph.ID
-	strands    []taskgraph.ID
 	strandedBy taskgraph.ID
 	lapsed     bool
+	rare       *rareDerived // nil while both are empty: few tasks have them
+}
+
+// rareDerived is what few tasks have derived: blockers that do not exist,
+// and the tasks that a failed or cancelled one strands.
+type rareDerived struct{ missing, strands []taskgraph.ID }
+
+func (d *derived) missing() []taskgraph.ID {
+	if d.rare == nil {
+		return nil
+	}
+	return d.rare.missing
+}
+
+func (d *derived) strands() []taskgraph.ID {
+	if d.rare == nil {
+		return nil
+	}
+	return d.rare.strands
+}
+
+// more returns d.rare, made if it is nil.
+func (d *derived) more() *rareDerived {
+	if d.rare == nil {
+		d.rare = &rareDerived{}
+	}
+	return d.rare
 }
 
 func (st *state) task(i int) *taskgraph.Task {
@@ -113,9 +139,38 @@ func (s *Server) newState(ctx context.Context) (*state, error) {
 
 func byID(x, y taskgraph.Task) int { return cmp.Compare(x.ID, y.ID) }
 
-// derive fills st.d.
+// derivedOf returns what is derived of task i. Read only: a task with
+// nothing derived shares one empty value.
+func (st *state) derivedOf(i int) *derived {
+	if k := st.di[i]; k > 0 {
+		return &st.d[k-1]
+	}
+	return &nothingDerived
+}
+
+var nothingDerived derived
+
+// empty reports whether nothing is derived.
+func (d *derived) empty() bool {
+	return d.why == "" && len(d.waitingOn) == 0 && d.rare == nil && d.strandedBy == 0 && !d.lapsed
+}
+
+// derive fills st.d and st.di. Only a task in progress (a lapsed lease), a
+// blocked or stranded one (what it waits on, and why) and a failed or
+// cancelled one (what it strands) can have something derived; the rest of
+// a big graph, completed or ready, has nothing, and st.d keeps no room
+// for it (the first snapshot of 100,000 tasks allocated 10 MB for a
+// derived value per task, mostly empty).
 func (st *state) derive() {
-	st.d = make([]derived, len(st.refs))
+	st.di = make([]int32, len(st.refs))
+	n := 0
+	for _, r := range st.refs {
+		switch columns[r.col].key {
+		case taskgraph.StateInProgress, taskgraph.StateBlocked, taskgraph.StateStranded, taskgraph.StateFailed, taskgraph.StateCancelled:
+			n++
+		}
+	}
+	st.d = make([]derived, 0, n)
 	walk := newStrandWalk(st.board.StrandedBy, func(id taskgraph.ID) *taskgraph.Task {
 		if i := st.find(id); i >= 0 {
 			return st.task(i)
@@ -124,7 +179,7 @@ func (st *state) derive() {
 	})
 	var buf []byte
 	for i, r := range st.refs {
-		t, d := st.task(i), &st.d[i]
+		t, d := st.task(i), &derived{}
 		key := columns[r.col].key
 		if t.Status == taskgraph.InProgress && !t.LeaseExpiresAt.IsZero() && !st.now.Before(t.LeaseExpiresAt) {
 			d.lapsed = true
@@ -135,7 +190,7 @@ func (st *state) derive() {
 				if j < 0 || st.task(j).Status != taskgraph.Completed {
 					d.waitingOn = append(d.waitingOn, b)
 					if j < 0 {
-						d.missing = append(d.missing, b)
+						d.more().missing = append(d.more().missing, b)
 					}
 				}
 			}
@@ -146,7 +201,13 @@ func (st *state) derive() {
 			buf = st.why(buf[:0], t)
 			d.why = string(buf)
 		case taskgraph.StateFailed, taskgraph.StateCancelled:
-			d.strands = walk.from(*t)
+			if strands := walk.from(*t); len(strands) > 0 {
+				d.more().strands = strands
+			}
+		}
+		if !d.empty() {
+			st.d = append(st.d, *d)
+			st.di[i] = int32(len(st.d))
 		}
 	}
 }
@@ -250,10 +311,10 @@ func (st *state) criticalPath() []taskgraph.ID {
 
 // view returns the task at index i as the page is sent it.
 func (st *state) view(i int) TaskView {
-	t, d := st.task(i), &st.d[i]
+	t, d := st.task(i), st.derivedOf(i)
 	v := view(*t, columns[st.refs[i].col].key, nil, st.now)
 	v.LeaseLapsed = d.lapsed
-	v.WaitingOn, v.Missing, v.StrandedBy, v.Strands, v.Why = d.waitingOn, d.missing, d.strandedBy, d.strands, d.why
+	v.WaitingOn, v.Missing, v.StrandedBy, v.Strands, v.Why = d.waitingOn, d.missing(), d.strandedBy, d.strands(), d.why
 	return v
 }
 
@@ -278,7 +339,7 @@ func same(st *state, i int, o *state, j int) bool {
 		return false
 	}
 	a, b := st.task(i), o.task(j)
-	da, db := &st.d[i], &o.d[j]
+	da, db := st.derivedOf(i), o.derivedOf(j)
 	return a.ID == b.ID && a.Rev == b.Rev && a.Subject == b.Subject && a.Description == b.Description &&
 		a.Status == b.Status && a.Owner == b.Owner && a.Priority == b.Priority && a.Key == b.Key &&
 		a.Reason == b.Reason && a.Result == b.Result && a.PrevOwner == b.PrevOwner &&
@@ -286,7 +347,7 @@ func same(st *state, i int, o *state, j int) bool {
 		a.LeaseExpiresAt.Equal(b.LeaseExpiresAt) && slices.Equal(a.Labels, b.Labels) &&
 		slices.Equal(a.BlockedBy, b.BlockedBy) && slices.Equal(a.Blocks, b.Blocks) && sameMetadata(a.Metadata, b.Metadata) &&
 		da.lapsed == db.lapsed && da.strandedBy == db.strandedBy && da.why == db.why &&
-		slices.Equal(da.waitingOn, db.waitingOn) && slices.Equal(da.missing, db.missing) && slices.Equal(da.strands, db.strands)
+		slices.Equal(da.waitingOn, db.waitingOn) && slices.Equal(da.missing(), db.missing()) && slices.Equal(da.strands(), db.strands())
 }
 
 // sameMetadata compares two tasks' metadata by their JSON: what the page
