@@ -316,10 +316,18 @@ const (
 var claimReadySQL = `UPDATE taskgraph_tasks t SET status = 'in_progress', owner = $2, claimed_at = c.now,
 		lease_expires_at = CASE WHEN $3::bigint > 0 THEN c.now + $3::bigint * interval '1 microsecond' END,
 		rev = t.rev + 1, updated_at = c.now,
-		history = coalesce(t.history, '[]'::jsonb) || jsonb_build_array(jsonb_set($8::jsonb, '{at}', to_jsonb(c.now)))
+		history = ` + appendHistorySQL(8) + `
 	FROM (SELECT ` + nowSQL(4) + ` AS now) c
 	WHERE t.graph = $1 AND t.id = (` + pickReady + `) AND ` + fitsSQL("0") + ` AND ` + unlimitedSQL + ` AND ` + unchangedSQL + `
 	RETURNING ` + qualified("t") + `, ` + blocksOf + ` AS blocks, ` + wroteSQL + ` AS wrote`
+
+// appendHistorySQL is the task t's history with the entry $n appended,
+// its time set to the statement's c.now: a one-statement write's history,
+// as appendTransition keeps it for a history with room (a full one goes
+// to the Rulebook, which summarises: fitsSQL).
+func appendHistorySQL(n int) string {
+	return fmt.Sprintf(`coalesce(t.history, '[]'::jsonb) || jsonb_build_array(jsonb_set($%d::jsonb, '{at}', to_jsonb(c.now)))`, n)
+}
 
 // pickReady selects and locks the first ready task in claim order that
 // carries the labels $7, skipping rows others have locked.

@@ -123,7 +123,7 @@ const lockForGenericPlansSQL = `SELECT set_config('plan_cache_mode', 'force_gene
 // status as it stays until the transaction ends.
 var completeSQL = `UPDATE taskgraph_tasks t SET status = 'completed', result = $7, lease_expires_at = NULL,
 		rev = t.rev + 1, updated_at = c.now,
-		history = coalesce(t.history, '[]'::jsonb) || jsonb_build_array(jsonb_set($8::jsonb, '{at}', to_jsonb(c.now)))
+		history = ` + appendHistorySQL(8) + `
 	FROM (SELECT ` + nowSQL(4) + ` AS now) c
 	WHERE t.graph = $1 AND t.id = $3 AND t.status = 'in_progress' AND t.owner = $2 AND ` + readyCondition + `
 		AND ` + fitsSQL("12 * octet_length($7::text) + 18") + `
