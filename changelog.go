@@ -239,8 +239,8 @@ func (s *FileStore) announce(j *journal.Journal, checkpoint bool) error {
 // does instead; with the full protocol it was what the directory's fsync
 // after the lock would reach to: the directory is fsynced here. Only if
 // that fails is an error returned.
-func (s *FileStore) recordLog(j *journal.Journal) error {
-	if s.appendLog(j) == nil {
+func (s *FileStore) recordLog(j *journal.Journal, prev map[int64]string) error {
+	if s.appendLog(j, prev) == nil {
 		return nil
 	}
 	switch {
@@ -264,30 +264,12 @@ func (s *FileStore) recordLog(j *journal.Journal) error {
 	return nil
 }
 
-// announceDeletion makes durable, before a single-file write removes a
-// task file, that the removal is about to happen (an X line): any fsync on
-// the filesystem may make the removal durable before the D line that
-// records it is, and a replay after a power loss would otherwise restore
-// the missing file from the task's last record.
-func (s *FileStore) announceDeletion(j *journal.Journal) error {
-	if len(j.Del) == 0 || !s.redoLog() || s.log.f == nil {
-		return nil
-	}
-	var rec []byte
-	for _, id := range j.Del {
-		rec = changelog.AppendDeleting(rec, id)
-	}
-	if err := s.appendRecord(rec); err != nil {
-		return err
-	}
-	return s.syncData(s.log.f)
-}
-
 // appendLog records which tasks j changed, with their new content and
-// stamps, and the directory mtime after it: one whole record, which tells
-// the other stores what changed and, once synced after the lock is let go
+// stamps and the versions they replaced (prev, from replacedVersions), and
+// the directory mtime after it: one whole record, which tells the other
+// stores what changed and, once synced after the lock is let go
 // (makeDurable), makes a group-committed write durable.
-func (s *FileStore) appendLog(j *journal.Journal) error {
+func (s *FileStore) appendLog(j *journal.Journal, prev map[int64]string) error {
 	var rec []byte
 	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
 		fi, err := s.root.Lstat(taskFileName(ID(id)))
@@ -300,7 +282,7 @@ func (s *FileStore) appendLog(j *journal.Journal) error {
 		if err := json.Compact(&compact, []byte(j.Put[id])); err != nil {
 			return fmt.Errorf("taskgraph: change log: %w", err)
 		}
-		rec = changelog.AppendPut(rec, id, st, compact.Bytes())
+		rec = changelog.AppendPut(rec, id, st, prev[id], compact.Bytes())
 	}
 	for _, id := range j.Del {
 		delete(s.stamps, ID(id))
@@ -308,7 +290,7 @@ func (s *FileStore) appendLog(j *journal.Journal) error {
 		if t, ok := s.g.tasks[ID(id)]; ok {
 			rev = t.Rev
 		}
-		rec = changelog.AppendDelete(rec, id, rev)
+		rec = changelog.AppendDelete(rec, id, rev, prev[id])
 	}
 	dfi, err := s.dirf.Stat()
 	if err != nil {
@@ -325,6 +307,34 @@ func (s *FileStore) appendLog(j *journal.Journal) error {
 		delete(s.log.recEnd, ID(id))
 	}
 	return nil
+}
+
+// replacedVersions names the version of each task file that j is about to
+// replace or remove (changelog.VersionOf, or changelog.NoFile where there
+// is none), read before its commit point. Its record carries them, so that
+// a replay after a restart continues only the versions the records
+// themselves replaced or wrote, and never turns back a file that git or a
+// person wrote since (replayAfterReboot). An error means the write has not
+// begun.
+func (s *FileStore) replacedVersions(j *journal.Journal) (map[int64]string, error) {
+	prev := make(map[int64]string, len(j.Put)+len(j.Del))
+	for _, id := range append(slices.Collect(maps.Keys(j.Put)), j.Del...) {
+		fi, data, err := readFile(s.fs, s.root, s.dir, taskFileName(ID(id)), maxFileSize)
+		var ce *CorruptError
+		switch {
+		case errors.As(err, &ce):
+			// Not a regular file, or over the size limit: a version no
+			// replay may continue, since no file will hold it.
+			prev[id] = changelog.VersionOf(changelog.Stamp{}, nil)
+		case err != nil:
+			return nil, err
+		case fi == nil:
+			prev[id] = changelog.NoFile
+		default:
+			prev[id] = changelog.VersionOf(stampOf(fi), data)
+		}
+	}
+	return prev, nil
 }
 
 // appendRecord appends rec, whole lines, to the change log.

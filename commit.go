@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/changelog"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
 
@@ -322,6 +323,10 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 		j.HighWater = max(j.HighWater, int64(id))
 	}
 	single := len(p.put)+len(p.del) == 1
+	prev, err := s.replacedVersions(j)
+	if err != nil {
+		return err
+	}
 	// A write of several files is durable on its own when it returns: what
 	// it read must be too, and no replay after a restart may take its files
 	// back to a record older than it. So it checkpoints first.
@@ -331,9 +336,6 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	var finish func() error
 	if single {
 		if err := s.raiseHighWater(ID(j.HighWater)); err != nil {
-			return err
-		}
-		if err := s.announceDeletion(j); err != nil {
 			return err
 		}
 		// With group commit the change-log record makes the file
@@ -362,6 +364,12 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 			// The log's sync or the directory's, after the lock
 			// (makeDurable).
 			finish = nil
+			if s.gc && slices.Contains(slices.Collect(maps.Values(prev)), changelog.NoFile) {
+				// A new file's entry is durable before its record is
+				// written: a replay never restores a missing file, so
+				// that one deleted by hand or by git stays deleted.
+				finish = s.syncDir
+			}
 		}
 	} else {
 		data, err := journal.Encode(j)
@@ -379,7 +387,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 		}
 	}
 	s.removeTemps()
-	if err := s.recordLog(j); err != nil {
+	if err := s.recordLog(j, prev); err != nil {
 		// The write stands, visible to every store, but nothing made it
 		// durable.
 		s.scanned = false
@@ -560,6 +568,10 @@ func (s *FileStore) replayJournal(j *journal.Journal) error {
 	if err := s.prepareLog(); err != nil {
 		return err
 	}
+	prev, err := s.replacedVersions(j)
+	if err != nil {
+		return err
+	}
 	if err := s.announce(j, s.redoLog()); err != nil {
 		return err
 	}
@@ -577,7 +589,7 @@ func (s *FileStore) replayJournal(j *journal.Journal) error {
 			return err
 		}
 	}
-	return s.recordLog(j)
+	return s.recordLog(j, prev)
 }
 
 // removeTemps removes the temporary files that the last scan found. Each

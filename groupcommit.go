@@ -4,6 +4,7 @@
 package taskgraph
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -303,108 +304,90 @@ func (s *FileStore) replayAfterReboot() (changed bool, err error) {
 }
 
 // redo makes the file of id what the last of its changes h says, if the
-// records continue the version the file holds: a record wrote the rev
-// after the file's (or deleted the file's rev), or the file is at a rev a
-// record wrote (replayed in part), or it is damaged by the power loss
-// (empty, zero-filled or undecodable: a rename that reached the disk
-// before its data), or missing (a new file whose rename was lost). The
-// records need not form one chain: a writer killed between its rename and
-// its record leaves a gap, and the writes after it are still acknowledged.
-// Anything else — a file edited since, records that are not this file's —
-// is left as it is: the files win.
+// file holds a version these records continue: one a record replaced (its
+// prev: the same inode, mtime and bytes), one a record wrote (its stamp and
+// bytes: a later rename the power loss undid), or one the power loss
+// damaged (empty or zero-filled, or a record's bytes with zeros in
+// places: a rename that reached the disk before its data). The records
+// need not form one chain: a writer killed between its rename and its
+// record leaves a gap, and the writes after it are still acknowledged.
+//
+// Anything else is left as it is: the files win. A file git or a person
+// wrote is never one of those versions — git makes a new file, at another
+// time — so a pull, a merge, a checkout or a hand
+// edit survives the replay, whatever the revs say. A missing file is never
+// restored: a create makes its entry durable before its record (commit),
+// so a file missing after a restart was deleted — by a store, by git or by
+// a person.
 func (s *FileStore) redo(id ID, h []changelog.Change) (bool, error) {
-	// A removal announced after the last record (an X line) may have
-	// reached the disk without the record that followed it: a missing
-	// file is then deleted, not lost.
-	deleting := len(h) > 0 && h[len(h)-1].Deleting
-	h = slices.DeleteFunc(slices.Clone(h), func(c changelog.Change) bool { return c.Deleting })
 	if len(h) == 0 {
 		return false, nil
 	}
-	wrote := map[int64]bool{}     // the revs the records wrote
-	continues := map[int64]bool{} // the revs a record replaced
+	wrote := make([][]byte, len(h)) // the bytes each record wrote
 	for i, c := range h {
 		if c.Deleted {
 			if i != len(h)-1 {
 				return false, nil // ids are never reused: nothing follows a deletion
 			}
-			continues[c.Rev] = true
 			continue
 		}
 		t, err := decodeTask(id, c.Content)
 		if err != nil {
 			return false, nil // not a task this store wrote
 		}
-		wrote[t.Rev], continues[t.Rev-1] = true, true
-	}
-	last := h[len(h)-1]
-	var lastRev int64
-	if !last.Deleted {
-		t, _ := decodeTask(id, last.Content)
-		lastRev = t.Rev
-	}
-	rev, state, err := s.fileVersion(id)
-	if err != nil {
-		return false, err
-	}
-	switch state {
-	case fileMissing:
-		if last.Deleted || deleting {
+		if wrote[i], err = encodeTask(t); err != nil {
 			return false, nil
 		}
-	case fileDamaged:
-	case fileAt:
-		switch {
-		case !last.Deleted && rev >= lastRev:
-			return false, nil // up to date, or written since
-		case !continues[rev] && !wrote[rev]:
-			return false, nil // not a version these records continue
-		}
-	default:
-		return false, nil // not a regular file: Check reports it
 	}
-	if last.Deleted {
+	fi, data, err := readFile(s.fs, s.root, s.dir, taskFileName(id), maxFileSize)
+	var ce *CorruptError
+	switch {
+	case errors.As(err, &ce):
+		return false, nil // not a regular file, or over the size limit: Check reports it
+	case err != nil:
+		return false, err
+	case fi == nil:
+		return false, nil // deleted (see above)
+	}
+	last := len(h) - 1
+	if !h[last].Deleted && bytes.Equal(data, wrote[last]) {
+		return false, nil // up to date
+	}
+	st := stampOf(fi)
+	here := changelog.VersionOf(st, data)
+	continued := !slices.ContainsFunc(data, func(b byte) bool { return b != 0 }) // empty or zero-filled
+	for i, c := range h {
+		continued = continued || c.Prev == here ||
+			(wrote[i] != nil && ((c.Stamp == st && bytes.Equal(data, wrote[i])) || zeroDamaged(data, wrote[i])))
+	}
+	if !continued {
+		return false, nil
+	}
+	if h[last].Deleted {
 		if err := s.fs.Remove(taskFileName(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return false, fmt.Errorf("taskgraph: replay after restart: delete task %d: %w", id, err)
 		}
 		return true, nil
 	}
-	t, _ := decodeTask(id, last.Content)
-	data, err := encodeTask(t)
-	if err != nil {
-		return false, nil
-	}
-	if err := atomicfile.Replace(s.fs, taskFileName(id), data, s.cfg.filePerm, true); err != nil {
+	if err := atomicfile.Replace(s.fs, taskFileName(id), wrote[last], s.cfg.filePerm, true); err != nil {
 		return false, fmt.Errorf("taskgraph: replay after restart: write task %d: %w", id, err)
 	}
 	return true, nil
 }
 
-// The states of a task file that the replay after a restart tells apart.
-const (
-	fileMissing = iota
-	fileDamaged // empty, zero-filled or undecodable
-	fileAt      // a task at some rev
-	fileOther   // not a regular file, or over the size limit
-)
-
-// fileVersion reads the file of id for the replay.
-func (s *FileStore) fileVersion(id ID) (rev int64, state int, err error) {
-	fi, data, err := readFile(s.fs, s.root, s.dir, taskFileName(id), maxFileSize)
-	var ce *CorruptError
-	switch {
-	case errors.As(err, &ce):
-		return 0, fileOther, nil
-	case err != nil:
-		return 0, 0, err
-	case fi == nil:
-		return 0, fileMissing, nil
+// zeroDamaged reports whether data is what a file written with want may
+// hold after a power loss took some of its blocks: no longer than want,
+// each byte either want's or zero, and at least one zero.
+func zeroDamaged(data, want []byte) bool {
+	if len(data) > len(want) || bytes.IndexByte(data, 0) < 0 {
+		return false
 	}
-	t, err := decodeTask(id, data)
-	if err != nil {
-		return 0, fileDamaged, nil
+	for i, b := range data {
+		if b != 0 && b != want[i] {
+			return false
+		}
 	}
-	return t.Rev, fileAt, nil
+	return true
 }
 
 // lostDirName is where the replay after a restart moves the task files a

@@ -24,11 +24,15 @@ import (
 // powerFS records, for every task file, each version renamed into place
 // or removed since the last syncfs: after a power loss the file may be any
 // of them — or, for a version whose content was never fsynced, empty. It
-// is a worst case: a real disk keeps more.
+// is a worst case: a real disk keeps more. As on a real disk, a version
+// comes back in its own inode (a hard link in stash keeps each), and a
+// directory's fsync makes its latest entries durable.
 type powerFS struct {
 	fileSystem
-	dir string
-	mu  sync.Mutex
+	dir   string
+	stash string // hard links to every version's inode
+	links int
+	mu    sync.Mutex
 	// versions of each task file since the last syncfs; the first is the
 	// durable one (nil: no file).
 	versions map[string][]*version
@@ -37,7 +41,19 @@ type powerFS struct {
 
 type version struct {
 	data   []byte
-	synced bool // fsynced before its rename
+	synced bool   // fsynced before its rename
+	link   string // a hard link to the inode that holds it
+}
+
+// keep links the file at path into the stash and returns the link.
+// Called with mu held.
+func (p *powerFS) keep(path string) string {
+	p.links++
+	link := filepath.Join(p.stash, fmt.Sprint(p.links))
+	if err := os.Link(path, link); err != nil {
+		panic(err)
+	}
+	return link
 }
 
 // before notes the durable version of name, before a first change to it
@@ -48,7 +64,7 @@ func (p *powerFS) before(name string) {
 	if _, ok := p.versions[name]; !ok {
 		var durable *version
 		if data, err := os.ReadFile(filepath.Join(p.dir, name)); err == nil {
-			durable = &version{data: data, synced: true}
+			durable = &version{data: data, synced: true, link: p.keep(filepath.Join(p.dir, name))}
 		}
 		p.versions[name] = []*version{durable}
 	}
@@ -65,14 +81,12 @@ func (p *powerFS) Sync(f *os.File) error {
 		return err
 	}
 	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		// The directory's entries are durable now: a file whose latest
-		// version was fsynced before its rename (or that is removed)
-		// keeps only that version.
+		// The directory's entries are durable now: every file keeps
+		// only its latest version (whose content, if it was not fsynced
+		// before its rename, may still be lost), or stays removed.
 		p.mu.Lock()
 		for name, vs := range p.versions {
-			if v := vs[len(vs)-1]; v == nil || v.synced {
-				p.versions[name] = []*version{v}
-			}
+			p.versions[name] = []*version{vs[len(vs)-1]}
 		}
 		p.mu.Unlock()
 		return nil
@@ -94,7 +108,7 @@ func (p *powerFS) Rename(oldname, newname string) error {
 			return err
 		}
 		p.mu.Lock()
-		v = &version{data: data, synced: p.synced[oldname]}
+		v = &version{data: data, synced: p.synced[oldname], link: p.keep(filepath.Join(p.dir, oldname))}
 		p.mu.Unlock()
 		p.before(newname)
 	}
@@ -140,9 +154,13 @@ func (p *powerFS) lose(t *testing.T, rng *rand.Rand) (reverted int) {
 				require.NoError(t, err, name)
 			}
 		case !v.synced && rng.IntN(2) == 0:
-			require.NoError(t, os.WriteFile(path, nil, 0o644), name) // renamed, content lost
-		default:
-			require.NoError(t, os.WriteFile(path, v.data, 0o644), name)
+			require.NoError(t, os.WriteFile(v.link, nil, 0o644), name) // renamed, content lost
+			require.NoError(t, os.Rename(v.link, path), name)
+		default: // the version whole: its inode, its bytes, its mtime
+			data, err := os.ReadFile(v.link)
+			require.NoError(t, err)
+			require.Equal(t, v.data, data, "%s: gc writes no file in place", name)
+			require.NoError(t, os.Rename(v.link, path), name)
 		}
 		if v != vs[len(vs)-1] {
 			reverted++
@@ -174,7 +192,7 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		s, err := Open(dir, WithClock(fixedClock), WithGroupCommit())
 		require.NoError(t, err)
 		require.True(t, s.gc, "group commit is on")
-		pfs := &powerFS{fileSystem: s.fs, dir: dir, versions: map[string][]*version{}, synced: map[string]bool{}}
+		pfs := &powerFS{fileSystem: s.fs, dir: dir, stash: t.TempDir(), versions: map[string][]*version{}, synced: map[string]bool{}}
 		s.fs = pfs
 		for range 30 + rng.IntN(60) {
 			randomWrite(ctx, s, rng)

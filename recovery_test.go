@@ -75,7 +75,7 @@ func TestReplayOnlyContinuesTheFile(t *testing.T) {
 	require.NoError(t, err)
 	var rec []byte
 	rec = changelog.AppendIntent(rec, 1, []int64{int64(a.ID)})
-	rec = changelog.AppendPut(rec, int64(a.ID), stamp{}, []byte(strings.ReplaceAll(string(data), "\n", "")))
+	rec = changelog.AppendPut(rec, int64(a.ID), stamp{}, changelog.VersionOf(stamp{Ino: 1}, []byte("another file")), []byte(strings.ReplaceAll(string(data), "\n", "")))
 	rec = changelog.AppendMtime(rec, 1)
 	appendToLog(t, dir, rec)
 	// The power loss kept the rename of b's last write and lost its data.
@@ -114,7 +114,9 @@ func TestLogOfAnotherDirectoryIsSetAside(t *testing.T) {
 	later.Description, later.Rev = "only in the log", 2
 	data, err := encodeTask(&later)
 	require.NoError(t, err)
-	appendToLog(t, src, changelog.AppendMtime(changelog.AppendPut(changelog.AppendIntent(nil, 1, []int64{1}), 1, stamp{}, []byte(strings.ReplaceAll(string(data), "\n", ""))), 1))
+	// It continues the file as it is: only the set-aside keeps it from
+	// being replayed in the copy.
+	appendToLog(t, src, changelog.AppendMtime(changelog.AppendPut(changelog.AppendIntent(nil, 1, []int64{1}), 1, stamp{}, versionOnDisk(t, src, task.ID), []byte(strings.ReplaceAll(string(data), "\n", ""))), 1))
 
 	t.Run("another boot", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "copy")
@@ -308,4 +310,16 @@ func TestLogCutShortInPlace(t *testing.T) {
 	after := s.Stats()
 	assert.Greater(t, after.FileSyncs, before.FileSyncs, "the file is the only durable copy")
 	assert.Greater(t, after.Syncs+after.Checkpoints, before.Syncs+before.Checkpoints, "the new record is made durable")
+}
+
+// versionOnDisk names the version of task id's file in dir as a record of
+// a write that replaced it would (changelog.VersionOf).
+func versionOnDisk(t *testing.T, dir string, id ID) string {
+	t.Helper()
+	path := filepath.Join(dir, taskFileName(id))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	return changelog.VersionOf(stampOf(fi), data)
 }

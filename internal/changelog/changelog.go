@@ -9,8 +9,8 @@
 // The lines:
 //
 //	I <mtime> <id>...                         a write of these tasks is about to commit; the directory's mtime before it
-//	P <id> <ino> <size> <mtime> <task JSON>   task id was written, as this
-//	D <id> [<rev>]                            task id, at rev, was deleted
+//	P <id> <ino> <size> <mtime> <prev> <task JSON>   task id was written, as this, over the version prev
+//	D <id> [<rev> [<prev>]]                   task id, at rev (the version prev), was deleted
 //	M <mtime>                                 the directory's mtime after a write
 //	C <boot id> [<dir id>]                    every write before this line is durable in its files
 //
@@ -27,13 +27,19 @@
 // every file the records before it name was synced: after a crash of the
 // machine (another boot id than the last checkpoint's) the records after
 // the last C are replayed onto the files. A record without its M (a torn
-// append) was never acknowledged and is never replayed. The dir id ties a
+// append) was never acknowledged and is never replayed. A record names the
+// version of the file it replaced (prev: its inode and a digest of its
+// bytes, or NoFile), so that a replay continues only the versions the
+// records themselves replaced or wrote, never a file git or a person wrote
+// since: those win. The dir id ties a
 // checkpoint to the directory that wrote it (its inode and birth time): a
 // log copied or restored elsewhere is not replayed there.
 package changelog
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -52,11 +58,11 @@ const (
 	Intent Kind = 'I' // a write about to commit, and the mtime before it
 	// Checkpoint: every write recorded before it is durable in its files.
 	Checkpoint Kind = 'C'
-	// Deleting: a task file about to be removed, written and synced
-	// before the removal. A removal may reach the disk before the D line
-	// that records it (any fsync on the filesystem can commit it); after a
-	// power loss this line tells the replay that a missing file was
-	// deleted, not lost, and must not be restored from an older record.
+	// Deleting: a task file about to be removed, which versions before
+	// this one wrote and synced before the removal, so that their replay
+	// would not restore a missing file. A replay no longer restores a
+	// missing file at all (creates make their directory entry durable):
+	// the line is read and ignored.
 	Deleting Kind = 'X'
 )
 
@@ -67,11 +73,44 @@ type Stamp struct {
 	Mtime int64 // nanoseconds
 }
 
+// NoFile is the version a record replaced when there was no file: it
+// created the file.
+const NoFile = "-"
+
+// VersionOf names the version of a task file with stamp st and content
+// data: its inode, its mtime and a digest of its bytes. A power loss that
+// undoes a rename brings back the version before it whole (same inode,
+// mtime and bytes) or damages it; git and people write new files, at
+// another time — so even a checkout of the very bytes a store once wrote
+// (a clone that commits the rev) is never taken for that version.
+func VersionOf(st Stamp, data []byte) string {
+	sum := sha256.Sum256(data)
+	return fmt.Sprintf("%d.%d.%s", st.Ino, st.Mtime, hex.EncodeToString(sum[:16]))
+}
+
+// validVersion reports whether v is NoFile or what VersionOf returns.
+func validVersion(v string) bool {
+	if v == NoFile {
+		return true
+	}
+	f := strings.Split(v, ".")
+	if len(f) != 3 || len(f[2]) != 32 {
+		return false
+	}
+	_, e1 := strconv.ParseUint(f[0], 10, 64)
+	_, e2 := strconv.ParseInt(f[1], 10, 64)
+	_, e3 := hex.DecodeString(f[2])
+	return e1 == nil && e2 == nil && e3 == nil
+}
+
 // Record is one line of the log.
 type Record struct {
-	Kind    Kind
-	ID      int64 // Put, Delete
-	Rev     int64 // Delete: the rev of the task deleted; 0 if not said
+	Kind Kind
+	ID   int64 // Put, Delete
+	Rev  int64 // Delete: the rev of the task deleted; 0 if not said
+	// Prev is the version a Put or Delete replaced (VersionOf, or NoFile);
+	// "" in a record of an older version, which did not say.
+	Prev    string
 	Stamp   Stamp // Put, when Content is set
 	Content []byte
 	Mtime   int64   // Mtime, Intent
@@ -81,20 +120,17 @@ type Record struct {
 }
 
 // AppendPut appends the record of a task file written with content (JSON
-// on one line) and stamp.
-func AppendPut(buf []byte, id int64, st Stamp, content []byte) []byte {
-	buf = fmt.Appendf(buf, "P %d %d %d %d ", id, st.Ino, st.Size, st.Mtime)
+// on one line) and stamp over the version prev (VersionOf, or NoFile).
+func AppendPut(buf []byte, id int64, st Stamp, prev string, content []byte) []byte {
+	buf = fmt.Appendf(buf, "P %d %d %d %d %s ", id, st.Ino, st.Size, st.Mtime, prev)
 	return append(append(buf, content...), '\n')
 }
 
-// AppendDelete appends the record of a removed task file, which held rev.
-func AppendDelete(buf []byte, id, rev int64) []byte {
-	return fmt.Appendf(buf, "D %d %d\n", id, rev)
+// AppendDelete appends the record of a removed task file, which held rev
+// and was the version prev.
+func AppendDelete(buf []byte, id, rev int64, prev string) []byte {
+	return fmt.Appendf(buf, "D %d %d %s\n", id, rev, prev)
 }
-
-// AppendDeleting appends the announcement that the file of id is about to
-// be removed.
-func AppendDeleting(buf []byte, id int64) []byte { return fmt.Appendf(buf, "X %d\n", id) }
 
 // AppendMtime appends the directory's mtime after a write: the end of its
 // record.
@@ -176,10 +212,11 @@ func Parse(line string) (r Record, ok bool) {
 		r := Record{Kind: Delete, ID: n}
 		if hasRev {
 			var rerr error
+			rev, r.Prev, _ = strings.Cut(rev, " ")
 			r.Rev, rerr = strconv.ParseInt(rev, 10, 64)
 			err = errors.Join(err, rerr)
 		}
-		return r, err == nil && n > 0 && r.Rev >= 0
+		return r, err == nil && n > 0 && r.Rev >= 0 && (r.Prev == "" || validVersion(r.Prev))
 	case "P":
 		f := strings.SplitN(rest, " ", 5)
 		n, err := strconv.ParseInt(f[0], 10, 64)
@@ -191,8 +228,12 @@ func Parse(line string) (r Record, ok bool) {
 			ino, e1 := strconv.ParseUint(f[1], 10, 64)
 			size, e2 := strconv.ParseInt(f[2], 10, 64)
 			mtime, e3 := strconv.ParseInt(f[3], 10, 64)
-			if e1 == nil && e2 == nil && e3 == nil && f[4] != "" {
-				r.Stamp, r.Content = Stamp{Ino: ino, Size: size, Mtime: mtime}, []byte(f[4])
+			content, prev := f[4], ""
+			if !strings.HasPrefix(content, "{") { // an older version's record says no prev
+				prev, content, _ = strings.Cut(content, " ")
+			}
+			if e1 == nil && e2 == nil && e3 == nil && content != "" && (prev == "" || validVersion(prev)) {
+				r.Stamp, r.Content, r.Prev = Stamp{Ino: ino, Size: size, Mtime: mtime}, []byte(content), prev
 			}
 		}
 		return r, true
@@ -203,14 +244,12 @@ func Parse(line string) (r Record, ok bool) {
 // Change is the state one record leaves a task in: its content, or
 // deleted.
 type Change struct {
-	// Deleting: a removal was about to happen (an X line); it carries
-	// nothing else, and no M line ends it.
-	Deleting bool
-	Deleted  bool
-	Rev      int64  // when Deleted: the rev of the task deleted (0 if not said)
-	Content  []byte // the task file, when not Deleted
-	Stamp    Stamp  // the file written, when not Deleted
-	End      int    // where the record (its M line) ends in the log
+	Deleted bool
+	Rev     int64  // when Deleted: the rev of the task deleted (0 if not said)
+	Prev    string // the version the record replaced; "" if not said
+	Content []byte // the task file, when not Deleted
+	Stamp   Stamp  // the file written, when not Deleted
+	End     int    // where the record (its M line) ends in the log
 }
 
 // Redo returns, for each task, the changes the whole records of log (whole
@@ -237,18 +276,16 @@ func Redo(log []byte) map[int64][]Change {
 		switch r.Kind {
 		case Intent, Checkpoint:
 			group, damaged = nil, false
-		case Deleting:
-			history[r.ID] = append(history[r.ID], Change{Deleting: true, End: pos})
 		case Put, Delete:
 			if group == nil {
 				group = map[int64]Change{}
 			}
 			if r.Kind == Delete {
-				group[r.ID] = Change{Deleted: true, Rev: r.Rev}
+				group[r.ID] = Change{Deleted: true, Rev: r.Rev, Prev: r.Prev}
 			} else if r.Content == nil {
 				damaged = true
 			} else {
-				group[r.ID] = Change{Content: r.Content, Stamp: r.Stamp}
+				group[r.ID] = Change{Content: r.Content, Stamp: r.Stamp, Prev: r.Prev}
 			}
 		case Mtime:
 			if !damaged {
