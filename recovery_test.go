@@ -5,12 +5,15 @@ package taskgraph
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -322,4 +325,99 @@ func versionOnDisk(t *testing.T, dir string, id ID) string {
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
 	return changelog.VersionOf(stampOf(fi), data)
+}
+
+// TestReplayLeavesWhatOthersWrote: after a restart the files that git or a
+// person wrote since the store's records win — a file rewritten without
+// the rev (as git's clean filter commits it), the very bytes a store once
+// wrote checked out again as a new file, a file deleted by hand, and a
+// file of a task created since the last checkpoint removed by a checkout —
+// while a file that still holds a version the records replaced is brought
+// up to date. (Before records named the version they replaced, the replay
+// matched revs, and rewrote all but the last of these: issue 38.)
+func TestReplayLeavesWhatOthersWrote(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	restartAs(t, "boot-1")
+	s := openGC(t, dir)
+	mk := func(subject string) Task {
+		task, err := s.Create(ctx, NewTask{Subject: subject})
+		require.NoError(t, err)
+		return task
+	}
+	pulled, restored, handDeleted, branch, behind := mk("pulled"), mk("restored"), mk("deleted by hand"), mk("branch"), mk("behind")
+	release, err := s.acquire(ctx, true)
+	require.NoError(t, err)
+	require.NoError(t, s.checkpointNow())
+	require.NoError(t, release())
+	created := mk("created since the checkpoint")
+	file := func(task Task) string { return filepath.Join(dir, taskFileName(task.ID)) }
+	read := func(task Task) []byte {
+		data, err := os.ReadFile(file(task))
+		require.NoError(t, err)
+		return data
+	}
+	// A hard link keeps the version of "behind" that the update replaces.
+	oldBehind := filepath.Join(t.TempDir(), "behind")
+	require.NoError(t, os.Link(file(behind), oldBehind))
+	oldRestored := read(restored)
+	for _, task := range []Task{pulled, restored, handDeleted, branch, behind, created} {
+		_, err := s.Update(ctx, task.ID, Patch{Description: ptr("written by the store")})
+		require.NoError(t, err)
+	}
+	want, err := s.Get(ctx, behind.ID)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	// A pull: the other clone's completion, committed without the rev.
+	gitVersion := pulled
+	gitVersion.Status, gitVersion.Owner, gitVersion.Result, gitVersion.Rev = Completed, "other", "done there", 0
+	data, err := encodeTask(&gitVersion)
+	require.NoError(t, err)
+	replaceAsGit(t, file(pulled), data)
+	// A checkout of the bytes the store wrote first (a clone without the
+	// clean filter commits the rev): a new file, at another time.
+	time.Sleep(10 * time.Millisecond) // past the filesystem's clock tick
+	replaceAsGit(t, file(restored), oldRestored)
+	require.NoError(t, os.Remove(file(handDeleted)))
+	require.NoError(t, os.Remove(file(branch)))
+	require.NoError(t, os.Remove(file(created)))
+	before := map[string][]byte{}
+	for _, task := range []Task{pulled, restored} {
+		before[file(task)] = read(task)
+	}
+	// The power loss undid the last rename of "behind": its inode, its
+	// bytes, its mtime are the version before.
+	require.NoError(t, os.Rename(oldBehind, file(behind)))
+
+	restartAs(t, "boot-2")
+	after := openGC(t, dir)
+	got, err := after.Get(ctx, behind.ID)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "the version a record replaced is brought up to date")
+	for path, data := range before {
+		assert.Equal(t, string(data), string(readPath(t, path)), "%s: what git wrote wins", filepath.Base(path))
+	}
+	for _, task := range []Task{handDeleted, branch, created} {
+		_, err := os.Stat(file(task))
+		assert.True(t, errors.Is(err, fs.ErrNotExist), "%s stays deleted", task.Subject)
+	}
+	problems, err := Check(ctx, dir)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+}
+
+// replaceAsGit replaces the file at path with data as git does: a new
+// file (a new inode, the time now) in its place.
+func replaceAsGit(t *testing.T, path string, data []byte) {
+	t.Helper()
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+}
+
+func readPath(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return data
 }
