@@ -168,7 +168,6 @@ const metaProblem = `it records the highest task id ever allocated and the label
 // since without it a deleted id could be allocated again.
 func (s *FileStore) readMeta() error {
 	fi, data, err := readFile(s.fs, s.root, s.dir, metaFileName, maxFileSize)
-	s.metaFound = fi != nil
 	if fi == nil && err == nil {
 		s.metaErr, s.g.limits = nil, nil
 		return nil
@@ -254,7 +253,7 @@ func (s *FileStore) writeMeta(id ID) error {
 			return err
 		}
 	}
-	s.hwm, s.metaFound = id, true
+	s.hwm = id
 	return nil
 }
 

@@ -81,13 +81,11 @@ type FileStore struct {
 	sem  chan struct{} // serialises this store's goroutines
 
 	// Guarded by sem.
-	closed  bool
-	scanned bool
-	g       *graph
-	stamps  map[ID]stamp
-	hwm     ID // high-water mark in the meta file
-	// metaFound: the meta file exists (readMeta).
-	metaFound bool
+	closed    bool
+	scanned   bool
+	g         *graph
+	stamps    map[ID]stamp
+	hwm       ID    // high-water mark in the meta file
 	metaStamp stamp // of the meta file as a read last read it (refreshMeta)
 	// snapshotLoads counts the task files scans have read since the
 	// snapshot was last written (snapshot.go).
@@ -142,6 +140,9 @@ func stampOf(fi os.FileInfo) stamp {
 // Open opens the task directory dir, creating it (durably: its entry is
 // fsynced in its parent) if it does not exist, unless WithoutCreate is
 // given. The directory is read lazily, by the first operation, under the lock.
+// In a git working tree, an Open that creates the directory makes this
+// checkout the one where the graph began, whose ids are 1, 2, 3, …: every
+// other checkout draws its ids from a block of its own (docs/git.md).
 //
 // The path is resolved once, here: every later file operation, the lock
 // included, goes through the directory handle opened now. A store keeps
@@ -150,7 +151,8 @@ func stampOf(fi os.FileInfo) stamp {
 // while it is open.
 func Open(dir string, opts ...Option) (*FileStore, error) {
 	cfg := newConfig(opts)
-	if err := makeDir(dir, cfg); err != nil {
+	created, err := makeDir(dir, cfg)
+	if err != nil {
 		return nil, err
 	}
 	root, err := os.OpenRoot(dir)
@@ -187,6 +189,12 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		s.hub.holding = true
 		s.log.sync.cond.L = &s.log.sync.mu
 		s.log.sync.publish = s.hub.deliver
+	}
+	if created && s.g.alloc != nil {
+		if err := s.beginHere(); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -229,41 +237,41 @@ func (s *FileStore) chooseProtocol() {
 	s.wantCacheDir = !s.gc && !s.cfg.noSync
 }
 
-// makeDir makes sure dir is a directory. It creates it and any missing
-// parent unless cfg says WithoutCreate, and fsyncs the parent of each
-// directory it created, so that a power loss cannot lose the new entry
-// (and with it every task written there).
-func makeDir(dir string, cfg config) error {
+// makeDir makes sure dir is a directory, and reports whether it created
+// it. It creates it and any missing parent unless cfg says WithoutCreate,
+// and fsyncs the parent of each directory it created, so that a power
+// loss cannot lose the new entry (and with it every task written there).
+func makeDir(dir string, cfg config) (created bool, err error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case err == nil && fi.IsDir():
-		return nil
+		return false, nil
 	case err == nil:
-		return fmt.Errorf("taskgraph: open %s: not a directory: %w", dir, ErrInvalid)
+		return false, fmt.Errorf("taskgraph: open %s: not a directory: %w", dir, ErrInvalid)
 	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("taskgraph: open: %w", err)
+		return false, fmt.Errorf("taskgraph: open: %w", err)
 	case cfg.noCreate:
-		return &dirNotFoundError{dir: dir, err: err}
+		return false, &dirNotFoundError{dir: dir, err: err}
 	}
-	var created []string // the missing directories, deepest first
+	var made []string // the missing directories, deepest first
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
 			break
 		}
-		created = append(created, d)
+		made = append(made, d)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("taskgraph: open: %w", err)
+		return false, fmt.Errorf("taskgraph: open: %w", err)
 	}
 	if cfg.noSync {
-		return nil
+		return true, nil
 	}
-	for _, d := range created {
+	for _, d := range made {
 		if err := syncDirAt(filepath.Dir(d)); err != nil {
-			return fmt.Errorf("taskgraph: open: make the new directory %s durable: %w", d, err)
+			return true, fmt.Errorf("taskgraph: open: make the new directory %s durable: %w", d, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // syncDirAt is syncPath; tests replace it to see which directories Open
@@ -789,11 +797,6 @@ func (s *FileStore) setLimitLocked(label string, n int) error {
 	if err := s.readMeta(); err != nil {
 		return err
 	}
-	if s.g.alloc != nil {
-		if err := s.readIDs(); err != nil {
-			return err
-		}
-	}
 	if s.metaErr != nil {
 		return s.metaErr
 	}
@@ -806,15 +809,6 @@ func (s *FileStore) setLimitLocked(label string, n int) error {
 	}
 	if len(limits) == 0 {
 		limits = nil
-	}
-	if s.g.alloc != nil && !s.metaFound && !s.ids.found && len(s.g.ids) == 0 && len(s.g.broken) == 0 {
-		// The graph begins here, with a limit before its first task: say
-		// so in the id file first, as the first create would, or the meta
-		// file would make this checkout look like a clone (ids.go).
-		if err := s.writeFile(idsFileName, []byte("{\"last\":0}\n")); err != nil {
-			return err
-		}
-		s.ids = cloneIDs{found: true}
 	}
 	s.g.limits = limits
 	if err := s.writeMeta(s.hwm); err != nil {

@@ -1,6 +1,8 @@
 // Ids that do not collide across the clones of a graph kept in git: each
 // checkout draws its ids from a block of a million that only it uses, and
-// records the last id it drew in a file of its own.
+// records the last id it drew in a file of its own. Block 0 (1, 2, 3, …)
+// is the block of the checkout whose id file says so: the one where a
+// store created the task directory, which taskgraph init does.
 
 package taskgraph
 
@@ -23,8 +25,9 @@ const idsFileName = ".taskgraph.ids"
 // blockSize is how many ids a block holds. Block 0 (ids 1 to 999,999) is
 // the block of the checkout where the graph began: a graph that never
 // leaves one checkout keeps the sequential ids it always had. Every other
-// checkout draws a block between firstBlock and lastBlock at random, so
-// its ids have twelve digits: 482193000001, 482193000002, ...
+// checkout — every checkout without an id file — draws a block between
+// firstBlock and lastBlock at random, so its ids have twelve digits:
+// 482193000001, 482193000002, ...
 const (
 	blockSize  = 1_000_000
 	firstBlock = 100_000
@@ -45,6 +48,13 @@ const (
 // driver that meets two different tasks under one name reports it (see
 // MergeTaskFiles). Twelve digits cost a model about four tokens where a
 // small id costs one: measured in agenttools/tokenbudget.
+//
+// Why block 0 goes by the id file alone. Nothing committed can tell the
+// checkout where the graph began from its clones: a clone made before the
+// first task holds exactly what the origin holds. Only the moment the
+// graph is made can, and only on the machine that makes it: the store
+// that creates the task directory writes {"last": 0} then (beginHere),
+// and the id file, which git never carries, keeps the claim.
 
 // cloneIDs is the allocation state of a FileStore whose ids must not
 // collide across clones: the id file's last id, read under the lock.
@@ -107,27 +117,36 @@ func (s *FileStore) readIDs() error {
 }
 
 // allocator returns the function that gives the first of n new ids: the
-// ids after the highest this checkout's block holds, on disk or in the id
+// ids after the highest the id file's block holds, on disk or in the id
 // file, or the start of a fresh block when that one is full, or when the
-// checkout has no id file and the graph did not begin in it.
+// checkout has no id file (it is not where the graph began, or it cannot
+// tell).
 func (s *FileStore) allocator() func(g *graph, n int) (ID, error) {
 	return func(g *graph, n int) (ID, error) {
 		if s.ids.err != nil {
 			return 0, s.ids.err
 		}
-		block := s.ids.last / blockSize
-		if !s.ids.found && (len(g.ids) > 0 || len(g.broken) > 0 || s.metaFound) {
-			// Tasks were here before this checkout drew an id: the
-			// graph came from elsewhere, and block 0 is its origin's.
-			block = -1
-		}
-		if block >= 0 {
+		if s.ids.found {
+			block := s.ids.last / blockSize
 			if first := highestIn(g, block, s.hwm, s.ids.last) + 1; first+ID(n) <= (block+1)*blockSize {
 				return first, nil
 			}
 		}
 		return freshBlock(g, n)
 	}
+}
+
+// beginHere claims block 0 for this checkout: Open calls it when it has
+// just created the task directory in a git working tree, where the graph
+// therefore begins. The id file is durable before Open returns. (A
+// process that created a task in the new directory in between drew a
+// fresh block; replacing its id file only moves this checkout to block 0,
+// which no one drew.)
+func (s *FileStore) beginHere() error {
+	if err := s.writeFile(idsFileName, []byte("{\"last\":0}\n")); err != nil {
+		return err
+	}
+	return s.syncDir()
 }
 
 // highestIn returns the highest id known in block — a task, a corrupt
@@ -188,11 +207,5 @@ func (s *FileStore) recordIDs(p *plan) error {
 		}
 	}
 	s.ids = cloneIDs{last: p.lastNew, found: true}
-	if !s.metaFound {
-		// The graph began here. A clone must see that it did not begin
-		// there, or it would draw from block 0 too: the meta file, which
-		// git carries, says so.
-		return s.writeMeta(s.hwm)
-	}
 	return nil
 }

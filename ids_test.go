@@ -15,16 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// gitGraph makes a git repository with an empty .tasks and returns the
-// repository and the task directory.
+// gitGraph makes a git repository with an empty .tasks, made as taskgraph
+// init makes it (Open creates it, then the .gitignore is written), and
+// returns the repository and the task directory.
 func gitGraph(t *testing.T) (repo, dir string) {
 	t.Helper()
 	needGit(t)
 	repo = realDir(t)
 	runGit(t, repo, "init", "-q")
 	dir = filepath.Join(repo, DirName)
-	require.NoError(t, os.Mkdir(dir, 0o755))
-	_, err := WriteGitIgnore(dir) // as taskgraph init does
+	s, err := Open(dir, WithoutSync())
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, err = WriteGitIgnore(dir)
 	require.NoError(t, err)
 	return repo, dir
 }
@@ -58,12 +61,13 @@ func openTest(t *testing.T, dir string) *FileStore {
 	return s
 }
 
-// TestIDsWhereTheGraphBegan: a graph that begins in a git checkout keeps
-// sequential ids there (block 0), records the last one outside git, and
-// writes the meta file so that clones know the graph did not begin in
-// them.
+// TestIDsWhereTheGraphBegan: the Open that creates the task directory in
+// a git checkout writes the id file {"last": 0} at once, before any task:
+// the graph began here, and its ids are sequential (block 0), the last
+// one recorded outside git.
 func TestIDsWhereTheGraphBegan(t *testing.T) {
 	_, dir := gitGraph(t)
+	assert.Equal(t, ID(0), lastID(t, dir), "written by the Open that made the directory")
 	s := openTest(t, dir)
 	ctx := context.Background()
 	a, err := s.Create(ctx, NewTask{Subject: "a"})
@@ -72,8 +76,27 @@ func TestIDsWhereTheGraphBegan(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []ID{1, 2, 3}, []ID{a.ID, plan[0].ID, plan[1].ID})
 	assert.Equal(t, ID(3), lastID(t, dir))
-	_, err = os.Stat(filepath.Join(dir, metaFileName))
-	assert.NoError(t, err, "the meta file tells clones the graph began elsewhere")
+}
+
+// TestIDsWithoutAnIDFile: in a git checkout, a task directory a store did
+// not create — a clone made before any id was drawn, holding no task and
+// no meta file — has no id file, and Open writes none: its first id
+// comes from a block of its own, not block 0, which is its origin's.
+func TestIDsWithoutAnIDFile(t *testing.T) {
+	needGit(t)
+	repo := realDir(t)
+	runGit(t, repo, "init", "-q")
+	dir := filepath.Join(repo, DirName)
+	require.NoError(t, os.Mkdir(dir, 0o755)) // as git checks it out
+	_, err := WriteGitIgnore(dir)
+	require.NoError(t, err)
+	s := openTest(t, dir)
+	_, err = os.Lstat(filepath.Join(dir, idsFileName))
+	require.ErrorIs(t, err, os.ErrNotExist, "Open did not make the directory: no claim")
+	a, err := s.Create(context.Background(), NewTask{Subject: "a"})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, a.ID, ID(firstBlock*blockSize+1))
+	assert.Equal(t, a.ID, lastID(t, dir))
 }
 
 // TestIDsWhenALimitComesFirst: a limit set before the first task writes
@@ -107,8 +130,8 @@ func TestIDsOutsideGitAreUnchanged(t *testing.T) {
 }
 
 // TestIDsOfAClone: a checkout that received the graph (a clone: the task
-// files and the meta file, no id file) draws its ids from a block of its
-// own, consecutive within it; two clones draw different blocks.
+// files, no id file) draws its ids from a block of its own, consecutive
+// within it; two clones draw different blocks.
 func TestIDsOfAClone(t *testing.T) {
 	origin, _, _ := committedGraph(t)
 	ctx := context.Background()
@@ -121,6 +144,8 @@ func TestIDsOfAClone(t *testing.T) {
 		_, err := os.Lstat(filepath.Join(cdir, idsFileName))
 		require.ErrorIs(t, err, os.ErrNotExist, "the id file is not committed")
 		c := openTest(t, cdir)
+		_, err = os.Lstat(filepath.Join(cdir, idsFileName))
+		require.ErrorIs(t, err, os.ErrNotExist, "nor written by an Open that did not make the directory")
 		x, err := c.Create(ctx, NewTask{Subject: "x", BlockedBy: []ID{1}})
 		require.NoError(t, err)
 		y, err := c.Create(ctx, NewTask{Subject: "y"})
