@@ -182,7 +182,7 @@ func (c *checker) checkJournal(name string) error {
 	case err != nil:
 		return err
 	default:
-		c.add(ProblemJournal, name, 0, "an interrupted multi-file write, valid and ready to replay: the next operation by a process that can write the directory finishes it")
+		c.add(ProblemJournal, name, 0, "a write of several files that has happened (its journal is valid) but is not yet applied to every file: stores read the tasks as it leaves them, and refuse other writes, saying why, until a store that can write the directory applies and removes it")
 	}
 	return nil
 }

@@ -283,15 +283,22 @@ func (s *FileStore) syncDir() error {
 
 // commit persists a plan: one file directly, several through the journal.
 //
-// The commit point is the rename (or removal) of the one file, or the
-// rename of the journal: before it, an error means nothing changed; from
-// it on, other processes see the write (they replay a journal), so commit
-// finishes the remaining steps, retrying them once, and returns nil if it
-// got through or an error matching ErrUnknownOutcome if not. If a holds the
-// file of p's one task, written ahead, it is renamed into place. Recording the
-// write in the change log comes after and never fails the write; the
-// announcement before the commit point (see announce) is what makes every
-// other store see the write even if that record is lost.
+// Every write has one commit point (see "The commit point" in store.go):
+// before it, an error means nothing changed; the step itself, if it
+// fails, leaves the outcome unknowable (ErrUnknownOutcome, through
+// commitPoint); after it the write has happened, and what is left —
+// applying a journal's files, removing the journal — is never reported as
+// a failure: the next operation finishes it (prepare). The commit point:
+//   - a single-file write: the sync that makes it durable — the change
+//     log's fdatasync with group commit (and, for a new file, the
+//     directory's fsync before its record), the directory's fsync with the
+//     full protocol — after the lock where the log is a redo log
+//     (makeDurable), here where it is not;
+//   - a write of several files: the directory's fsync that makes its
+//     journal durable.
+// If a holds the file of p's one task, written ahead, it is renamed into
+// place. The announcement before the commit point (see announce) is what
+// makes every other store see the write even if its record is lost.
 func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	defer func() {
 		if err != nil {
@@ -332,7 +339,6 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	if err := s.announce(j, !single && s.redoLog()); err != nil {
 		return err
 	}
-	var finish func() error
 	if single {
 		if err := s.raiseHighWater(ID(j.HighWater)); err != nil {
 			return err
@@ -358,53 +364,67 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 				return err
 			}
 		}
-		finish = s.syncDir
+		sync := s.syncDir
 		if s.syncsAfterUnlock() {
 			// The log's sync or the directory's, after the lock
 			// (makeDurable).
-			finish = nil
+			sync = nil
 			if s.gc && slices.Contains(slices.Collect(maps.Values(prev)), changelog.NoFile) {
 				// A new file's entry is durable before its record is
 				// written: a replay never restores a missing file, so
 				// that one deleted by hand or by git stays deleted.
-				finish = s.syncDir
+				sync = s.syncDir
 			}
 		}
-	} else {
-		data, err := journal.Encode(j)
-		if err != nil {
-			return fmt.Errorf("taskgraph: encode journal: %w", err)
+		if sync != nil {
+			if err := s.commitPoint(sync); err != nil {
+				return err
+			}
 		}
-		if err := s.writeFile(journalFileName, data); err != nil {
-			return err
+		s.removeTemps()
+		if err := s.recordLog(j, prev); err != nil {
+			// The write stands, visible to every store, but nothing
+			// made it durable: the record was its commit point.
+			s.scanned = false
+			return &unknownOutcomeError{err: err}
 		}
-		finish = func() error { return s.finishJournal(j) }
+		return nil
 	}
-	if finish != nil {
-		if err := s.finish(j, finish); err != nil {
-			return err
-		}
+	data, err := journal.Encode(j)
+	if err != nil {
+		return fmt.Errorf("taskgraph: encode journal: %w", err)
+	}
+	if err := s.writeFile(journalFileName, data); err != nil {
+		return err
+	}
+	if err := s.commitPoint(s.syncDir); err != nil {
+		return err
+	}
+	// The write has happened: its journal is durable, and the next
+	// operation replays it.
+	if s.applyJournal(j) != nil {
+		// Every store reads through the journal until one applies it
+		// (prepare); the announcement makes the others reload.
+		s.scanned = false
+		return nil
 	}
 	s.removeTemps()
-	if err := s.recordLog(j, prev); err != nil {
-		// The write stands, visible to every store, but nothing made it
-		// durable.
-		s.scanned = false
-		return &unknownOutcomeError{err: err}
-	}
+	// The files are durable; a record lost costs the other stores a
+	// reload of what the announcement named.
+	_ = s.recordLog(j, prev)
 	return nil
 }
 
-// finish runs the steps of a write after its commit point, retrying them
-// once. If they fail twice the write is visible but perhaps not durable (or
-// its journal not yet replayed): the outcome is unknown. The cache is then
-// dropped, so that it is rebuilt from what the directory holds.
-func (s *FileStore) finish(j *journal.Journal, steps func() error) error {
-	err := steps()
+// commitPoint runs the step of a write whose failure leaves its outcome
+// unknowable — the write is visible, but perhaps not durable — retrying it
+// once. If it fails twice the outcome is unknown, and the cache is dropped,
+// so that it is rebuilt from what the directory holds.
+func (s *FileStore) commitPoint(step func() error) error {
+	err := step()
 	if err == nil {
 		return nil
 	}
-	if err = steps(); err == nil {
+	if err = step(); err == nil {
 		return nil
 	}
 	s.scanned = false
@@ -428,14 +448,11 @@ func (s *FileStore) applyFiles(j *journal.Journal, durable bool) error {
 	return nil
 }
 
-// finishJournal makes a journal that is in the directory durable, applies
-// it, and removes it. If the process dies before the removal is durable,
-// the next writer replays j, which rewrites the same contents: replay is
-// idempotent, and so is finishJournal.
-func (s *FileStore) finishJournal(j *journal.Journal) error {
-	if err := s.syncDir(); err != nil {
-		return err
-	}
+// applyJournal applies a journal that is durable in the directory and
+// removes it. If the process dies before the removal is durable, the next
+// writer replays j, which rewrites the same contents: replay is
+// idempotent, and so is applyJournal.
+func (s *FileStore) applyJournal(j *journal.Journal) error {
 	if err := s.raiseHighWater(ID(j.HighWater)); err != nil {
 		return err
 	}
@@ -574,7 +591,12 @@ func (s *FileStore) replayJournal(j *journal.Journal) error {
 	if err := s.announce(j, s.redoLog()); err != nil {
 		return err
 	}
-	if err := s.finish(j, func() error { return s.finishJournal(j) }); err != nil {
+	// The journal is another writer's, perhaps not yet durable: its
+	// directory's fsync comes first, as in commit.
+	if err := s.syncDir(); err != nil {
+		return err
+	}
+	if err := s.applyJournal(j); err != nil {
 		return err
 	}
 	// The cache predates the replay.

@@ -469,9 +469,31 @@ func (s *FileStore) prepare() error {
 		_, err = s.verify(slices.Collect(maps.Keys(s.g.broken)))
 	}
 	if err == nil && j != nil {
-		err = s.replayJournal(j)
+		if rerr := s.replayJournal(j); rerr != nil {
+			s.readThrough(j, rerr)
+		}
 	}
 	return err
+}
+
+// readThrough makes the cache what the journal j leaves the tasks as, when
+// it could not be applied now (failed). Its write has happened — the
+// journal is durable and valid — so reads answer with it; writes are
+// refused, with the reason, until an operation applies and removes it
+// (each tries again: the cache is rebuilt by the next one).
+func (s *FileStore) readThrough(j *journal.Journal, failed error) {
+	p := &plan{}
+	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
+		if t, err := decodeTask(ID(id), []byte(j.Put[id])); err == nil { // validated: it decodes
+			p.put = append(p.put, t)
+		}
+	}
+	for _, id := range j.Del {
+		p.del = append(p.del, ID(id))
+	}
+	s.g.apply(p)
+	s.scanned = false
+	s.journalErr = fmt.Errorf("taskgraph: a write of several files has happened, but its journal %s could not be applied and removed (%w); every store reads the tasks as it leaves them, and no write is made until an operation applies it (each tries again)", filepath.Join(s.dir, journalFileName), failed)
 }
 
 func (s *FileStore) read(ctx context.Context, check []ID, fn func(*graph) error) error {
@@ -506,13 +528,18 @@ func (s *FileStore) write(ctx context.Context, kind writeKind, mk func(*graph, t
 	if err != nil {
 		return err
 	}
-	committed, err := s.writeLocked(mk, done, a)
+	committed, durable, err := s.writeLocked(mk, done, a)
 	if derr := release(); derr != nil {
-		if committed {
-			// Visible to every store, but perhaps not durable.
+		switch {
+		case durable:
+			// A write of several files was durable before the lock was
+			// let go, and so was all it read (it checkpointed first):
+			// it has happened.
+		case committed:
+			// Visible to every store, but perhaps not durable: the
+			// sync that failed was its commit point.
 			return withHint(&unknownOutcomeError{err: derr})
-		}
-		if err == nil {
+		case err == nil:
 			err = derr
 		}
 	}
@@ -522,23 +549,25 @@ func (s *FileStore) write(ctx context.Context, kind writeKind, mk func(*graph, t
 func (s *FileStore) now() time.Time { return s.cfg.now().UTC() }
 
 // writeLocked decides and commits a write under the exclusive lock, and
-// reports whether it committed. a is the write decided ahead, if any: it is
-// used only if deciding again, at its time, gives the same file.
-func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan), a *ahead) (committed bool, err error) {
+// reports whether it committed, and whether it was durable already (a
+// write of several files) or becomes so after the lock (makeDurable). a is
+// the write decided ahead, if any: it is used only if deciding again, at
+// its time, gives the same file.
+func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan), a *ahead) (committed, durable bool, err error) {
 	if s.journalErr != nil {
-		return false, s.journalErr
+		return false, false, s.journalErr
 	}
 	// The meta file is read under the lock before every write: another
 	// process may have raised it, or someone may have fixed it.
 	if err := s.readMeta(); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if s.metaErr != nil {
-		return false, s.metaErr
+		return false, false, s.metaErr
 	}
 	if s.g.alloc != nil {
 		if err := s.readIDs(); err != nil {
-			return false, err
+			return false, false, err
 		}
 	}
 	if a != nil && a.stale(s.now()) {
@@ -559,13 +588,13 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 			continue
 		}
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		// Prove that what the decision read is what is on disk; if a
 		// writer that bypasses the lock changed it, decide again.
 		changed, err := s.verify(p.read)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		if changed {
 			s.unusedAhead(a)
@@ -573,13 +602,13 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 			if attempt < 3 {
 				continue
 			}
-			return false, fmt.Errorf("taskgraph: task files keep changing under the lock (a program writing .tasks without taking it?): %w", ErrConflict)
+			return false, false, fmt.Errorf("taskgraph: task files keep changing under the lock (a program writing .tasks without taking it?): %w", ErrConflict)
 		}
 		if err := s.recordIDs(p); err != nil {
-			return false, withHint(err)
+			return false, false, withHint(err)
 		}
 		if err := s.commit(p, a); err != nil {
-			return errors.Is(err, ErrUnknownOutcome), withHint(err)
+			return errors.Is(err, ErrUnknownOutcome), false, withHint(err)
 		}
 		s.stats.writes.Add(1)
 		if a != nil && a.used {
@@ -590,7 +619,7 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 		if s.gc {
 			s.checkpoint()
 		}
-		return true, nil
+		return true, len(p.put)+len(p.del) > 1, nil
 	}
 }
 
