@@ -296,6 +296,7 @@ func (s *FileStore) syncDir() error {
 //     (makeDurable), here where it is not;
 //   - a write of several files: the directory's fsync that makes its
 //     journal durable.
+//
 // If a holds the file of p's one task, written ahead, it is renamed into
 // place. The announcement before the commit point (see announce) is what
 // makes every other store see the write even if its record is lost.

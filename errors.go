@@ -26,9 +26,9 @@ var (
 	// ErrClosed is returned by a Store after Close.
 	ErrClosed = errors.New("store is closed")
 	// ErrUnknownOutcome is returned by a write that may or may not have
-	// happened: the store got past the point where the write became
-	// visible (a file renamed into place, a journal written) but could not
-	// finish making it durable. Every other error from a write means the
+	// happened: the write became visible (a file renamed into place, a
+	// journal written) but its commit point — the sync that makes it
+	// durable (see Store) — failed. Every other error from a write means the
 	// write did not happen. Like database/sql/driver.ErrBadConn, it tells
 	// the caller not to retry blindly: re-read the tasks concerned and
 	// decide again (a write with Patch.IfRev is safe to retry as it is).
@@ -57,7 +57,7 @@ func (e *StalledError) Error() string {
 // Is reports whether target is ErrStalled.
 func (e *StalledError) Is(target error) bool { return target == ErrStalled }
 
-// unknownOutcomeError wraps the failure of a write past its commit point.
+// unknownOutcomeError wraps the failure of a write's commit point.
 // It matches ErrUnknownOutcome.
 type unknownOutcomeError struct{ err error }
 

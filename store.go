@@ -23,6 +23,20 @@ import (
 // made durable — and the caller must re-read before deciding to write
 // again. A write is never stored in part.
 //
+// The commit point. Every write has one step whose failure leaves its
+// outcome unknowable; before it a failure means the write did not happen
+// (an error), and after it the write has happened (success), whatever
+// fails: what is left is finished by the next operation, whose replay is
+// idempotent. In a FileStore the commit point is the sync that makes the
+// write durable: for a write of one file, the change log's fdatasync with
+// group commit (and, for a new file, the directory's fsync before its
+// record), the directory's fsync with the full protocol; for a write of
+// several files, the directory's fsync that makes its journal durable —
+// applying its files and removing the journal come after, and a store
+// that cannot do them reads through the journal and refuses other writes,
+// saying why. In pgstore it is the COMMIT. Only a failure of that step is
+// ErrUnknownOutcome.
+//
 // Staleness is bounded: a read reflects every write that had returned,
 // in any store of any process on the same graph, by the time the read
 // began — and every write that got past its commit point in a process
