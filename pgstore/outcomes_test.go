@@ -197,7 +197,7 @@ func TestBlockersByPrimaryKey(t *testing.T) {
 // looked up by the primary key, one blocker at a time, in a form the
 // planner cannot turn into a join. Written as NOT EXISTS, it was an
 // anti-join, which with statistics taken before any task was completed
-// (docs/performance.md, round 7) was planned as a scan of the table joined
+// (as on a graph just loaded) was planned as a scan of the table joined
 // against each blocker; here, with fresh statistics, the anti-join shows,
 // not the scan.
 func TestReadyByPrimaryKey(t *testing.T) {

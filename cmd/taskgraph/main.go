@@ -130,7 +130,7 @@ func main() {
 // quarter of its time collecting; at 400 it runs 13 % faster and peaks
 // lower (RSS 156 → 110 MB: fewer collections running beside the load).
 // A command that makes much short-lived garbage (import of a large file)
-// may peak higher (docs/performance.md, round 7).
+// may peak higher.
 const answerOnceGC = 400
 
 // readOnceGC is the target of a command that reads the graph and prints
@@ -140,8 +140,7 @@ const answerOnceGC = 400
 // cold "ready --json" of 100,000 tasks loaded made it 25 % slower, and its
 // RSS was no lower), and a larger one is collected about once. Commands
 // that make much garbage (graph --json, export, import) run faster at
-// answerOnceGC: what they would not collect costs page faults instead
-// (docs/performance.md, round 8).
+// answerOnceGC: what they would not collect costs page faults instead.
 const readOnceGC = 2000
 
 // readsOnce lists the commands that read the graph and print it.
