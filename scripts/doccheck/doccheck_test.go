@@ -1,0 +1,112 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSlug: the anchors GitHub gives headings of the kinds the docs use.
+func TestSlug(t *testing.T) {
+	for heading, want := range map[string]string{
+		"The full protocol: the directory's fsync after the lock, shared": "the-full-protocol-the-directorys-fsync-after-the-lock-shared",
+		"`Board()`: tasks side by side":                                   "board-tasks-side-by-side",
+		"Cold reads (2026-12-04, evening)":                                "cold-reads-2026-12-04-evening",
+		"Round 12 (2026-12-05 18:28 – 21:28 UTC): x":                      "round-12-2026-12-05-1828--2128-utc-x",
+		"What `max_size` means":                                           "what-max_size-means",
+		"*Emphasis* and _words_ with snake_case":                          "emphasis-and-words-with-snake_case",
+		"A [link](x.md) in it":                                            "a-link-in-it",
+		"Über ünïcode":                                                    "über-ünïcode",
+	} {
+		if got := slug(heading); got != want {
+			t.Errorf("slug(%q) = %q, want %q", heading, got, want)
+		}
+	}
+}
+
+// write creates the files of a repository under a temporary root.
+func write(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, content := range files {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// expect fails unless findings are exactly one for each of wants (a
+// substring each), in order.
+func expect(t *testing.T, findings []string, wants ...string) {
+	t.Helper()
+	if len(findings) != len(wants) {
+		t.Fatalf("findings:\n%s\nwant %d", strings.Join(findings, "\n"), len(wants))
+	}
+	for i, w := range wants {
+		if !strings.Contains(findings[i], w) {
+			t.Errorf("finding %q does not say %q", findings[i], w)
+		}
+	}
+}
+
+// TestLinks: every kind of dead link is found, and nothing else — links
+// in code, external links, line anchors and repeated headings are fine.
+func TestLinks(t *testing.T) {
+	root := write(t, map[string]string{
+		"README.md": "[a](docs/a.md) [b](docs/a.md#notes-1) [bad](docs/a.md#nope)\n",
+		"docs/a.md": "# A\n\n## Notes\n\n## Notes\n\n## `Board()`: side by side\n\n" +
+			"[ok](#board-side-by-side) [ok](../README.md) [ok](https://example.com/x.md#y) " +
+			"[ok](../src.go#L3-L5) ![img](pic.png) [gone](b.md) [gone](#missing) [bad](../src.go#top)\n" +
+			"`[code](nowhere.md)`\n\n```\n[fenced](nowhere.md)\n```\n[ref]: ./b.md\n",
+		"docs/pic.png": "",
+		"src.go":       "package x\n",
+	})
+	expect(t, checkLinks(root),
+		`README.md:1: link "docs/a.md#nope"`,
+		`docs/a.md:9: link "b.md": docs/b.md does not exist`,
+		`docs/a.md:9: link "#missing"`,
+		`docs/a.md:9: link "../src.go#top"`,
+		`docs/a.md:15: link "./b.md"`,
+	)
+}
+
+// TestDesign: a root file missing from the map, named twice, or named but
+// gone, and a reading step that names no declared function, are found.
+func TestDesign(t *testing.T) {
+	root := write(t, map[string]string{
+		"go.mod":    "module x\n",
+		"a.go":      "package x\n\ntype T struct{}\n\nfunc (*T) M() {}\n\nfunc (T) V() {}\n\nfunc F() {}\n",
+		"b.go":      "package x\n\ntype G[P any] struct{}\n\nfunc (g *G[P]) M() {}\n",
+		"c.go":      "package x\n",
+		"a_test.go": "package x\n",
+		"docs/design.md": "# D\n\n| file | what |\n|---|---|\n| `a.go` | a |\n| `c.go` | c |\n| `c.go` | again |\n| `gone.go` | gone |\n\n" +
+			"## Reading the source\n\n1. `a.go:T.M`, `a.go:T.V`, `a.go:F`, `b.go:G.M`\n" +
+			"2. `a.go:T.Missing`, `a.go:M`, `b.go:F`, `x.go:F`\n\n## After\n\n`a.go:Elsewhere` is not a step.\n",
+	})
+	expect(t, checkDesign(root),
+		"the map does not name b.go",
+		"the map names c.go 2 times",
+		"the map names gone.go, which is not a file of the root package",
+		"a.go:T.Missing: a.go declares no method T.Missing",
+		"a.go:M: a.go declares no function M",
+		"b.go:F: b.go declares no function F",
+		"x.go:F: open",
+	)
+}
+
+// TestDesignWithoutReadingPath: a design page that lost its reading path
+// fails.
+func TestDesignWithoutReadingPath(t *testing.T) {
+	root := write(t, map[string]string{
+		"go.mod":         "module x\n",
+		"a.go":           "package x\n",
+		"docs/design.md": "| `a.go` | a |\n",
+	})
+	expect(t, checkDesign(root), `no section "## Reading the source"`)
+}

@@ -1,0 +1,55 @@
+// Command doccheck keeps the documentation true to the tree, for .ci/run:
+//
+//   - every relative link and anchor in docs/*.md and README.md leads
+//     somewhere: the file exists, and the anchor is one GitHub makes of a
+//     heading of that page;
+//   - docs/design.md's map names every non-test .go file of the root
+//     package exactly once, and no file that is not there;
+//   - every step of its "Reading the source" path, `file.go:Type.method`
+//     or `file.go:Func`, is declared in that file.
+//
+// It prints each finding and exits 1 if there is any. Run from anywhere in
+// the repository: go run ./scripts/doccheck
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "doccheck:", err)
+		os.Exit(2)
+	}
+	findings := checkLinks(root)
+	findings = append(findings, checkDesign(root)...)
+	for _, f := range findings {
+		fmt.Println(f)
+	}
+	if len(findings) > 0 {
+		fmt.Printf("doccheck: %d findings\n", len(findings))
+		os.Exit(1)
+	}
+	fmt.Println("doccheck: links, anchors, the design map and its reading path are alive")
+}
+
+// repoRoot returns the nearest directory upward that holds go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
