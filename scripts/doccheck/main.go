@@ -30,7 +30,7 @@ func main() {
 		fmt.Println(f)
 	}
 	if len(findings) > 0 {
-		fmt.Printf("doccheck: %d findings\n", len(findings))
+		fmt.Printf("doccheck: %d finding(s)\n", len(findings))
 		os.Exit(1)
 	}
 	fmt.Println("doccheck: links, anchors, the design map and its reading path are alive")
