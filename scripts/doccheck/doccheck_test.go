@@ -13,7 +13,7 @@ func TestSlug(t *testing.T) {
 		"The full protocol: the directory's fsync after the lock, shared": "the-full-protocol-the-directorys-fsync-after-the-lock-shared",
 		"`Board()`: tasks side by side":                                   "board-tasks-side-by-side",
 		"Cold reads (2026-12-04, evening)":                                "cold-reads-2026-12-04-evening",
-		"Round 12 (2026-12-05 18:28 – 21:28 UTC): x":                      "round-12-2026-12-05-1828--2128-utc-x",
+		"Sizes (1,000 – 100,000 tasks): x":                                "sizes-1000--100000-tasks-x",
 		"What `max_size` means":                                           "what-max_size-means",
 		"*Emphasis* and _words_ with snake_case":                          "emphasis-and-words-with-snake_case",
 		"A [link](x.md) in it":                                            "a-link-in-it",
