@@ -114,7 +114,8 @@ type FileStore struct {
 	gc        bool
 	boot      string // the boot id; "" when the log is no redo log here (see redoLog)
 	exclusive bool
-	inflight  sync.WaitGroup // operations between acquire and the end of their release
+	inflight  sync.WaitGroup // operations between acquire and the end of their makeDurable
+	unlockDir func()         // lets go of the directory lock that acquire took
 	// syncFSFailed records that a syncfs of this store failed. syncfs
 	// reports a writeback error once to each descriptor, so after one
 	// failed — even in a checkpoint, whose failure costs nothing else — a
@@ -354,27 +355,28 @@ func (s *FileStore) Close() error {
 }
 
 // acquire takes the store's semaphore and the directory lock, replays a
-// pending journal and brings the cache up to date. release lets go of
-// both and then makes durable what the operation read or wrote (see
-// makeDurable); its error is the operation's.
-func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func() error, err error) {
+// pending journal and brings the cache up to date. Every operation then
+// ends in two steps: unlock lets go of both, and makeDurable, after the
+// lock, makes durable what the operation read or wrote; its error is the
+// operation's.
+func (s *FileStore) acquire(ctx context.Context, exclusive bool) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	if s.closed {
 		<-s.sem
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	for {
 		unlock, err := s.lock.lock(ctx, exclusive)
 		if err != nil {
 			<-s.sem
-			return nil, err
+			return err
 		}
 		s.exclusive = exclusive
 		err = s.prepare()
@@ -392,45 +394,49 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) (release func()
 			s.scanned = false
 			unlock()
 			<-s.sem
-			return nil, err
+			return err
 		}
 		s.inflight.Add(1)
-		return func() error {
-			defer s.inflight.Done()
-			gen, off, log, ino := s.log.gen, s.log.off, s.log.f, s.log.ino
-			after := s.syncsAfterUnlock()
-			var first uint64
-			if after {
-				first = s.log.sync.firstRound()
-				// Queued in the order of the operations, which the
-				// semaphore gives.
-				s.log.sync.hold(gen, off, s.hub.take())
-			}
-			unlock()
-			replaced, linked := s.replaced, s.takeLinked()
-			s.replaced = nil
-			s.writeSnapshot() // outside the lock: it is this store's cache
-			s.topUpSpares()
-			<-s.sem
-			// Freeing the old versions (holdReplaced) overlaps the
-			// sync; both are over when the operation returns.
-			var freed sync.WaitGroup
-			if len(replaced) > 0 {
-				freed.Go(func() {
-					for _, f := range replaced {
-						f.Close()
-					}
-				})
-			}
-			defer freed.Wait()
-			var err error
-			if after {
-				err = s.makeDurable(gen, off, first, log, ino)
-			}
-			s.poolSpares(linked, err == nil)
-			return err
-		}, nil
+		s.unlockDir = unlock
+		return nil
 	}
+}
+
+// afterLock is what an operation leaves to do once it has let go of the
+// lock (unlock): make durable what it read or wrote — the change log up to
+// off in the log of gen — and free or pool the versions its write
+// replaced (makeDurable).
+type afterLock struct {
+	sync     bool   // whether single-file writes are made durable after the lock (syncsAfterUnlock)
+	gen      uint64 // which log
+	off      int64  // how far the operation read or wrote it
+	first    uint64 // the first sync the operation depends on (logSync.firstRound)
+	log      *os.File
+	ino      uint64
+	replaced []*os.File // old versions held open (holdReplaced), closed after the lock
+	linked   []string   // old versions kept as spares (linkReplaced), pooled once durable
+}
+
+// unlock ends an operation's hold on the store: it queues the
+// operation's events behind the sync that will make them durable, lets go
+// of the directory lock, writes the snapshot of the cache and lets go of
+// the semaphore. What is left to do is returned, for makeDurable.
+func (s *FileStore) unlock() afterLock {
+	a := afterLock{sync: s.syncsAfterUnlock(), gen: s.log.gen, off: s.log.off, log: s.log.f, ino: s.log.ino}
+	if a.sync {
+		a.first = s.log.sync.firstRound()
+		// Queued in the order of the operations, which the semaphore
+		// gives.
+		s.log.sync.hold(a.gen, a.off, s.hub.take())
+	}
+	s.unlockDir()
+	s.unlockDir = nil
+	a.replaced, a.linked = s.replaced, s.takeLinked()
+	s.replaced = nil
+	s.writeSnapshot() // outside the lock: it is this store's cache
+	s.topUpSpares()
+	<-s.sem
+	return a
 }
 
 // errNeedExclusive: the directory holds work of a writer that died (a
@@ -497,19 +503,19 @@ func (s *FileStore) readThrough(j *journal.Journal, failed error) {
 }
 
 func (s *FileStore) read(ctx context.Context, check []ID, fn func(*graph) error) error {
-	release, err := s.acquire(ctx, false)
-	if err != nil {
+	if err := s.acquire(ctx, false); err != nil {
 		return err
 	}
 	// The limits live in the meta file, which SetLimit changes without
 	// the log: read it again, as every write does, when its stamp says it
 	// changed, so that Board sees them.
-	if err = s.refreshMeta(); err == nil {
+	err := s.refreshMeta()
+	if err == nil {
 		if _, err = s.verify(check); err == nil {
 			err = fn(s.g)
 		}
 	}
-	if derr := release(); err == nil {
+	if derr := s.makeDurable(s.unlock()); err == nil {
 		err = derr
 	}
 	return err
@@ -524,12 +530,11 @@ func (s *FileStore) write(ctx context.Context, kind writeKind, mk func(*graph, t
 	if a != nil && afterAhead != nil {
 		afterAhead()
 	}
-	release, err := s.acquire(ctx, true)
-	if err != nil {
+	if err := s.acquire(ctx, true); err != nil {
 		return err
 	}
 	committed, durable, err := s.writeLocked(mk, done, a)
-	if derr := release(); derr != nil {
+	if derr := s.makeDurable(s.unlock()); derr != nil {
 		switch {
 		case durable:
 			// A write of several files was durable before the lock was
@@ -811,13 +816,12 @@ func (s *FileStore) SetLimit(ctx context.Context, label string, n int) error {
 	if err := Rules.LimitArgs(label, n); err != nil {
 		return err
 	}
-	release, err := s.acquire(ctx, true)
-	if err != nil {
+	if err := s.acquire(ctx, true); err != nil {
 		return err
 	}
-	err = s.setLimitLocked(label, n)
-	if rerr := release(); err == nil {
-		err = rerr
+	err := s.setLimitLocked(label, n)
+	if derr := s.makeDurable(s.unlock()); err == nil {
+		err = derr
 	}
 	return err
 }

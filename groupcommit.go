@@ -229,16 +229,40 @@ func (s *FileStore) syncsAfterUnlock() bool { return s.gc || s.dirSyncAfter() }
 // only where the change log, a redo log, tells how far that fsync reached.
 func (s *FileStore) dirSyncAfter() bool { return !s.gc && !s.cfg.noSync && s.redoLog() }
 
-// makeDurable is the last step of every operation, after the lock is let
-// go: it makes durable what the operation read or wrote, up to where it
-// read or wrote the change log — with group commit by syncing the log,
-// with the full protocol by fsyncing the directory (dirsync.go) — which
-// publishes the operation's events (queued by hold, in the order of the
-// operations, before the lock was let go). If that sync fails, syncfs
-// makes everything durable instead; only if that fails too is the error
-// returned. The caller reports it as ErrUnknownOutcome for a write that
-// committed.
-func (s *FileStore) makeDurable(gen uint64, off int64, first uint64, f *os.File, ino uint64) error {
+// makeDurable is the last step of every operation, after unlock: it makes
+// durable what the operation read or wrote, up to where it read or wrote
+// the change log — with group commit by syncing the log, with the full
+// protocol by fsyncing the directory (dirsync.go) — which publishes the
+// operation's events (queued by unlock, in the order of the operations).
+// If that sync fails, syncfs makes everything durable instead; only if
+// that fails too is the error returned. The caller reports it as
+// ErrUnknownOutcome for a write that committed. Meanwhile the versions
+// the write replaced are freed (their last close), and its spares are
+// pooled once the write is durable.
+func (s *FileStore) makeDurable(a afterLock) error {
+	defer s.inflight.Done()
+	var freed sync.WaitGroup
+	if len(a.replaced) > 0 {
+		freed.Go(func() {
+			for _, f := range a.replaced {
+				f.Close()
+			}
+		})
+	}
+	defer freed.Wait()
+	var err error
+	if a.sync {
+		err = s.syncAfterLock(a)
+	}
+	s.poolSpares(a.linked, err == nil)
+	return err
+}
+
+// syncAfterLock makes the change log (group commit) or the directory (the
+// full protocol) durable up to a.off, sharing the sync with every writer
+// queued behind one in flight, and falls back on syncfs if that fails.
+func (s *FileStore) syncAfterLock(a afterLock) error {
+	gen, off, first, f, ino := a.gen, a.off, a.first, a.log, a.ino
 	if f == nil {
 		// No log open: nothing was recorded, nothing to sync (a write
 		// whose record was lost synced under the lock: recordLog).

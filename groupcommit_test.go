@@ -302,11 +302,10 @@ func randomWrite(ctx context.Context, s *FileStore, rng *rand.Rand) {
 
 // restartDueNow is whether restartDue asks for a replay, under the lock.
 func (s *FileStore) restartDueNow() (bool, error) {
-	release, err := s.acquire(context.Background(), false)
-	if err != nil {
+	if err := s.acquire(context.Background(), false); err != nil {
 		return false, err
 	}
-	defer release()
+	defer s.release()
 	due, err := s.restartDue()
 	return due == logReplay, err
 }
@@ -538,7 +537,7 @@ func TestLeaderSyncsForItsFollowers(t *testing.T) {
 	// record ends at synced.
 	a.log.sync.appended(a.log.gen, synced+50)
 	before := a.Stats().Syncs
-	require.NoError(t, a.makeDurable(a.log.gen, synced, a.log.sync.firstRound(), a.log.f, a.log.ino))
+	require.NoError(t, a.syncAfterLock(afterLock{sync: true, gen: a.log.gen, off: synced, first: a.log.sync.firstRound(), log: a.log.f, ino: a.log.ino}))
 	assert.Equal(t, before+1, a.Stats().Syncs, "the leader synced for its follower")
 	assert.True(t, a.log.sync.covers(a.log.gen, synced+50))
 }
@@ -555,8 +554,8 @@ func TestNewLogForgetsSyncs(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, syncFileName))
 	require.NoError(t, err)
 	require.Len(t, data, 16, "a record of the old log")
-	release, err := a.acquire(ctx, true)
-	require.NoError(t, err)
+	require.NoError(t, a.acquire(ctx, true))
+	release := a.release
 	require.NoError(t, a.prepareLog())
 	require.NoError(t, a.replaceLog())
 	data, err = os.ReadFile(filepath.Join(dir, syncFileName))

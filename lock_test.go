@@ -25,7 +25,8 @@ func TestLockWaitWithoutCancel(t *testing.T) {
 	_, err = waiter.List(context.Background()) // read before the lock is held
 	require.NoError(t, err)
 
-	release, err := holder.acquire(context.Background(), true)
+	err = holder.acquire(context.Background(), true)
+	release := holder.release
 	require.NoError(t, err)
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()

@@ -64,8 +64,8 @@ func TestReplayOnlyContinuesTheFile(t *testing.T) {
 	require.NoError(t, err)
 	b, err := s.Create(ctx, NewTask{Subject: "damaged"})
 	require.NoError(t, err)
-	release, err := s.acquire(ctx, true)
-	require.NoError(t, err)
+	require.NoError(t, s.acquire(ctx, true))
+	release := s.release
 	require.NoError(t, s.checkpointNow())
 	require.NoError(t, release())
 	b, err = s.Update(ctx, b.ID, Patch{Description: ptr("acknowledged")})
@@ -197,8 +197,8 @@ func TestFirstWriteAfterCheckpointSyncsItsFile(t *testing.T) {
 	_, err = s.Update(ctx, task.ID, Patch{Description: ptr("1")})
 	require.NoError(t, err)
 	assert.Zero(t, s.Stats().FileSyncs, "the create's record is durable: a replay restores it")
-	release, err := s.acquire(ctx, true)
-	require.NoError(t, err)
+	require.NoError(t, s.acquire(ctx, true))
+	release := s.release
 	require.NoError(t, s.checkpointNow())
 	require.NoError(t, release())
 	_, err = s.Update(ctx, task.ID, Patch{Description: ptr("2")})
@@ -260,8 +260,8 @@ func TestReplayAcrossAGap(t *testing.T) {
 	s := openGC(t, dir)
 	task, err := s.Create(ctx, NewTask{Subject: "x"})
 	require.NoError(t, err)
-	release, err := s.acquire(ctx, true)
-	require.NoError(t, err)
+	require.NoError(t, s.acquire(ctx, true))
+	release := s.release
 	require.NoError(t, s.checkpointNow())
 	require.NoError(t, release())
 	v2, err := s.Update(ctx, task.ID, Patch{Description: ptr("v2")})
@@ -346,8 +346,8 @@ func TestReplayLeavesWhatOthersWrote(t *testing.T) {
 		return task
 	}
 	pulled, restored, handDeleted, branch, behind := mk("pulled"), mk("restored"), mk("deleted by hand"), mk("branch"), mk("behind")
-	release, err := s.acquire(ctx, true)
-	require.NoError(t, err)
+	require.NoError(t, s.acquire(ctx, true))
+	release := s.release
 	require.NoError(t, s.checkpointNow())
 	require.NoError(t, release())
 	created := mk("created since the checkpoint")
