@@ -98,3 +98,6 @@ func (k *killFS) Rename(oldname, newname string) error {
 // snapshot: the tests write it after every scan that read one, so that
 // every test also runs on stores that start from a snapshot.
 func SetSnapshotMin(n int) { snapshotMin = n }
+
+// endOp ends an operation that acquire began, as every operation does.
+func (s *FileStore) endOp() error { return s.makeDurable(s.unlock()) }

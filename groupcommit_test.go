@@ -305,7 +305,7 @@ func (s *FileStore) restartDueNow() (bool, error) {
 	if err := s.acquire(context.Background(), false); err != nil {
 		return false, err
 	}
-	defer s.release()
+	defer s.endOp()
 	due, err := s.restartDue()
 	return due == logReplay, err
 }
@@ -555,7 +555,7 @@ func TestNewLogForgetsSyncs(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, data, 16, "a record of the old log")
 	require.NoError(t, a.acquire(ctx, true))
-	release := a.release
+	release := a.endOp
 	require.NoError(t, a.prepareLog())
 	require.NoError(t, a.replaceLog())
 	data, err = os.ReadFile(filepath.Join(dir, syncFileName))

@@ -26,7 +26,7 @@ func TestLockWaitWithoutCancel(t *testing.T) {
 	require.NoError(t, err)
 
 	err = holder.acquire(context.Background(), true)
-	release := holder.release
+	release := holder.endOp
 	require.NoError(t, err)
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()

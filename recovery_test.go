@@ -65,7 +65,7 @@ func TestReplayOnlyContinuesTheFile(t *testing.T) {
 	b, err := s.Create(ctx, NewTask{Subject: "damaged"})
 	require.NoError(t, err)
 	require.NoError(t, s.acquire(ctx, true))
-	release := s.release
+	release := s.endOp
 	require.NoError(t, s.checkpointNow())
 	require.NoError(t, release())
 	b, err = s.Update(ctx, b.ID, Patch{Description: ptr("acknowledged")})
@@ -198,7 +198,7 @@ func TestFirstWriteAfterCheckpointSyncsItsFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, s.Stats().FileSyncs, "the create's record is durable: a replay restores it")
 	require.NoError(t, s.acquire(ctx, true))
-	release := s.release
+	release := s.endOp
 	require.NoError(t, s.checkpointNow())
 	require.NoError(t, release())
 	_, err = s.Update(ctx, task.ID, Patch{Description: ptr("2")})
@@ -261,7 +261,7 @@ func TestReplayAcrossAGap(t *testing.T) {
 	task, err := s.Create(ctx, NewTask{Subject: "x"})
 	require.NoError(t, err)
 	require.NoError(t, s.acquire(ctx, true))
-	release := s.release
+	release := s.endOp
 	require.NoError(t, s.checkpointNow())
 	require.NoError(t, release())
 	v2, err := s.Update(ctx, task.ID, Patch{Description: ptr("v2")})
@@ -347,7 +347,7 @@ func TestReplayLeavesWhatOthersWrote(t *testing.T) {
 	}
 	pulled, restored, handDeleted, branch, behind := mk("pulled"), mk("restored"), mk("deleted by hand"), mk("branch"), mk("behind")
 	require.NoError(t, s.acquire(ctx, true))
-	release := s.release
+	release := s.endOp
 	require.NoError(t, s.checkpointNow())
 	require.NoError(t, release())
 	created := mk("created since the checkpoint")

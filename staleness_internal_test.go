@@ -60,6 +60,3 @@ func idsOf(ts []Task) []ID {
 	}
 	return out
 }
-
-// release ends an operation that acquire began, as every operation does.
-func (s *FileStore) release() error { return s.makeDurable(s.unlock()) }
