@@ -148,6 +148,8 @@ func TestGitMergeOfTwoClones(t *testing.T) {
 		r := tg(t, dir, "check")
 		assert.Contains(t, r.stderr, "has not registered taskgraph's merge driver", "a fresh clone is told")
 		assert.Contains(t, r.stderr, "run `taskgraph init`")
+		assert.Equal(t, 0, r.code, "advice about setup is a warning, not a problem")
+		assert.Contains(t, r.stdout, "no problems")
 		ok(t, dir, "init")
 		checkClean(t, dir)
 		return dir
