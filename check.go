@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +44,17 @@ const (
 	ProblemSetAside     ProblemKind = "set-aside"     // a change log of another directory, set aside after a restart
 	ProblemLost         ProblemKind = "lost"          // a file a power loss left empty, moved aside
 	ProblemDuplicateKey ProblemKind = "duplicate-key" // two tasks with one key, as a merge of two branches can leave
+	// ProblemOutOfOrder is a task in progress or completed while a
+	// blocker is not completed (Rulebook.OutOfOrder), as a merge of two
+	// branches can leave: one reopens the blocker, the other completes
+	// the task. A completed one counts as unfinished for its dependents.
+	ProblemOutOfOrder ProblemKind = "out-of-order"
+	ProblemParent     ProblemKind = "dangling-parent" // parent names a task that does not exist
+	ProblemParentLoop ProblemKind = "parent-cycle"    // tasks that are each other's parents (ancestors)
+	// ProblemUnmerged is a task file that a git merge left unmerged: git
+	// stopped so that a person looks. Check does not ask git; the
+	// command line's check reports it.
+	ProblemUnmerged ProblemKind = "unmerged"
 )
 
 // Check reads the task directory dir without changing anything in it and
@@ -91,6 +103,7 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 		}
 	}
 	c.checkTasks(cfg.now())
+	c.checkParentCycles()
 	c.checkCycles()
 	c.checkKeys()
 	return c.problems, nil
@@ -248,22 +261,107 @@ func (c *checker) checkLost(name string) error {
 	return nil
 }
 
-// checkTasks reports, task by task in id order, dangling blockers, claims
-// with no owner and expired leases, judging leases at now.
+// checkTasks reports, task by task in id order, dangling blockers, work
+// begun before its blockers were done, dangling parents, claims with no
+// owner and expired leases, judging leases at now.
 func (c *checker) checkTasks(now time.Time) {
 	for _, id := range c.g.ids {
 		t := c.g.tasks[id]
 		name := taskFileName(id)
 		for _, b := range t.BlockedBy {
-			if c.g.tasks[b] == nil && c.g.broken[b] == nil && !fileExists(c.root, taskFileName(b)) {
-				c.add(ProblemDangling, name, id, "blockedBy names task %d, which does not exist; the task stays blocked", b)
+			if !c.exists(b) {
+				what := "the task stays blocked"
+				switch t.Status {
+				case InProgress:
+					what = "it cannot be completed"
+				case Completed:
+					what = "the tasks it blocks wait as if it were unfinished"
+				}
+				c.add(ProblemDangling, name, id, "blockedBy names task %d, which does not exist (deleted on another branch?); %s: remove the edge (taskgraph dep rm %d %d)", b, what, id, b)
 			}
+		}
+		c.checkOrder(t)
+		if t.Parent != 0 && !c.exists(t.Parent) {
+			c.add(ProblemParent, name, id, "the parent, task %d, does not exist (deleted on another branch?), so no epic counts this task: give it another parent or none with taskgraph edit %d (change or remove its \"parent\" line)", t.Parent, id)
 		}
 		if t.Status == InProgress && t.Owner == "" {
 			c.add(ProblemNoOwner, name, id, "in_progress with no owner; release it or set an owner")
 		}
 		if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt) {
 			c.add(ProblemExpiredLease, name, id, "the lease of %q expired at %s; anyone may claim the task", t.Owner, t.LeaseExpiresAt.Format(time.RFC3339))
+		}
+	}
+}
+
+// exists reports whether task id has a file, usable or not.
+func (c *checker) exists(id ID) bool {
+	return c.g.tasks[id] != nil || c.g.broken[id] != nil || fileExists(c.root, taskFileName(id))
+}
+
+// checkOrder reports t if it is in progress or completed while a blocker
+// that exists and can be read is not completed (Rules.OutOfOrder; a
+// missing one is reported as dangling, an unreadable one as corrupt),
+// with the commands that settle it: finishing the blockers, or for a
+// completed task whose dependents have not started, reopening it.
+func (c *checker) checkOrder(t *Task) {
+	var open []ID
+	for _, b := range Rules.OutOfOrder(t, c.g.status) {
+		if c.g.tasks[b] != nil {
+			open = append(open, b)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	// Named once, then "it" or "they": "2 is" or "they are".
+	one := strconv.FormatInt(int64(open[0]), 10)
+	blockers, they, them := fmt.Sprintf("its blocker %d is %s", open[0], c.g.tasks[open[0]].Status), one+" is", one
+	if len(open) > 1 {
+		blockers, they, them = fmt.Sprintf("its blockers %v are not completed", open), "they are", "them"
+	}
+	if t.Status == InProgress {
+		c.add(ProblemOutOfOrder, taskFileName(t.ID), t.ID, "task %d is in progress, held by %q, but %s (reopened on another branch?): it cannot be completed until %s; release it until then (taskgraph release %d --force), and finish %s first", t.ID, t.Owner, blockers, they, t.ID, them)
+		return
+	}
+	fix := fmt.Sprintf("reopen %d to do it again after %s (taskgraph reopen %d), or finish %s", t.ID, them, t.ID, them)
+	for _, d := range c.g.dependents[t.ID] {
+		if dt := c.g.tasks[d]; dt != nil && (dt.Status == InProgress || dt.Status == Completed) {
+			fix = fmt.Sprintf("finish %s (task %d, which %d blocks, has started: reopening %d would be refused)", them, d, t.ID, t.ID)
+			break
+		}
+	}
+	c.add(ProblemOutOfOrder, taskFileName(t.ID), t.ID, "task %d is completed, but %s (reopened on another branch?): the tasks it blocks wait as if it were unfinished until %s completed; %s", t.ID, blockers, they, fix)
+}
+
+// checkParentCycles reports each loop of parent links once, from its
+// lowest id: tasks that are each other's ancestors, which no write makes
+// but two branches, or hand edits, can.
+func (c *checker) checkParentCycles() {
+	const (
+		walking = 1
+		walked  = 2
+	)
+	state := map[ID]int{}
+	for _, id := range c.g.ids {
+		var path []ID
+		cur := id
+		for cur != 0 && c.g.tasks[cur] != nil && state[cur] == 0 {
+			state[cur] = walking
+			path = append(path, cur)
+			cur = c.g.tasks[cur].Parent
+		}
+		if state[cur] == walking {
+			loop := path[slices.Index(path, cur):]
+			first := slices.Index(loop, slices.Min(loop))
+			loop = slices.Concat(loop[first:], loop[:first])
+			names := make([]string, 0, len(loop)+1)
+			for _, l := range append(loop, loop[0]) {
+				names = append(names, strconv.FormatInt(int64(l), 10))
+			}
+			c.add(ProblemParentLoop, taskFileName(loop[0]), loop[0], "tasks are each other's ancestors: %s (each the parent of the one before), as two branches that each gave one a parent can leave; give one of them another parent or none with taskgraph edit %d (change or remove its \"parent\" line)", strings.Join(names, " -> "), loop[0])
+		}
+		for _, p := range path {
+			state[p] = walked
 		}
 	}
 }

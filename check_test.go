@@ -29,6 +29,19 @@ func TestCheck(t *testing.T) {
 	write(".task_3.json12345", `{"id": 3`)
 	write(".taskgraph.journal", `{"put": {}}`)
 	write("task_010.json", `{}`)
+	// As merges can leave them: work completed and in progress while its
+	// blocker 2 is pending (13 blocks 14, which has started: reopening 13
+	// would be refused, so check does not offer it); a parent deleted on
+	// another branch; two tasks each other's parent; a completed task
+	// whose blocker is gone.
+	write("task_11.json", `{"id": 11, "subject": "done early", "status": "completed", "blockedBy": [2]}`)
+	write("task_12.json", `{"id": 12, "subject": "begun early", "status": "in_progress", "owner": "ann", "blockedBy": [2]}`)
+	write("task_13.json", `{"id": 13, "subject": "done early too", "status": "completed", "blockedBy": [2]}`)
+	write("task_14.json", `{"id": 14, "subject": "after 13", "status": "completed", "blockedBy": [13]}`)
+	write("task_15.json", `{"id": 15, "subject": "orphan", "status": "pending", "parent": 40}`)
+	write("task_16.json", `{"id": 16, "subject": "hen", "status": "pending", "parent": 17}`)
+	write("task_17.json", `{"id": 17, "subject": "egg", "status": "pending", "parent": 16}`)
+	write("task_18.json", `{"id": 18, "subject": "after a deleted one", "status": "completed", "blockedBy": [41]}`)
 	before := snapshot(t, dir)
 
 	problems, err := tg.Check(ctx, dir, tg.WithClock(func() time.Time { return now }))
@@ -47,12 +60,27 @@ func TestCheck(t *testing.T) {
 		".task_3.json12345 temp-file 0",
 		".taskgraph.journal journal 0",
 		"task_010.json ignored 0",
+		"task_11.json out-of-order 11",
+		"task_12.json out-of-order 12",
+		"task_13.json out-of-order 13",
+		"task_15.json dangling-parent 15",
+		"task_16.json parent-cycle 16",
+		"task_18.json dangling 18",
 	}, got)
+	messages := map[string]string{}
 	for _, p := range problems {
-		if p.Kind == tg.ProblemCycle {
-			assert.Contains(t, p.String(), "5 -> 6 -> 5")
-		}
+		messages[filepath.Base(p.Path)] = p.Message
 	}
+	assert.Contains(t, messages["task_5.json"], "5 -> 6 -> 5")
+	assert.Contains(t, messages["task_11.json"], "task 11 is completed, but its blocker 2 is pending")
+	assert.Contains(t, messages["task_11.json"], "taskgraph reopen 11")
+	assert.Contains(t, messages["task_12.json"], "taskgraph release 12 --force")
+	assert.NotContains(t, messages["task_13.json"], "taskgraph reopen", "14 has started: a reopen would be refused")
+	assert.Contains(t, messages["task_15.json"], "task 40, does not exist")
+	assert.Contains(t, messages["task_15.json"], "taskgraph edit 15")
+	assert.Contains(t, messages["task_16.json"], "16 -> 17 -> 16")
+	assert.Contains(t, messages["task_16.json"], "taskgraph edit 16")
+	assert.Contains(t, messages["task_18.json"], "taskgraph dep rm 18 41")
 	assert.Equal(t, before, snapshot(t, dir), "Check changes nothing")
 
 	clean := t.TempDir()

@@ -229,6 +229,25 @@ func lookAhead(tasks []Task) (map[ID]step, []ID, error) {
 		t := g.tasks[id]
 		return t != nil && (t.Status == Pending || t.Status == InProgress)
 	}
+	// What a task waits on: its blockers, and in place of one completed
+	// out of order (Rules.OutOfOrder), that one's own blockers that are
+	// not completed, which it counts as unfinished until (through).
+	var waits, through []ID
+	waitsOn := func(t *Task) []ID {
+		waits, through = waits[:0], through[:0]
+		for _, b := range t.BlockedBy {
+			if bt := g.tasks[b]; bt != nil && bt.Status == Completed {
+				for _, bb := range bt.BlockedBy {
+					if bbt := g.tasks[bb]; bbt == nil || bbt.Status != Completed {
+						through = append(through, bb)
+					}
+				}
+				continue
+			}
+			waits = append(waits, b)
+		}
+		return append(waits, through...)
+	}
 	// A task can start once its blockers exist and every unfinished one
 	// can start: count the unfinished blockers, and mark as stuck what
 	// waits on a missing task, or on a failed or cancelled one.
@@ -241,12 +260,15 @@ func lookAhead(tasks []Task) (map[ID]step, []ID, error) {
 			continue
 		}
 		total++
-		for _, b := range g.tasks[id].BlockedBy {
+		for i, b := range waitsOn(g.tasks[id]) {
 			switch {
 			case g.tasks[b] == nil, g.tasks[b].Status.ended():
 				stuck[id] = true
 			case unfinished(b):
 				indeg[id]++
+				if i >= len(waits) { // not its blocker: a dependent of it all the same
+					g.dependents[b] = append(g.dependents[b], id)
+				}
 			}
 		}
 		if indeg[id] == 0 {
@@ -262,7 +284,7 @@ func lookAhead(tasks []Task) (map[ID]step, []ID, error) {
 		visited++
 		if !stuck[id] {
 			s := step{n: 1}
-			for _, b := range slices.Sorted(slices.Values(g.tasks[id].BlockedBy)) {
+			for _, b := range slices.Sorted(slices.Values(waitsOn(g.tasks[id]))) {
 				if bs, ok := depth[b]; ok && bs.n+1 > s.n {
 					s = step{n: bs.n + 1, prev: b}
 				}

@@ -88,6 +88,10 @@ type BlockedError struct {
 	// Failed is the subset of By that is failed or cancelled: they will
 	// not complete unless reopened, so the task is stranded.
 	Failed []ID
+	// OutOfOrder is the subset of By that is completed but counts as
+	// unfinished: completed while a blocker of its own was not
+	// (Rulebook.OutOfOrder), as a merge of two branches can leave it.
+	OutOfOrder []ID
 }
 
 func (e *BlockedError) Error() string {
@@ -97,6 +101,9 @@ func (e *BlockedError) Error() string {
 	}
 	if len(e.Failed) > 0 {
 		s += fmt.Sprintf(" (failed or cancelled: %v; reopen them or remove those edges)", e.Failed)
+	}
+	if len(e.OutOfOrder) > 0 {
+		s += fmt.Sprintf(" (completed before their own blockers: %v; they count once those are completed, or when reopened and done again: see taskgraph check)", e.OutOfOrder)
 	}
 	return s
 }

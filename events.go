@@ -16,8 +16,10 @@ import (
 
 // observe records what a change to the tasks in changed can affect; call it
 // with the graph as it is before the change, apply the change, then call the
-// returned function for the events. Only a changed task or a dependent of
-// one can change readiness: a task that gains a blocker is itself changed.
+// returned function for the events. Only a changed task, a dependent of
+// one, or a dependent of a completed one of those (which counts as done
+// only while its blockers are: Rules.OutOfOrder) can change readiness: a
+// task that gains a blocker is itself changed.
 func (g *graph) observe(changed []ID) func() []Event {
 	type was struct {
 		t     *Task
@@ -33,6 +35,11 @@ func (g *graph) observe(changed []ID) func() []Event {
 		note(id)
 		for _, d := range g.dependents[id] {
 			note(d)
+			if dt := g.tasks[d]; dt != nil && dt.Status == Completed {
+				for _, dd := range g.dependents[d] {
+					note(dd)
+				}
+			}
 		}
 	}
 	return func() []Event {

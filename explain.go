@@ -19,7 +19,8 @@ type Explanation struct {
 	// (StateInProgress, StateCompleted, StateFailed, StateCancelled).
 	State State
 	// Waiting lists the blockers of a pending task that are not completed,
-	// by id; Missing the blockers it names that do not exist.
+	// or completed out of order (Rules.OutOfOrder), by id; Missing the
+	// blockers it names that do not exist.
 	Waiting []Blocker
 	Missing []ID
 	// StrandedBy is the failed or cancelled task that strands a stranded
@@ -38,6 +39,10 @@ type Blocker struct {
 	// LeaseLeft is how long the owner's lease has to run: 0 for a claim
 	// without a lease, negative once the lease has lapsed.
 	LeaseLeft time.Duration
+	// Before is, for a blocker completed out of order
+	// (Rules.OutOfOrder), its own blockers that are not completed: it
+	// counts as unfinished until they are.
+	Before []ID
 }
 
 // Explain says where task id of tasks stands and why, as of now: for a
@@ -67,10 +72,13 @@ func Explain(tasks []Task, id ID, now time.Time, filters ...Filter) (Explanation
 			switch {
 			case bt == nil:
 				e.Missing = append(e.Missing, b)
-			case bt.Status != Completed:
+			case !g.done(b, bt.Status):
 				w := Blocker{ID: b, Subject: bt.Subject, Status: bt.Status, Owner: bt.Owner}
 				if bt.Status == InProgress && !bt.LeaseExpiresAt.IsZero() {
 					w.LeaseLeft = bt.LeaseExpiresAt.Sub(now)
+				}
+				if bt.Status == Completed {
+					w.Before = Rules.OutOfOrder(bt, g.status)
 				}
 				e.Waiting = append(e.Waiting, w)
 			}
@@ -155,16 +163,26 @@ func AppendWhyNotReady(b []byte, t *Task, task func(ID) *Task, strandedBy func(I
 		if slices.Contains(t.BlockedBy, cause) {
 			b = append(b, "its blocker "...)
 		} else {
-			var via ID // the first unfinished blocker the same cause strands
+			// The first unfinished blocker the same cause strands, else
+			// the first completed out of order (strandedBy passes
+			// through it, without naming it).
+			var via ID
+			early := false
 			for _, w := range t.BlockedBy {
 				if bt := task(w); bt != nil && bt.Status != Completed && strandedBy(w) == cause {
-					via = w
+					via, early = w, false
 					break
+				} else if bt != nil && via == 0 && len(outOfOrder(bt, task)) > 0 {
+					via, early = w, true
 				}
 			}
 			b = append(b, "it waits on "...)
 			b = strconv.AppendInt(b, int64(via), 10)
-			b = append(b, ", which cannot start because "...)
+			if early {
+				b = append(b, ", completed before its own blockers, which cannot be done because "...)
+			} else {
+				b = append(b, ", which cannot start because "...)
+			}
 		}
 		b = strconv.AppendInt(b, int64(cause), 10)
 		c := task(cause)
@@ -192,6 +210,14 @@ func AppendWhyNotReady(b []byte, t *Task, task func(ID) *Task, strandedBy func(I
 			missing = append(missing, w)
 			continue
 		case bt.Status == Completed:
+			before := outOfOrder(bt, task)
+			if len(before) == 0 {
+				continue
+			}
+			b = append(b, sep...)
+			sep = ", "
+			b = strconv.AppendInt(b, int64(w), 10)
+			b = fmt.Appendf(b, " (completed before its blockers %v were: it counts as done once they are completed, or once it is reopened and done again)", before)
 			continue
 		}
 		b = append(b, sep...)
@@ -207,6 +233,19 @@ func AppendWhyNotReady(b []byte, t *Task, task func(ID) *Task, strandedBy func(I
 		b = append(b, " (create them or remove those edges)"...)
 	}
 	return b
+}
+
+// outOfOrder is Rules.OutOfOrder of t, its blockers looked up by task.
+func outOfOrder(t *Task, task func(ID) *Task) []ID {
+	if t.Status != Completed {
+		return nil
+	}
+	return Rules.OutOfOrder(t, func(id ID) (Status, bool) {
+		if bt := task(id); bt != nil {
+			return bt.Status, true
+		}
+		return "", false
+	})
 }
 
 // holding renders the state of a blocker: its status, and for one in

@@ -37,7 +37,12 @@ type graph struct {
 	limits   map[string]int  // the concurrency limits by label (Limiter); nil: none
 	broken   map[ID]error    // ids whose file exists but is corrupt (FileStore only)
 	keys     map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
-	ended    int             // failed or cancelled tasks: while there are none, nothing is stranded
+	children map[ID][]ID     // parent -> sorted ids of the tasks that name it (Task.Parent), even if it is missing
+	// early holds the completed tasks out of order (Rules.OutOfOrder):
+	// they do not count as completed for their dependents. Empty but
+	// after a merge or a hand edit, so readiness checks it only then.
+	early map[ID]bool
+	ended int // failed or cancelled tasks: while there are none, nothing is stranded
 	// backward counts edges whose blocker has the higher id. While it is
 	// zero, ids are a topological order, and a new edge from a lower to a
 	// higher id cannot close a cycle: the common case needs no search.
@@ -82,6 +87,8 @@ func newGraph() *graph {
 		running:    make(map[ID]bool),
 		broken:     make(map[ID]error),
 		keys:       make(map[string][]ID),
+		children:   make(map[ID][]ID),
+		early:      make(map[ID]bool),
 	}
 }
 
@@ -97,6 +104,7 @@ func (g *graph) put(t *Task) {
 			g.setDependents(b, removeSorted(g.dependents[b], t.ID))
 		}
 		g.unkey(old)
+		g.unparent(old)
 		if old.Status.ended() {
 			g.ended--
 		}
@@ -118,12 +126,47 @@ func (g *graph) put(t *Task) {
 	}
 	g.index(t)
 	g.touch(t.ID)
+	g.settle(t.ID)
 	if old == nil || (old.Status == Completed) != (t.Status == Completed) {
 		for _, d := range g.dependents[t.ID] {
 			g.touch(d)
+			g.settle(d)
 		}
 	}
 }
+
+// settle records whether task id is completed out of order
+// (Rules.OutOfOrder), and queues its dependents for ClaimNext when that
+// changed: they are ready only while it is not. A task is out of order
+// only when a blocker of its own is unfinished or missing, so a put of
+// the task, or of a blocker that completes, starts, exists or goes,
+// settles it.
+func (g *graph) settle(id ID) {
+	t := g.tasks[id]
+	early := t != nil && t.Status == Completed && len(Rules.OutOfOrder(t, g.status)) > 0
+	if early == g.early[id] {
+		return
+	}
+	if early {
+		g.early[id] = true
+	} else {
+		delete(g.early, id)
+	}
+	for _, d := range g.dependents[id] {
+		g.touch(d)
+	}
+}
+
+// done reports whether task id, which the graph holds with status st,
+// counts as completed for the tasks it blocks: completed, and not out of
+// order.
+func (g *graph) done(id ID, st Status) bool {
+	return st == Completed && (len(g.early) == 0 || !g.early[id])
+}
+
+// isEarly is the Rulebook's question "is this completed task out of
+// order?" (Rules.Blocked).
+func (g *graph) isEarly(id ID) bool { return g.early[id] }
 
 // index enters t in the indexes of one task each — all but the ids, the
 // nodes, the dependents and the ready heap, which put and load keep each
@@ -138,6 +181,9 @@ func (g *graph) index(t *Task) {
 	}
 	if t.Key != "" {
 		g.keys[t.Key] = insertSorted(g.keys[t.Key], t.ID)
+	}
+	if t.Parent != 0 {
+		g.children[t.Parent] = insertSorted(g.children[t.Parent], t.ID)
 	}
 	g.maxID = max(g.maxID, t.ID)
 	if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() {
@@ -241,6 +287,11 @@ func (g *graph) load(tasks []*Task) {
 		g.nodes[i].set(t)
 		g.index(t)
 	}
+	for _, t := range tasks { // once every blocker is in
+		if t.Status == Completed && len(Rules.OutOfOrder(t, g.status)) > 0 {
+			g.early[t.ID] = true
+		}
+	}
 	g.requeue()
 }
 
@@ -257,6 +308,7 @@ func (g *graph) remove(id ID) {
 		g.setDependents(b, removeSorted(g.dependents[b], id))
 	}
 	g.unkey(t)
+	g.unparent(t)
 	if t.Status.ended() {
 		g.ended--
 	}
@@ -264,12 +316,16 @@ func (g *graph) remove(id ID) {
 	delete(g.leased, id)
 	delete(g.deferred, id)
 	delete(g.running, id)
+	delete(g.early, id)
 	i, _ := g.search(id)
 	g.ids = slices.Delete(g.ids, i, i+1)
 	if i == len(g.ids) && len(g.nodes) == i+1 {
 		g.nodes = slices.Delete(g.nodes, i, i+1)
 	} else {
 		g.nodes = nil
+	}
+	for _, d := range g.dependents[id] { // they lost a blocker
+		g.settle(d)
 	}
 }
 
@@ -332,6 +388,18 @@ func (g *graph) unkey(t *Task) {
 		g.keys[t.Key] = ids
 	} else {
 		delete(g.keys, t.Key)
+	}
+}
+
+// unparent drops t from the children index.
+func (g *graph) unparent(t *Task) {
+	if t.Parent == 0 {
+		return
+	}
+	if ids := removeSorted(g.children[t.Parent], t.ID); len(ids) > 0 {
+		g.children[t.Parent] = ids
+	} else {
+		delete(g.children, t.Parent)
 	}
 }
 
@@ -448,14 +516,14 @@ func (g *graph) blockersOf(i int) (done, gone bool) {
 	done = true
 	for _, b := range g.nodes[i].t.BlockedBy {
 		if j := i - int(g.ids[i]-b); 0 <= j && j < len(g.ids) && g.ids[j] == b {
-			done = done && g.nodes[j].st == Completed // near, as near looks
+			done = done && g.done(b, g.nodes[j].st) // near, as near looks
 			continue
 		}
 		bt := g.tasks[b]
 		if bt == nil {
 			return false, true
 		}
-		done = done && bt.Status == Completed
+		done = done && g.done(b, bt.Status)
 	}
 	return done, false
 }
@@ -476,7 +544,7 @@ func (g *graph) readyTask(t *Task) bool {
 		return false
 	}
 	for _, b := range t.BlockedBy {
-		if bt := g.tasks[b]; bt == nil || bt.Status != Completed {
+		if bt := g.tasks[b]; bt == nil || !g.done(b, bt.Status) {
 			return false
 		}
 	}
@@ -588,13 +656,16 @@ func (g *graph) list(sel Selection) []Task {
 
 // strandedBy maps each stranded task — pending, with a failed or
 // cancelled blocker or a stranded pending one — to the lowest failed or
-// cancelled task it waits on. Causes are taken by increasing id, and the
-// tasks each reaches are marked once, so it is linear in the graph.
+// cancelled task it waits on. A completed task out of order passes it on
+// (it waits on its blockers again), without being stranded itself.
+// Causes are taken by increasing id, and the tasks each reaches are
+// marked once, so it is linear in the graph.
 func (g *graph) strandedBy() map[ID]ID {
 	if g.ended == 0 {
 		return nil
 	}
 	var out map[ID]ID
+	var passed map[ID]bool // the completed tasks out of order reached
 	var stack []ID
 	nodes := g.walk()
 	for i, id := range g.ids {
@@ -606,6 +677,14 @@ func (g *graph) strandedBy() map[ID]ID {
 			n := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			for _, d := range g.dependents[n] {
+				if g.early[d] && !passed[d] {
+					if passed == nil {
+						passed = make(map[ID]bool)
+					}
+					passed[d] = true
+					stack = append(stack, d)
+					continue
+				}
 				if dt := g.tasks[d]; dt == nil || dt.Status != Pending || out[d] != 0 {
 					continue // marked already: by a lower cause, and so is all it reaches
 				}

@@ -63,6 +63,22 @@ func lookAheadOnGraph(tasks []Task) (map[ID]step, []ID, error) {
 		t := g.tasks[id]
 		return t != nil && (t.Status == Pending || t.Status == InProgress)
 	}
+	// What each task waits on: a blocker completed out of order stands
+	// for its own blockers that are not completed (Rules.OutOfOrder).
+	waits := map[ID][]ID{}
+	dependents := map[ID][]ID{}
+	for _, id := range g.ids {
+		for _, b := range g.tasks[id].BlockedBy {
+			on := []ID{b}
+			if g.early[b] {
+				on = Rules.OutOfOrder(g.tasks[b], g.status)
+			}
+			for _, w := range on {
+				waits[id] = append(waits[id], w)
+				dependents[w] = append(dependents[w], id)
+			}
+		}
+	}
 	indeg := map[ID]int{}
 	stuck := map[ID]bool{}
 	var avail idHeap
@@ -72,7 +88,7 @@ func lookAheadOnGraph(tasks []Task) (map[ID]step, []ID, error) {
 			continue
 		}
 		total++
-		for _, b := range g.tasks[id].BlockedBy {
+		for _, b := range waits[id] {
 			switch {
 			case g.tasks[b] == nil, g.tasks[b].Status.ended():
 				stuck[id] = true
@@ -93,7 +109,7 @@ func lookAheadOnGraph(tasks []Task) (map[ID]step, []ID, error) {
 		visited++
 		if !stuck[id] {
 			s := step{n: 1}
-			for _, b := range slices.Sorted(slices.Values(g.tasks[id].BlockedBy)) {
+			for _, b := range slices.Sorted(slices.Values(waits[id])) {
 				if bs, ok := depth[b]; ok && bs.n+1 > s.n {
 					s = step{n: bs.n + 1, prev: b}
 				}
@@ -101,7 +117,7 @@ func lookAheadOnGraph(tasks []Task) (map[ID]step, []ID, error) {
 			depth[id] = s
 			order = append(order, id)
 		}
-		for _, d := range g.dependents[id] {
+		for _, d := range dependents[id] {
 			if !unfinished(d) {
 				continue
 			}

@@ -125,13 +125,23 @@ func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
 	// know (made behind the lock) is loaded and the id decided again,
 	// rather than overwritten.
 	p := &plan{put: []*Task{t}, read: append([]ID{t.ID}, t.BlockedBy...), result: t.ID, lastNew: t.ID}
+	var refused error // after the cycle check, as in every store
 	for _, d := range addIDs(nil, nt.Blocks) {
 		dt, _ := g.current(d)
+		if refused == nil {
+			refused = Rules.Wait("blocks", dt, []ID{t.ID}, g.status) // t is new: pending
+		}
 		Rules.Reblock(dt, now, []ID{t.ID}, nil)
 		p.put = append(p.put, dt)
 		p.read = append(p.read, d)
 	}
-	return p, newOverlay(g, p.put, nil).checkNewEdges()
+	if err := newOverlay(g, p.put, nil).checkNewEdges(); err != nil {
+		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return p, nil
 }
 
 func (g *graph) planCreatePlan(nts []NewTask, now time.Time) (*plan, error) {
@@ -150,13 +160,23 @@ func (g *graph) planCreatePlan(nts []NewTask, now time.Time) (*plan, error) {
 		p.put = append(p.put, t)
 		p.read = append(p.read, t.BlockedBy...)
 	}
+	var refused error // after the cycle check, as in every store
 	for _, d := range pl.Blocked {
 		dt, _ := g.current(d) // exists: checked by the rule
+		if refused == nil {
+			refused = Rules.Wait("blocks", dt, pl.Blockers[d], g.status) // new tasks: pending
+		}
 		Rules.Reblock(dt, now, pl.Blockers[d], nil)
 		p.put = append(p.put, dt)
 		p.read = append(p.read, d)
 	}
-	return p, pl.Named(newOverlay(g, p.put, nil).checkNewEdges())
+	if err := pl.Named(newOverlay(g, p.put, nil).checkNewEdges()); err != nil {
+		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return p, nil
 }
 
 func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {
@@ -167,10 +187,21 @@ func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	pa = Rules.Reparent(t, pa)
 	entering, err := Rules.Patch(t, pa, now, g.exists)
 	if err != nil {
 		return nil, err
 	}
+	// No task begun gains a blocker that is not completed: t, as patched,
+	// and the tasks it comes to block, which wait on t as patched
+	// (refused after the cycle check, as in every store).
+	status := func(b ID) (Status, bool) {
+		if b == id {
+			return t.Status, true
+		}
+		return g.status(b)
+	}
+	refused := Rules.Wait("addBlockedBy", t, pa.AddBlockedBy, status)
 	p := &plan{put: []*Task{t}, read: []ID{id}, result: id}
 	// The other side of each edge the patch adds or removes: one write
 	// per other task, however many of its edges change.
@@ -188,6 +219,9 @@ func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {
 	}
 	for _, d := range addIDs(nil, others) {
 		ot, _ := g.current(d) // exists: checked by the rule, or just above
+		if refused == nil {
+			refused = Rules.Wait("addBlocks", ot, add[d], status)
+		}
 		Rules.Reblock(ot, now, add[d], remove[d])
 		p.put = append(p.put, ot)
 		p.read = append(p.read, d)
@@ -203,7 +237,13 @@ func (g *graph) planUpdate(id ID, pa Patch, now time.Time) (*plan, error) {
 		}
 	}
 	p.read = append(p.read, t.BlockedBy...)
-	return p, newOverlay(g, p.put, nil).checkNewEdges()
+	if err := newOverlay(g, p.put, nil).checkNewEdges(); err != nil {
+		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return p, nil
 }
 
 func (g *graph) planClaim(id ID, owner string, lease time.Duration, now time.Time) (*plan, error) {
@@ -264,7 +304,7 @@ func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string
 	var lapsed []*Task
 	for id := range g.leased {
 		t := g.tasks[id]
-		if by, _, _ := unfinished(t, g.status); len(by) == 0 && !now.Before(t.LeaseExpiresAt) && hasLabels(t.Labels, labels) &&
+		if Rules.Blocked(t, g.status, g.isEarly) == nil && !now.Before(t.LeaseExpiresAt) && hasLabels(t.Labels, labels) &&
 			(under == 0 || g.under(id, under)) {
 			lapsed = append(lapsed, t)
 		}
@@ -379,7 +419,7 @@ func (g *graph) planReopen(id ID, now time.Time) (*plan, error) {
 // A task on a cycle (one a human wrote into the files) can never start; it
 // gets a *CycleError naming the cycle rather than a *BlockedError.
 func (g *graph) checkBlockers(t *Task) error {
-	err := Rules.Blocked(t, g.status)
+	err := Rules.Blocked(t, g.status, g.isEarly)
 	if err == nil || g.backward == 0 { // without a backward edge there is no cycle
 		return err
 	}
@@ -404,16 +444,17 @@ func (g *graph) planDelete(id ID, detach bool, now time.Time) (*plan, error) {
 		return nil, fmt.Errorf("taskgraph: delete task %d: the task files that cannot be read may depend on it; fix or remove them first: %w", id, g.brokenErr())
 	}
 	deps := g.dependents[id] // tasks that exist: remove drops the edges of a task it removes
-	if err := Rules.Delete(id, deps, detach); err != nil {
+	children := g.children[id]
+	if err := Rules.Delete(id, deps, children, detach); err != nil {
 		return nil, err
 	}
 	p := &plan{del: []ID{id}, read: []ID{id}, result: id}
-	for _, d := range deps {
+	for _, d := range slices.Sorted(slices.Values(addIDs(slices.Clone(deps), children))) { // a task that is both is written once
 		dt, err := g.current(d)
 		if err != nil {
 			return nil, err
 		}
-		Rules.Reblock(dt, now, nil, []ID{id})
+		Rules.Detach(dt, id, now)
 		p.put = append(p.put, dt)
 		p.read = append(p.read, d)
 	}

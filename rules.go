@@ -51,14 +51,16 @@ import (
 // others the write changed, then writes them.
 //
 //	Operation   Arguments      Lock and read                           Rule                                Blocked check         Cycle check         Stored
-//	Create      CreateArgs     [S] if Blocks; keys and statuses of     Keyed (the key's task is returned,  -                     checkCycles         save
-//	                           PlanRefs; allocate the id               nothing stored); Create; lock the
+//	Create      CreateArgs     [S] if Blocks; keys and statuses of     Keyed (the key's task is returned,  Wait on each of the   checkCycles         save
+//	                           PlanRefs; allocate the id               nothing stored); Create; lock the   Blocks
 //	                                                                   Blocks, Reblock each
-//	CreatePlan  PlanArgs       [S] if any Blocks; keys and statuses    Plan; lock the Blocked, Reblock     -                     checkCycles         Stored on each,
-//	                           of PlanRefs; allocate the new ids       each                                                                          insert, update
-//	Update      PatchArgs      [S] if edges change; lock; statuses     Patch; lock AddBlocks and           Blocked if Patch      checkCycles         save
-//	                           of AddBlockedBy, AddBlocks (and of      RemoveBlocks, Reblock each          says it enters
-//	                           BlockedBy if Status is set)                                                 InProgress/Completed
+//	CreatePlan  PlanArgs       [S] if any Blocks; keys and statuses    Plan; lock the Blocked, Reblock     Wait on each of the   checkCycles         Stored on each,
+//	                           of PlanRefs; allocate the new ids       each                                Blocked                                   insert, update
+//	Update      PatchArgs      [S] if edges or the parent change;      Reparent; Patch; lock AddBlocks     Blocked if Patch      checkCycles         save
+//	                           lock; statuses of AddBlockedBy,         and RemoveBlocks, Reblock each      says it enters
+//	                           AddBlocks (and of BlockedBy if Status                                       InProgress/Completed;
+//	                           is set)                                                                     Wait on it and on
+//	                                                                                                       each of AddBlocks
 //	Claim       ClaimArgs      lock                                    Claim (already ours: return it,     Blocked, statuses     -                   save
 //	                                                                   nothing stored)                     of BlockedBy
 //	ClaimNext   ClaimNextArgs  pick the next ready, else lapsed,       Claim                               Blocked, statuses     -                   save
@@ -73,8 +75,9 @@ import (
 //	                                                                                                       started)
 //	Release     -              lock                                    Release                             -                     -                   save
 //	Renew       RenewArgs      lock                                    Renew                               -                     -                   save
-//	Delete      -              [S]; lock; lock the dependents          Delete; Reblock each dependent      -                     - (edges only go)   Stored on each
-//	                                                                   (Detach)                                                                      dependent; delete
+//	Delete      -              [S]; lock; lock the dependents and      Delete; Detach each dependent and   -                     - (edges only go)   Stored on each
+//	                           the children                            child (with the Detach option)                                                dependent and
+//	                                                                                                                                                 child; delete
 //	Load        LoadArgs       [S]; the graph's high-water mark and    Load                                -                     FindCycle of the    Stored on each,
 //	                           time; statuses of the blockers outside                                                            batch (only it can  insert
 //	                           the batch; keys                                                                                   close one)
@@ -393,7 +396,29 @@ func (Rulebook) PatchArgs(p Patch) error {
 			return err
 		}
 	}
+	if p.Parent != nil && *p.Parent != 0 {
+		if err := Rules.ID("parent", *p.Parent); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// Reparent returns p with the edges that a change of t's parent
+// (Patch.Parent) moves: t leaves its old parent's BlockedBy (RemoveBlocks)
+// and joins the new one's (AddBlocks). A store runs it on t as read,
+// before Patch, and then handles those edges as any other.
+func (Rulebook) Reparent(t *Task, p Patch) Patch {
+	if p.Parent == nil || *p.Parent == t.Parent {
+		return p
+	}
+	if t.Parent != 0 {
+		p.RemoveBlocks = append(slices.Clip(p.RemoveBlocks), t.Parent)
+	}
+	if *p.Parent != 0 {
+		p.AddBlocks = append(slices.Clip(p.AddBlocks), *p.Parent)
+	}
+	return p
 }
 
 // LoadArgs validates the text of tasks (see Text), before anything is
@@ -688,6 +713,17 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 	if p.Owner != nil {
 		t.Owner = *p.Owner
 	}
+	if p.Parent != nil {
+		if *p.Parent == t.ID {
+			return false, &InvalidError{Field: "parent", Reason: fmt.Sprintf("task %d cannot be its own parent", t.ID)}
+		}
+		if *p.Parent != 0 && *p.Parent != t.Parent {
+			if err := exists(*p.Parent); err != nil {
+				return false, err
+			}
+		}
+		t.Parent = *p.Parent
+	}
 	if err := Rules.CheckEdges(t.ID, "addBlockedBy", p.AddBlockedBy, exists); err != nil {
 		return false, err
 	}
@@ -781,6 +817,7 @@ func patchedFields(p Patch) []string {
 		{"blockedBy", len(p.AddBlockedBy)+len(p.RemoveBlockedBy) > 0}, {"blocks", len(p.AddBlocks)+len(p.RemoveBlocks) > 0},
 		{"metadata", p.Metadata != nil}, {"priority", p.Priority != nil}, {"labels", p.Labels != nil},
 		{"notBefore", p.NotBefore != nil}, {"due", p.Due != nil}, {"maxAttempts", p.MaxAttempts != nil}, {"backoff", p.Backoff != nil},
+		{"parent", p.Parent != nil},
 	} {
 		if f.set {
 			out = append(out, f.name)
@@ -807,8 +844,7 @@ func patchedStatus(from, to Status) HistoryEvent {
 // Reblock edits the blockers of t as one write of t: the ids in add are
 // added, then the ids in remove are removed. Stores use it for the other
 // side of an edge: the tasks a new task blocks (Create), the tasks a patch
-// adds or removes as blocked (Patch), the dependents of a detached task
-// (Delete).
+// adds or removes as blocked (Patch).
 func (Rulebook) Reblock(t *Task, now time.Time, add, remove []ID) {
 	advance(t, now)
 	t.BlockedBy = addIDs(t.BlockedBy, add)
@@ -1077,15 +1113,77 @@ func (Rulebook) Release(t *Task, owner string, now time.Time) error {
 	return nil
 }
 
-// Blocked returns a *BlockedError if a blocker of t is not completed.
-// status reports the status of a task and whether a task of that id
-// exists (a task that exists but cannot be read exists, with status "").
-func (Rulebook) Blocked(t *Task, status func(ID) (Status, bool)) error {
-	by, missing, ended := unfinished(t, status)
+// Blocked returns a *BlockedError if a blocker of t is not done: not
+// completed, or completed out of order (see OutOfOrder), which counts as
+// unfinished for the tasks it blocks. status reports the status of a task
+// and whether a task of that id exists (a task that exists but cannot be
+// read exists, with status ""); early reports whether a completed task is
+// out of order (its own blockers are read for it: a store answers from its
+// index, or from the same query as status).
+func (Rulebook) Blocked(t *Task, status func(ID) (Status, bool), early func(ID) bool) error {
+	var by, missing, ended, outOfOrder []ID
+	for _, b := range t.BlockedBy {
+		st, ok := status(b)
+		switch {
+		case st == Completed && !early(b):
+			continue
+		case st == Completed:
+			outOfOrder = append(outOfOrder, b)
+		case !ok:
+			missing = append(missing, b)
+		case st.ended():
+			ended = append(ended, b)
+		}
+		by = append(by, b)
+	}
 	if len(by) == 0 {
 		return nil
 	}
-	return &BlockedError{ID: t.ID, By: by, Missing: missing, Failed: ended}
+	return &BlockedError{ID: t.ID, By: by, Missing: missing, Failed: ended, OutOfOrder: outOfOrder}
+}
+
+// Wait refuses a write that makes t, if it is in progress or completed,
+// wait on a task of added that is not completed (status answers as for
+// Blocked): work begun before its blockers were done, which no write
+// leaves (OutOfOrder). Stores run it on every task that gains blockers:
+// the task a patch gives blockers (AddBlockedBy, on t as patched), and the
+// tasks a new task or a patched one comes to block (Blocks, AddBlocks, a
+// parent), field naming the argument. A new task is pending, so a task
+// begun gains none.
+func (Rulebook) Wait(field string, t *Task, added []ID, status func(ID) (Status, bool)) error {
+	if t.Status != InProgress && t.Status != Completed {
+		return nil
+	}
+	open, _, _ := unfinished(&Task{BlockedBy: added}, status)
+	if len(open) == 0 {
+		return nil
+	}
+	fix := "release it first"
+	if t.Status == Completed {
+		fix = "reopen it first"
+	}
+	return &InvalidError{Field: field, Reason: fmt.Sprintf("task %d is %s, so it cannot wait on tasks that are not completed (%v): no task is begun before its blockers are done; %s, or add the edge once they are completed", t.ID, t.Status, open, fix)}
+}
+
+// OutOfOrder returns the blockers of t that are not completed (missing
+// ones included) if t is in progress or completed, and nil otherwise: work
+// begun before what it waits on was done. No write leaves a task so
+// (Blocked, Wait, Reopen), but a merge of two branches of a graph kept in
+// git can — one branch reopens a task, the other completes a task it
+// blocks — and so can a hand edit or a Load; Check reports each. Such a
+// completed task does not count as completed for the tasks it blocks
+// (Blocked, Resolve, ClaimNext): they wait until its own blockers are
+// completed again, or it is reopened and done again. The rule looks one step back: a completed task whose
+// blockers are all completed counts as completed, whatever their own
+// blockers are. A task in progress out of order cannot be completed until
+// its blockers are (Blocked); ClaimNext does not take it over when its
+// lease lapses.
+func (Rulebook) OutOfOrder(t *Task, status func(ID) (Status, bool)) []ID {
+	if t.Status != InProgress && t.Status != Completed {
+		return nil
+	}
+	by, _, _ := unfinished(t, status)
+	return by
 }
 
 // unfinished returns the blockers of t that are not completed, and the
@@ -1107,13 +1205,41 @@ func unfinished(t *Task, status func(ID) (Status, bool)) (by, missing, ended []I
 }
 
 // Delete decides whether task id may be deleted while the tasks in
-// dependents list it in their BlockedBy. With detach, the store removes
-// the edge from each dependent (Reblock) in the same write.
-func (Rulebook) Delete(id ID, dependents []ID, detach bool) error {
-	if len(dependents) > 0 && !detach {
+// dependents list it in their BlockedBy and the tasks in children name it
+// as their Parent (both in id order). With detach, the store detaches each
+// of them from it (Detach) in the same write; without, a task that others
+// depend on or that has children is not deleted, so that no edge and no
+// parent names a task that does not exist.
+func (Rulebook) Delete(id ID, dependents, children []ID, detach bool) error {
+	if detach {
+		return nil
+	}
+	switch {
+	case len(dependents) > 0 && len(children) > 0:
+		return &InvalidError{Field: "id", Reason: fmt.Sprintf("tasks %v depend on task %d and tasks %v are its children: remove those edges and delete those children first, or delete with taskgraph.Detach(), which removes the edges and leaves the children without a parent", dependents, id, children)}
+	case len(dependents) > 0:
 		return &InvalidError{Field: "id", Reason: fmt.Sprintf("tasks %v depend on task %d: remove those edges first, or delete with taskgraph.Detach()", dependents, id)}
+	case len(children) > 0:
+		return &InvalidError{Field: "id", Reason: fmt.Sprintf("tasks %v are children of task %d: delete them first, or delete with taskgraph.Detach(), which leaves them without a parent", children, id)}
 	}
 	return nil
+}
+
+// Detach edits t, a dependent or a child of task id that Delete with
+// detach removes, as one write of t: id leaves its BlockedBy and, if it is
+// t's parent, t is left without one.
+func (Rulebook) Detach(t *Task, id ID, now time.Time) {
+	advance(t, now)
+	var fields []string
+	if slices.Contains(t.BlockedBy, id) {
+		t.BlockedBy = slices.DeleteFunc(t.BlockedBy, func(b ID) bool { return b == id })
+		fields = append(fields, "blockedBy")
+	}
+	if t.Parent == id {
+		t.Parent = 0
+		fields = append(fields, "parent")
+	}
+	record(t, now, HistoryEdited, "", strings.Join(fields, ", "))
 }
 
 // Load validates tasks for Loader.Load into a store whose highest

@@ -382,6 +382,14 @@ type Patch struct {
 	MaxAttempts *int
 	Backoff     *time.Duration
 
+	// Parent, if not nil, makes the task a child of that task (one that
+	// exists, not the task itself), or of none if it is 0: in the same
+	// write the task leaves its old parent's BlockedBy and joins the new
+	// one's, since a parent waits on its children (see NewTask.Parent). A
+	// parent that is a descendant of the task closes a cycle, refused as
+	// any edge that does (*CycleError).
+	Parent *ID
+
 	// IfRev, when non-zero, makes the update fail with ErrConflict unless
 	// the task's current Rev equals it (optimistic concurrency).
 	IfRev int64

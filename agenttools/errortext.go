@@ -37,6 +37,9 @@ func describe(err error, me string) string {
 		if len(be.Missing) > 0 {
 			s += fmt.Sprintf(" (tasks %s do not exist)", FormatIDs(be.Missing))
 		}
+		if len(be.OutOfOrder) > 0 {
+			s += fmt.Sprintf(" (tasks %s were completed before their own blockers, so they count as unfinished until those are)", FormatIDs(be.OutOfOrder))
+		}
 		return s
 	}
 	var cl *taskgraph.ClaimedError

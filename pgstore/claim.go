@@ -58,7 +58,7 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 	if !write { // already ours: nothing to write
 		return s.withBlocks(ctx, tx, t)
 	}
-	if err := taskgraph.Rules.Blocked(t, st.status); err != nil {
+	if err := taskgraph.Rules.Blocked(t, st.status, st.early); err != nil {
 		return taskgraph.Task{}, err
 	}
 	if entering {
@@ -83,15 +83,37 @@ func underSQL(n int) string {
 		UNION SELECT c.id FROM taskgraph_tasks c JOIN u ON c.graph = $1 AND c.parent = u.id) SELECT id FROM u))`
 }
 
-// readyCondition holds for a task whose every blocker exists and is
-// completed. Each blocker's status is a scalar subquery, one lookup by the
-// primary key: written as NOT EXISTS, PostgreSQL made it an anti-join,
-// and with statistics from before any task was completed (a graph just
-// loaded, autovacuum behind) it read every task of the table once and
-// joined each blocker against all the completed ones, 0.14 ms a task
-// checked on a 1,000-task graph and growing with it (TestReadyByPrimaryKey).
-const readyCondition = `(t.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest(t.blocked_by) AS b(id) WHERE
-	(SELECT x.status FROM taskgraph_tasks x WHERE x.graph = t.graph AND x.id = b.id) IS DISTINCT FROM 'completed'))`
+// readyCondition holds for a task whose every blocker exists and counts
+// as completed: completed, and not out of order (Rules.OutOfOrder: a
+// blocker of its own unfinished). Each blocker's status is a scalar
+// subquery, one lookup by the primary key: written as NOT EXISTS,
+// PostgreSQL made it an anti-join, and with statistics from before any
+// task was completed (a graph just loaded, autovacuum behind) it read
+// every task of the table once and joined each blocker against all the
+// completed ones, 0.14 ms a task checked on a 1,000-task graph and growing
+// with it (TestReadyByPrimaryKey). The blockers of a completed blocker are
+// looked up the same way, only for a blocker that is completed.
+var readyCondition = allCompleted("t", "b", "x", " AND "+allCompleted("x", "bb", "y", ""))
+
+// blockersCompleted holds for a task whose every blocker exists and is
+// completed: readyCondition but for blockers completed out of order. It is
+// what pickReady picks by: asking more made PostgreSQL plan ClaimNext's
+// statement anew at every call (TestClaimNextPlannedOnce), and the
+// statement checks readyCondition on the one task it picked.
+var blockersCompleted = allCompleted("t", "b", "x", "")
+
+// allCompleted holds for the task a whose every blocker exists and is
+// completed and meets the condition also (about it, as x); b and x are
+// the aliases of the subqueries.
+func allCompleted(a, b, x, also string) string {
+	return `(` + a + `.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest(` + a + `.blocked_by) AS ` + b + `(id) WHERE
+	(SELECT ` + x + `.status = 'completed'` + also + ` FROM taskgraph_tasks ` + x + ` WHERE ` + x + `.graph = ` + a + `.graph AND ` + x + `.id = ` + b + `.id) IS NOT TRUE))`
+}
+
+// outOfOrderSQL is the column that says whether the task x, as a blocker
+// a write reads, is completed out of order (Rules.OutOfOrder): what the
+// Rulebook's Blocked asks of a completed blocker.
+var outOfOrderSQL = `(x.status = 'completed' AND NOT ` + allCompleted("x", "bb", "y", "") + `)`
 
 // ClaimNext implements taskgraph.Store. Claiming the most urgent ready
 // task is one statement (claimReady, retried like a transaction), served
@@ -178,10 +200,12 @@ const claimOrder = `ORDER BY priority, created_at, id`
 
 // claimReady claims the most urgent ready task that carries labels ($7)
 // with one statement: the Rulebook's Claim of a ready pending task,
-// written in SQL. It writes only if the claimed version certainly passes
-// Rules.Stored (fitsSQL), no label of it has a limit (unlimitedSQL), and
-// no write to the task committed while the
-// statement ran (unchangedSQL). It returns pgx.ErrNoRows if it claimed
+// written in SQL. It writes only if no blocker of the task was completed
+// out of order (readyCondition; pickReady asks only that they be
+// completed), the claimed version certainly passes Rules.Stored
+// (fitsSQL), no label of it has a limit (unlimitedSQL), and no write to
+// the task committed while the statement ran (unchangedSQL). It returns
+// pgx.ErrNoRows if it claimed
 // nothing: no task is ready, or the first one needs the Rulebook's check.
 //
 // The statement and the notification of a claim go in one round trip,
@@ -318,7 +342,7 @@ var claimReadySQL = `UPDATE taskgraph_tasks t SET status = 'in_progress', owner 
 		rev = t.rev + 1, updated_at = c.now,
 		history = ` + appendHistorySQL(8) + `
 	FROM (SELECT ` + nowSQL(4) + ` AS now) c
-	WHERE t.graph = $1 AND t.id = (` + pickReady + `) AND ` + fitsSQL("0") + ` AND ` + unlimitedSQL + ` AND ` + unchangedSQL + `
+	WHERE t.graph = $1 AND t.id = (` + pickReady + `) AND ` + readyCondition + ` AND ` + fitsSQL("0") + ` AND ` + unlimitedSQL + ` AND ` + unchangedSQL + `
 	RETURNING ` + qualified("t") + `, ` + blocksOf + ` AS blocks, ` + wroteSQL + ` AS wrote`
 
 // appendHistorySQL is the task t's history with the entry $n appended,
@@ -341,7 +365,7 @@ func appendHistorySQL(n int) string {
 // estimate, half the rows, and the generic plan is the index walk
 // (TestClaimNextPlannedOnce, TestClaimNextIndexed).
 var pickReady = `SELECT t.id FROM taskgraph_tasks t
-	WHERE graph = $1 AND status = 'pending' AND coalesce(labels @> $7::text[], false) AND ` + readyCondition + ` AND ` + undeferred(4) + `
+	WHERE graph = $1 AND status = 'pending' AND coalesce(labels @> $7::text[], false) AND ` + blockersCompleted + ` AND ` + undeferred(4) + `
 	` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
 
 // unchangedSQL holds when the row t is the version the statement's

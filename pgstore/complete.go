@@ -42,7 +42,7 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		if err := taskgraph.Rules.Complete(t, owner, result, now); err != nil {
 			return taskgraph.Completion{}, err
 		}
-		if err := taskgraph.Rules.Blocked(t, st.status); err != nil {
+		if err := taskgraph.Rules.Blocked(t, st.status, st.early); err != nil {
 			return taskgraph.Completion{}, err
 		}
 		if err := stored(t); err != nil {
@@ -157,7 +157,7 @@ func (s *Store) queueUnblocked(b *pgx.Batch, id taskgraph.ID, out *[]taskgraph.T
 // are the ones unblocked. Their status is not asked here: the plan
 // PostgreSQL keeps (genericPlansSQL) would then AND the index on
 // blocked_by with the claim index, which holds every pending task.
-const unblockedSQL = `SELECT ` + columns + `, ` + blocksOf + ` FROM taskgraph_tasks t WHERE (graph = $1) IS TRUE AND blocked_by @> ARRAY[$2::bigint]
+var unblockedSQL = `SELECT ` + columns + `, ` + blocksOf + ` FROM taskgraph_tasks t WHERE (graph = $1) IS TRUE AND blocked_by @> ARRAY[$2::bigint]
 	AND ` + readyCondition + ` ORDER BY id`
 
 // genericPlansSQL makes the statements of a transaction use the plans

@@ -52,7 +52,8 @@ func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Tas
 		if err != nil {
 			return taskgraph.Task{}, err
 		}
-		return s.saveChecked(ctx, tx, edit{t: t, fresh: true}, others, edits)
+		refused := waitNew(others, func(taskgraph.ID) []taskgraph.ID { return []taskgraph.ID{t.ID} })
+		return s.saveChecked(ctx, tx, edit{t: t, fresh: true}, others, edits, refused)
 	})
 }
 
@@ -119,6 +120,9 @@ func (s *Store) savePlan(ctx context.Context, tx pgx.Tx, pl *taskgraph.Planned, 
 		edits = append(edits, edit{t: t, fresh: true})
 	}
 	if err := s.checkCycles(ctx, tx, edits); err != nil {
+		return err
+	}
+	if err := waitNew(others, func(d taskgraph.ID) []taskgraph.ID { return pl.Blockers[d] }); err != nil {
 		return err
 	}
 	if err := stored(append(slices.Clone(pl.New), others...)...); err != nil {

@@ -1,9 +1,11 @@
-// Deleting a task, and detaching its dependents when asked to.
+// Deleting a task, and detaching its dependents and children when asked
+// to.
 
 package pgstore
 
 import (
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,19 +27,30 @@ func (s *Store) Delete(ctx context.Context, id taskgraph.ID, opts ...taskgraph.D
 		if err != nil {
 			return err
 		}
-		deps, order, _, err := s.lockTasks(ctx, tx, nil, `blocked_by @> ARRAY[$3::bigint]`, id)
+		// Its dependents and its children (parent <> 0 lets the partial
+		// index on parent serve).
+		locked, order, _, err := s.lockTasks(ctx, tx, nil, `(blocked_by @> ARRAY[$3::bigint] OR (parent = $3 AND parent <> 0))`, id)
 		if err != nil {
 			return err
 		}
-		if err := taskgraph.Rules.Delete(id, order, detach); err != nil {
+		var deps, children []taskgraph.ID
+		for _, d := range order {
+			if slices.Contains(locked[d].BlockedBy, id) {
+				deps = append(deps, d)
+			}
+			if locked[d].Parent == id {
+				children = append(children, d)
+			}
+		}
+		if err := taskgraph.Rules.Delete(id, deps, children, detach); err != nil {
 			return err
 		}
 		w := &writes{s: s}
 		delta := -backward(id, t.BlockedBy)
 		for _, d := range order {
-			o := deps[d]
+			o := locked[d]
 			delta -= backward(d, o.BlockedBy)
-			taskgraph.Rules.Reblock(o, now, nil, []taskgraph.ID{id})
+			taskgraph.Rules.Detach(o, id, now)
 			delta += backward(d, o.BlockedBy)
 			if err := stored(o); err != nil {
 				return err

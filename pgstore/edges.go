@@ -33,6 +33,19 @@ func (s *Store) reblock(ctx context.Context, tx pgx.Tx, blocks []taskgraph.ID, a
 	return others, edits, nil
 }
 
+// waitNew is Rules.Wait of each task of others, which a write makes wait
+// on new tasks (pending): added returns the ids each gains. The first
+// refusal, or nil.
+func waitNew(others []*taskgraph.Task, added func(d taskgraph.ID) []taskgraph.ID) error {
+	pending := func(taskgraph.ID) (taskgraph.Status, bool) { return taskgraph.Pending, true }
+	for _, o := range others {
+		if err := taskgraph.Rules.Wait("blocks", o, added(o.ID), pending); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // reblockOthers edits the BlockedBy of the tasks that p adds or removes
 // task id as a blocker of: one write per other task, in the order p names
 // them. A task p.RemoveBlocks names that does not list id is left alone.
@@ -85,12 +98,16 @@ func reblockEach(locked map[taskgraph.ID]*taskgraph.Task, order []taskgraph.ID, 
 }
 
 // saveChecked refuses a write that changes one task, main, and the BlockedBy
-// of others (edits), if one of its new edges closes a cycle; else it saves
-// it (see save) and returns main as stored. A fresh main is inserted, any
-// other updated.
-func (s *Store) saveChecked(ctx context.Context, tx pgx.Tx, main edit, others []*taskgraph.Task, edits []edit) (taskgraph.Task, error) {
+// of others (edits), if one of its new edges closes a cycle, or else with
+// refused, if not nil (a refusal the cycle's takes precedence over, as in
+// every store); else it saves it (see save) and returns main as stored. A
+// fresh main is inserted, any other updated.
+func (s *Store) saveChecked(ctx context.Context, tx pgx.Tx, main edit, others []*taskgraph.Task, edits []edit, refused error) (taskgraph.Task, error) {
 	if err := s.checkCycles(ctx, tx, append([]edit{main}, edits...)); err != nil {
 		return taskgraph.Task{}, err
+	}
+	if refused != nil {
+		return taskgraph.Task{}, refused
 	}
 	q := updateTask
 	if main.fresh {

@@ -19,13 +19,16 @@ var CompleteSQL = completeSQL
 const (
 	BlocksOf      = blocksOf
 	DependentsSQL = dependentsSQL
-	UnblockedSQL  = unblockedSQL
-	BlockersSQL   = blockersSQL
+)
+
+var (
+	UnblockedSQL = unblockedSQL
+	BlockersSQL  = blockersSQL
 )
 
 // ReadyCondition is the condition of a ready task, for a test of its
 // plan.
-const ReadyCondition = readyCondition
+var ReadyCondition = readyCondition
 
 // CommitWith runs b through a write's transaction on conn and commits it
 // with a notification, as a write's last round trip does.

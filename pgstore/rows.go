@@ -40,7 +40,7 @@ const blocksOf = `ARRAY(SELECT d.id FROM taskgraph_tasks d WHERE (d.graph = t.gr
 // their ids and statuses, in id order (see blocksOf for the graph's
 // comparison): what Complete and Reopen decide by, without the 27 columns
 // of each.
-const dependentsSQL = `SELECT id, status FROM taskgraph_tasks WHERE (graph = $1) IS TRUE AND blocked_by @> ARRAY[$2::bigint] ORDER BY id FOR UPDATE`
+const dependentsSQL = `SELECT id, status, false FROM taskgraph_tasks WHERE (graph = $1) IS TRUE AND blocked_by @> ARRAY[$2::bigint] ORDER BY id FOR UPDATE`
 
 // scanTask reads the columns of a task, then extra.
 func scanTask(row pgx.Row, extra ...any) (taskgraph.Task, error) {
@@ -265,8 +265,8 @@ func (s *Store) queueLock(b *pgx.Batch, id taskgraph.ID, at *time.Time, t **task
 // primary key, so a task without blockers costs one read of its row
 // (written as "id = ANY" of the list, it cost 80 µs more than that read,
 // by pgbench).
-const blockersSQL = `SELECT x.id, x.status FROM (SELECT DISTINCT b.id FROM unnest((SELECT blocked_by FROM taskgraph_tasks WHERE graph = $1 AND id = $2)) AS b(id) ORDER BY b.id) AS b
-	CROSS JOIN LATERAL (SELECT id, status FROM taskgraph_tasks x WHERE x.graph = $1 AND x.id = b.id FOR SHARE) x ORDER BY x.id`
+var blockersSQL = `SELECT x.id, x.status, x.early FROM (SELECT DISTINCT b.id FROM unnest((SELECT blocked_by FROM taskgraph_tasks WHERE graph = $1 AND id = $2)) AS b(id) ORDER BY b.id) AS b
+	CROSS JOIN LATERAL (SELECT id, status, ` + outOfOrderSQL + ` AS early FROM taskgraph_tasks x WHERE x.graph = $1 AND x.id = b.id FOR SHARE) x ORDER BY x.id`
 
 // queueBlockers queues in b the statement blockersSQL of task id, read
 // into *st.
@@ -298,8 +298,16 @@ func (s *Store) lockTasks(ctx context.Context, tx pgx.Tx, at *time.Time, where s
 }
 
 // statusMap answers the Rulebook's questions about the tasks a write
-// names: whether they exist, and their status.
-type statusMap map[taskgraph.ID]taskgraph.Status
+// names: whether they exist, their status, and whether a completed one is
+// out of order.
+type statusMap map[taskgraph.ID]taskStatus
+
+// taskStatus is a task's status, and whether it is completed out of order
+// (Rules.OutOfOrder; outOfOrderSQL), as a write reads them.
+type taskStatus struct {
+	status taskgraph.Status
+	early  bool
+}
 
 func (m statusMap) exists(id taskgraph.ID) error {
 	if _, ok := m[id]; ok {
@@ -310,8 +318,10 @@ func (m statusMap) exists(id taskgraph.ID) error {
 
 func (m statusMap) status(id taskgraph.ID) (taskgraph.Status, bool) {
 	st, ok := m[id]
-	return st, ok
+	return st.status, ok
 }
+
+func (m statusMap) early(id taskgraph.ID) bool { return m[id].early }
 
 // statuses returns the status of each existing task of the lists, locking
 // the rows shared so that none of them changes or disappears before the
@@ -325,24 +335,26 @@ func (s *Store) statuses(ctx context.Context, tx pgx.Tx, lists ...[]taskgraph.ID
 	if len(all) == 0 {
 		return out, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, status FROM taskgraph_tasks WHERE graph = $1 AND id = ANY($2) ORDER BY id FOR SHARE`, s.graph, all)
+	rows, err := tx.Query(ctx, `SELECT id, status, `+outOfOrderSQL+` FROM taskgraph_tasks x WHERE graph = $1 AND id = ANY($2) ORDER BY id FOR SHARE`, s.graph, all)
 	if err != nil {
 		return nil, err
 	}
 	return scanStatuses(rows)
 }
 
-// scanStatuses reads rows of id and status, and closes them.
+// scanStatuses reads rows of id, status and out of order, and closes
+// them.
 func scanStatuses(rows pgx.Rows) (statusMap, error) {
 	defer rows.Close()
 	out := statusMap{}
 	for rows.Next() {
 		var id int64
 		var st string
-		if err := rows.Scan(&id, &st); err != nil {
+		var early bool
+		if err := rows.Scan(&id, &st, &early); err != nil {
 			return nil, err
 		}
-		out[taskgraph.ID(id)] = taskgraph.Status(st)
+		out[taskgraph.ID(id)] = taskStatus{taskgraph.Status(st), early}
 	}
 	return out, rows.Err()
 }

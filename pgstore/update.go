@@ -22,7 +22,7 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 		return taskgraph.Task{}, err
 	}
 	return transact(ctx, s, func(tx pgx.Tx) (taskgraph.Task, error) {
-		if len(p.AddBlockedBy)+len(p.AddBlocks)+len(p.RemoveBlockedBy)+len(p.RemoveBlocks) > 0 {
+		if len(p.AddBlockedBy)+len(p.AddBlocks)+len(p.RemoveBlockedBy)+len(p.RemoveBlocks) > 0 || p.Parent != nil {
 			if err := s.serialise(ctx, tx); err != nil {
 				return taskgraph.Task{}, err
 			}
@@ -31,6 +31,7 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 		if err != nil {
 			return taskgraph.Task{}, err
 		}
+		p := taskgraph.Rules.Reparent(t, p) // a copy: a retried transaction starts again from the caller's
 		named := [][]taskgraph.ID{p.AddBlockedBy, p.AddBlocks}
 		if p.Status != nil { // the blockers to check if it starts or finishes
 			named = append(named, t.BlockedBy)
@@ -49,8 +50,23 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 		if err != nil {
 			return taskgraph.Task{}, err
 		}
+		// No task begun gains a blocker that is not completed: t, as
+		// patched, and the tasks it comes to block, which wait on t as
+		// patched (refused once the cycle check passes).
+		status := func(b taskgraph.ID) (taskgraph.Status, bool) {
+			if b == id {
+				return t.Status, true
+			}
+			return st.status(b)
+		}
+		refused := taskgraph.Rules.Wait("addBlockedBy", t, p.AddBlockedBy, status)
+		for _, o := range others {
+			if refused == nil && slices.Contains(p.AddBlocks, o.ID) {
+				refused = taskgraph.Rules.Wait("addBlocks", o, []taskgraph.ID{id}, status)
+			}
+		}
 		if entering {
-			if err := taskgraph.Rules.Blocked(t, st.status); err != nil {
+			if err := taskgraph.Rules.Blocked(t, st.status, st.early); err != nil {
 				return taskgraph.Task{}, err
 			}
 		}
@@ -59,6 +75,6 @@ func (s *Store) Update(ctx context.Context, id taskgraph.ID, p taskgraph.Patch) 
 				return taskgraph.Task{}, err
 			}
 		}
-		return s.saveChecked(ctx, tx, edit{t: t, old: old}, others, edits)
+		return s.saveChecked(ctx, tx, edit{t: t, old: old}, others, edits, refused)
 	})
 }

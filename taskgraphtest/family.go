@@ -121,4 +121,68 @@ func testParents(t *testing.T, s tg.Store) {
 	assert.ErrorIs(t, err, tg.ErrInvalid, "a parent outside the plan is named by id")
 }
 
+// testDeleteParent: a task with children is not deleted, as one others
+// depend on is not (the error says what to do), so that no task names a
+// parent that does not exist; with Detach it is, and its children are
+// left without a parent, in the same write.
+func testDeleteParent(t *testing.T, s tg.Store) {
+	epic := create(t, s, "epic")
+	a, err := s.Create(ctx, tg.NewTask{Subject: "a", Parent: epic.ID})
+	require.NoError(t, err)
+	b, err := s.Create(ctx, tg.NewTask{Subject: "b", Parent: epic.ID})
+	require.NoError(t, err)
+	err = s.Delete(ctx, epic.ID)
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+	assert.Contains(t, err.Error(), "children")
+	assert.Contains(t, err.Error(), "Detach")
+	assert.Equal(t, epic.ID, get(t, s, a.ID).Parent, "nothing changed")
+	get(t, s, epic.ID)
+
+	require.NoError(t, s.Delete(ctx, epic.ID, tg.Detach()))
+	for _, c := range []tg.Task{a, b} {
+		got := get(t, s, c.ID)
+		assert.Zero(t, got.Parent, "task %d has no parent now", c.ID)
+		assert.Equal(t, c.Rev+1, got.Rev, "one write")
+		last := got.History[len(got.History)-1]
+		assert.Equal(t, tg.HistoryEdited, last.Event)
+		assert.Equal(t, "parent", last.Detail)
+	}
+	_, err = s.List(ctx, tg.Under(epic.ID))
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+}
+
+// testReparent: Patch.Parent moves a task to another parent, or to none,
+// moving the edge that makes the parent wait on it in the same write; a
+// parent that is missing, the task itself, or one of its descendants is
+// refused.
+func testReparent(t *testing.T, s tg.Store) {
+	one := create(t, s, "one")
+	two := create(t, s, "two")
+	c, err := s.Create(ctx, tg.NewTask{Subject: "c", Parent: one.ID})
+	require.NoError(t, err)
+	parent := func(id tg.ID) *tg.ID { return &id }
+
+	moved, err := s.Update(ctx, c.ID, tg.Patch{Parent: parent(two.ID)})
+	require.NoError(t, err)
+	assert.Equal(t, two.ID, moved.Parent)
+	assert.Empty(t, get(t, s, one.ID).BlockedBy, "the old parent no longer waits on it")
+	assert.Equal(t, []tg.ID{c.ID}, get(t, s, two.ID).BlockedBy, "the new one does")
+	assert.Equal(t, "blocks, parent", moved.History[len(moved.History)-1].Detail)
+
+	_, err = s.Update(ctx, c.ID, tg.Patch{Parent: parent(c.ID)})
+	assert.ErrorIs(t, err, tg.ErrInvalid, "its own parent")
+	_, err = s.Update(ctx, c.ID, tg.Patch{Parent: parent(two.ID + 1000)})
+	assert.ErrorIs(t, err, tg.ErrNotFound)
+	_, err = s.Update(ctx, c.ID, tg.Patch{Parent: parent(-1)})
+	assert.ErrorIs(t, err, tg.ErrInvalid)
+	_, err = s.Update(ctx, two.ID, tg.Patch{Parent: parent(c.ID)})
+	assert.ErrorIs(t, err, tg.ErrCycle, "a descendant as parent")
+	assert.Equal(t, two.ID, get(t, s, c.ID).Parent, "nothing changed")
+
+	none, err := s.Update(ctx, c.ID, tg.Patch{Parent: parent(0)})
+	require.NoError(t, err)
+	assert.Zero(t, none.Parent)
+	assert.Empty(t, get(t, s, two.ID).BlockedBy)
+}
+
 func itoa(id tg.ID) string { return strconv.FormatInt(int64(id), 10) }

@@ -106,6 +106,9 @@ var cases = []struct {
 	{"AwaitRaisedLimit", testAwaitRaisedLimit},
 	{"LimitedBySelection", testLimitedBySelection},
 	{"Parents", testParents},
+	{"DeleteParent", testDeleteParent},
+	{"Reparent", testReparent},
+	{"OutOfOrder", testOutOfOrder},
 }
 
 var ctx = context.Background()

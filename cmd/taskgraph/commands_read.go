@@ -133,6 +133,10 @@ func cmdCheck(e *env) error {
 	if err != nil {
 		return err
 	}
+	// A file a merge left unmerged is a problem like the others: git
+	// stopped so that a person looks.
+	left, unknown := unmerged(dir)
+	problems = append(left, problems...)
 	// Which protocol a store on dir chooses, and why (Open reads nothing
 	// of the directory: it only looks at its filesystem).
 	var durability taskgraph.Durability
@@ -143,10 +147,14 @@ func cmdCheck(e *env) error {
 	if err := e.printProblems(dir, problems, durability); err != nil {
 		return err
 	}
-	// What git needs of the directory: warnings, which do not fail check.
+	// Advice about setup (what git needs of the directory): warnings, on
+	// stderr, which do not fail check.
 	warnings, err := e.gitWarnings(dir)
 	if err != nil {
 		return err
+	}
+	if unknown != nil {
+		warnings = append(warnings, unknown.Error())
 	}
 	for _, w := range warnings {
 		fmt.Fprintln(e.stderr, "warning: "+w)

@@ -201,7 +201,7 @@ func cmdDep(e *env) error {
 }
 
 func flagsDelete(fs *flag.FlagSet) func(e *env) error {
-	detach := fs.Bool("detach", false, "also remove this task from the blockedBy of the tasks that depend on it")
+	detach := fs.Bool("detach", false, "also remove this task from the blockedBy of the tasks that depend on it, and from its children as their parent")
 	force := forceFlag(fs, "delete")
 	return func(e *env) error {
 		var opts []taskgraph.DeleteOption

@@ -24,10 +24,11 @@ type editable struct {
 	Owner       string           `json:"owner"`
 	BlockedBy   []taskgraph.ID   `json:"blockedBy"`
 	Metadata    map[string]any   `json:"metadata"`
+	Parent      taskgraph.ID     `json:"parent,omitempty"` // 0: none (add the line to give it one)
 }
 
 func editableOf(t taskgraph.Task) editable {
-	return normal(editable{t.Subject, t.Description, t.Status, t.Owner, t.BlockedBy, t.Metadata})
+	return normal(editable{t.Subject, t.Description, t.Status, t.Owner, t.BlockedBy, t.Metadata, t.Parent})
 }
 
 // normal makes the empty lists and maps of ed compare equal however they
@@ -137,7 +138,7 @@ func parseEdit(data []byte) (editable, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&after); err != nil {
-		return editable{}, fmt.Errorf("the edited task is not valid JSON with the fields subject, description, status, owner, blockedBy and metadata (%v)", err)
+		return editable{}, fmt.Errorf("the edited task is not valid JSON with the fields subject, description, status, owner, blockedBy, metadata and parent (%v)", err)
 	}
 	return normal(after), nil
 }
@@ -168,6 +169,9 @@ func patchOf(rev int64, before, after editable) taskgraph.Patch {
 		if !slices.Contains(after.BlockedBy, b) {
 			p.RemoveBlockedBy = append(p.RemoveBlockedBy, b)
 		}
+	}
+	if after.Parent != before.Parent {
+		p.Parent = &after.Parent
 	}
 	if !reflect.DeepEqual(before.Metadata, after.Metadata) {
 		p.Metadata = map[string]any{}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -134,24 +135,36 @@ func (e *env) registerDriver(dir string) error {
 	return nil
 }
 
-// driverWarnings returns what check says about merges in the repository
-// dir is in: a driver this clone has not registered, and task files a
-// merge left unmerged, with what the rules decided and why a person
-// should look.
+// driverWarnings returns what check warns about merges in the repository
+// dir is in: git missing, or a driver this clone has not registered —
+// advice about setup, which does not fail check.
 func (e *env) driverWarnings(dir string) []string {
 	if _, err := exec.LookPath("git"); err != nil {
 		return []string{"git is not on the PATH: whether this clone has registered taskgraph's merge driver, and whether a merge left task files unmerged, is not checked"}
 	}
-	var warnings []string
 	for _, kv := range driverSettings()[1:] {
 		if cur, _ := git(dir, "config", "--get", kv[0]); cur == "" {
-			warnings = append(warnings, fmt.Sprintf("this clone has not registered taskgraph's merge driver and clean filter (git config %s is unset), so git would merge task files as text and commit every lease renewal: run `%s`", kv[0], e.initCommand(dir)))
-			break
+			return []string{fmt.Sprintf("this clone has not registered taskgraph's merge driver and clean filter (git config %s is unset), so git would merge task files as text and commit every lease renewal: run `%s`", kv[0], e.initCommand(dir))}
 		}
+	}
+	return nil
+}
+
+// unmerged returns the files of the task directory dir that a git merge
+// left unmerged, as problems: git stopped so that a person looks, with
+// what the rules decided and why (or that one side deleted the file), and
+// how to settle it. Nothing without git, or outside a repository; a
+// warning if git cannot say (it refuses the repository, say).
+func unmerged(dir string) (problems []taskgraph.Problem, warning error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, nil // driverWarnings says so
+	}
+	if in, err := inGit(dir); err != nil || !in {
+		return nil, err
 	}
 	out, err := git(dir, "ls-files", "-u", "--", ".")
 	if err != nil {
-		return append(warnings, err.Error())
+		return nil, fmt.Errorf("whether a merge left task files unmerged is not known: %w", err)
 	}
 	stages := map[string]*[3][]byte{}
 	var paths []string
@@ -168,21 +181,38 @@ func (e *env) driverWarnings(dir string) []string {
 		}
 		blob, err := git(dir, "cat-file", "blob", f[1])
 		if err != nil {
-			return append(warnings, err.Error())
+			// Unmerged all the same: reported without what the rules decided.
+			blob = ""
+			warning = err
 		}
 		stages[path][f[2][0]-'1'] = []byte(blob)
 	}
 	for _, path := range paths {
 		st := stages[path]
-		_, conflicts, err := taskgraph.MergeTaskFiles(path, st[0], st[1], st[2])
-		what := strings.Join(conflicts, "; ")
-		if err != nil {
-			what = err.Error()
-		} else if what == "" {
-			what = "git left it unmerged (was the merge driver registered?)"
+		full := filepath.Join(dir, path)
+		var id taskgraph.ID
+		if n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "task_"), ".json"), 10, 64); err == nil {
+			id = taskgraph.ID(n)
 		}
-		warnings = append(warnings, fmt.Sprintf("%s is unmerged: %s; the file holds a valid task: change it if it is not right (taskgraph edit, reopen, …), then `git add %s`",
-			filepath.Join(dir, path), what, filepath.Join(dir, path)))
+		var what string
+		switch {
+		case st[0] != nil && (st[1] == nil || st[2] == nil):
+			side := "changed here and deleted on the branch merged"
+			if st[1] == nil {
+				side = "deleted here and changed on the branch merged"
+			}
+			what = fmt.Sprintf("%s: to keep the task, `git add %s`; to delete it, `taskgraph delete %d --detach` (which frees its dependents and children), then `git rm %s`", side, full, id, full)
+		default:
+			_, conflicts, err := taskgraph.MergeTaskFiles(path, st[0], st[1], st[2])
+			what = strings.Join(conflicts, "; ")
+			if err != nil {
+				what = err.Error()
+			} else if what == "" {
+				what = "git left it unmerged (was the merge driver registered?)"
+			}
+			what += fmt.Sprintf("; the file holds a valid task: change it if it is not right (taskgraph edit, reopen, …), then `git add %s`", full)
+		}
+		problems = append(problems, taskgraph.Problem{Kind: taskgraph.ProblemUnmerged, Path: full, ID: id, Message: "a merge left it unmerged: " + what})
 	}
-	return warnings
+	return problems, warning
 }

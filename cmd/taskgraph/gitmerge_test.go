@@ -148,6 +148,8 @@ func TestGitMergeOfTwoClones(t *testing.T) {
 		r := tg(t, dir, "check")
 		assert.Contains(t, r.stderr, "has not registered taskgraph's merge driver", "a fresh clone is told")
 		assert.Contains(t, r.stderr, "run `taskgraph init`")
+		assert.Equal(t, 0, r.code, "advice about setup is a warning, not a problem")
+		assert.Contains(t, r.stdout, "no problems")
 		ok(t, dir, "init")
 		checkClean(t, dir)
 		return dir
@@ -175,7 +177,7 @@ func TestGitMergeOfTwoClones(t *testing.T) {
 
 // Two agents claim one task on two branches: the merge stops on that file,
 // which still holds a valid task (the later claim); check says what
-// happened and how to finish; once added, check is clean.
+// happened and how to finish, and exits 1; once added, check is clean.
 func TestGitMergeConflictIsReportedInWords(t *testing.T) {
 	dir := gitRepo(t)
 	ok(t, dir, "init")
@@ -200,10 +202,13 @@ func TestGitMergeConflictIsReportedInWords(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, "show", task, "--json")), &shown), "the store reads it")
 	assert.Equal(t, "in_progress", shown.Status)
 
+	// A problem (stdout, exit 1), not a warning.
 	c := tg(t, dir, "check")
-	assert.Contains(t, c.stderr, "is unmerged")
-	assert.Contains(t, c.stderr, "holds it here and")
-	assert.Contains(t, c.stderr, "git add")
+	assert.Equal(t, 1, c.code)
+	assert.Contains(t, c.stdout, "unmerged: a merge left it unmerged")
+	assert.Contains(t, c.stdout, "holds it here and")
+	assert.Contains(t, c.stdout, "git add")
+	assert.NotContains(t, c.stderr, "unmerged")
 
 	gitIn(t, dir, "add", ".tasks")
 	gitIn(t, dir, "commit", "-q", "--no-edit")

@@ -66,7 +66,7 @@ The commands are:
 	renew ID DURATION        extend the lease of a task you hold
 	dep add|rm ID BLOCKER    add or remove "ID is blocked by BLOCKER"
 	edit ID                  edit a task in $EDITOR; the edit is checked before it is saved
-	delete ID                delete a task (--detach to remove the edges to it)
+	delete ID                delete a task (--detach to remove the edges to it and free its children)
 	check                    report problems in the directory, changing nothing
 	watch                    print changes as they happen, by anyone
 	graph                    print the graph (--format mermaid|dot|waves, or --json)
@@ -226,9 +226,9 @@ func init() {
 		"release":    {"ID", "Give a task you hold back: it becomes pending again. A task someone else holds needs --force.", flagsForce(cmdRelease)},
 		"renew":      {"ID DURATION", "Extend the lease of a task --owner holds to DURATION (e.g. 30m) from now.", simple(cmdRenew)},
 		"dep":        {"add|rm ID BLOCKER", "Add or remove the edge \"ID is blocked by BLOCKER\". Edges that would close a cycle are refused; removing an edge that does not exist is an error.", simple(cmdDep)},
-		"edit":       {"ID", "Open the task in $EDITOR (default vi). The edit is validated before it is saved; if it is refused, nothing changes and the text you wrote is kept in a file named in the message (edit it again with --from FILE). Changing the status or owner of a task someone else holds needs --force.", flagsEdit},
-		"delete":     {"ID", "Delete a task. A task someone else holds needs --force; one that others depend on needs --detach.", flagsDelete},
-		"check":      {"", "Report corrupt files, dangling edges, cycles, expired leases and leftovers, changing nothing. Exit status 1 if there are problems.", simple(cmdCheck)},
+		"edit":       {"ID", "Open the task in $EDITOR (default vi): its subject, description, status, owner, blockedBy, metadata and parent (add a \"parent\" line to give it one; 0 for none). The edit is validated before it is saved; if it is refused, nothing changes and the text you wrote is kept in a file named in the message (edit it again with --from FILE). Changing the status or owner of a task someone else holds needs --force.", flagsEdit},
+		"delete":     {"ID", "Delete a task. A task someone else holds needs --force; one that others depend on, or that has children, needs --detach (the edges go, and the children are left without a parent).", flagsDelete},
+		"check":      {"", "Report corrupt files, dangling edges and parents, cycles (of edges and of parents), work begun before its blockers were done, duplicate keys, expired leases, leftovers and task files a git merge left unmerged, each with what settles it, changing nothing. Exit status 1 if there are problems (on stdout); advice about setup (a clone that has not run init) is a warning, on stderr, and does not change the exit status.", simple(cmdCheck)},
 		"watch":      {"", "Print every change as it happens, by this or any other process, until interrupted. With --json, one JSON object a line.", simple(cmdWatch)},
 		"graph":      {"", "Print the dependency graph: Mermaid or Graphviz dot, with the remaining work ranked in waves left to right, or --format waves for the waves (what can run at once, round by round) and the critical path (the longest chain of unfinished work) as text; with --json an object of nodes, edges (from blocks to), waves and the critical path.", flagsGraph},
 		"export":     {"", "Print every task as a JSON array, ids and edges included.", simple(cmdExport)},
@@ -406,6 +406,9 @@ func describe(err error) string {
 		s := fmt.Sprintf("task %d is blocked by %s", be.ID, agenttools.FormatIDs(be.By))
 		if len(be.Missing) > 0 {
 			s += fmt.Sprintf(" (missing: %s)", agenttools.FormatIDs(be.Missing))
+		}
+		if len(be.OutOfOrder) > 0 {
+			s += fmt.Sprintf(" (completed before their own blockers, so unfinished until those are: %s; see taskgraph check)", agenttools.FormatIDs(be.OutOfOrder))
 		}
 		return s
 	}
