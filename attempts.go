@@ -11,7 +11,8 @@ import (
 
 // Bounds of a task's schedule.
 const (
-	// MaxAttemptsLimit is the most attempts a task may be given.
+	// MaxAttemptsLimit is the most attempts a task may be given, and
+	// the most it counts (see Rules.Bounded).
 	MaxAttemptsLimit = 1000
 	// MaxBackoff caps the wait before a retry, however many attempts
 	// doubled it.
