@@ -153,6 +153,14 @@ func (e *env) driverWarnings(dir string) []string {
 	if err != nil {
 		return append(warnings, err.Error())
 	}
+	// The merge rules name a file as git names it to the merge driver
+	// (%P), from the top of the work tree: their hints (`git show
+	// :3:.tasks/task_1.json`) then work from any directory in it. ls-files
+	// names it from dir.
+	prefix, err := git(dir, "rev-parse", "--show-prefix")
+	if err != nil {
+		return append(warnings, err.Error())
+	}
 	stages := map[string]*[3][]byte{}
 	var paths []string
 	for l := range strings.Lines(out) {
@@ -174,7 +182,7 @@ func (e *env) driverWarnings(dir string) []string {
 	}
 	for _, path := range paths {
 		st := stages[path]
-		_, conflicts, err := taskgraph.MergeTaskFiles(path, st[0], st[1], st[2])
+		_, conflicts, err := taskgraph.MergeTaskFiles(prefix+path, st[0], st[1], st[2])
 		what := strings.Join(conflicts, "; ")
 		if err != nil {
 			what = err.Error()
