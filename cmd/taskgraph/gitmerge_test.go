@@ -307,7 +307,7 @@ func TestMergeFileRefusesWhatItCannotDecode(t *testing.T) {
 		"attempts near 2^63":       `{"id": 7, "subject": "x", "status": "pending", "maxAttempts": 9223372036854775807, "attempts": 9223372036854775805}`,
 		"a MiB owner":              `{"id": 7, "subject": "x", "status": "in_progress", "owner": "` + mib + `"}`,
 		"a MiB author":             `{"id": 7, "subject": "x", "status": "pending", "notes": [{"at": "2026-01-01T00:00:00Z", "author": "` + mib + `", "text": "t"}]}`,
-		"a description not UTF-8":  good("x") + "\n" + `{"description": "` + "\xff\xfe" + `"}`,
+		"a description not UTF-8":  `{"id": 7, "subject": "x", "status": "pending", "description": "` + "\xff\xfe" + `"}`,
 		"invalid UTF-8 in a label": `{"id": 7, "subject": "x", "status": "pending", "labels": ["` + "\xc3" + `"]}`,
 	}
 	for name, content := range bad {
