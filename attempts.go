@@ -11,7 +11,8 @@ import (
 
 // Bounds of a task's schedule.
 const (
-	// MaxAttemptsLimit is the most attempts a task may be given.
+	// MaxAttemptsLimit is the most attempts a task may be given, and
+	// the most it counts (see Rules.Bounded).
 	MaxAttemptsLimit = 1000
 	// MaxBackoff caps the wait before a retry, however many attempts
 	// doubled it.
@@ -32,13 +33,22 @@ func (Rulebook) Schedule(field string, maxAttempts int, backoff time.Duration) e
 
 // RetryDelay is how long a task waits after its attempt-th failed
 // attempt (1 for the first) before it is ready again: its backoff,
-// doubled for each attempt after the first, at most MaxBackoff.
+// doubled for each attempt after the first, at most MaxBackoff. It takes
+// constant time for any input (a task read from a file or a row may hold
+// anything), and a backoff of 0 or less is no wait.
 func RetryDelay(backoff time.Duration, attempt int) time.Duration {
-	d := backoff
-	for i := 1; i < attempt && d < MaxBackoff; i++ {
-		d *= 2
+	if backoff <= 0 {
+		return 0
 	}
-	return min(d, MaxBackoff)
+	// A day is under 2^47 ns: 47 doublings take even 1ns past
+	// MaxBackoff, and a shift that stays under it cannot overflow.
+	if n := attempt - 1; n > 0 {
+		if n >= 47 || backoff > MaxBackoff>>n {
+			return MaxBackoff
+		}
+		backoff <<= n
+	}
+	return min(backoff, MaxBackoff)
 }
 
 // Deferred reports whether t, a pending task, is not ready yet at now
@@ -55,7 +65,7 @@ func (t *Task) Overdue(now time.Time) bool {
 // reports whether attempts remain: if so, t is pending again, deferred by
 // its backoff; if not, t is failed, its reason saying that it gave up.
 func failAttempt(t *Task, now time.Time, reason string) (retry bool) {
-	t.Attempts++
+	countAttempt(t)
 	if t.Attempts < t.MaxAttempts {
 		t.Status, t.Owner, t.Reason = Pending, "", ""
 		t.ClaimedAt, t.LeaseExpiresAt = time.Time{}, time.Time{}
@@ -70,12 +80,21 @@ func failAttempt(t *Task, now time.Time, reason string) (retry bool) {
 // that takes t over, and reports whether that claim may go on: if the
 // lapse used the last attempt, t is failed instead.
 func lapseAttempt(t *Task) (claim bool) {
-	t.Attempts++
+	countAttempt(t)
 	if t.Attempts < t.MaxAttempts {
 		return true
 	}
 	giveUp(t, fmt.Sprintf("the lease of %s lapsed", t.Owner))
 	return false
+}
+
+// countAttempt counts an attempt of t, up to MaxAttemptsLimit: a task
+// has no more attempts than any MaxAttempts allows once it has that many
+// (a patch that lowers MaxAttempts, or a failed task patched back to
+// pending, counts on from where it was), so the count stays within the
+// bound every store reads.
+func countAttempt(t *Task) {
+	t.Attempts = min(t.Attempts+1, MaxAttemptsLimit)
 }
 
 // giveUp fails t for good, its reason saying why its last attempt ended.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // The task file format. Known fields are written in the reference's order,
@@ -366,18 +367,48 @@ func onlyKnownKeys(data []byte) bool {
 }
 
 // decodeTask parses a task file whose name says it holds task id. Every
-// problem is reported with the field it concerns.
+// problem is reported with the field it concerns. A file that is not
+// UTF-8 is refused (encoding/json would replace what is not with U+FFFD,
+// and the next write would store the replacement), and so is a task out
+// of the bounds of Rules.Bounded.
 func decodeTask(id ID, data []byte) (*Task, error) {
 	if len(data) > maxFileSize {
 		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit", len(data), maxFileSize)
 	}
-	if t := decodeWritten(id, data); t != nil {
-		return t, nil
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("not valid UTF-8 (at byte %d): JSON is UTF-8, and taskgraph does not guess what was meant", invalidUTF8At(data))
 	}
-	if t := decodeFast(id, data); t != nil {
-		return t, nil
+	t := decodeWritten(id, data)
+	if t == nil {
+		t = decodeFast(id, data)
 	}
-	return decodeSlow(id, data)
+	if t == nil {
+		var err error
+		if t, err = decodeSlow(id, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := Rules.Bounded(t); err != nil {
+		var inv *InvalidError
+		if errors.As(err, &inv) {
+			return nil, fmt.Errorf("field %q %s", inv.Field, inv.Reason)
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+// invalidUTF8At returns the offset of the first byte of data that is not
+// part of valid UTF-8.
+func invalidUTF8At(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(data)
 }
 
 // decodeSlow decodes field by field, keeping unknown fields and naming the

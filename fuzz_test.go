@@ -3,6 +3,7 @@ package taskgraph
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -232,6 +233,80 @@ func FuzzResolve(f *testing.F) {
 				if p, ok := pos[b]; ok {
 					assert.Less(t, p, pos[task.ID], "%d before %d", b, task.ID)
 				}
+			}
+		}
+	})
+}
+
+// FuzzMergeTaskFiles: the merge driver and the decoders it runs never
+// hang or panic, on any three versions of a task file. A version a store
+// cannot read is refused, not merged. A version x that it reads merges
+// with itself into x as git commits it (CleanTaskFile), as base and both
+// sides and as two sides that both added it, and that result is a fixed
+// point; any merge the driver returns decodes, within the bounds every
+// store reads.
+func FuzzMergeTaskFiles(f *testing.F) {
+	r := rand.New(rand.NewPCG(38, 4))
+	for i := range 40 {
+		a := randomTask(r, 1, i%2 == 0, true)
+		b := a.clone()
+		b.Subject, b.Status, b.Owner, b.UpdatedAt = "changed", InProgress, "w", a.UpdatedAt.Add(time.Minute)
+		b.Notes = append(b.Notes, Note{At: a.UpdatedAt, Author: "w", Text: "tried"})
+		base, _ := encodeTask(&a)
+		theirs, _ := encodeTask(&b)
+		f.Add(base, base, theirs)
+		f.Add([]byte(nil), base, theirs)
+	}
+	claimed := []byte(`{"id": 1, "subject": "x", "status": "in_progress", "owner": "a", "claimedAt": "2026-01-01T05:00:00+05:00", "updatedAt": "2026-01-01T05:00:00+05:00"}`)
+	f.Add(claimed, claimed, claimed)
+	f.Add([]byte(`{"id": 1, "subject": "x", "status": "pending"}`), []byte("{\"id\": 1, \"subject\": \"caf\xe9\", \"status\": \"pending\"}"), []byte(`{"id": 1, "subject": "y", "status": "pending"}`))
+	f.Add([]byte(`{"id": 1, "subject": "x", "status": "pending", "maxAttempts": 9223372036854775807, "attempts": 9223372036854775805}`), []byte(`{"id": 1, "subject": "x", "status": "pending"}`), []byte(`{"id": 1, "subject": "x", "status": "failed"}`))
+	f.Add([]byte(`{"id": 1, "subject": "x", "status": "pending", "labels": ["a"], "blockedBy": [2]}`), []byte(`{"id": 1, "subject": "x", "status": "pending", "labels": ["a", "b"], "blockedBy": [2, 3], "x-extra": 1}`), []byte(`{"id": 1, "subject": "x", "status": "completed", "labels": [], "metadata": {"k": 1}}`))
+	const name = ".tasks/task_1.json"
+	f.Fuzz(func(t *testing.T, base, ours, theirs []byte) {
+		done := make(chan struct{})
+		var merged []byte
+		var err error
+		go func() {
+			defer close(done)
+			merged, _, err = MergeTaskFiles(name, base, ours, theirs)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the merge hangs on\nbase: %q\nours: %q\ntheirs: %q", base, ours, theirs)
+		}
+		_, errO := decodeTask(1, ours)
+		_, errT := decodeTask(1, theirs)
+		if errO != nil || errT != nil {
+			require.Error(t, err, "a side the store cannot read is merged")
+		}
+		if err == nil {
+			got, derr := decodeTask(1, merged)
+			require.NoError(t, derr, "the merge does not decode:\n%s", merged)
+			again, _, err := MergeTaskFiles(name, merged, merged, merged)
+			require.NoError(t, err)
+			require.Equal(t, string(merged), string(again), "a merge is a fixed point")
+			require.NoError(t, Rules.Bounded(got))
+		}
+
+		for _, x := range [][]byte{base, ours, theirs} {
+			task, err := decodeTask(1, x)
+			if err != nil {
+				continue
+			}
+			if _, err := encodeTask(task); err != nil {
+				continue // metadata that JSON cannot encode again: CleanTaskFile keeps it as it is
+			}
+			clean := CleanTaskFile(name, x)
+			if len(clean) > MaxTaskSize {
+				continue // written out in full, no longer a task file: the merge refuses it
+			}
+			for _, three := range [][3][]byte{{x, x, x}, {nil, x, x}, {clean, clean, clean}} {
+				got, conflicts, err := MergeTaskFiles(name, three[0], three[1], three[2])
+				require.NoError(t, err, "%s", x)
+				require.Empty(t, conflicts, "%s", x)
+				require.Equal(t, string(clean), string(got), "merge(x, x, x) is x as git commits it")
 			}
 		}
 	})

@@ -73,7 +73,9 @@ func clean(t *Task) {
 // different times) cannot be merged: ours is kept and the conflict says
 // how to bring theirs back. The meta file (.taskgraph.meta) merges to the
 // higher high-water mark. An error means the inputs are not files of a
-// task directory that can be merged at all.
+// task directory that can be merged at all: a version that a store would
+// read as corrupt (not JSON, not UTF-8, out of the bounds of
+// Rules.Bounded), or a merge too big to be a task file.
 func MergeTaskFiles(name string, base, ours, theirs []byte) (merged []byte, conflicts []string, err error) {
 	if filepath.Base(name) == metaFileName {
 		return mergeMeta(base, ours, theirs)
@@ -116,6 +118,9 @@ func MergeTaskFiles(name string, base, ours, theirs []byte) (merged []byte, conf
 	data, err := encodeTask(out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("taskgraph: merge %s: %w", name, err)
+	}
+	if len(data) > MaxTaskSize { // each side's text, together
+		return nil, nil, fmt.Errorf("taskgraph: merge %s: the merged task would be %d bytes, over the %d-byte limit (MaxTaskSize): merge it by hand", name, len(data), MaxTaskSize)
 	}
 	return data, m.conflicts, nil
 }
@@ -185,11 +190,11 @@ func (m *merger) merge() *Task {
 	out.Metadata = mergeMap(m, "metadata", b.Metadata, o.Metadata, th.Metadata)
 	out.unknown = mergeMap(m, "field", b.unknown, o.unknown, th.unknown)
 	m.mergeState(&out)
-	out.Notes = mergeLog(o.Notes, th.Notes, func(n Note) time.Time { return n.At })
+	out.Notes = mergeLog(o.Notes, th.Notes, func(n Note) time.Time { return n.At }, func(n Note) Note { n.At = n.At.UTC(); return n })
 	if len(out.Notes) > MaxNotes {
 		out.Notes = out.Notes[len(out.Notes)-MaxNotes:]
 	}
-	out.History = mergeLog(o.History, th.History, func(e Transition) time.Time { return e.At })
+	out.History = mergeLog(o.History, th.History, func(e Transition) time.Time { return e.At }, func(e Transition) Transition { e.At = e.At.UTC(); return e })
 	if len(out.History) > MaxHistory {
 		out.History = summarise(out.History, len(out.History)-MaxHistory)
 	}
@@ -229,22 +234,20 @@ func stage(s Status) int {
 
 func (m *merger) mergeState(out *Task) {
 	b, o, th := stateOf(m.base), stateOf(m.ours), stateOf(m.theirs)
-	var s state
+	from := m.ours // the side whose state is kept, as it wrote it
 	switch {
 	case o == th, b == th:
-		s = o
 	case b == o:
-		s = th
+		from = m.theirs
 	case stage(o.Status) != stage(th.Status):
-		s = o
 		if stage(th.Status) > stage(o.Status) {
-			s = th
+			from = m.theirs
 		}
 	default:
-		s = o
 		if m.later {
-			s = th
+			from = m.theirs
 		}
+		s := stateOf(from)
 		switch {
 		case o.Status != th.Status:
 			m.conflict("it is %s here and %s on the other side; the later (%s) is kept", describe(o), describe(th), describe(s))
@@ -254,7 +257,7 @@ func (m *merger) mergeState(out *Task) {
 			m.conflict("both sides changed its %s state differently at the same instant; this side's is kept", o.Status)
 		}
 	}
-	out.Status, out.Owner, out.PrevOwner, out.ClaimedAt, out.Reason, out.Result, out.Attempts = s.Status, s.Owner, s.PrevOwner, s.ClaimedAt, s.Reason, s.Result, s.Attempts
+	out.Status, out.Owner, out.PrevOwner, out.ClaimedAt, out.Reason, out.Result, out.Attempts = from.Status, from.Owner, from.PrevOwner, from.ClaimedAt, from.Reason, from.Result, from.Attempts
 }
 
 func describe(s state) string {
@@ -269,16 +272,18 @@ func describe(s state) string {
 
 // mergeLog merges two append-only logs (notes, history), each in time
 // order, into one in time order: every entry of either side, an entry
-// both sides have once.
-func mergeLog[T comparable](ours, theirs []T, at func(T) time.Time) []T {
+// both sides have once. key is an entry with its time in UTC: two reads
+// of one time with an offset (+05:00) are the same instant in two
+// locations, which == tells apart.
+func mergeLog[T comparable](ours, theirs []T, at func(T) time.Time, key func(T) T) []T {
 	out := make([]T, 0, len(ours)+len(theirs))
 	seen := make(map[T]bool, len(ours))
 	for _, e := range ours {
-		seen[e] = true
+		seen[key(e)] = true
 	}
 	i := 0
 	for _, e := range theirs {
-		if seen[e] {
+		if seen[key(e)] {
 			continue
 		}
 		for i < len(ours) && !at(ours[i]).After(at(e)) {

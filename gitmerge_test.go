@@ -92,18 +92,18 @@ func TestMergeNotesAndHistoryAsLogs(t *testing.T) {
 	assert.Equal(t, []Note{base.Notes[0], theirs.Notes[1], ours.Notes[1]}, got.Notes, "every note once, in time order")
 	assert.Equal(t, []Transition{base.History[0], theirs.History[1], ours.History[1]}, got.History)
 
-	// Both sides long: the merge keeps the bounds.
-	for i := range MaxHistory {
+	// Both sides as long as a task's may be: the merge keeps the bounds.
+	for i := range MaxHistory - 2 {
 		ours.History = append(ours.History, Transition{At: at(10 + 2*i), Event: HistoryReleased})
 		theirs.History = append(theirs.History, Transition{At: at(11 + 2*i), Event: HistoryReleased})
 	}
-	for i := range MaxNotes {
+	for i := range MaxNotes - 2 {
 		ours.Notes = append(ours.Notes, Note{At: at(10 + 2*i), Author: "b", Text: "n"})
 	}
 	got, _ = merged(t, file(t, base), file(t, ours), file(t, theirs))
 	require.Len(t, got.History, MaxHistory)
 	assert.Equal(t, HistoryEarlier, got.History[0].Event)
-	assert.Equal(t, 3+2*MaxHistory-(MaxHistory-1), got.History[0].Count, "the summary counts what it folded")
+	assert.Equal(t, 3+2*(MaxHistory-2)-(MaxHistory-1), got.History[0].Count, "the summary counts what it folded")
 	assert.Len(t, got.Notes, MaxNotes)
 }
 

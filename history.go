@@ -8,6 +8,7 @@ package taskgraph
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -68,6 +69,9 @@ const (
 	MaxNotes = 20
 	// MaxNoteText is the longest note, in bytes.
 	MaxNoteText = 2000
+	// MaxAuthor is the longest name of a note's author, in bytes: the
+	// history records it again.
+	MaxAuthor = 256
 	// MaxHistory is how many entries a task's history keeps; older ones
 	// are summarised in one HistoryEarlier entry.
 	MaxHistory = 50
@@ -94,7 +98,10 @@ func (Rulebook) NoteArgs(author, text string) error {
 	case len(text) > MaxNoteText:
 		return &InvalidError{Field: "text", Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit (MaxNoteText): keep a note short, and long content outside the graph", len(text), MaxNoteText)}
 	}
-	return texts("author", author, "text", text)
+	if err := texts("author", author, "text", text); err != nil {
+		return err
+	}
+	return nameLength("author", author, MaxAuthor, "MaxAuthor")
 }
 
 // Note appends a note by author to t, dropping the oldest past MaxNotes.
@@ -155,11 +162,11 @@ func appendTransition(t *Task, e Transition) {
 func summarise(h []Transition, n int) []Transition {
 	total := 0
 	for _, e := range h[:n+1] {
+		c := 1
 		if e.Event == HistoryEarlier {
-			total += e.Count
-		} else {
-			total++
+			c = e.Count
 		}
+		total = min(total, math.MaxInt-c) + c // a count written by hand does not wrap
 	}
 	sum := Transition{At: h[n].At, Event: HistoryEarlier, Detail: fmt.Sprintf("%d earlier transitions", total), Count: total}
 	return append([]Transition{sum}, h[n+1:]...)

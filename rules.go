@@ -177,7 +177,10 @@ func texts(pairs ...string) error {
 // that must do anything before it can call Create (look up the key,
 // allocate the id in a database) runs it before that.
 func (Rulebook) CreateArgs(nt NewTask) error {
-	if err := texts("subject", nt.Subject, "description", nt.Description, "owner", nt.Owner); err != nil {
+	if err := texts("subject", nt.Subject, "description", nt.Description); err != nil {
+		return err
+	}
+	if err := ownerArg("owner", nt.Owner); err != nil {
 		return err
 	}
 	if err := metadataText("metadata", nt.Metadata); err != nil {
@@ -250,6 +253,19 @@ func (Rulebook) Keyed(nt NewTask, key func(string) (ID, bool)) (ID, bool) {
 
 // MaxKey is the longest key, in bytes.
 const MaxKey = 128
+
+// MaxOwner is the longest owner, in bytes: an agent's name, which every
+// transition it makes records again in the task's history.
+const MaxOwner = 256
+
+// ownerArg validates an owner that a write would store in field: text
+// (see Text) of at most MaxOwner bytes.
+func ownerArg(field, owner string) error {
+	if err := Rules.Text(field, owner); err != nil {
+		return err
+	}
+	return nameLength(field, owner, MaxOwner, "MaxOwner")
+}
 
 // Key validates a task key that a write would store or look up in field:
 // 1 to MaxKey bytes of printable UTF-8 text, and not an id (all digits,
@@ -366,11 +382,16 @@ func (Rulebook) PatchArgs(p Patch) error {
 	for _, f := range []struct {
 		k string
 		v *string
-	}{{"subject", p.Subject}, {"description", p.Description}, {"owner", p.Owner}} {
+	}{{"subject", p.Subject}, {"description", p.Description}} {
 		if f.v != nil {
 			if err := Rules.Text(f.k, *f.v); err != nil {
 				return err
 			}
+		}
+	}
+	if p.Owner != nil {
+		if err := ownerArg("owner", *p.Owner); err != nil {
+			return err
 		}
 	}
 	if err := metadataText("metadata", p.Metadata); err != nil {
@@ -858,7 +879,7 @@ func (Rulebook) ClaimArgs(owner string, lease time.Duration) error {
 	if owner == "" {
 		return &InvalidError{Field: "owner", Reason: "must not be empty"}
 	}
-	if err := Rules.Text("owner", owner); err != nil {
+	if err := ownerArg("owner", owner); err != nil {
 		return err
 	}
 	return Rules.Lease("lease", lease)
@@ -1289,17 +1310,11 @@ func (Rulebook) Load(tasks []Task, highWater ID, now time.Time, exists func(ID) 
 		if t.Labels, err = Rules.Labels(field+".labels", t.Labels); err != nil {
 			return nil, err
 		}
-		if err := Rules.Schedule(field+".", t.MaxAttempts, t.Backoff); err != nil {
-			return nil, err
+		if err := Rules.Bounded(t); err != nil {
+			return nil, prefixed(field+".", err)
 		}
-		if t.Attempts < 0 {
-			return nil, &InvalidError{Field: field + ".attempts", Reason: fmt.Sprintf("%d is negative", t.Attempts)}
-		}
-		if t.Parent < 0 || t.Parent == t.ID {
+		if t.Parent == t.ID {
 			return nil, &InvalidError{Field: field + ".parent", Reason: fmt.Sprintf("%d is not another task's id", t.Parent)}
-		}
-		if len(t.Notes) > MaxNotes || len(t.History) > MaxHistory {
-			return nil, &InvalidError{Field: field, Reason: fmt.Sprintf("%d notes and %d history entries: at most %d and %d", len(t.Notes), len(t.History), MaxNotes, MaxHistory)}
 		}
 		if t.Key != "" {
 			if err := Rules.Key(field+".key", t.Key); err != nil {

@@ -34,8 +34,10 @@ const (
 	snapshotName = "snapshot"
 )
 
-// snapshotMagic starts a snapshot; the version changes with the encoding.
-const snapshotMagic = "taskgraph snapshot 2\n"
+// snapshotMagic starts a snapshot; the version changes with the encoding,
+// and with what a read of a task file accepts (3: Rules.Bounded, UTF-8
+// only), so that no snapshot hands out a task its file no longer gives.
+const snapshotMagic = "taskgraph snapshot 3\n"
 
 // snapshotMin is how many task files a scan must have read (not taken
 // from the snapshot) before it writes a new one: below it, reading them

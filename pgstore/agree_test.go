@@ -91,11 +91,11 @@ func TestStoredLimitsAsMemStore(t *testing.T) {
 	both("claim a task at the highest rev", claimNext("a"))
 	both("delete it", func(s taskgraph.Store) (taskgraph.Task, error) { return taskgraph.Task{}, s.Delete(ctx, 1) })
 
-	big := strings.Repeat("x", taskgraph.MaxTaskSize-2000)
+	big := strings.Repeat("x", taskgraph.MaxTaskSize-500)
 	both("create a big task", func(s taskgraph.Store) (taskgraph.Task, error) {
 		return s.Create(ctx, taskgraph.NewTask{Subject: "big", Description: big})
 	})
-	both("claim it with an owner that does not fit", claimNext(strings.Repeat("o", 3000)))
+	both("claim it with an owner that does not fit", claimNext(strings.Repeat("o", taskgraph.MaxOwner)))
 	both("claim it with one that does", claimNext("a"))
 	both("grow it past the limit", func(s taskgraph.Store) (taskgraph.Task, error) {
 		return s.Update(ctx, 2, taskgraph.Patch{Subject: ptr(strings.Repeat("y", 3000))})

@@ -79,6 +79,7 @@ var cases = []struct {
 	{"SizeLimit", testSizeLimit},
 	{"IDAndRevOverflow", testOverflow},
 	{"TextIsUTF8WithoutNUL", testText},
+	{"Bounds", testBounds},
 	{"WatchAfterClose", testWatchAfterClose},
 	{"Fail", testFail},
 	{"Cancel", testCancel},

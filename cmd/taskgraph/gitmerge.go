@@ -166,6 +166,14 @@ func unmerged(dir string) (problems []taskgraph.Problem, warning error) {
 	if err != nil {
 		return nil, fmt.Errorf("whether a merge left task files unmerged is not known: %w", err)
 	}
+	// The merge rules name a file as git names it to the merge driver
+	// (%P), from the top of the work tree: their hints (`git show
+	// :3:.tasks/task_1.json`) then work from any directory in it. ls-files
+	// names it from dir.
+	prefix, err := git(dir, "rev-parse", "--show-prefix")
+	if err != nil {
+		return nil, fmt.Errorf("whether a merge left task files unmerged is not known: %w", err)
+	}
 	stages := map[string]*[3][]byte{}
 	var paths []string
 	for l := range strings.Lines(out) {
@@ -203,7 +211,7 @@ func unmerged(dir string) (problems []taskgraph.Problem, warning error) {
 			}
 			what = fmt.Sprintf("%s: to keep the task, `git add %s`; to delete it, `taskgraph delete %d --detach` (which frees its dependents and children), then `git rm %s`", side, full, id, full)
 		default:
-			_, conflicts, err := taskgraph.MergeTaskFiles(path, st[0], st[1], st[2])
+			_, conflicts, err := taskgraph.MergeTaskFiles(prefix+path, st[0], st[1], st[2])
 			what = strings.Join(conflicts, "; ")
 			if err != nil {
 				what = err.Error()

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -260,4 +263,102 @@ func TestGitMergeThatClosesACycleOrDuplicatesAKey(t *testing.T) {
 	require.NoError(t, os.WriteFile(name, []byte(strings.Replace(string(data), `"key": "deploy"`, `"key": "deploy-2"`, 1)), 0o644))
 	commitAll(t, dir, "settled")
 	checkClean(t, dir)
+}
+
+// Both branches add a file under one id, by hand (two different tasks):
+// the merge stops on it, and the hint that the merge and check give for
+// the other side's task — `git show :3:<path>` — works, with real git,
+// from where the user stands: the top of the repository, and the task
+// directory.
+func TestGitMergeHintWorksFromWhereYouStand(t *testing.T) {
+	dir := gitRepo(t)
+	ok(t, dir, "init")
+	commitAll(t, dir, "init")
+	file := filepath.Join(dir, ".tasks", "task_77.json")
+	gitIn(t, dir, "checkout", "-q", "-b", "one")
+	require.NoError(t, os.WriteFile(file, []byte(`{"id": 77, "subject": "theirs", "status": "pending", "createdAt": "2026-01-01T00:00:00Z"}`), 0o644))
+	commitAll(t, dir, "theirs")
+	gitIn(t, dir, "checkout", "-q", "main")
+	require.NoError(t, os.WriteFile(file, []byte(`{"id": 77, "subject": "ours", "status": "pending", "createdAt": "2026-01-02T00:00:00Z"}`), 0o644))
+	commitAll(t, dir, "ours")
+	merge := gitRun(t, dir, "merge", "--no-edit", "one")
+	require.NotEqual(t, 0, merge.code, "the merge stops")
+
+	hint := regexp.MustCompile("`(git show [^`]+)`")
+	for _, where := range []string{dir, filepath.Join(dir, ".tasks")} {
+		check := tg(t, where, "check")
+		for what, out := range map[string]string{"the merge": merge.stdout + merge.stderr, "check": check.stdout + check.stderr} {
+			m := hint.FindStringSubmatch(out)
+			require.NotNil(t, m, "%s gives a hint: %s", what, out)
+			shown := gitRun(t, where, strings.Fields(m[1])[1:]...)
+			require.Equal(t, 0, shown.code, "%s's hint `%s` run in %s: %s", what, m[1], where, shown.stderr)
+			assert.Contains(t, shown.stdout, `"subject": "theirs"`, "%s's hint shows the other side's task", what)
+		}
+	}
+}
+
+// merge-file refuses a version it cannot decode — text that is not UTF-8
+// (encoding/json would have put U+FFFD in its place), or a value out of
+// the bounds every store reads (attempts near 2^63 with no backoff, a
+// name of a MiB) — at once, with exit status 2, and leaves OURS (%A) byte
+// for byte as it was; in a real git merge the file stays ours.
+func TestMergeFileRefusesWhatItCannotDecode(t *testing.T) {
+	good := func(subject string) string {
+		return `{"id": 7, "subject": "` + subject + `", "status": "pending", "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z"}`
+	}
+	mib := strings.Repeat("n", 1<<20)
+	bad := map[string]string{
+		"a subject not UTF-8":      good("caf\xe9"),
+		"attempts near 2^63":       `{"id": 7, "subject": "x", "status": "pending", "maxAttempts": 9223372036854775807, "attempts": 9223372036854775805}`,
+		"a MiB owner":              `{"id": 7, "subject": "x", "status": "in_progress", "owner": "` + mib + `"}`,
+		"a MiB author":             `{"id": 7, "subject": "x", "status": "pending", "notes": [{"at": "2026-01-01T00:00:00Z", "author": "` + mib + `", "text": "t"}]}`,
+		"a description not UTF-8":  `{"id": 7, "subject": "x", "status": "pending", "description": "` + "\xff\xfe" + `"}`,
+		"invalid UTF-8 in a label": `{"id": 7, "subject": "x", "status": "pending", "labels": ["` + "\xc3" + `"]}`,
+	}
+	for name, content := range bad {
+		for side := range 3 {
+			t.Run(fmt.Sprintf("%s as side %d", name, side), func(t *testing.T) {
+				dir := t.TempDir()
+				files := []string{good("base"), good("ours"), good("theirs")}
+				files[side] = content
+				var paths []string
+				for i, c := range files {
+					p := filepath.Join(dir, fmt.Sprintf("v%d", i))
+					require.NoError(t, os.WriteFile(p, []byte(c), 0o644))
+					paths = append(paths, p)
+				}
+				start := time.Now()
+				r := tg(t, dir, append([]string{"merge-file"}, append(paths, ".tasks/task_7.json")...)...)
+				assert.Less(t, time.Since(start), time.Second, "answered at once")
+				assert.Equal(t, 2, r.code, "not merged: %s", r.stderr)
+				assert.Contains(t, r.stderr, "taskgraph merge-file: taskgraph: merge .tasks/task_7.json: ")
+				after, err := os.ReadFile(paths[1])
+				require.NoError(t, err)
+				assert.Equal(t, files[1], string(after), "OURS is left byte for byte")
+			})
+		}
+	}
+
+	dir := gitRepo(t)
+	ok(t, dir, "init")
+	task := addID(t, dir, "named")
+	commitAll(t, dir, "plan")
+	file := filepath.Join(dir, ".tasks", "task_"+task+".json")
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	gitIn(t, dir, "checkout", "-q", "-b", "one")
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(data), `"named"`, "\"caf\xe9\"", 1)), 0o644))
+	commitAll(t, dir, "latin-1")
+	gitIn(t, dir, "checkout", "-q", "main")
+	ok(t, dir, "note", task, "ours")
+	commitAll(t, dir, "ours")
+	ours, err := os.ReadFile(file)
+	require.NoError(t, err)
+	merge := gitRun(t, dir, "merge", "--no-edit", "one")
+	assert.NotEqual(t, 0, merge.code, "the merge stops: %s", merge.stdout)
+	assert.Contains(t, merge.stdout+merge.stderr, "not valid UTF-8")
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, string(ours), string(after), "the file is ours, byte for byte")
+	assert.NotContains(t, string(after), "\ufffd")
 }

@@ -64,12 +64,32 @@ func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}) *mcp.Server {
 			}
 			res, err := tool.Call(ctx, json.RawMessage(req.Params.Arguments))
 			if err != nil {
-				return nil, err
+				return nil, unfinished(tool.Name, err, ended)
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}, nil
 		})
 	}
 	return server
+}
+
+// unfinished is the JSON-RPC error for a call that tool name could not
+// finish, err saying why. tool.Call returns an error only when its context
+// ended or the store was closed: the server is stopping — its input ended
+// (ended is closed) or it was told to stop — unless the client cancelled
+// the call. The SDK would send err as an error of code 0, which JSON-RPC
+// does not define: the code is -32603, internal error.
+func unfinished(name string, err error, ended <-chan struct{}) *jsonrpc.Error {
+	stopping := errors.Is(err, taskgraph.ErrClosed)
+	select {
+	case <-ended: // a nil ended is never closed
+		stopping = true
+	default:
+	}
+	msg := fmt.Sprintf("%s was cancelled before it finished (%v)", name, err)
+	if stopping {
+		msg = fmt.Sprintf("the server is stopping, so %s did not finish (%v): call it again once the server is back", name, err)
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 }
 
 // toolSets are the tool sets taskgraph mcp --tools can serve.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -181,7 +182,9 @@ func TestMCPStopOrWait(t *testing.T) {
 
 // At the end of its input the server answers every call it has read and
 // exits; a task_wait in flight is cut short rather than holding the exit
-// back for most of a minute.
+// back for most of a minute, answered with a JSON-RPC internal error
+// (-32603, not the code 0 JSON-RPC does not define) that says the server
+// is stopping.
 func TestMCPEndOfInputCutsAWaitShort(t *testing.T) {
 	dir := project(t)
 	ok(t, dir, "add", "held")
@@ -193,6 +196,10 @@ func TestMCPEndOfInputCutsAWaitShort(t *testing.T) {
 	require.NoError(t, p.stdin.Close())
 	m := p.reply()
 	assert.Equal(t, 2.0, m["id"], "the wait is answered: %v", m)
+	rpcErr, _ := m["error"].(map[string]any)
+	require.NotNil(t, rpcErr, "an error reply: %v", m)
+	assert.Equal(t, float64(jsonrpc.CodeInternalError), rpcErr["code"], "%v", m)
+	assert.Equal(t, "the server is stopping, so task_wait did not finish (context canceled): call it again once the server is back", rpcErr["message"])
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
 	select {
