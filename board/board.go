@@ -295,7 +295,12 @@ type hub struct {
 	cur      atomic.Pointer[state] // the latest state
 	stale    atomic.Bool           // the store may have changed since cur was made
 	watching atomic.Bool           // the loop watches the store: stale is told of every change
-	builds   atomic.Int64          // states computed, for the tests
+	anew     atomic.Bool           // the next state is made from the store, not by the events
+	builds   atomic.Int64          // states made from the store, for the tests
+	nexts    atomic.Int64          // states made from the one before by the events, for the tests
+
+	evmu   sync.Mutex
+	events []taskgraph.Event // the watch's events since the last refresh
 
 	mu       sync.Mutex
 	subs     map[*subscriber]struct{}

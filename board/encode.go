@@ -74,22 +74,26 @@ func (st *state) fullJSON(s *Server) [][]byte {
 			if c > 0 {
 				b = append(b, ',')
 			}
-			room(64 + 21*len(st.cols[c]))
+			room(64 + 21*st.counts[c])
 			b = append(b, `{"key":`...)
 			b = jsontext.AppendString(b, string(col.key), true)
 			b = append(b, `,"title":`...)
 			b = jsontext.AppendString(b, col.title, true)
 			b = append(b, `,"ids":`...)
-			b = appendIDs(b, st.cols[c])
+			b = st.appendColumn(b, int32(c))
 			b = append(b, '}')
 		}
 		b = append(b, `],"tasks":[`...)
-		for i := range st.refs {
-			room(st.sizeOf(i))
-			if i > 0 {
-				b = append(b, ',')
+		first := true
+		for _, ch := range st.chunks {
+			for i := range ch {
+				room(sizeOf(&ch[i]))
+				if !first {
+					b = append(b, ',')
+				}
+				first = false
+				b = st.appendTask(b, &ch[i])
 			}
-			b = st.appendTask(b, i)
 		}
 		room(64 + 21*len(st.path) + 6*len(st.problem))
 		b = append(b, `],"criticalPath":`...)
@@ -103,9 +107,9 @@ func (st *state) fullJSON(s *Server) [][]byte {
 	return st.full
 }
 
-// sizeOf is about how many bytes task i takes in JSON.
-func (st *state) sizeOf(i int) int {
-	t, d := st.task(i), st.derivedOf(i)
+// sizeOf is about how many bytes the task of e takes in JSON.
+func sizeOf(e *entry) int {
+	t, d := e.t, e.d.of()
 	n := 256 + len(t.Subject) + len(t.Description) + len(t.Owner) + len(t.Key) + len(t.Reason) + len(t.Result) +
 		len(t.PrevOwner) + len(d.why) + 12*(len(t.BlockedBy)+len(t.Blocks)+len(d.waitingOn)+len(d.missing())+len(d.strands()))
 	for _, l := range t.Labels {
@@ -117,10 +121,10 @@ func (st *state) sizeOf(i int) int {
 	return 2 * n // room for escapes
 }
 
-// changeJSON returns the Change from old to st as JSON, or nil if nothing
-// the page shows changed.
-func (st *state) changeJSON(old *state) []byte {
-	changed, removed := st.diff(old)
+// changeJSON returns the Change from old to st as JSON, given the
+// entries of st whose view changed and the ids of the tasks removed, or
+// nil if nothing the page shows changed.
+func (st *state) changeJSON(old *state, changed []*entry, removed []taskgraph.ID) []byte {
 	pathChanged := !slicesEqual(st.path, old.path)
 	if len(changed) == 0 && len(removed) == 0 && !pathChanged && st.problem == old.problem {
 		return nil
@@ -141,14 +145,14 @@ func (st *state) changeJSON(old *state) []byte {
 		}
 		b = jsontext.AppendString(b, string(col.key), true)
 		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(len(st.cols[c])), 10)
+		b = strconv.AppendInt(b, int64(st.counts[c]), 10)
 	}
 	b = append(b, `},"tasks":[`...)
-	for k, i := range changed {
+	for k, e := range changed {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		b = st.appendTask(b, i)
+		b = st.appendTask(b, e)
 	}
 	b = append(b, `],"removed":`...)
 	b = appendIDs(b, removed)
@@ -171,10 +175,10 @@ func slicesEqual(a, b []taskgraph.ID) bool {
 	return true
 }
 
-// appendTask appends task i as a TaskView in JSON: the fields, names and
-// omissions of TaskView's tags.
-func (st *state) appendTask(b []byte, i int) []byte {
-	t, d := st.task(i), st.derivedOf(i)
+// appendTask appends the task of e as a TaskView in JSON: the fields,
+// names and omissions of TaskView's tags.
+func (st *state) appendTask(b []byte, e *entry) []byte {
+	t, d := e.t, e.d.of()
 	str := func(b []byte, name, v string, omitEmpty bool) []byte {
 		if omitEmpty && v == "" {
 			return b
@@ -201,7 +205,7 @@ func (st *state) appendTask(b []byte, i int) []byte {
 	b = str(b, "subject", t.Subject, false)
 	b = str(b, "description", t.Description, true)
 	b = str(b, "status", string(t.Status), false)
-	b = str(b, "state", string(columns[st.refs[i].col].key), true)
+	b = str(b, "state", string(columns[e.col].key), true)
 	b = str(b, "owner", t.Owner, true)
 	b = append(b, `,"priority":`...)
 	b = strconv.AppendInt(b, int64(t.Priority.Level()), 10)
@@ -277,6 +281,29 @@ func (st *state) appendTask(b []byte, i int) []byte {
 		}
 	}
 	return append(b, '}')
+}
+
+// appendColumn appends the ids of column c, as columnIDs orders them:
+// written as they are found, but for Ready (few, and in claim order), so
+// that a snapshot of 100,000 tasks makes no copy of them.
+func (st *state) appendColumn(b []byte, c int32) []byte {
+	if c == colReady {
+		return appendIDs(b, st.columnIDs(c))
+	}
+	b = append(b, '[')
+	first := true
+	for _, ch := range st.chunks {
+		for _, e := range ch {
+			if e.col == c {
+				if !first {
+					b = append(b, ',')
+				}
+				first = false
+				b = strconv.AppendInt(b, int64(e.t.ID), 10)
+			}
+		}
+	}
+	return append(b, ']')
 }
 
 func appendIDs(b []byte, ids []taskgraph.ID) []byte {

@@ -75,6 +75,7 @@ func (h *hub) unsubscribe(sub *subscriber) {
 
 // changed tells the hub that this board wrote to the store.
 func (h *hub) changed() {
+	h.anew.Store(true)
 	h.stale.Store(true)
 	select {
 	case h.poke <- struct{}{}:
@@ -105,9 +106,15 @@ func (h *hub) current(ctx context.Context) (*state, error) {
 	return h.refresh(ctx)
 }
 
-// refresh computes the state anew, unless another caller just did, and
-// tells the pages what changed. Computations are one at a time, so pages
-// and requests that ask together share one.
+// refresh brings the state up to date, unless another caller just did,
+// and tells the pages what changed. Computations are one at a time, so
+// pages and requests that ask together share one. The watch's events are
+// applied to the state before (state.next), which costs what they touch;
+// the state is made anew from the store when there is none yet, when an
+// event reaches further than next can tell, after a write through this
+// board (which a page wants to see at once, before its event), and when
+// the store has label limits (which move tasks in and out of Limited by
+// claim order, across the graph).
 func (h *hub) refresh(ctx context.Context) (*state, error) {
 	h.compute.Lock()
 	defer h.compute.Unlock()
@@ -116,17 +123,35 @@ func (h *hub) refresh(ctx context.Context) (*state, error) {
 		return old, nil
 	}
 	h.stale.Store(false) // a change from now on makes it stale again
-	st, err := h.s.newState(ctx)
-	h.builds.Add(1)
-	if err != nil {
-		h.stale.Store(true)
-		h.fail(err)
-		return nil, err
+	events, anew := h.take()
+	var (
+		st      *state
+		changed []*entry
+		removed []taskgraph.ID
+	)
+	if old != nil && !anew && len(events) > 0 && !h.limited(ctx) {
+		st, changed = old.next(events, time.Now().UTC())
+	}
+	if st == nil {
+		var err error
+		st, err = h.s.newState(ctx)
+		h.builds.Add(1)
+		if err != nil {
+			h.stale.Store(true)
+			h.anew.Store(true)
+			h.fail(err)
+			return nil, err
+		}
+		if old != nil {
+			changed, removed = st.diff(old)
+		}
+	} else {
+		h.nexts.Add(1)
 	}
 	var data []byte
 	if old != nil {
 		st.version = old.version + 1
-		data = st.changeJSON(old)
+		data = st.changeJSON(old, changed, removed)
 		if data == nil {
 			return old, nil // nothing the page shows changed
 		}
@@ -135,6 +160,34 @@ func (h *hub) refresh(ctx context.Context) (*state, error) {
 	}
 	h.publish(st, data)
 	return st, nil
+}
+
+// queue keeps a watch's event for the next refresh.
+func (h *hub) queue(ev taskgraph.Event) {
+	h.evmu.Lock()
+	h.events = append(h.events, ev)
+	h.evmu.Unlock()
+	h.stale.Store(true)
+}
+
+// take returns the events queued since the last refresh, and whether the
+// state must be made anew from the store instead.
+func (h *hub) take() ([]taskgraph.Event, bool) {
+	h.evmu.Lock()
+	events := h.events
+	h.events = nil
+	h.evmu.Unlock()
+	return events, h.anew.Swap(false)
+}
+
+// limited reports whether the store has label limits, or cannot say.
+func (h *hub) limited(ctx context.Context) bool {
+	l, ok := h.s.store.(taskgraph.Limiter)
+	if !ok {
+		return false
+	}
+	limits, err := l.Limits(ctx)
+	return err != nil || len(limits) > 0
 }
 
 // publish makes st the current state and wakes every page.
@@ -258,14 +311,15 @@ func (h *hub) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
 				events = nil // the store was closed: only our own writes remain
 				h.watching.Store(false)
+				h.anew.Store(true)
 				h.stale.Store(true)
 				continue
 			}
-			h.stale.Store(true)
+			h.queue(ev)
 			dirty = true
 		case <-h.poke:
 			dirty = true
