@@ -17,8 +17,9 @@
 //
 // The page follows the store as it changes, by this process or any other:
 // the server watches the store ([taskgraph.Watcher]) and, at most once
-// every 100 ms however fast the store changes, computes the board once for
-// every page, diffs it with the board before, and pushes over Server-Sent
+// every 100 ms however fast the store changes, brings the board up to date
+// once for every page — from the watch's events, at a cost proportional to
+// the change, or from the store when a change reaches further — and pushes over Server-Sent
 // Events only the tasks whose view changed (derived state included: a
 // completion that readies ten tasks sends those ten). A page is sent a
 // whole snapshot only when it opens, or falls too far behind. The page
