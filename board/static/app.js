@@ -11,9 +11,6 @@
   // A board of more tasks than this hides its completed ones unless the
   // person chose otherwise: finished work would bury the rest.
   const HIDE_COMPLETED_OVER = 300;
-  // The least zoom at which the graph's text can be read: Fit never goes
-  // below it, and a graph too big to fit at it scrolls instead.
-  const READABLE_ZOOM = 0.75;
 
   const stats = {
     // Read by the browser test and the screenshot script.
@@ -42,6 +39,10 @@
     hideCompleted: null, // the person's choice; null: by the board's size
     visible: new Set(), // the ids the filters let through
     wantScroll: true, // bring the frontier into view at the next fitted draw
+    children: new Map(), // task id -> its children's ids
+    rollups: new Map(), // epic id -> its rollup
+    collapse: null, // the person's choice for epics; null: collapsed when the graph is too big to read whole
+    focus: null, // null, {path: true}, or {id}: the graph shows only that
   };
 
   // ---- helpers
@@ -174,6 +175,8 @@
       stats.lastSnapshotBytes = e.data.length;
       const snap = JSON.parse(e.data);
       model = { snap, byId: new Map(snap.tasks.map((t) => [t.id, t])), cols: new Map(snap.columns.map((c) => [c.key, c])) };
+      feed.reset();
+      feed.add(snap.tasks, false);
       apply();
     });
     es.addEventListener("change", (e) => {
@@ -185,6 +188,7 @@
         return;
       }
       stats.changes++;
+      feed.add(c.tasks, true);
       apply();
     });
     es.addEventListener("failure", (e) => {
@@ -284,6 +288,7 @@
     renderHeader();
     computeVisible();
     renderFilters();
+    family();
     if (S.view === "board") renderBoard();
     else renderGraph();
     renderDetail();
@@ -331,7 +336,7 @@
         return bits;
       }
       case "blocked": {
-        const bits = ["waiting on " + (t.waitingOn || []).map((id) => "#" + id).join(", ")];
+        const bits = [ids("waiting on", t.waitingOn || [])];
         if (t.missing && t.missing.length) bits.push(el("span", { class: "lapsed" }, " (missing: " + t.missing.map((id) => "#" + id).join(", ") + ")"));
         return bits;
       }
@@ -355,7 +360,7 @@
         return bits;
       }
       default:
-        if (t.blocks.length) return ["unblocks " + t.blocks.map((id) => "#" + id).join(", ")];
+        if (t.blocks.length) return [ids("unblocks", t.blocks)];
         return [];
     }
   }
@@ -374,7 +379,7 @@
   function card(t) {
     const c0 = t.strandedBy && S.byId.get(t.strandedBy);
     const sig = JSON.stringify([t.subject, t.state, t.owner, t.claimedAt, t.leaseExpiresAt, t.leaseLapsed, t.waitingOn, t.missing, t.blocks,
-      t.priority, t.labels, t.reason, t.result, t.strandedBy, t.strands, c0 && [c0.subject, c0.state]]);
+      t.priority, t.labels, t.reason, t.result, t.strandedBy, t.strands, c0 && [c0.subject, c0.state], S.rollups && S.rollups.get(t.id), lapsed(t)]);
     let c = boardDOM.cards.get(t.id);
     if (!c) {
       c = { li: el("li", { "data-id": t.id, tabindex: 0 }), sig: "" };
@@ -384,10 +389,10 @@
       c.sig = sig;
       const tags = labels(t);
       c.li.replaceChildren(el("div", { class: "card-title" }, prio(t), el("span", { class: "id" }, "#" + t.id), " ", t.subject),
-        el("div", { class: "card-meta" }, cardMeta(t)),
+        el("div", { class: "card-meta" }, cardMeta(t)), ...(progress(t) || []),
         ...(tags.length ? [el("div", { class: "labels" }, tags)] : []));
     }
-    c.li.className = "card state-" + t.state + (t.leaseLapsed ? " is-lapsed" : "") + (S.selected === t.id ? " selected" : "");
+    c.li.className = "card state-" + t.state + (t.leaseLapsed || lapsed(t) ? " is-lapsed" : "") + (S.selected === t.id ? " selected" : "");
     return c.li;
   }
 
@@ -434,9 +439,14 @@
     }
     const seen = new Set();
     const hideDone = hidingCompleted();
+    const widths = [];
     for (const c of snap.columns) {
       const col = boardDOM.cols.get(c.key);
       col.section.hidden = !!S.filter.state && S.filter.state !== c.key;
+      // An empty column is a narrow slot: every column stays in the window.
+      const narrow = !c.ids.length && S.filter.state !== c.key;
+      col.section.classList.toggle("narrow", narrow);
+      if (!col.section.hidden) widths.push(narrow ? "34px" : "minmax(0, 1fr)");
       col.title.textContent = c.title;
       // In the server's order: Ready is in claim order (priority, then id).
       const items = [];
@@ -458,7 +468,186 @@
       } else if (!items.length) items.push(c.ids.length ? col.none : col.empty);
       if (!sameChildren(col.list, items)) col.list.replaceChildren(...items);
     }
+    $("columns").style.gridTemplateColumns = widths.join(" ");
     for (const id of boardDOM.cards.keys()) if (!seen.has(id)) boardDOM.cards.delete(id);
+    renderAttention();
+    renderLanes();
+    renderFeed();
+  }
+
+  // ---- epics: a task with children shows how far they have come
+
+  // family indexes each task's children (Task.parent) and each epic's
+  // rollup, as taskgraph.RollupOf counts it: done, failed, cancelled,
+  // stranded, of all its children.
+  function family() {
+    const kids = new Map();
+    for (const t of S.snap.tasks) {
+      if (!t.parent || t.parent === t.id) continue;
+      if (!kids.has(t.parent)) kids.set(t.parent, []);
+      kids.get(t.parent).push(t.id);
+    }
+    S.children = kids;
+    S.rollups = new Map();
+    for (const [id, ids] of kids) {
+      const r = { total: ids.length, done: 0, failed: 0, cancelled: 0, stranded: 0 };
+      for (const k of ids) {
+        const c = S.byId.get(k);
+        if (c.status === "completed") r.done++;
+        else if (c.status === "failed") r.failed++;
+        else if (c.status === "cancelled") r.cancelled++;
+        else if (c.strandedBy) r.stranded++;
+      }
+      S.rollups.set(id, r);
+    }
+  }
+
+  // rollupText is taskgraph.Rollup's String: "3 of 5 done, 1 failed".
+  function rollupText(r) {
+    let s = r.done + " of " + r.total + " done";
+    for (const [n, what] of [[r.failed, "failed"], [r.cancelled, "cancelled"], [r.stranded, "stranded"]]) if (n) s += ", " + n + " " + what;
+    return s;
+  }
+
+  function progress(t) {
+    const r = S.rollups && S.rollups.get(t.id);
+    if (!r) return null;
+    const done = el("span", { class: "done" }), failed = el("span", { class: "failed" });
+    done.style.width = (100 * r.done / r.total) + "%";
+    failed.style.width = (100 * (r.failed + r.cancelled) / r.total) + "%";
+    return [el("div", { class: "progress", role: "progressbar", "aria-valuemin": 0, "aria-valuemax": r.total, "aria-valuenow": r.done,
+      "data-done": r.done, "data-total": r.total, title: rollupText(r) }, done, failed),
+    el("div", { class: "progress-text" }, rollupText(r))];
+  }
+
+  // ids shows a list of task ids, folded to a count past a few: the
+  // list is one click away.
+  function ids(prefix, list) {
+    const text = list.map((id) => "#" + id).join(", ");
+    if (list.length <= 4) return prefix + " " + text;
+    return el("details", { class: "ids" }, el("summary", {}, prefix + " " + list.length + " tasks"), text);
+  }
+
+  // ---- needs attention: what a person watching the agents acts on first
+
+  function lapsed(t) {
+    return t.state === "in_progress" && !!t.leaseExpiresAt && Date.parse(t.leaseExpiresAt) <= serverNow();
+  }
+
+  function overdue(t) {
+    return !!t.due && Date.parse(t.due) < serverNow() && (t.status === "pending" || t.status === "in_progress");
+  }
+
+  let attentionSig = "";
+  function renderAttention() {
+    const groups = [
+      ["failed", "Failed", S.snap.tasks.filter((t) => t.state === "failed")],
+      ["lapsed", "Lease lapsed", S.snap.tasks.filter(lapsed)],
+      ["stranded", "Stranded", S.snap.tasks.filter((t) => t.state === "stranded")],
+      ["overdue", "Overdue", S.snap.tasks.filter(overdue)],
+      // Once the liveness issue lands: tasks awaiting approval, and claims
+      // out of progress, each one more group here.
+    ].filter((g) => g[2].length);
+    const sig = JSON.stringify(groups.map((g) => [g[0], g[2].map((t) => [t.id, t.subject])]));
+    const box = $("attention");
+    box.hidden = S.snap.tasks.length === 0;
+    if (sig === attentionSig) return;
+    attentionSig = sig;
+    box.className = groups.length ? "" : "calm";
+    if (!groups.length) { box.replaceChildren(el("span", { class: "attn-title" }, "Nothing needs attention: no failures, lapsed leases, stranded or overdue tasks.")); return; }
+    const most = 6;
+    box.replaceChildren(el("span", { class: "attn-title" }, "Needs attention"), ...groups.map(([key, title, list]) =>
+      el("span", { class: "attn-group attn-" + key + " state-" + key, "data-group": key }, el("b", {}, title + " " + list.length),
+        list.slice(0, most).map((t) => el("a", { class: "chip", href: "#", "data-goto": t.id, "data-attn": key, title: "#" + t.id + " " + t.subject + (t.reason ? ": " + t.reason : "") },
+          "#" + t.id + " " + clip(t.subject, 32))),
+        list.length > most ? el("span", { class: "muted small" }, "+" + (list.length - most) + " more") : null)));
+  }
+
+  // ---- a lane per agent: what it holds, its last note, when it last
+  // renewed or made progress
+
+  let lanesSig = "";
+  function renderLanes() {
+    const agents = new Map();
+    for (const t of S.snap.tasks) {
+      if (t.state !== "in_progress" || !t.owner) continue;
+      if (!agents.has(t.owner)) agents.set(t.owner, { held: [], last: 0, note: null });
+      const a = agents.get(t.owner);
+      a.held.push(t);
+      a.last = Math.max(a.last, Date.parse(t.updatedAt || t.claimedAt || 0) || 0, Date.parse(t.claimedAt || 0) || 0);
+    }
+    for (const t of S.snap.tasks) {
+      for (const n of t.notes || []) {
+        const a = agents.get(n.author);
+        if (!a) continue;
+        const at = Date.parse(n.at);
+        if (!a.note || at > a.note.at) a.note = { at, text: n.text, id: t.id };
+        a.last = Math.max(a.last, at);
+      }
+    }
+    const names = [...agents.keys()].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+    const sig = JSON.stringify(names.map((n) => [n, agents.get(n).held.map((t) => [t.id, t.subject, t.leaseExpiresAt]), agents.get(n).note, agents.get(n).last]));
+    $("lanes").querySelector("h2").textContent = "Agents " + names.length;
+    if (sig === lanesSig) return;
+    lanesSig = sig;
+    $("lane-list").replaceChildren(...(names.length ? names.map((name) => {
+      const a = agents.get(name);
+      const anyLapsed = a.held.some(lapsed);
+      return el("li", { class: "lane" + (anyLapsed ? " is-lapsed" : ""), "data-agent": name },
+        el("div", { class: "agent" }, name, el("span", { class: "muted" }, " · active ", el("time", { "data-since": new Date(a.last).toISOString() }, ago(serverNow() - a.last)), " ago")),
+        a.held.map((t) => el("div", { class: "held", "data-held": t.id }, el("a", { href: "#", "data-goto": t.id }, "#" + t.id + " " + clip(t.subject, 38)),
+          t.leaseExpiresAt ? (lapsed(t) ? el("span", { class: "lapsed" }, " · ⚠ lease lapsed")
+            : [" · lease ", el("time", { "data-until": t.leaseExpiresAt }, ago(Date.parse(t.leaseExpiresAt) - serverNow())), " left"]) : null)),
+        a.note ? el("div", { class: "note" }, "“" + clip(a.note.text, 90) + "” on #" + a.note.id) : null);
+    }) : [el("li", { class: "lane muted" }, "No agent holds a task.")]));
+  }
+
+  // ---- activity: the tasks' history, newest first, live
+
+  const FEED_MAX = 200, FEED_SHOWN = 60;
+  const feed = {
+    keys: new Set(), items: [],
+    reset() { this.keys.clear(); this.items = []; },
+    // add takes in the history of tasks; fresh marks what arrived live.
+    add(tasks, fresh) {
+      let added = false;
+      for (const t of tasks) {
+        for (const h of t.history || []) {
+          if (h.event === "earlier" || h.event === "created" && !fresh) continue;
+          const key = t.id + "|" + h.at + "|" + h.event + "|" + (h.by || "");
+          if (this.keys.has(key)) continue;
+          this.keys.add(key);
+          let detail = h.detail || "";
+          if (h.event === "noted") {
+            const n = (t.notes || []).find((n) => n.at === h.at);
+            if (n) detail = n.text;
+          }
+          this.items.push({ key, at: Date.parse(h.at), id: t.id, event: h.event, by: h.by || "", detail, fresh: fresh ? Date.now() : 0 });
+          added = true;
+        }
+      }
+      if (!added) return;
+      this.items.sort((a, b) => b.at - a.at);
+      for (const gone of this.items.splice(FEED_MAX)) this.keys.delete(gone.key);
+    },
+  };
+
+  let feedSig = "";
+  function renderFeed() {
+    const shown = feed.items.slice(0, FEED_SHOWN);
+    const sig = shown.map((i) => i.key + (S.byId.get(i.id) || {}).subject).join(",");
+    if (sig === feedSig) return;
+    feedSig = sig;
+    $("feed-list").replaceChildren(...(shown.length ? shown.map((i) => {
+      const t = S.byId.get(i.id);
+      const verb = { claimed: "claimed", released: "released", failed: "failed", completed: "completed", cancelled: "cancelled",
+        reopened: "reopened", edited: "edited", noted: "noted on", lapsed: "took over (lease lapsed)", created: "created" }[i.event] || i.event;
+      return el("li", { class: "feed-item" + (i.fresh && Date.now() - i.fresh < 10000 ? " fresh" : ""), "data-id": i.id, "data-event": i.event },
+        el("time", { "data-since": new Date(i.at).toISOString(), class: "muted" }, ago(serverNow() - i.at)), " ago · ",
+        i.by ? el("b", {}, i.by + " ") : null, el("span", { class: "ev-" + i.event }, verb), " ",
+        el("a", { href: "#", "data-goto": i.id }, "#" + i.id + (t ? " " + clip(t.subject, 40) : "")),
+        i.detail && i.event !== "claimed" ? el("span", { class: "muted" }, ": " + clip(i.detail, 80)) : null);
+    }) : [el("li", { class: "feed-item muted" }, "Nothing has happened yet.")]));
   }
 
   // ---- the filters: a search, a label, an owner, a state, and "hide completed"
@@ -552,6 +741,7 @@
   let refilterFrame = 0;
   function refilter() {
     saveFilters();
+    S.autoCollapse = false; // the graph may be small enough to read now
     if (!S.snap || refilterFrame) return;
     refilterFrame = requestAnimationFrame(() => {
       refilterFrame = 0;
@@ -582,23 +772,88 @@
 
   // ---- the graph
 
+  // The least font size, in screen pixels, at which a node's label is
+  // drawn: below it Fit collapses epics, and past that draws boxes only.
+  const READABLE_PX = 10, LABEL_PX = 12;
+  // The size of a node in an overview, with epics collapsed: smaller, so
+  // that more of the graph fits the window at a size that can be read.
+  const EPIC_W = 160, EPIC_H = 46, OVERVIEW_LABEL_PX = 15;
+
+  // collapsing reports whether epics are drawn as one node each: as the
+  // person chose, or else when the graph is too big to read whole.
+  function collapsing() {
+    if (S.collapse !== null) return S.collapse;
+    return S.autoCollapse === true;
+  }
+
+  // The node a task is drawn as: itself, or the outermost collapsed epic
+  // it is part of.
+  function nodeOf(t, collapsed) {
+    if (!collapsed) return t.id;
+    let top = t.id, seen = 0;
+    for (let p = t.parent; p && seen < 64; seen++) {
+      const pt = S.byId.get(p);
+      if (!pt) break;
+      if (S.children.has(p) && S.visible.has(p)) top = p;
+      p = pt.parent;
+    }
+    return top;
+  }
+
+  // focusSet returns the ids the focus keeps: the critical path, or a
+  // task with what it waits on and what waits on it, two steps each way,
+  // its parent and its children; null for no focus.
+  function focusSet() {
+    const f = S.focus;
+    if (!f) return null;
+    if (f.path) return new Set(S.snap.criticalPath || []);
+    const keep = new Set([f.id]);
+    const t0 = S.byId.get(f.id);
+    if (!t0) return keep;
+    for (const dir of ["blockedBy", "blocks"]) {
+      let ring = [f.id];
+      for (let step = 0; step < 2; step++) {
+        const next = [];
+        for (const id of ring) {
+          // Not on through an epic: what it waits on is its whole work.
+          if (id !== f.id && S.children.has(id)) continue;
+          for (const o of (S.byId.get(id) || {})[dir] || []) if (!keep.has(o) && S.byId.has(o)) { keep.add(o); next.push(o); }
+        }
+        ring = next;
+      }
+    }
+    if (t0.parent && S.byId.has(t0.parent)) keep.add(t0.parent);
+    for (const k of S.children.get(f.id) || []) keep.add(k);
+    return keep;
+  }
+
   function graphShape() {
-    // The tasks the filters let through, and the edges between them.
-    const nodes = [], edges = [], ghosts = new Set();
+    // The tasks the filters (and the focus) let through, and the edges
+    // between them; with epics collapsed, each epic's tasks are one node.
+    const nodes = [], edges = [], ghosts = new Set(), seenNode = new Set(), seenEdge = new Set();
+    const focus = focusSet();
+    const shown = (id) => S.visible.has(id) && (!focus || focus.has(id));
+    const collapsed = collapsing() && !focus;
+    const compact = collapsed || !!focus; // an overview, or a focus: packed, with larger labels
     for (const t of S.snap.tasks) {
-      if (!S.visible.has(t.id)) continue;
-      nodes.push({ id: String(t.id), w: NODE_W, h: NODE_H });
+      if (!shown(t.id)) continue;
+      const me = nodeOf(t, collapsed);
+      if (!seenNode.has(me)) { seenNode.add(me); nodes.push({ id: String(me), w: compact ? EPIC_W : NODE_W, h: compact ? EPIC_H : NODE_H }); }
       for (const b of t.blockedBy) {
-        if (S.byId.has(b) && !S.visible.has(b)) continue;
-        if (!S.byId.has(b) && !ghosts.has(b)) {
+        const bt = S.byId.get(b);
+        if (bt && !shown(b)) continue;
+        if (!bt && !ghosts.has(b)) {
           ghosts.add(b);
           nodes.push({ id: "missing-" + b, w: 110, h: 34 });
         }
-        edges.push([S.byId.has(b) ? String(b) : "missing-" + b, String(t.id)]);
+        const from = bt ? String(nodeOf(bt, collapsed)) : "missing-" + b;
+        if (from === String(me) || seenEdge.has(from + ">" + me)) continue;
+        seenEdge.add(from + ">" + me);
+        edges.push([from, String(me)]);
       }
     }
-    const key = nodes.map((n) => n.id).join(",") + "|" + edges.map((e) => e.join(">")).join(",");
-    return { nodes, edges, key };
+    const key = (collapsed ? "c:" : compact ? "f:" : "") + nodes.map((n) => n.id).join(",") + "|" + edges.map((e) => e.join(">")).join(",");
+    return { nodes, edges, key, collapsed, compact };
   }
 
   let requested = { seq: 0, key: "" }; // the layout the worker is doing or did last
@@ -611,9 +866,10 @@
       if (r.error) {
         $("graph-status").textContent = "layout failed: " + r.error;
       } else {
-        S.layout = { key: requested.key, nodes: r.nodes, edges: r.edges, width: r.width, height: r.height, ms: r.ms };
+        S.layout = { key: requested.key, nodes: r.nodes, edges: r.edges, width: r.width, height: r.height, ms: r.ms, collapsed: requested.key.startsWith("c:"), overview: /^[cf]:/.test(requested.key) };
         stats.layouts++;
         stats.lastLayoutMs = r.ms;
+        stats.layoutSize = [r.width, r.height, Object.keys(r.nodes).length];
       }
       if (S.view === "graph") renderGraph();
     };
@@ -623,9 +879,43 @@
     };
   }
 
+  // pathLayout lays the critical path out in rows that fill the window,
+  // each row the way the one before ended, as a person reads a chain.
+  function pathLayout(shape) {
+    const [roomW, roomH] = graphRoom();
+    const W = EPIC_W, H = EPIC_H, gapX = 30, gapY = 24, margin = 12;
+    const ids = (S.snap.criticalPath || []).map(String).filter((id) => shape.nodes.some((n) => n.id === id));
+    const size = (per) => [2 * margin + Math.min(ids.length, per) * (W + gapX) - gapX, 2 * margin + Math.ceil(ids.length / per) * (H + gapY) - gapY];
+    // As many to a row as makes the whole path largest in the window.
+    let perRow = 1, best = 0;
+    for (let per = 1; per <= Math.max(1, ids.length); per++) {
+      const [w, h] = size(per);
+      const z = Math.min(roomW / w, roomH / h);
+      if (z > best) { best = z; perRow = per; }
+    }
+    const nodes = {}, edges = [];
+    ids.forEach((id, i) => {
+      const row = Math.floor(i / perRow), k = i % perRow, col = row % 2 ? perRow - 1 - k : k;
+      nodes[id] = { x: margin + col * (W + gapX) + W / 2, y: margin + row * (H + gapY) + H / 2, w: W, h: H };
+    });
+    for (let i = 1; i < ids.length; i++) {
+      const a = nodes[ids[i - 1]], b = nodes[ids[i]];
+      const points = a.y === b.y ? [{ x: a.x + Math.sign(b.x - a.x) * a.w / 2, y: a.y }, { x: b.x - Math.sign(b.x - a.x) * b.w / 2, y: b.y }]
+        : [{ x: a.x, y: a.y + a.h / 2 }, { x: b.x, y: b.y - b.h / 2 }];
+      edges.push({ from: ids[i - 1], to: ids[i], points });
+    }
+    const [width, height] = size(perRow);
+    return { key: shape.key, nodes, edges, width, height, ms: 0, collapsed: false, overview: true };
+  }
+
   function renderGraph() {
     if (!S.snap) return;
     const shape = graphShape();
+    if (S.focus && S.focus.path) {
+      if (!S.layout || S.layout.key !== shape.key) S.layout = pathLayout(shape);
+      drawGraph();
+      return;
+    }
     if (!S.layout || S.layout.key !== shape.key) {
       // Lay out the newest shape; a shape that changes while the worker
       // is busy is laid out once it is free.
@@ -633,7 +923,7 @@
         ensureWorker();
         S.layoutBusy = true;
         requested = { seq: ++S.seq, key: shape.key };
-        S.worker.postMessage({ seq: requested.seq, nodes: shape.nodes, edges: shape.edges });
+        S.worker.postMessage({ seq: requested.seq, nodes: shape.nodes, edges: shape.edges, compact: shape.compact });
       }
       $("graph-status").textContent = "laying out " + shape.nodes.length + " nodes…";
       if (!S.layout) return;
@@ -641,19 +931,23 @@
     drawGraph();
   }
 
+  // Fit shows every node the graph draws inside the window.
   function fitZoom() {
-    const box = $("graph-scroll");
     if (!S.layout || !S.layout.width) return 1;
-    // A graph of hundreds of tasks fits the window only too small to
-    // read: then Fit shows it at the least size that can be read, and the
-    // window scrolls over it.
-    return Math.max(wholeZoom(), READABLE_ZOOM);
+    return wholeZoom();
   }
 
   // The zoom at which the whole graph fits the window.
   function wholeZoom() {
-    const box = $("graph-scroll");
-    return Math.min(1.25, (box.clientWidth - 8) / S.layout.width, (box.clientHeight - 8) / S.layout.height);
+    const [w, h] = graphRoom();
+    return Math.min(1.25, w / S.layout.width, h / S.layout.height);
+  }
+
+  // graphRoom is the room the graph has in the window, inside the padding.
+  function graphRoom() {
+    const box = $("graph-scroll"), cs = getComputedStyle(box);
+    return [box.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 4,
+      box.clientHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom) - 4];
   }
 
   // Brings the frontier into view: the start of the critical path, or
@@ -670,15 +964,17 @@
 
   const graphDOM = new Map(); // node id -> {g, sig}
 
-  function graphNode(id, t, p, critical) {
-    const sig = JSON.stringify(t ? [t.subject, t.state, t.owner, t.leaseLapsed, t.priority, t.strandedBy, t.reason, p.w, p.h] : [p.w, p.h]);
+  function graphNode(id, t, p, critical, group) {
+    const r = group ? S.rollups.get(t.id) : null;
+    const sig = JSON.stringify(t ? [t.subject, t.state, t.owner, t.leaseLapsed, t.priority, t.strandedBy, t.reason, p.w, p.h, r] : [p.w, p.h]);
     let n = graphDOM.get(id);
     if (!n) {
       n = { g: svg("g", t ? { "data-id": t.id, tabindex: 0, role: "button" } : {}), sig: "" };
       graphDOM.set(id, n);
     }
     n.g.setAttribute("transform", `translate(${p.x - p.w / 2},${p.y - p.h / 2})`);
-    n.g.setAttribute("class", t ? "node state-" + t.state + (t.leaseLapsed ? " is-lapsed" : "") + (critical ? " critical" : "") + (S.selected === t.id ? " selected" : "") : "node state-missing");
+    n.g.setAttribute("class", t ? "node state-" + t.state + (t.leaseLapsed ? " is-lapsed" : "") + (critical ? " critical" : "") + (S.selected === t.id ? " selected" : "") + (r ? " epic" : "") : "node state-missing");
+    if (t) n.g.dataset.epic = r ? r.total : "";
     if (n.sig === sig) return n.g;
     n.sig = sig;
     if (!t) {
@@ -689,16 +985,18 @@
     }
     const title = svg("title", {});
     title.textContent = "#" + t.id + " " + t.subject + " (" + stateLabel(t.state) + ")";
-    const l1 = svg("text", { x: 14, y: 19, class: "subject" });
-    l1.textContent = clip("#" + t.id + " " + t.subject, 30);
-    const l2 = svg("text", { x: 14, y: 36, class: "sub" });
+    const big = p.w === EPIC_W;
+    const l1 = svg("text", { x: 14, y: big ? 20 : 19, class: "subject" });
+    l1.textContent = clip("#" + t.id + " " + t.subject, Math.floor(p.w / (big ? 8.6 : 7)));
+    const l2 = svg("text", { x: 14, y: big ? 39 : 36, class: "sub" });
     let sub = stateLabel(t.state);
     if (t.owner && t.state !== "ready" && t.state !== "blocked" && t.state !== "stranded") sub += " · " + t.owner;
     if (t.state === "stranded") sub += " by #" + t.strandedBy;
     if ((t.state === "failed" || t.state === "cancelled") && t.reason) sub += ": " + t.reason;
     if (t.leaseLapsed) sub = "⚠ " + sub + " · lease lapsed";
     if (t.priority !== undefined && t.priority !== 2) sub = "P" + t.priority + " · " + sub;
-    l2.textContent = clip(sub, 34);
+    if (r) sub = "▸ epic of " + r.total + " · " + rollupText(r);
+    l2.textContent = clip(sub, Math.floor(p.w / (big ? 7.4 : 6.2)));
     n.g.replaceChildren(title, svg("rect", { width: p.w, height: p.h, rx: 6 }), svg("rect", { class: "band", width: 6, height: p.h, rx: 3 }), l1, l2);
     return n.g;
   }
@@ -706,8 +1004,19 @@
   function drawGraph() {
     const L = S.layout;
     const g = $("graph");
-    const zoom = S.zoom || Math.max(0.05, fitZoom());
-    const clamped = !S.zoom && zoom > wholeZoom() + 1e-9;
+    const zoom = S.zoom || Math.max(0.01, fitZoom());
+    // Too small to read: at Fit, collapse the epics (once, unless the
+    // person chose); past that, draw boxes without their labels.
+    if (!S.zoom && S.collapse === null && !S.autoCollapse && !S.focus && LABEL_PX * zoom < READABLE_PX && S.children.size) {
+      S.autoCollapse = true;
+      renderGraph();
+      return;
+    }
+    const tiny = (L.overview ? OVERVIEW_LABEL_PX : LABEL_PX) * zoom < READABLE_PX;
+    g.classList.toggle("tiny", tiny);
+    g.classList.toggle("overview", !!L.overview);
+    $("collapse-epics").checked = collapsing();
+    $("focus-clear").hidden = !S.focus;
     g.setAttribute("viewBox", "0 0 " + L.width + " " + L.height);
     g.setAttribute("width", Math.ceil(L.width * zoom));
     g.setAttribute("height", Math.ceil(L.height * zoom));
@@ -742,9 +1051,10 @@
     for (const [id, p] of Object.entries(L.nodes)) {
       const t = id.startsWith("missing-") ? null : S.byId.get(Number(id));
       if (!t && !id.startsWith("missing-")) continue; // deleted since the layout; the next layout drops it
-      if (t) drawn++;
+      const group = !!t && S.layout.collapsed && S.children.has(t.id);
+      if (t) drawn += group ? 1 + countUnder(t.id) : 1;
       seen.add(id);
-      items.push(graphNode(id, t, p, onPath.has(id)));
+      items.push(graphNode(id, t, p, onPath.has(id), group));
     }
     for (const id of graphDOM.keys()) if (!seen.has(id)) graphDOM.delete(id);
     const layer = $("nodes");
@@ -752,14 +1062,39 @@
     const stale = S.layout.key !== graphShape().key;
     const total = S.snap.tasks.length;
     $("graph-status").textContent = !total ? "No tasks yet." : (drawn === total ? drawn + " tasks" : drawn + " of " + total + " tasks") +
+      (S.layout.collapsed ? " in " + items.length + " nodes, epics collapsed" : "") +
+      (S.focus ? (S.focus.path ? " · the critical path only" : " · around #" + S.focus.id) : "") +
       " · critical path " + path.length + (path.length === 1 ? " task" : " tasks") +
-      " · laid out in " + Math.round(L.ms) + " ms" + (clamped ? " · at a readable size: scroll, or − to see it all" : "") + (stale ? " · updating…" : "");
+      " · laid out in " + Math.round(L.ms) + " ms" + (tiny ? " · too small to label: zoom in, collapse epics or focus" : "") + (stale ? " · updating…" : "");
     if (S.wantScroll && !stale) {
       S.wantScroll = false;
-      if (clamped) scrollToFrontier(zoom);
+      if (S.zoom) scrollToFrontier(zoom);
+      else $("graph-scroll").scrollTo(0, 0);
     }
     stats.layoutAt = performance.now();
     stats.layoutVersion = S.snap.version;
+  }
+
+  // countUnder counts the tasks under epic id, its children's children
+  // included, that the filters let through.
+  function countUnder(id) {
+    let n = 0;
+    const stack = [...(S.children.get(id) || [])];
+    for (let guard = 0; stack.length && guard < 1e6; guard++) {
+      const k = stack.pop();
+      if (S.visible.has(k)) n++;
+      stack.push(...(S.children.get(k) || []));
+    }
+    return n;
+  }
+
+  function setFocus(f) {
+    S.focus = f;
+    S.autoCollapse = false;
+    S.zoom = null;
+    S.wantScroll = true;
+    if (S.view !== "graph") location.hash = "#graph";
+    else renderGraph();
   }
 
   function setZoom(z) {
@@ -868,6 +1203,8 @@
       el("h2", {}, el("span", { class: "id" }, "#" + t.id), " " + t.subject),
       el("span", { class: "badge state-" + t.state }, stateLabel(t.state)), " ",
       prio(t), onPath ? el("span", { class: "badge critical", title: "On the critical path: the longest chain of unfinished tasks" }, "critical path") : null,
+      el("button", { type: "button", id: "action-focus", class: "small", title: "Show this task in the graph with what it waits on and what waits on it",
+        onclick: () => setFocus({ id: t.id }) }, "Focus in graph"),
       t.description ? el("p", { class: "description" }, t.description) : el("p", { class: "muted" }, "No description."),
       el("h3", {}, t.state === "blocked" || t.state === "stranded" ? "Why it is not ready" : "State"),
       ...[].concat(why(t)),
@@ -877,7 +1214,7 @@
     const children = [...S.byId.values()].filter((c) => c.parent === t.id).map((c) => c.id).sort((a, b) => a - b);
     if (children.length) {
       const done = children.filter((id) => S.byId.get(id).status === "completed").length;
-      parts.push(el("h3", {}, "Children: " + done + " of " + children.length + " done"), el("ul", { class: "links" }, children.map(link)));
+      parts.push(el("h3", {}, "Children: " + done + " of " + children.length + " done"), ...(progress(t) || []), el("ul", { class: "links" }, children.map(link)));
     }
     if (t.blockedBy.length) parts.push(el("h3", {}, "Blocked by"), el("ul", { class: "links" }, t.blockedBy.map(link)));
     if (t.blocks.length) parts.push(el("h3", {}, "Blocks"), el("ul", { class: "links" }, t.blocks.map(link)));
@@ -1023,6 +1360,7 @@
   }
 
   function tick() {
+    if (S.snap && S.view === "board") { renderAttention(); renderLanes(); }
     const now = serverNow();
     for (const e of document.querySelectorAll("time[data-since]")) e.textContent = ago(now - Date.parse(e.dataset.since));
     for (const e of document.querySelectorAll("time[data-until]")) {
@@ -1051,6 +1389,9 @@
     $("zoom-in").addEventListener("click", () => setZoom((S.zoom || fitZoom()) * 1.25));
     $("zoom-out").addEventListener("click", () => setZoom((S.zoom || fitZoom()) / 1.25));
     $("zoom-fit").addEventListener("click", () => { S.wantScroll = true; setZoom(null); });
+    $("collapse-epics").addEventListener("change", (e) => { S.collapse = e.target.checked; S.zoom = null; renderGraph(); });
+    $("focus-path").addEventListener("click", () => setFocus({ path: true }));
+    $("focus-clear").addEventListener("click", () => setFocus(null));
     window.addEventListener("resize", () => { if (S.view === "graph" && S.layout && !S.zoom) drawGraph(); });
     $("new-task").addEventListener("click", openCreate);
     loadFilters();

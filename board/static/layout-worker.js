@@ -4,13 +4,15 @@
 importScripts("vendor/dagre/dagre.min.js");
 
 onmessage = (e) => {
-  const { seq, nodes, edges } = e.data;
+  const { seq, nodes, edges, compact } = e.data;
   try {
     const g = new dagre.graphlib.Graph();
     g.setGraph({
       rankdir: "LR",
-      nodesep: 14,
-      ranksep: 56,
+      // An overview (epics collapsed) is packed tighter, to fit the window.
+      nodesep: compact ? 8 : 14,
+      ranksep: compact ? 26 : 56,
+      edgesep: compact ? 4 : 10,
       marginx: 12,
       marginy: 12,
       // network-simplex gives the tightest ranks; past a few hundred

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,7 +50,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			return usagef("--addr %s is not a loopback address: anyone who can reach it could read the board; add --allow-remote if that is meant", *addr)
 		}
 		return e.withStore(func(s store) error {
-			opts := []board.Option{board.WithTitle(e.where()), board.WithMaxStreams(*streams)}
+			opts := []board.Option{board.WithTitle(e.graphName()), board.WithMaxStreams(*streams)}
 			if *writes {
 				opts = append(opts, board.AllowWrites())
 			}
@@ -102,4 +103,21 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// graphName is what the board's header calls the graph: its name in a
+// database, else the name of the directory that holds its .tasks (the
+// repository's, as a rule), not a path on this machine.
+func (e *env) graphName() string {
+	if e.storeURL != "" {
+		return e.graph
+	}
+	dir, err := filepath.Abs(e.where())
+	if err != nil {
+		return e.where()
+	}
+	if filepath.Base(dir) == ".tasks" {
+		dir = filepath.Dir(dir)
+	}
+	return filepath.Base(dir)
 }
