@@ -10,10 +10,14 @@
 // A board of a thousand tasks stays usable: a search (every word, in a
 // task's id, subject, description, owner, key, labels, reason or result),
 // filters by label, owner and state, and a "Hide completed" toggle, on by
-// default past 300 tasks, narrow the board and the graph alike; the
-// graph's Fit view never draws text too small to read, and scrolls to the
-// start of the critical path instead. An empty board says how to add a
-// task.
+// default past 300 tasks, narrow the board and the graph alike. For the
+// people watching, a "needs attention" strip lists the failed tasks, the
+// lapsed leases, the stranded and the overdue; a lane per agent shows what
+// it holds; an activity feed follows the tasks' history live; an epic shows
+// its rollup as a progress bar. The graph's Fit shows every node in the
+// window, collapsing epics into one node each when the labels would be too
+// small to read, and can focus on one task's neighbourhood or on the
+// critical path. An empty board says how to add a task.
 //
 // The page follows the store as it changes, by this process or any other:
 // the server watches the store ([taskgraph.Watcher]) and, at most once

@@ -555,11 +555,11 @@
     attentionSig = sig;
     box.className = groups.length ? "" : "calm";
     if (!groups.length) { box.replaceChildren(el("span", { class: "attn-title" }, "Nothing needs attention: no failures, lapsed leases, stranded or overdue tasks.")); return; }
-    const most = 6;
+    const most = 4; // per group: the strip stays a line or two; the rest is a count
     box.replaceChildren(el("span", { class: "attn-title" }, "Needs attention"), ...groups.map(([key, title, list]) =>
       el("span", { class: "attn-group attn-" + key + " state-" + key, "data-group": key }, el("b", {}, title + " " + list.length),
         list.slice(0, most).map((t) => el("a", { class: "chip", href: "#", "data-goto": t.id, "data-attn": key, title: "#" + t.id + " " + t.subject + (t.reason ? ": " + t.reason : "") },
-          "#" + t.id + " " + clip(t.subject, 32))),
+          "#" + t.id + " " + clip(t.subject, 24))),
         list.length > most ? el("span", { class: "muted small" }, "+" + (list.length - most) + " more") : null)));
   }
 
