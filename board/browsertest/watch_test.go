@@ -159,12 +159,15 @@ func watching(t *testing.T, n int) {
 	}
 	wait(t, ctx, "agent-late's lane", `!!document.querySelector('#lane-list .lane[data-agent="agent-late"] [data-held="`+itoa(ready)+`"]')`, 5*time.Second)
 
+	click(t, ctx, "#tab-graph")
 	if n < 100 {
+		// A small graph at Fit: every node in the window, labelled.
+		wait(t, ctx, "the graph laid out", `document.getElementById("graph-status").textContent.includes("laid out") && !document.getElementById("graph-status").textContent.includes("updating")`, time.Minute)
+		fitted(t, ctx)
 		return
 	}
 	// The graph at 1,000 tasks: Fit shows every node, labelled; the epics
 	// collapse to one node each.
-	click(t, ctx, "#tab-graph")
 	wait(t, ctx, "the graph laid out with epics collapsed", `document.getElementById("graph-status").textContent.includes("epics collapsed") && !document.getElementById("graph-status").textContent.includes("updating")`, 2*time.Minute)
 	t.Logf("the graph with epics collapsed: [width height nodes] %v", eval[[]float64](t, ctx, `window.taskgraphBoard.layoutSize`))
 	fitted(t, ctx)

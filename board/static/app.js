@@ -741,7 +741,7 @@
   let refilterFrame = 0;
   function refilter() {
     saveFilters();
-    S.autoCollapse = false; // the graph may be small enough to read now
+    S.autoCollapse = S.autoCompact = false; // the graph may be small enough to read now
     if (!S.snap || refilterFrame) return;
     refilterFrame = requestAnimationFrame(() => {
       refilterFrame = 0;
@@ -834,7 +834,7 @@
     const focus = focusSet();
     const shown = (id) => S.visible.has(id) && (!focus || focus.has(id));
     const collapsed = collapsing() && !focus;
-    const compact = collapsed || !!focus; // an overview, or a focus: packed, with larger labels
+    const compact = collapsed || !!focus || S.autoCompact === true; // an overview, or a focus: packed, with larger labels
     for (const t of S.snap.tasks) {
       if (!shown(t.id)) continue;
       const me = nodeOf(t, collapsed);
@@ -984,10 +984,10 @@
       return n.g;
     }
     const title = svg("title", {});
-    title.textContent = "#" + t.id + " " + t.subject + " (" + stateLabel(t.state) + ")";
+    title.textContent = "#" + t.id + " " + t.subject + " (" + stateLabel(t.state) + ")" + (r ? ": " + rollupText(r) : "");
     const big = p.w === EPIC_W;
     const l1 = svg("text", { x: 14, y: big ? 20 : 19, class: "subject" });
-    l1.textContent = clip("#" + t.id + " " + t.subject, Math.floor(p.w / (big ? 8.6 : 7)));
+    l1.textContent = clip("#" + t.id + " " + t.subject, big ? Math.floor((p.w - 22) / 8.6) : 30);
     const l2 = svg("text", { x: 14, y: big ? 39 : 36, class: "sub" });
     let sub = stateLabel(t.state);
     if (t.owner && t.state !== "ready" && t.state !== "blocked" && t.state !== "stranded") sub += " · " + t.owner;
@@ -995,8 +995,8 @@
     if ((t.state === "failed" || t.state === "cancelled") && t.reason) sub += ": " + t.reason;
     if (t.leaseLapsed) sub = "⚠ " + sub + " · lease lapsed";
     if (t.priority !== undefined && t.priority !== 2) sub = "P" + t.priority + " · " + sub;
-    if (r) sub = "▸ epic of " + r.total + " · " + rollupText(r);
-    l2.textContent = clip(sub, Math.floor(p.w / (big ? 7.4 : 6.2)));
+    if (r) sub = "▸ " + r.total + " tasks · " + r.done + " done" + (r.failed ? " · " + r.failed + " failed" : "");
+    l2.textContent = clip(sub, big ? Math.floor((p.w - 22) / 7.2) : 34);
     n.g.replaceChildren(title, svg("rect", { width: p.w, height: p.h, rx: 6 }), svg("rect", { class: "band", width: 6, height: p.h, rx: 3 }), l1, l2);
     return n.g;
   }
@@ -1006,11 +1006,16 @@
     const g = $("graph");
     const zoom = S.zoom || Math.max(0.01, fitZoom());
     // Too small to read: at Fit, collapse the epics (once, unless the
-    // person chose); past that, draw boxes without their labels.
-    if (!S.zoom && S.collapse === null && !S.autoCollapse && !S.focus && LABEL_PX * zoom < READABLE_PX && S.children.size) {
-      S.autoCollapse = true;
-      renderGraph();
-      return;
+    // person chose), or else lay the graph out packed, with larger labels;
+    // past that, draw boxes without their labels.
+    if (!S.zoom && !L.overview && LABEL_PX * zoom < READABLE_PX) {
+      let again = false;
+      if (S.collapse === null && !S.autoCollapse && !S.focus && S.children.size) again = S.autoCollapse = true;
+      else if (!S.autoCompact) again = S.autoCompact = true; // no epics to collapse: packed, with larger labels
+      if (again) {
+        renderGraph();
+        return;
+      }
     }
     const tiny = (L.overview ? OVERVIEW_LABEL_PX : LABEL_PX) * zoom < READABLE_PX;
     g.classList.toggle("tiny", tiny);
@@ -1090,7 +1095,7 @@
 
   function setFocus(f) {
     S.focus = f;
-    S.autoCollapse = false;
+    S.autoCollapse = S.autoCompact = false;
     S.zoom = null;
     S.wantScroll = true;
     if (S.view !== "graph") location.hash = "#graph";
@@ -1389,7 +1394,7 @@
     $("zoom-in").addEventListener("click", () => setZoom((S.zoom || fitZoom()) * 1.25));
     $("zoom-out").addEventListener("click", () => setZoom((S.zoom || fitZoom()) / 1.25));
     $("zoom-fit").addEventListener("click", () => { S.wantScroll = true; setZoom(null); });
-    $("collapse-epics").addEventListener("change", (e) => { S.collapse = e.target.checked; S.zoom = null; renderGraph(); });
+    $("collapse-epics").addEventListener("change", (e) => { S.collapse = e.target.checked; S.autoCompact = false; S.zoom = null; renderGraph(); });
     $("focus-path").addEventListener("click", () => setFocus({ path: true }));
     $("focus-clear").addEventListener("click", () => setFocus(null));
     window.addEventListener("resize", () => { if (S.view === "graph" && S.layout && !S.zoom) drawGraph(); });
