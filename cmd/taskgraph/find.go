@@ -132,6 +132,13 @@ func (e *env) withPostgres(create bool, f func(s store, created bool) error) err
 		return fmt.Errorf("--store: %w", err)
 	}
 	defer pool.Close()
+	if create {
+		// init migrates a schema of an older version, as the message
+		// of every other command tells the user to do.
+		if err := pgstore.Migrate(e.ctx, pool); err != nil {
+			return err
+		}
+	}
 	s, err := openGraph(e.ctx, pool, e.graph, false)
 	created := false
 	if errors.Is(err, taskgraph.ErrNotFound) {
