@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,45 +31,107 @@ func TestSyscallFaultsOfAMultiFileWrite(t *testing.T) {
 	for _, s := range []string{"one", "two", "three"} {
 		ok(t, template, "add", s)
 	}
+	// Every call, at each of its occurrences. Background work (the spares
+	// made after the lock) interleaves its own calls, so an occurrence's
+	// number is not the same step from run to run: each run is judged on
+	// its outcome alone.
 	counts, runs := map[string]int{}, map[string]int{}
 	for _, call := range []string{"unlinkat", "fsync", "fdatasync", "syncfs", "renameat", "openat", "write", "pwrite64"} {
 		n := syscallCount(t, template, call)
 		runs[call] = n
 		for at := 1; at <= 2*n; at++ {
-			// Once, and from that occurrence on.
-			when := fmt.Sprint((at+1)/2) + map[bool]string{true: "+"}[at%2 == 0]
-			dir := copyGraph(t, template)
-			cmd := exec.Command("strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace="+call,
-				"-e", fmt.Sprintf("inject=%s:error=EIO:when=%s", call, when), binary, "add", "five", "--blocks", "2", "--blocks", "3")
-			cmd.Dir, cmd.Env = dir, cleanEnv()
-			r := collect(t, cmd)
-			applied := hasTask(t, dir, "five")
-			name := fmt.Sprintf("%s #%s failing: exit %d: %s", call, when, r.code, strings.TrimSpace(r.stderr))
-			if os.Getenv("SHOW_FAULTS") != "" {
-				t.Logf("%s (applied %v)", name, applied)
-			}
-			switch {
-			case r.code == 0:
-				assert.True(t, applied, "%s: success means applied", name)
-			case strings.Contains(r.stderr, "may or may not have happened"):
+			if multiFileWriteFault(t, template, call, occurrence(at)) == "unknown" {
 				counts[call]++
-				assert.Contains(t, []string{"fsync", "fdatasync", "syncfs"}, call, "%s: an unknown outcome only at the commit point, a sync", name)
-			default:
-				assert.False(t, applied, "%s: an error means not applied", name)
 			}
 		}
 	}
 	t.Logf("runs by failing call: %v; unknown outcomes: %v", runs, counts)
 	require.Positive(t, runs["unlinkat"], "the calls were traced")
-	assert.NotEmpty(t, counts, "a sync failing from the commit point on leaves the outcome unknown")
+
+	// The fsyncs of the task directory alone, which only the write itself
+	// makes, in a fixed order. Failing from the k-th on, the outcomes go
+	// "not applied" (a read's sync, before the commit point), then
+	// "unknown" exactly once (both tries of the journal's commit point
+	// fail), then "applied" (a directory fsync after the commit point); a
+	// single failure is never unknown (the commit point tries again).
+	dir := filepath.Join(t.TempDir(), ".tasks")
+	n := syscallCount(t, template, "fsync", "-P", dir)
+	var sticky []string
+	for at := 1; at <= 2*n; at++ {
+		outcome := multiFileWriteFault(t, template, "fsync", occurrence(at), "-P", dir)
+		if at%2 == 1 {
+			assert.NotEqual(t, "unknown", outcome, "the directory's fsync #%s failing once", occurrence(at))
+		} else {
+			sticky = append(sticky, outcome)
+		}
+	}
+	t.Logf("the directory's fsyncs failing from the k-th on, k = 1…%d: %v", n, sticky)
+	i := slices.Index(sticky, "unknown")
+	require.GreaterOrEqual(t, i, 0, "the commit point's fsyncs failing leave the outcome unknown")
+	for k, outcome := range sticky {
+		want := map[bool]string{true: "not applied", false: "applied"}[k < i]
+		if k != i {
+			assert.Equal(t, want, outcome, "the directory's fsyncs failing from #%d on", k+1)
+		}
+	}
 }
 
-// syscallCount is how many times the multi-file write makes call.
-func syscallCount(t *testing.T, template, call string) int {
+// occurrence is strace's occurrence spec for the at-th run: 1, 1+, 2, 2+, …
+// (once, and from that occurrence on).
+func occurrence(at int) string {
+	return fmt.Sprint((at+1)/2) + map[bool]string{true: "+"}[at%2 == 0]
+}
+
+// multiFileWriteFault runs the three-file write in a copy of template
+// with call failing at occurrence spec w (strace's extra arguments after
+// it), checks the outcome against what a fresh list reads, and says which
+// it was: "applied", "not applied" or "unknown".
+func multiFileWriteFault(t *testing.T, template, call, w string, extra ...string) string {
+	t.Helper()
+	dir := copyGraph(t, template)
+	args := append([]string{"-f", "-qq", "-o", "/dev/null", "-e", "trace=" + call,
+		"-e", fmt.Sprintf("inject=%s:error=EIO:when=%s", call, w)}, withDir(extra, dir)...)
+	cmd := exec.Command("strace", append(args, binary, "add", "five", "--blocks", "2", "--blocks", "3")...)
+	cmd.Dir, cmd.Env = dir, cleanEnv()
+	r := collect(t, cmd)
+	applied := hasTask(t, dir, "five")
+	name := fmt.Sprintf("%s #%s failing: exit %d: %s", call, w, r.code, strings.TrimSpace(r.stderr))
+	if os.Getenv("SHOW_FAULTS") != "" {
+		t.Logf("%s (applied %v)", name, applied)
+	}
+	switch {
+	case r.code == 0:
+		assert.True(t, applied, "%s: success means applied", name)
+		return "applied"
+	case strings.Contains(r.stderr, "may or may not have happened"):
+		assert.Contains(t, []string{"fsync", "fdatasync", "syncfs"}, call, "%s: an unknown outcome only at the commit point, a sync", name)
+		return "unknown"
+	default:
+		assert.False(t, applied, "%s: an error means not applied", name)
+		return "not applied"
+	}
+}
+
+// withDir puts the task directory of the copy in dir in place of the
+// template's in strace's -P arguments.
+func withDir(extra []string, dir string) []string {
+	out := slices.Clone(extra)
+	for i := range out {
+		if i > 0 && out[i-1] == "-P" {
+			out[i] = filepath.Join(dir, ".tasks")
+		}
+	}
+	return out
+}
+
+// syscallCount is how many times the multi-file write makes call (with
+// strace's extra arguments, a -P of the task directory).
+func syscallCount(t *testing.T, template, call string, extra ...string) int {
 	t.Helper()
 	dir := copyGraph(t, template)
 	out := filepath.Join(t.TempDir(), "trace")
-	cmd := exec.Command("strace", "-f", "-qq", "-o", out, "-e", "trace="+call, binary, "add", "five", "--blocks", "2", "--blocks", "3")
+	args := append([]string{"-f", "-qq", "-o", out, "-e", "trace=" + call}, withDir(extra, dir)...)
+	cmd := exec.Command("strace", append(args, binary, "add", "five", "--blocks", "2", "--blocks", "3")...)
 	cmd.Dir, cmd.Env = dir, cleanEnv()
 	r := collect(t, cmd)
 	require.Equal(t, 0, r.code, r.stderr)
