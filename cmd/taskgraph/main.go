@@ -30,6 +30,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -237,7 +238,7 @@ func init() {
 		"serve":      {"", serveHelp, flagsServe},
 		"merge-file": {"BASE OURS THEIRS PATH", "git's merge driver for task files, which init registers in a git repository (merge.taskgraph.driver): merges OURS and THEIRS, each changed from BASE, into OURS, field by field — edges and labels as sets, the state by the workflow's order (pending, in progress, then done), text by the later write — without leases or versions. Exit status 1 when a person should look (check then says why), 2 when the files cannot be merged.", simple(cmdMergeFile)},
 		"clean-file": {"PATH", "git's clean filter for task files, which init registers in a git repository (filter.taskgraph.clean): copies stdin to stdout without the lease and the version, so that lease renewals leave the working tree clean.", simple(cmdCleanFile)},
-		"version":    {"", "Print the version of taskgraph (its release, as CHANGELOG.md names it), the Go it was built with, and the VCS revision if the build recorded one.", simple(cmdVersion)},
+		"version":    {"", "Print the version of taskgraph — its tag for a tagged build; for an untagged one a pseudo-version, or the release after the last with -dev and the VCS revision (v0.1.1-dev+abcdef123456), never a release it is not — the Go it was built with, and the VCS revision if the build recorded one.", simple(cmdVersion)},
 	}
 }
 
@@ -583,27 +584,50 @@ func (e *env) held(err error, force string) error {
 	return err
 }
 
-// release is the version of taskgraph this source is, as CHANGELOG.md
+// release is the last version of taskgraph released, as CHANGELOG.md
 // names it: bump it with each release. A binary that Go stamped with a
 // module version (go install …@v0.1.0, or a build of a tagged checkout,
 // as scripts/release makes) reports that instead.
 const release = "v0.1.0"
 
-// version returns the version of taskgraph: the module version Go
-// stamped into the binary, or release for a build of an untagged tree.
+// version returns the version of taskgraph the binary was built from.
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && strings.HasPrefix(bi.Main.Version, "v") && !strings.HasPrefix(bi.Main.Version, "v0.0.0-") {
-		return bi.Main.Version
-	}
-	return release
+	bi, _ := debug.ReadBuildInfo()
+	return versionOf(bi)
 }
 
-// revision returns the VCS revision the build recorded, "+dirty" if the
+// versionOf returns the version of the build bi describes: the module
+// version Go stamped, a tag or, for an untagged commit, a pseudo-version
+// (v0.0.0-20261204120000-abcdef123456); else, for a build that recorded
+// none (a linked worktree, -buildvcs=false, a tree without git), a
+// development version after release, never release itself: the build
+// holds changes that release does not. It is release with the patch
+// number bumped and "-dev" (as a pseudo-version bumps it), and the
+// revision if the build recorded one: v0.1.1-dev+abcdef123456.
+func versionOf(bi *debug.BuildInfo) string {
+	if bi != nil && strings.HasPrefix(bi.Main.Version, "v") {
+		return bi.Main.Version
+	}
+	dot := strings.LastIndex(release, ".")
+	patch, _ := strconv.Atoi(release[dot+1:])
+	v := fmt.Sprintf("%s.%d-dev", release[:dot], patch+1)
+	if rev := revisionOf(bi); rev != "" {
+		v += "+" + strings.ReplaceAll(rev, "+", ".") // semver build metadata: one "+"
+	}
+	return v
+}
+
+// revision returns the VCS revision the build recorded (revisionOf).
+func revision() string {
+	bi, _ := debug.ReadBuildInfo()
+	return revisionOf(bi)
+}
+
+// revisionOf returns the VCS revision build bi recorded, "+dirty" if the
 // tree was modified, or "" if it recorded none (go install of a module
 // version).
-func revision() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+func revisionOf(bi *debug.BuildInfo) string {
+	if bi == nil {
 		return ""
 	}
 	var rev, modified string
