@@ -384,7 +384,8 @@ func exitCode(stderr io.Writer, name string, cmd command, err error) int {
 	case errors.As(err, &ng):
 		fmt.Fprintf(stderr, "taskgraph %s: %v\n", name, err)
 		return exitNoGraph
-	case errors.Is(err, taskgraph.ErrBlocked), errors.Is(err, taskgraph.ErrClaimed), errors.Is(err, taskgraph.ErrNoReady):
+	case errors.Is(err, taskgraph.ErrBlocked), errors.Is(err, taskgraph.ErrClaimed), errors.Is(err, taskgraph.ErrNoReady),
+		errors.Is(err, taskgraph.ErrLimited): // a label at its limit: wait for a task of it to finish
 		fmt.Fprintf(stderr, "taskgraph %s: %s\n", name, describe(err))
 		return exitUnavailable
 	default:
@@ -455,7 +456,10 @@ var longFlag = regexp.MustCompile(`(?m)(^  |defined: |argument: |for flag |for )
 func longFlags(s string) string { return longFlag.ReplaceAllString(s, "$1--$2") }
 
 // commandFirst moves flags given before the command after it, so that
-// `taskgraph --owner x claim 1` works like `taskgraph claim 1 --owner x`.
+// `taskgraph --owner x claim 1` works like `taskgraph claim --owner x 1`:
+// right after its name, before its arguments, so that a flag of the
+// command left without its value at the end (`taskgraph --dir D add x
+// --after`) cannot take a global flag as its value.
 func commandFirst(args []string) []string {
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
@@ -469,7 +473,7 @@ func commandFirst(args []string) []string {
 	if i == 0 || i >= len(args) {
 		return args
 	}
-	return append(append([]string{args[i]}, args[i+1:]...), args[:i]...)
+	return slices.Concat(args[i:i+1], args[:i], args[i+1:])
 }
 
 // parseInterspersed parses flags wherever they appear among the arguments,
