@@ -130,6 +130,7 @@ type env struct {
 	color     bool
 	args      []string
 	given     []string // the command line as given, after the command's name
+	shorts    shortIDs // the tasks each short form names, once one is used
 	fs        *flag.FlagSet
 }
 
@@ -273,6 +274,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	e.args, e.given = pos, args[1:]
 	e.settle()
+	if err := e.resolveFlagIDs(); err != nil {
+		return exitCode(stderr, name, cmd, err)
+	}
 	return exitCode(stderr, name, cmd, do(e))
 }
 
@@ -332,6 +336,9 @@ func exitCode(stderr io.Writer, name string, cmd command, err error) int {
 		return quiet.code
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "taskgraph %s: %v\nusage: %s\n", name, err, usageLine(name, cmd))
+		return exitUsage
+	case errAmbiguous(err):
+		fmt.Fprintf(stderr, "taskgraph %s: %v\n", name, err)
 		return exitUsage
 	case errors.As(err, &ng):
 		fmt.Fprintf(stderr, "taskgraph %s: %v\n", name, err)

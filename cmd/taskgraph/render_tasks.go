@@ -12,6 +12,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -178,7 +179,7 @@ func (e *env) printPicked(shown []*taskgraph.Task, more int, v view) error {
 func taskNames(ts []taskgraph.Task) string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
-		parts[i] = fmt.Sprintf("#%d %s", t.ID, t.Subject)
+		parts[i] = idText(t.ID) + " " + t.Subject
 	}
 	return strings.Join(parts, ", ")
 }
@@ -216,7 +217,7 @@ func (e *env) line(t taskgraph.Task, v view) string {
 	default:
 		marker = "[ ]"
 	}
-	s := fmt.Sprintf("%s #%d: %s", marker, t.ID, t.Subject)
+	s := fmt.Sprintf("%s %s: %s", marker, idText(t.ID), t.Subject)
 	if t.Priority != taskgraph.DefaultPriority {
 		s += " " + t.Priority.String()
 	}
@@ -242,10 +243,10 @@ func (e *env) line(t taskgraph.Task, v view) string {
 		s += e.paint(dim, " (not before "+when(t.NotBefore)+")")
 	}
 	if by := v.strandedBy[t.ID]; by != 0 {
-		return s + e.paint(red, fmt.Sprintf(" (cannot start: #%d %s)", by, v.status[by]))
+		return s + e.paint(red, fmt.Sprintf(" (cannot start: %s %s)", idText(by), v.status[by]))
 	}
 	if open := agenttools.OpenBlockers(t, v.status); len(open) > 0 {
-		s += e.paint(red, " (blocked by: "+agenttools.FormatIDs(open)+")")
+		s += e.paint(red, " (blocked by: "+idsText(open)+")")
 	}
 	return s
 }
@@ -276,7 +277,7 @@ func (e *env) standing(s store, t taskgraph.Task) (state, why string) {
 	if len(open) == 0 {
 		return state + ", ready", ""
 	}
-	state += ", blocked by " + agenttools.FormatIDs(open)
+	state += ", blocked by " + idsText(open)
 	if all, err := s.List(e.ctx); !readFailed(err) {
 		if ex, err := taskgraph.Explain(all, t.ID, time.Now()); err == nil {
 			why = ex.Text
@@ -312,11 +313,14 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 	}
 	w := e.stdout
 	state, why := e.standing(s, t)
-	fmt.Fprintf(w, "#%d: %s\n", t.ID, t.Subject)
+	fmt.Fprintf(w, "%s: %s\n", idText(t.ID), t.Subject)
 	row := func(name, value string) {
 		if value != "" {
 			fmt.Fprintf(w, "%-12s %s\n", name+":", value)
 		}
+	}
+	if t.ID >= idBlock { // the full id, for the places that want it
+		row("id", strconv.FormatInt(int64(t.ID), 10))
 	}
 	stamp := func(t time.Time) string {
 		if t.IsZero() {
@@ -343,10 +347,10 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 		row("attempts", fmt.Sprintf("%d used of %d, backoff %v", t.Attempts, t.MaxAttempts, t.Backoff))
 	}
 	if t.Parent != 0 {
-		row("parent", fmt.Sprintf("#%d", t.Parent))
+		row("parent", idText(t.Parent))
 	}
-	row("depends on", agenttools.FormatIDs(t.BlockedBy))
-	row("blocks", agenttools.FormatIDs(t.Blocks))
+	row("depends on", idsText(t.BlockedBy))
+	row("blocks", idsText(t.Blocks))
 	row("created", stamp(t.CreatedAt))
 	row("updated", stamp(t.UpdatedAt))
 	row("rev", fmt.Sprint(t.Rev))
