@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,11 +35,23 @@ func TestMain(m *testing.M) {
 		os.Exit(runRole(role, os.Getenv("PGSTORE_TEST_GRAPH")))
 	}
 	if os.Getenv("TASKGRAPH_POSTGRES_URL") == "" {
-		// One line for the whole package, above the tests' own skips
-		// (go test shows a passing package's output only with -v).
-		fmt.Fprintln(os.Stderr, "PGSTORE TESTS NOT RUN: set TASKGRAPH_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable); .ci/run sets it")
+		sayLoudly(notRun)
 	}
 	os.Exit(m.Run())
+}
+
+// notRun is the one line that says the PostgreSQL tests did not run.
+const notRun = "PGSTORE TESTS NOT RUN: set TASKGRAPH_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable); .ci/run sets it"
+
+// sayLoudly writes line on stderr and, when there is one, on the terminal:
+// go test ./... shows a passing package's stderr only with -v, so a person
+// running it would otherwise never learn that these tests were skipped.
+func sayLoudly(line string) {
+	fmt.Fprintln(os.Stderr, line)
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		fmt.Fprintln(tty, line)
+		tty.Close()
+	}
 }
 
 // pool connects to $TASKGRAPH_POSTGRES_URL.
@@ -468,4 +481,25 @@ func TestLoadBlockerZeroAsFileStore(t *testing.T) {
 	require.ErrorAs(t, got, &gotInv)
 	require.Equal(t, *wantInv, *gotInv)
 	require.Equal(t, want.Error(), got.Error())
+}
+
+// go test ./... run by a person in a terminal says, in one line naming
+// TASKGRAPH_POSTGRES_URL, that the PostgreSQL tests did not run: the line
+// reaches the terminal although go test hides a passing package's output.
+func TestSkipIsSaidLoudly(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs util-linux script(1) for a terminal")
+	}
+	script, err := exec.LookPath("script")
+	require.NoError(t, err, "script(1) (util-linux) gives go test a terminal")
+	cmd := exec.Command(script, "-qec", "go test -count=1 -run '^$' .", "/dev/null")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TASKGRAPH_POSTGRES_URL=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), notRun)
+	assert.Equal(t, 1, strings.Count(string(out), "TASKGRAPH_POSTGRES_URL"), "one line: %s", out)
 }
