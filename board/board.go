@@ -52,6 +52,7 @@
 //	                                event carrying a Change after each change, each with the id EPOCH.VERSION; a
 //	                                reconnect with a Last-Event-ID this server still has the changes since is sent
 //	                                those, any other a "snapshot"; 503 with Retry-After past WithMaxStreams open streams
+//	GET  /metrics                   the tasks by state, lapsed leases and open streams, in the Prometheus text format
 //	POST /api/tasks                 create a task (CreateRequest); 201 and the task
 //	POST /api/tasks/{id}/release    release a claim (ReleaseRequest)
 //	POST /api/tasks/{id}/reopen     move a completed, failed or cancelled task back to pending (ReopenRequest)
@@ -226,6 +227,7 @@ func (s *Server) routes() {
 	})))
 	s.mux.HandleFunc("GET /api/board", s.handleBoard)
 	s.mux.HandleFunc("GET /api/events", s.handleEvents)
+	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("POST /api/tasks", s.write(s.handleCreate))
 	s.mux.HandleFunc("POST /api/tasks/{id}/release", s.write(s.handleRelease))
 	s.mux.HandleFunc("POST /api/tasks/{id}/reopen", s.write(s.handleReopen))

@@ -26,8 +26,9 @@ address other than loopback without --allow-remote. It is read-only unless
 --allow-writes is given; then the page can release a claim, reopen a task,
 add an edge and create a task, and the URL printed on stdout carries the
 token those writes need. At most --max-streams pages (default 256) follow
-the board at once; one more is refused until another closes. Interrupt to
-stop.`
+the board at once; one more is refused until another closes. GET /metrics
+serves the tasks by state, the lapsed leases and the pages following the
+board in the Prometheus text format. Interrupt to stop.`
 
 func flagsServe(fs *flag.FlagSet) func(e *env) error {
 	addr := fs.String("addr", "127.0.0.1:7777", "listen on `HOST:PORT` (port 0 picks a free one)")
