@@ -70,6 +70,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -109,7 +110,13 @@ type config struct {
 	title    string
 	interval time.Duration
 	streams  int
+	log      *slog.Logger
 }
+
+// WithLogger gives the board a logger for what no request returns: a
+// store that cannot be read for the pages, or watched for other
+// processes' changes. Without it the board logs nothing.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
 // AllowWrites turns on the page's actions: release a claim, reopen a task,
 // add an edge, create a task. Each request must carry the server's token
@@ -173,6 +180,9 @@ func New(store taskgraph.Store, opts ...Option) *Server {
 	}
 	if c.streams < 1 {
 		c.streams = DefaultMaxStreams
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{store: store, cfg: c, mux: http.NewServeMux(), epoch: rand.Text()[:10]}
 	s.hub = newHub(s)

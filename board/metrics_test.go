@@ -1,13 +1,19 @@
 package board_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/taskgraph-dev/taskgraph/board"
 
 	"github.com/taskgraph-dev/taskgraph"
 )
@@ -87,4 +93,51 @@ func TestMetrics(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// brokenStore is a store whose reads fail.
+type brokenStore struct{ *taskgraph.MemStore }
+
+func (brokenStore) Board(context.Context, ...taskgraph.Filter) (taskgraph.Board, error) {
+	return taskgraph.Board{}, errors.New("disk on fire")
+}
+
+// WithLogger: a store the board cannot read for its pages is logged, as
+// a warning naming the error; the page is told too.
+func TestWithLogger(t *testing.T) {
+	var buf syncBuffer
+	srv := serve(t, brokenStore{taskgraph.NewMemStore()}, board.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	resp, err := http.Get(srv.URL + "/api/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), "level=WARN") {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing logged: %q", buf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(buf.String(), `msg="taskgraph board: the store cannot be read for the pages" err="disk on fire"`) {
+		t.Errorf("logged %q", buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer the handler and the test may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

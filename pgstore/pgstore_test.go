@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -502,4 +503,23 @@ func TestSkipIsSaidLoudly(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), notRun)
 	assert.Equal(t, 1, strings.Count(string(out), "TASKGRAPH_POSTGRES_URL"), "one line: %s", out)
+}
+
+// WithLogger: the store says through it that Open created the graph, and
+// only then.
+func TestWithLogger(t *testing.T) {
+	p := pool(t)
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	graph := graphName(t)
+	s, err := pgstore.Open(ctx, p, graph, pgstore.WithLogger(log))
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Exec(ctx, `DELETE FROM taskgraph_graphs WHERE name = $1`, graph) })
+	require.NoError(t, s.Close())
+	assert.Contains(t, buf.String(), `level=INFO msg="pgstore: created the graph" graph=`+graph+"\n")
+	buf.Reset()
+	s, err = pgstore.Open(ctx, p, graph, pgstore.WithLogger(log))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	assert.Empty(t, buf.String(), "a graph that exists is not created")
 }

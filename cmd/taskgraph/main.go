@@ -274,6 +274,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	e.args, e.given = pos, args[1:]
 	e.settle()
+	if logger, err = newLogger(stderr); err != nil {
+		return exitCode(stderr, name, cmd, usageError{err.Error()})
+	}
 	if err := e.resolveFlagIDs(); err != nil {
 		return exitCode(stderr, name, cmd, err)
 	}

@@ -37,7 +37,7 @@ func newMCPServer(store taskgraph.Store, opts ...agenttools.Option) *mcp.Server 
 // otherwise hold the exit back for most of a minute, and a read cut short
 // loses nothing. A nil ended is never closed.
 func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}) *mcp.Server {
-	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Title: "taskgraph task graph", Version: version()}, nil)
+	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Title: "taskgraph task graph", Version: version()}, &mcp.ServerOptions{Logger: logger})
 	closed := false
 	for _, tool := range tools {
 		server.AddTool(&mcp.Tool{

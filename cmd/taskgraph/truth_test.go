@@ -64,3 +64,18 @@ func TestPlanSpeaksTheCLIsVocabulary(t *testing.T) {
 	}
 	assert.Len(t, strings.Split(strings.TrimSpace(ok(t, dir, "list")), "\n"), 3, "a refused plan creates nothing")
 }
+
+// $TASKGRAPH_LOG sets what the stores and servers log on stderr: warnings
+// by default, the durability protocol chosen at debug; a level it does not
+// know is a usage error.
+func TestTaskgraphLog(t *testing.T) {
+	dir := project(t)
+	r := tg(t, dir, "list")
+	assert.Empty(t, r.stderr)
+	r = runIn(t, dir, cleanEnv("TASKGRAPH_LOG=debug"), "list")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `level=DEBUG msg="taskgraph: durability protocol chosen" dir=\S+ protocol=\S+ filesystem=`, r.stderr)
+	r = runIn(t, dir, cleanEnv("TASKGRAPH_LOG=loud"), "list")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "$TASKGRAPH_LOG=loud: want debug, info, warn, error or off")
+}
