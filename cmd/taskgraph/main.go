@@ -11,8 +11,9 @@
 // write to a directory --dir or $TASKGRAPH_DIR names: every other command
 // says so when there is none, and creates nothing.
 //
-// Exit status: 0 success; 1 error; 2 usage; 3 the task is blocked or held
-// by someone else, or no task is ready now; 4 no task graph was found;
+// Exit status (exitStatuses, in reference.go): 0 success; 1 error; 2
+// usage; 3 wait: the task is blocked, held by someone else or held back
+// by a label's limit, or no task is ready now; 4 no task graph was found;
 // and from next, 5 finished (nothing left to do) and 6 finished, but
 // tasks failed or are stranded.
 package main
