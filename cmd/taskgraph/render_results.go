@@ -440,7 +440,7 @@ func (e *env) printPlanned(s store, tasks []taskgraph.Task, existed map[string]b
 	v := viewOf(all, nil) // a plan's new tasks: their limits do not matter
 	created := 0
 	for _, t := range tasks {
-		line := strings.Replace(e.line(t, v), idText(t.ID)+": ", idText(t.ID)+" "+t.Key+": ", 1)
+		line := strings.Replace(e.line(t, v), v.idText(t.ID)+": ", v.idText(t.ID)+" "+t.Key+": ", 1)
 		if existed[t.Key] {
 			line += " (existed; unchanged)"
 		} else {

@@ -72,6 +72,30 @@ type view struct {
 	state      map[taskgraph.ID]taskgraph.State
 	strandedBy map[taskgraph.ID]taskgraph.ID
 	parent     map[taskgraph.ID]taskgraph.ID // of the tasks that have one
+	// shared holds the numbers of the short forms (%N) that name more
+	// than one task of the graph, whose tasks a line names by full id;
+	// nil when the view does not hold the whole graph, or no id is a
+	// block's.
+	shared map[taskgraph.ID]bool
+}
+
+// idText is how a line names task id: its short form (idText), or its
+// full id where the short form names several tasks of the graph, so that
+// what a person reads can be typed back.
+func (v view) idText(id taskgraph.ID) string {
+	if v.shared[id%idBlock] {
+		return "#" + strconv.FormatInt(int64(id), 10)
+	}
+	return idText(id)
+}
+
+// idsText is idsText with the view's names.
+func (v view) idsText(ids []taskgraph.ID) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strings.TrimPrefix(v.idText(id), "#")
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // viewOf returns the view of a whole graph.
@@ -87,6 +111,7 @@ func viewOfBoard(b taskgraph.Board) view {
 	}
 	v := view{status: make(map[taskgraph.ID]taskgraph.Status, n), state: make(map[taskgraph.ID]taskgraph.State, n), strandedBy: b.StrandedBy,
 		parent: map[taskgraph.ID]taskgraph.ID{}}
+	blocks := false // some id is a block's: a short form may be shared
 	for _, g := range b.Lists() {
 		for _, t := range g.Tasks {
 			v.status[t.ID] = t.Status
@@ -94,6 +119,17 @@ func viewOfBoard(b taskgraph.Board) view {
 			if t.Parent != 0 {
 				v.parent[t.ID] = t.Parent
 			}
+			blocks = blocks || t.ID >= idBlock
+		}
+	}
+	if blocks {
+		seen := make(map[taskgraph.ID]bool, n)
+		v.shared = map[taskgraph.ID]bool{}
+		for id := range v.status {
+			if seen[id%idBlock] {
+				v.shared[id%idBlock] = true
+			}
+			seen[id%idBlock] = true
 		}
 	}
 	return v
@@ -217,7 +253,7 @@ func (e *env) line(t taskgraph.Task, v view) string {
 	default:
 		marker = "[ ]"
 	}
-	s := fmt.Sprintf("%s %s: %s", marker, idText(t.ID), t.Subject)
+	s := fmt.Sprintf("%s %s: %s", marker, v.idText(t.ID), t.Subject)
 	if t.Priority != taskgraph.DefaultPriority {
 		s += " " + t.Priority.String()
 	}
@@ -243,10 +279,10 @@ func (e *env) line(t taskgraph.Task, v view) string {
 		s += e.paint(dim, " (not before "+when(t.NotBefore)+")")
 	}
 	if by := v.strandedBy[t.ID]; by != 0 {
-		return s + e.paint(red, fmt.Sprintf(" (cannot start: %s %s)", idText(by), v.status[by]))
+		return s + e.paint(red, fmt.Sprintf(" (cannot start: %s %s)", v.idText(by), v.status[by]))
 	}
 	if open := agenttools.OpenBlockers(t, v.status); len(open) > 0 {
-		s += e.paint(red, " (blocked by: "+idsText(open)+")")
+		s += e.paint(red, " (blocked by: "+v.idsText(open)+")")
 	}
 	return s
 }

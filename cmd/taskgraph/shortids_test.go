@@ -62,6 +62,10 @@ func TestShortIDsOfAClone(t *testing.T) {
 	r = tg(t, origin, "add", "y", "--after", "%1")
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "--after %1 is ambiguous: it names 2 tasks, #1, #"+first)
+	// list holds the whole graph: it names by full id the tasks %1 names,
+	// so that what a person reads can be typed back.
+	assert.Contains(t, ok(t, origin, "list"), "[ ] #1: from origin\n[x] #"+first+": setup schema @")
+	assert.Contains(t, ok(t, origin, "list"), "[ ] %2: api (blocked by: [%3])\n")
 	assert.Contains(t, ok(t, origin, "show", "1"), "#1: from origin\n", "an id is never a short form")
 	assert.Contains(t, ok(t, origin, "show", first), "%1: setup schema\n")
 }
