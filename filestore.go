@@ -197,6 +197,9 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 			return nil, err
 		}
 	}
+	if created {
+		cfg.log.Info("taskgraph: created the task directory", "dir", dir)
+	}
 	return s, nil
 }
 
@@ -233,6 +236,7 @@ func (s *FileStore) chooseProtocol() {
 		s.durability.Protocol = ProtocolGroupCommit
 	}
 	s.durability.Reason = why
+	s.cfg.log.Debug("taskgraph: durability protocol chosen", "dir", s.dir, "protocol", string(s.durability.Protocol), "filesystem", s.durability.Filesystem, "reason", why)
 	// The full protocol decides writes ahead in the cache directory: the
 	// first commit makes sure it exists (ahead.go).
 	s.wantCacheDir = !s.gc && !s.cfg.noSync

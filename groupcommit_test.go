@@ -140,7 +140,8 @@ func (p *powerFS) SyncFS(d *os.File) error {
 	return nil
 }
 
-// lose puts every task file back to a version a power loss could leave.
+// lose puts every task file back to a version a power loss could leave,
+// and counts the files it left other than their latest version whole.
 func (p *powerFS) lose(t *testing.T, rng *rand.Rand) (reverted int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -156,6 +157,8 @@ func (p *powerFS) lose(t *testing.T, rng *rand.Rand) (reverted int) {
 		case !v.synced && rng.IntN(2) == 0:
 			require.NoError(t, os.WriteFile(v.link, nil, 0o644), name) // renamed, content lost
 			require.NoError(t, os.Rename(v.link, path), name)
+			reverted++
+			continue
 		default: // the version whole: its inode, its bytes, its mtime
 			data, err := os.ReadFile(v.link)
 			require.NoError(t, err)
@@ -267,8 +270,8 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		require.NoError(t, after.Close())
 		replays++
 	}
-	t.Logf("%d power losses, %d task files put back to an older version", replays, reverted)
-	assert.Greater(t, reverted, rounds/4, "the losses did revert files")
+	t.Logf("%d power losses, %d task files put back to an older version or emptied", replays, reverted)
+	assert.Greater(t, reverted, rounds/2, "the losses did revert or empty files")
 }
 
 // randomWrite makes one write of a kind chosen by rng; refusals are fine.

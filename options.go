@@ -4,6 +4,7 @@ package taskgraph
 
 import (
 	"io/fs"
+	"log/slog"
 	"time"
 )
 
@@ -19,14 +20,28 @@ type config struct {
 	// groupCommit: group commit even where the filesystem is not proven.
 	groupCommit bool
 	filePerm    fs.FileMode
+	log         *slog.Logger
 }
 
 func newConfig(opts []Option) config {
-	c := config{now: time.Now, filePerm: 0o644}
+	c := config{now: time.Now, filePerm: 0o644, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&c)
 	}
 	return c
+}
+
+// WithLogger gives the store a logger for what it does on its own, which
+// no call returns: a FileStore says where it created the task directory,
+// which durability protocol it chose and why, and when its Watch loses
+// events or falls back to polling. Without it the store logs nothing.
+// NewMemStore takes it and has nothing to log.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.log = l
+		}
+	}
 }
 
 // WithClock replaces time.Now, for tests of leases and timestamps.

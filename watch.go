@@ -92,11 +92,13 @@ func (s *FileStore) notifier() (*fsnotify.Watcher, string) {
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
+		s.cfg.log.Warn("taskgraph: watch polls the directory: no file notifier", "dir", s.dir, "poll", watchPoll, "err", err)
 		return nil, ""
 	}
 	path, ok := s.addWatch(w)
 	if !ok {
 		w.Close()
+		s.cfg.log.Warn("taskgraph: watch polls the directory: it cannot be watched by path", "dir", s.dir, "poll", watchPoll)
 		return nil, ""
 	}
 	return w, path
@@ -158,13 +160,15 @@ func (s *FileStore) wakeUp(w *fsnotify.Watcher, path string, poke func(), stop <
 					}
 				}
 				poke()
-			case _, ok := <-w.Errors:
+			case err, ok := <-w.Errors:
 				if !ok {
 					break events
 				}
+				s.cfg.log.Warn("taskgraph: the file notifier lost events; looking at every file", "dir", s.dir, "err", err)
 				poke() // an overflow lost events: look at everything
 			}
 		}
+		s.cfg.log.Warn("taskgraph: the file notifier stopped; watch polls the directory", "dir", s.dir, "poll", watchPoll)
 		poke() // the notifier stopped: look at everything, then poll
 	}
 	tick := time.NewTicker(watchPoll)

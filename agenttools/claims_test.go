@@ -263,7 +263,7 @@ func TestErrorsNameNoGoIdentifiers(t *testing.T) {
 	bad = append(bad, []struct{ tool, input string }{
 		{"task_create", `{"subject": "x", "labels": ["Not A Label"]}`}, {"task_create", `{"subject": "x", "labels": "x"}`},
 		{"task_create", fmt.Sprintf(`{"subject": "x", "labels": [%s"x"]}`, strings.Repeat(`"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "y", "z", "aa", "bb", "cc", "dd", "ee", "ff", "gg", "hh", `, 1))},
-		{"task_create", `{"subject": "x", "priority": 5}`}, {"task_create", `{"subject": "x", "priority": "P1"}`},
+		{"task_create", `{"subject": "x", "priority": 5}`}, {"task_create", `{"subject": "x", "priority": "P9"}`}, {"task_create", `{"subject": "x", "priority": true}`},
 		{"task_create", `{"subject": "x", "key": "12"}`}, {"task_create", `{"subject": "x", "key": "#12"}`}, {"task_create", `{"subject": "x", "key": "a\u0000b"}`},
 		{"task_update", `{"task_id": 2, "labels": ["UPPER"]}`}, {"task_update", `{"task_id": 2, "priority": 9}`},
 		{"task_fail", `{"task_id": 2}`}, {"task_fail", `{"task_id": 2, "reason": ""}`}, {"task_fail", `{"task_id": 2, "reason": "x"}`},

@@ -87,6 +87,8 @@ func want(dst any) string {
 	switch dst.(type) {
 	case **int64:
 		return "an integer"
+	case **priorityArg:
+		return `a priority, 0 to 4 or "P0" to "P4"`
 	case **string:
 		return "a string"
 	case **bool:
@@ -162,8 +164,26 @@ func asField(name string, err error) error {
 	return err
 }
 
+// priorityArg is a priority argument as given: a level, 0 to 4, or its
+// name, "P0" to "P4", as the command line takes it (taskgraph.ParsePriority).
+type priorityArg string
+
+func (p *priorityArg) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err == nil {
+		*p = priorityArg(s)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(data, &n); err != nil {
+		return err
+	}
+	*p = priorityArg(strconv.FormatInt(n, 10))
+	return nil
+}
+
 // newPriority checks a new task's priority argument: nil is the default.
-func newPriority(p *int64) (taskgraph.Priority, error) {
+func newPriority(p *priorityArg) (taskgraph.Priority, error) {
 	pr, err := toPriority(p)
 	if err != nil || pr == nil {
 		return taskgraph.DefaultPriority, err
@@ -173,11 +193,11 @@ func newPriority(p *int64) (taskgraph.Priority, error) {
 
 // toPriority checks a priority argument (taskgraph.ParsePriority); nil
 // stays nil.
-func toPriority(p *int64) (*taskgraph.Priority, error) {
+func toPriority(p *priorityArg) (*taskgraph.Priority, error) {
 	if p == nil {
 		return nil, nil
 	}
-	pr, err := taskgraph.ParsePriority(strconv.FormatInt(*p, 10))
+	pr, err := taskgraph.ParsePriority(string(*p))
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +231,7 @@ func decodeUpdate(raw json.RawMessage) (updateInput, error) {
 		id                   *int64
 		status, owner        *string
 		addBy, rmBy, add, rm []int64
-		priority             *int64
+		priority             *priorityArg
 		labels               *[]string
 		in                   updateInput
 	)

@@ -37,7 +37,8 @@ func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, erro
 	var (
 		subject, description, key *string
 		blockedBy                 []int64
-		priority, parent          *int64
+		priority                  *priorityArg
+		parent                    *int64
 		labels                    []string
 	)
 	if err := decode(raw, field{"subject", &subject}, field{"description", &description}, field{"blockedBy", &blockedBy},

@@ -39,18 +39,27 @@ func decodePlanTask(i int, raw json.RawMessage) (taskgraph.NewTask, error) {
 	var (
 		key, subject, description *string
 		after                     []planRef
-		priority                  *int64
+		priority                  *priorityArg
 		labels                    []string
 		maxAttempts, backoff      *int64
-		parent                    *string
+		parent, under             *string
 	)
 	fail := func(err error) (taskgraph.NewTask, error) {
 		return taskgraph.NewTask{}, fmt.Errorf("tasks[%d]: %w", i, err)
 	}
 	if err := decode(raw, field{"key", &key}, field{"subject", &subject}, field{"description", &description},
 		field{"after", &after}, field{"priority", &priority}, field{"labels", &labels},
-		field{"maxAttempts", &maxAttempts}, field{"backoffSeconds", &backoff}, field{"parent", &parent}); err != nil {
+		field{"maxAttempts", &maxAttempts}, field{"backoffSeconds", &backoff}, field{"parent", &parent},
+		field{"under", &under}); err != nil {
 		return fail(err)
+	}
+	// under is parent's other name, the word of WithUnder and of the
+	// tools' and the command line's filters: either, not both.
+	if under != nil {
+		if parent != nil {
+			return fail(errors.New("parent and under are one field (the task this one is under): give one"))
+		}
+		parent = under
 	}
 	if key == nil || *key == "" {
 		return fail(errors.New("key is required: every task of a plan has a key, which other tasks name in after"))

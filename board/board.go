@@ -57,6 +57,7 @@
 //	                                event carrying a Change after each change, each with the id EPOCH.VERSION; a
 //	                                reconnect with a Last-Event-ID this server still has the changes since is sent
 //	                                those, any other a "snapshot"; 503 with Retry-After past WithMaxStreams open streams
+//	GET  /metrics                   the tasks by state, lapsed leases and open streams, in the Prometheus text format
 //	POST /api/tasks                 create a task (CreateRequest); 201 and the task
 //	POST /api/tasks/{id}/release    release a claim (ReleaseRequest)
 //	POST /api/tasks/{id}/reopen     move a completed, failed or cancelled task back to pending (ReopenRequest)
@@ -74,6 +75,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -113,7 +115,13 @@ type config struct {
 	title    string
 	interval time.Duration
 	streams  int
+	log      *slog.Logger
 }
+
+// WithLogger gives the board a logger for what no request returns: a
+// store that cannot be read for the pages, or watched for other
+// processes' changes. Without it the board logs nothing.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
 // AllowWrites turns on the page's actions: release a claim, reopen a task,
 // add an edge, create a task. Each request must carry the server's token
@@ -178,6 +186,9 @@ func New(store taskgraph.Store, opts ...Option) *Server {
 	if c.streams < 1 {
 		c.streams = DefaultMaxStreams
 	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
 	s := &Server{store: store, cfg: c, mux: http.NewServeMux(), epoch: rand.Text()[:10]}
 	s.hub = newHub(s)
 	s.routes()
@@ -231,6 +242,7 @@ func (s *Server) routes() {
 	})))
 	s.mux.HandleFunc("GET /api/board", s.handleBoard)
 	s.mux.HandleFunc("GET /api/events", s.handleEvents)
+	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("POST /api/tasks", s.write(s.handleCreate))
 	s.mux.HandleFunc("POST /api/tasks/{id}/release", s.write(s.handleRelease))
 	s.mux.HandleFunc("POST /api/tasks/{id}/reopen", s.write(s.handleReopen))

@@ -218,6 +218,7 @@ func (h *hub) fail(err error) {
 	defer h.mu.Unlock()
 	h.failure = errorEvent(err)
 	h.failures++
+	h.s.cfg.log.Warn("taskgraph board: the store cannot be read for the pages", "err", err, "failures", h.failures)
 	h.wakeAll()
 }
 
@@ -286,6 +287,7 @@ func (h *hub) loop(ctx context.Context) {
 		if err != nil {
 			msg := "changes by other processes are not shown live: " + err.Error()
 			h.s.watchProblem.Store(&msg)
+			h.s.cfg.log.Warn("taskgraph board: "+msg, "err", err)
 		} else {
 			h.s.watchProblem.Store(nil)
 			events = ch

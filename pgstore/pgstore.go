@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ type Store struct {
 	lockID   int64            // advisory lock of this graph's edge edits
 	clock    func() time.Time // nil: the database's clock_timestamp()
 	noCreate bool
+	log      *slog.Logger
 	listed   atomic.Int64 // how many tasks the last List of the whole graph read
 	closed   atomic.Bool
 	closing  sync.Once
@@ -46,6 +48,18 @@ type Option func(*Store)
 // same clock.
 func WithClock(now func() time.Time) Option {
 	return func(s *Store) { s.clock = now }
+}
+
+// WithLogger gives the store a logger for what no call returns: the
+// graph Open created, and a watch that stopped on an error or whose
+// connection could not be made to stop listening. Without it the store
+// logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) {
+		if l != nil {
+			s.log = l
+		}
+	}
 }
 
 // WithoutCreate makes Open create nothing — neither the schema nor the
@@ -100,7 +114,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, graph string, opts ...Option)
 	}
 	h := fnv.New64a()
 	h.Write([]byte("taskgraph:" + graph))
-	s := &Store{pool: pool, graph: graph, lockID: int64(h.Sum64()), done: make(chan struct{})}
+	s := &Store{pool: pool, graph: graph, lockID: int64(h.Sum64()), done: make(chan struct{}), log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -113,12 +127,17 @@ func Open(ctx context.Context, pool *pgxpool.Pool, graph string, opts ...Option)
 	if err := Migrate(ctx, pool); err != nil {
 		return nil, err
 	}
+	created := false
 	err := retry(ctx, func() error {
-		_, err := pool.Exec(ctx, `INSERT INTO taskgraph_graphs (name) VALUES ($1) ON CONFLICT DO NOTHING`, graph)
+		tag, err := pool.Exec(ctx, `INSERT INTO taskgraph_graphs (name) VALUES ($1) ON CONFLICT DO NOTHING`, graph)
+		created = err == nil && tag.RowsAffected() == 1
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open %q: %w", graph, err)
+	}
+	if created {
+		s.log.Info("pgstore: created the graph", "graph", graph)
 	}
 	return s, nil
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,11 +36,23 @@ func TestMain(m *testing.M) {
 		os.Exit(runRole(role, os.Getenv("PGSTORE_TEST_GRAPH")))
 	}
 	if os.Getenv("TASKGRAPH_POSTGRES_URL") == "" {
-		// One line for the whole package, above the tests' own skips
-		// (go test shows a passing package's output only with -v).
-		fmt.Fprintln(os.Stderr, "PGSTORE TESTS NOT RUN: set TASKGRAPH_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable); .ci/run sets it")
+		sayLoudly(notRun)
 	}
 	os.Exit(m.Run())
+}
+
+// notRun is the one line that says the PostgreSQL tests did not run.
+const notRun = "PGSTORE TESTS NOT RUN: set TASKGRAPH_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable); .ci/run sets it"
+
+// sayLoudly writes line on stderr and, when there is one, on the terminal:
+// go test ./... shows a passing package's stderr only with -v, so a person
+// running it would otherwise never learn that these tests were skipped.
+func sayLoudly(line string) {
+	fmt.Fprintln(os.Stderr, line)
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		fmt.Fprintln(tty, line)
+		tty.Close()
+	}
 }
 
 // pool connects to $TASKGRAPH_POSTGRES_URL.
@@ -468,4 +482,44 @@ func TestLoadBlockerZeroAsFileStore(t *testing.T) {
 	require.ErrorAs(t, got, &gotInv)
 	require.Equal(t, *wantInv, *gotInv)
 	require.Equal(t, want.Error(), got.Error())
+}
+
+// go test ./... run by a person in a terminal says, in one line naming
+// TASKGRAPH_POSTGRES_URL, that the PostgreSQL tests did not run: the line
+// reaches the terminal although go test hides a passing package's output.
+func TestSkipIsSaidLoudly(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs util-linux script(1) for a terminal")
+	}
+	script, err := exec.LookPath("script")
+	require.NoError(t, err, "script(1) (util-linux) gives go test a terminal")
+	cmd := exec.Command(script, "-qec", "go test -count=1 -run '^$' .", "/dev/null")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TASKGRAPH_POSTGRES_URL=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), notRun)
+	assert.Equal(t, 1, strings.Count(string(out), "TASKGRAPH_POSTGRES_URL"), "one line: %s", out)
+}
+
+// WithLogger: the store says through it that Open created the graph, and
+// only then.
+func TestWithLogger(t *testing.T) {
+	p := pool(t)
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	graph := graphName(t)
+	s, err := pgstore.Open(ctx, p, graph, pgstore.WithLogger(log))
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Exec(ctx, `DELETE FROM taskgraph_graphs WHERE name = $1`, graph) })
+	require.NoError(t, s.Close())
+	assert.Contains(t, buf.String(), `level=INFO msg="pgstore: created the graph" graph=`+graph+"\n")
+	buf.Reset()
+	s, err = pgstore.Open(ctx, p, graph, pgstore.WithLogger(log))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	assert.Empty(t, buf.String(), "a graph that exists is not created")
 }

@@ -5,6 +5,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -32,12 +33,12 @@ func (s *Store) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
 		return nil, fmt.Errorf("pgstore: watch: %w", err)
 	}
 	if _, err := conn.Exec(ctx, `LISTEN taskgraph`); err != nil {
-		unlisten(ctx, conn)
+		unlisten(ctx, conn, s.log)
 		return nil, fmt.Errorf("pgstore: watch: %w", err)
 	}
 	b, err := s.Board(ctx)
 	if err != nil {
-		unlisten(ctx, conn)
+		unlisten(ctx, conn, s.log)
 		return nil, err
 	}
 	w := &watcher{s: s, conn: conn, out: make(chan taskgraph.Event)}
@@ -55,10 +56,11 @@ func (s *Store) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
 // unlisten stops conn listening, within cleanupTimeout, and returns it to
 // the pool; a connection that cannot be made to stop is closed instead,
 // so that no other user of the pool inherits the LISTEN.
-func unlisten(ctx context.Context, conn *pgxpool.Conn) {
+func unlisten(ctx context.Context, conn *pgxpool.Conn, log *slog.Logger) {
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	if _, err := conn.Exec(cctx, `UNLISTEN taskgraph`); err != nil {
+		log.Warn("pgstore: watch: the connection did not stop listening; closed it", "err", err)
 		conn.Conn().Close(cctx) // the pool drops a closed connection
 	}
 	conn.Release()
@@ -100,7 +102,7 @@ func index(b taskgraph.Board) (map[taskgraph.ID]taskgraph.Task, map[taskgraph.ID
 
 func (w *watcher) run(ctx context.Context) {
 	defer close(w.out)
-	defer unlisten(ctx, w.conn)
+	defer unlisten(ctx, w.conn, w.s.log)
 	// wctx ends the wait for notifications when the store closes too.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -117,6 +119,8 @@ func (w *watcher) run(ctx context.Context) {
 		return // the receiver's context: ctx.Err() says why
 	case w.s.closed.Load():
 		err = taskgraph.ErrClosed
+	default:
+		w.s.log.Warn("pgstore: watch stopped", "graph", w.s.graph, "err", err)
 	}
 	select {
 	case w.out <- taskgraph.Event{Kind: taskgraph.Ended, Err: err}:

@@ -17,7 +17,10 @@ import (
 // The budgets of issue 12.
 const (
 	toolSetBudget = 1500 // every tool's name, title, description and input schema
-	listBudget    = 1000 // task_list over a 500-task graph at its default limit
+	// sharedBudget is what a client puts in the model's context before
+	// the first call: the tool set and the server's instructions.
+	sharedBudget = 1800
+	listBudget   = 1000 // task_list over a 500-task graph at its default limit
 )
 
 // encoding is the vocabulary every figure is counted in: o200k_base, the
@@ -92,6 +95,26 @@ func TestToolSetBudget(t *testing.T) {
 		}
 		if total > toolSetBudget {
 			t.Errorf("%s cost %d tokens (%s), over the budget of %d: shorten descriptions or schemas", set.name, total, encoding, toolSetBudget)
+		}
+	}
+}
+
+// The MCP server's instructions (agenttools.Instructions) and the task
+// tools together stay within the shared budget, and the instructions say
+// what to do at each step.
+func TestInstructionsBudget(t *testing.T) {
+	tools := measureTools(t, "task tools", agenttools.New(taskgraph.NewMemStore()).List())
+	n := count(t, codec(t, encoding), agenttools.Instructions)
+	t.Logf("instructions: %d tokens (%s); with the tools, %d of %d", n, encoding, tools+n, sharedBudget)
+	if n < 50 {
+		t.Errorf("%d tokens of instructions: the tokenizer is not counting", n)
+	}
+	if tools+n > sharedBudget {
+		t.Errorf("the task tools and the instructions cost %d tokens (%s), over the shared budget of %d", tools+n, encoding, sharedBudget)
+	}
+	for _, step := range []string{"task_claim_next", "task_note", "task_complete", "task_wait", "stop"} {
+		if !strings.Contains(agenttools.Instructions, step) {
+			t.Errorf("the instructions do not say %s", step)
 		}
 	}
 }

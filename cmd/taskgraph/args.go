@@ -18,9 +18,12 @@ func (e *env) wantArgs(n int) error {
 	return nil
 }
 
-// parseID reads a task id argument (taskgraph.ParseID); a bad one is a
-// usage error.
-func parseID(s string) (taskgraph.ID, error) {
+// parseID reads a task id argument: an id (taskgraph.ParseID) or its
+// short form, %N (resolveShort); a bad one is a usage error.
+func (e *env) parseID(s string) (taskgraph.ID, error) {
+	if n, ok := parseShort(s); ok {
+		return e.resolveShort(n)
+	}
 	id, err := taskgraph.ParseID(s)
 	if err != nil {
 		return 0, usageError{reasonOf(err).Error()}
@@ -44,7 +47,7 @@ func (e *env) argIDs(n int, at ...int) ([]taskgraph.ID, error) {
 	}
 	ids := make([]taskgraph.ID, len(at))
 	for i, a := range at {
-		id, err := parseID(e.args[a])
+		id, err := e.parseID(e.args[a])
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +61,7 @@ func (e *env) idAndReason() (taskgraph.ID, string, error) {
 	if len(e.args) != 2 {
 		return 0, "", usagef("want the task id and the reason (quote it)")
 	}
-	id, err := parseID(e.args[0])
+	id, err := e.parseID(e.args[0])
 	if err != nil {
 		return 0, "", err
 	}

@@ -72,7 +72,7 @@ func flagsClaim(next bool) func(fs *flag.FlagSet) func(e *env) error {
 
 // printClaimed reports claim and next: the task claimed, or err.
 func (e *env) printClaimed(t taskgraph.Task, err error) error {
-	if err := e.printChanged(t, e.held(err, ""), "Claimed #%d: %s (owner %s)\n", t.ID, t.Subject, t.Owner); err != nil || e.json {
+	if err := e.printChanged(t, e.held(err, ""), "Claimed %s: %s (owner %s)\n", idText(t.ID), t.Subject, t.Owner); err != nil || e.json {
 		return err
 	}
 	e.printNotes(t, 1) // what the one before tried, first
@@ -231,14 +231,14 @@ func (e *env) stranded(s store, cause taskgraph.ID) ([]taskgraph.Task, error) {
 func cmdReopen(e *env) error {
 	return e.withID(func(s store, id taskgraph.ID) error {
 		t, err := s.Reopen(e.ctx, id)
-		return e.printChanged(t, err, "Reopened #%d: %s\n", t.ID, t.Subject)
+		return e.printChanged(t, err, "Reopened %s: %s\n", idText(t.ID), t.Subject)
 	})
 }
 
 func cmdRelease(e *env, force bool) error {
 	return e.withID(func(s store, id taskgraph.ID) error {
 		t, err := s.Release(e.ctx, id, e.holder(force))
-		return e.printChanged(t, e.held(err, "releases it"), "Released #%d: %s\n", t.ID, t.Subject)
+		return e.printChanged(t, e.held(err, "releases it"), "Released %s: %s\n", idText(t.ID), t.Subject)
 	})
 }
 
@@ -256,6 +256,6 @@ func cmdRenew(e *env) error {
 	}
 	return e.withStore(func(s store) error {
 		t, err := s.Renew(e.ctx, ids[0], e.owner, ttl)
-		return e.printChanged(t, e.held(err, ""), "Renewed #%d until %s\n", t.ID, t.LeaseExpiresAt.Local().Format(time.RFC3339))
+		return e.printChanged(t, e.held(err, ""), "Renewed %s until %s\n", idText(t.ID), t.LeaseExpiresAt.Local().Format(time.RFC3339))
 	})
 }

@@ -92,7 +92,7 @@ func cmdHistory(e *env) error {
 		if e.json {
 			return e.printJSON(h)
 		}
-		fmt.Fprintf(e.stdout, "#%d: %s\n", t.ID, t.Subject)
+		fmt.Fprintf(e.stdout, "%s: %s\n", idText(t.ID), t.Subject)
 		for _, x := range h {
 			fmt.Fprintf(e.stdout, "  %s\n", historyLine(x))
 		}

@@ -179,9 +179,9 @@ func cmdDep(e *env) error {
 			var p taskgraph.Patch
 			switch {
 			case add && has:
-				return e.printChanged(t, nil, "#%d already depends on #%d; nothing changed\n", id, blocker)
+				return e.printChanged(t, nil, "%s already depends on %s; nothing changed\n", idText(id), idText(blocker))
 			case !add && !has:
-				return fmt.Errorf("#%d is not blocked by #%d (it depends on %s); nothing changed", id, blocker, agenttools.FormatIDs(t.BlockedBy))
+				return fmt.Errorf("%s is not blocked by %s (it depends on %s); nothing changed", idText(id), idText(blocker), idsText(t.BlockedBy))
 			case add:
 				p.AddBlockedBy = []taskgraph.ID{blocker}
 			default:
@@ -193,9 +193,9 @@ func cmdDep(e *env) error {
 				continue
 			}
 			if add {
-				return e.printChanged(t, err, "#%d is now blocked by #%d\n", id, blocker)
+				return e.printChanged(t, err, "%s is now blocked by %s\n", idText(id), idText(blocker))
 			}
-			return e.printChanged(t, err, "#%d is no longer blocked by #%d\n", id, blocker)
+			return e.printChanged(t, err, "%s is no longer blocked by %s\n", idText(id), idText(blocker))
 		}
 	})
 }
@@ -213,7 +213,7 @@ func flagsDelete(fs *flag.FlagSet) func(e *env) error {
 				return err
 			}
 			if len(t.Blocks) > 0 && !*detach {
-				return fmt.Errorf("tasks %s depend on #%d: remove those edges first (taskgraph dep rm), or delete with --detach", agenttools.FormatIDs(t.Blocks), t.ID)
+				return fmt.Errorf("tasks %s depend on %s: remove those edges first (taskgraph dep rm), or delete with --detach", idsText(t.Blocks), idText(t.ID))
 			}
 			if err := s.Delete(e.ctx, t.ID, opts...); err != nil {
 				return err
@@ -233,7 +233,7 @@ func cmdNote(e *env) error {
 	}
 	return e.withStore(func(s store) error {
 		t, err := s.Note(e.ctx, ids[0], e.owner, e.args[1])
-		return e.printChanged(t, err, "Noted on #%d: %s\n", t.ID, t.Subject)
+		return e.printChanged(t, err, "Noted on %s: %s\n", idText(t.ID), t.Subject)
 	})
 }
 

@@ -85,7 +85,7 @@ func flagsEdit(fs *flag.FlagSet) func(e *env) error {
 				return refused(err)
 			}
 			if reflect.DeepEqual(before, after) {
-				return e.printChanged(t, nil, "No changes to #%d\n", t.ID)
+				return e.printChanged(t, nil, "No changes to %s\n", idText(t.ID))
 			}
 			p := patchOf(t.Rev, before, after)
 			if p.Status != nil || p.Owner != nil {
@@ -97,7 +97,7 @@ func flagsEdit(fs *flag.FlagSet) func(e *env) error {
 			if err != nil {
 				return refused(err)
 			}
-			return e.printChanged(updated, nil, "Saved #%d (rev %d)\n", updated.ID, updated.Rev)
+			return e.printChanged(updated, nil, "Saved %s (rev %d)\n", idText(updated.ID), updated.Rev)
 		})
 	}
 }

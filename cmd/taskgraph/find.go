@@ -77,9 +77,9 @@ func (e *env) initDir() (string, error) {
 // exist is a noGraphError and nothing is created.
 func openDir(dir string, create bool) (*taskgraph.FileStore, error) {
 	if create {
-		return taskgraph.Open(dir)
+		return taskgraph.Open(dir, taskgraph.WithLogger(logger))
 	}
-	s, err := taskgraph.Open(dir, taskgraph.WithoutCreate())
+	s, err := taskgraph.Open(dir, taskgraph.WithoutCreate(), taskgraph.WithLogger(logger))
 	if errors.Is(err, taskgraph.ErrNotFound) {
 		return nil, noGraphError{fmt.Sprintf("no task directory %s; run `taskgraph init`", dir)}
 	}
@@ -91,9 +91,9 @@ func openDir(dir string, create bool) (*taskgraph.FileStore, error) {
 // nothing is created, not even the schema.
 func openGraph(ctx context.Context, pool *pgxpool.Pool, graph string, create bool) (*pgstore.Store, error) {
 	if create {
-		return pgstore.Open(ctx, pool, graph)
+		return pgstore.Open(ctx, pool, graph, pgstore.WithLogger(logger))
 	}
-	return pgstore.Open(ctx, pool, graph, pgstore.WithoutCreate())
+	return pgstore.Open(ctx, pool, graph, pgstore.WithoutCreate(), pgstore.WithLogger(logger))
 }
 
 // store is what the commands need of a store; both backends have it all.
@@ -132,6 +132,13 @@ func (e *env) withPostgres(create bool, f func(s store, created bool) error) err
 		return fmt.Errorf("--store: %w", err)
 	}
 	defer pool.Close()
+	if create {
+		// init migrates a schema of an older version, as the message
+		// of every other command tells the user to do.
+		if err := pgstore.Migrate(e.ctx, pool); err != nil {
+			return err
+		}
+	}
 	s, err := openGraph(e.ctx, pool, e.graph, false)
 	created := false
 	if errors.Is(err, taskgraph.ErrNotFound) {

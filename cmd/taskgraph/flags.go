@@ -13,17 +13,25 @@ import (
 	"github.com/taskgraph-dev/taskgraph/agenttools"
 )
 
-// idList is a flag that takes ids, repeated or comma-separated.
+// idList is a flag that takes ids, repeated or comma-separated, each a
+// full id or a short form (%N), which it keeps as -N until
+// env.resolveFlagIDs replaces it by the id it names.
 type idList []taskgraph.ID
 
 func (l *idList) String() string { return agenttools.FormatIDs(*l) }
 
 func (l *idList) Set(v string) error {
-	ids, err := taskgraph.ParseIDs(v)
-	if err != nil {
-		return reasonOf(err)
+	for _, part := range strings.Split(v, ",") {
+		if n, ok := parseShort(strings.TrimSpace(part)); ok {
+			*l = append(*l, -n)
+			continue
+		}
+		ids, err := taskgraph.ParseIDs(part)
+		if err != nil {
+			return reasonOf(err)
+		}
+		*l = append(*l, ids...)
 	}
-	*l = append(*l, ids...)
 	return nil
 }
 

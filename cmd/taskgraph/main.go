@@ -11,8 +11,9 @@
 // write to a directory --dir or $TASKGRAPH_DIR names: every other command
 // says so when there is none, and creates nothing.
 //
-// Exit status: 0 success; 1 error; 2 usage; 3 the task is blocked or held
-// by someone else, or no task is ready now; 4 no task graph was found;
+// Exit status (exitStatuses, in reference.go): 0 success; 1 error; 2
+// usage; 3 wait: the task is blocked, held by someone else or held back
+// by a label's limit, or no task is ready now; 4 no task graph was found;
 // and from next, 5 finished (nothing left to do) and 6 finished, but
 // tasks failed or are stranded.
 package main
@@ -30,76 +31,13 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/agenttools"
 )
-
-const usage = `taskgraph is a durable task graph shared by agents and people.
-
-Usage:
-
-	taskgraph <command> [arguments] [flags]
-
-The commands are:
-
-	init                     create the task directory (.tasks here, or --dir)
-	add SUBJECT              add a task (--desc TEXT, --after ID..., --blocks ID...,
-	                         --priority P0..P4, --label LABEL..., --key KEY)
-	plan FILE                add a whole plan from a JSON file, all or nothing
-	list                     list every task (--status, --state, --owned-by, --label, --ready, --limit)
-	ready                    list the tasks that can start now, most urgent first (--label, --limit)
-	board                    list every task under its state: ready, blocked, stranded,
-	                         in_progress, completed, failed, cancelled
-	show ID                  show one task, with its metadata and times
-	explain ID               say why a task is not ready
-	claim ID                 claim a ready task (--lease DURATION)
-	next                     claim the most urgent ready task (--label LABEL..., --lease DURATION,
-	                         --wait [--timeout DURATION] to wait for one)
-	done ID                  complete a task you hold and say what it unblocked (--result TEXT)
-	fail ID REASON           fail a task you hold; what depends on it cannot start
-	cancel ID REASON         cancel a task; what depends on it cannot start
-	reopen ID                make a failed, cancelled or completed task pending again
-	release ID               give a task you hold back
-	renew ID DURATION        extend the lease of a task you hold
-	dep add|rm ID BLOCKER    add or remove "ID is blocked by BLOCKER"
-	edit ID                  edit a task in $EDITOR; the edit is checked before it is saved
-	delete ID                delete a task (--detach to remove the edges to it and free its children)
-	check                    report problems in the directory, changing nothing
-	watch                    print changes as they happen, by anyone
-	graph                    print the graph (--format mermaid|dot|waves, or --json)
-	export                   print every task as JSON, for import elsewhere
-	import FILE|--claude-code DIR
-	                         load tasks from an export, or from a Claude Code task list
-	                         (--renumber to give them new ids after the graph's own)
-	mcp                      serve the task tools over MCP on stdin/stdout (--lease DURATION,
-	                         --tools claude-code for Claude Code's TaskCreate/TaskGet/TaskUpdate/TaskList)
-	serve                    serve a live board of the graph to a web browser
-	version                  print the version
-	merge-file O A B PATH    git's merge driver for task files (init registers it)
-	clean-file PATH          git's clean filter for task files (init registers it)
-
-Flags for every command:
-
-	--dir DIR      task directory (default $TASKGRAPH_DIR, else the nearest .tasks
-	               in this directory or a parent, up to the repository root;
-	               in a linked git worktree, the main worktree's)
-	--store URL    a PostgreSQL database instead of a directory (default $TASKGRAPH_STORE),
-	               e.g. postgres://user@host/db; --graph NAME picks the graph in it (default "default")
-	--owner NAME   who you are (default $TASKGRAPH_OWNER, else user@host)
-	--json         machine-readable output
-
-done, fail, cancel, release and delete refuse a task someone else holds
-unless --force is given. Use "taskgraph help <command>" for more about a command.
-
-Exit status is 0 on success, 1 on error, 2 on a usage error, 3 when a task
-is blocked or held by someone else, or no task is ready now (wait, or try
-again later), and 4 when there is no task graph (run taskgraph init). next
-also exits 5 when the graph is finished, nothing left to do, and 6 when it
-is finished but tasks failed or are stranded (stop: a person must look).
-`
 
 // Exit codes.
 const (
@@ -193,51 +131,70 @@ type env struct {
 	color     bool
 	args      []string
 	given     []string // the command line as given, after the command's name
+	shorts    shortIDs // the tasks each short form names, once one is used
 	fs        *flag.FlagSet
 }
 
+// command is one command of the table: its name, its arguments'
+// synopsis, a line for the overview, its help, and its flags (which it
+// defines on the FlagSet given) with the function that runs it.
 type command struct {
-	args  string // argument synopsis
-	help  string
-	flags func(fs *flag.FlagSet) func(e *env) error
+	name    string
+	args    string
+	summary string
+	help    string
+	flags   func(fs *flag.FlagSet) func(e *env) error
 }
 
+// commandTable is every command, in the order the overview (taskgraph
+// help) lists them: the one table the help, docs/cli.md's reference, the
+// shell completions and the man pages are made from (reference.go).
+var commandTable []command
+
+// commands is commandTable by name.
 var commands map[string]command
 
 func init() {
-	commands = map[string]command{
-		"init":       {"", "Create the task directory: .tasks in the working directory, or --dir (with --store, the graph). The one command that creates a task graph; it is harmless on one that exists.", simple(cmdInit)},
-		"add":        {"SUBJECT", "Add a pending task. --priority P0..P4 (default P2) orders ClaimNext and next; --label routes it (next --label); --key names it, so that adding the same key again adds nothing.", flagsAdd},
-		"list":       {"", "List every task, one a line: [ ] pending, [>] in progress, [x] completed, [!] failed, [-] cancelled; a priority other than P2 and {labels} follow the subject; \"blocked by\" lists the blockers not completed yet, and \"cannot start\" names the failed or cancelled task a pending one waits on. --status, --state (ready, deferred, limited, blocked, stranded, in_progress, completed, failed, cancelled: where a task stands), --owned-by, --label and --ready filter; --limit caps. With --json each task carries its \"state\".", flagsList},
-		"ready":      {"", "List the tasks that can start now in the order next claims them: the most urgent first (P0), then the first created. --label filters, --limit caps. Exit status 3 if there is none.", flagsReady},
-		"board":      {"", "List every task under its state, the board's columns: ready (in claim order), blocked, stranded (waits on a failed or cancelled task), in progress, completed, failed and cancelled. With --json an object keyed by state, each an array of tasks with their \"state\".", simple(cmdBoard)},
-		"show":       {"ID", "Show one task in full: status, owner, lease, edges, times, metadata, description, its notes (latest first) and the last transitions of its history.", simple(cmdShow)},
-		"claim":      {"ID", "Claim a ready task for --owner.", flagsClaim(false)},
-		"limit":      {"[LABEL N]", "Cap at N the tasks carrying LABEL that may be in progress at once (0 removes the cap): no claim, next or edit goes past it, also when agents race; a ready task held back is \"limited\". Without arguments, list the limits. The limits are kept with the graph (and committed with it in git).", simple(cmdLimit)},
-		"note":       {"ID TEXT", "Add a note to a task, by --owner: what you tried, what you found, where you stopped. Whoever takes the task next sees the latest note first (show, next, task_get).", simple(cmdNote)},
-		"history":    {"ID", "List every transition of a task, oldest first: created, claimed (with the lease), lapsed, released, failed (why), completed (the result), cancelled, reopened, edited (which fields), noted; who and when. With --json an array of {at, event, by, detail}.", simple(cmdHistory)},
-		"next":       {"", "Claim the most urgent ready task (P0 first, then the first created) for --owner; with --label, only a task carrying all those labels. When it claims nothing, it says why, and its exit status says whether to wait or stop: 3, nothing ready now (it says what is in progress and when the next lease lapses); 5, finished: nothing left to do; 6, finished, but tasks failed or are stranded (it names them). --wait waits until a task can be claimed (exit status 0) or the graph is finished (5 or 6); --timeout DURATION bounds the wait (then 3). With --json, an outcome other than a claim is an object: {\"outcome\": \"nothing_ready\", \"finished\" or \"stalled\", \"message\", \"failed\", \"stranded\"}.", flagsClaim(true)},
-		"done":       {"ID", "Complete a task you hold and print the tasks this made ready; --result TEXT records what was done. A task someone else holds needs --force.", flagsDone},
-		"fail":       {"ID REASON", "Fail a task you hold, saying why: the tasks that depend on it cannot start until it is reopened, and are printed. A task someone else holds needs --force.", flagsFail},
-		"cancel":     {"ID REASON", "Cancel a pending or in-progress task, saying why: the tasks that depend on it cannot start until it is reopened. A task someone else holds needs --force.", flagsCancel},
-		"reopen":     {"ID", "Make a failed, cancelled or completed task pending again (its owner, reason and result are cleared). A completed task whose dependents have started is not reopened.", simple(cmdReopen)},
-		"explain":    {"ID", "Say where a task stands and why: what it waits on (status, owner, lease left), or the failed or cancelled task that strands it.", simple(cmdExplain)},
-		"plan":       {"FILE", "Create the tasks of a plan file (or - for stdin), all or nothing: JSON, {\"tasks\": [{\"key\", \"subject\", \"description\", \"after\": [key or \"#id\"], \"priority\": 0-4, \"labels\": [...]}]}, the shape of the task_plan tool. Tasks whose key exists are not created again, so a plan can be applied twice.", simple(cmdPlan)},
-		"release":    {"ID", "Give a task you hold back: it becomes pending again. A task someone else holds needs --force.", flagsForce(cmdRelease)},
-		"renew":      {"ID DURATION", "Extend the lease of a task --owner holds to DURATION (e.g. 30m) from now.", simple(cmdRenew)},
-		"dep":        {"add|rm ID BLOCKER", "Add or remove the edge \"ID is blocked by BLOCKER\". Edges that would close a cycle are refused; removing an edge that does not exist is an error.", simple(cmdDep)},
-		"edit":       {"ID", "Open the task in $EDITOR (default vi): its subject, description, status, owner, blockedBy, metadata and parent (add a \"parent\" line to give it one; 0 for none). The edit is validated before it is saved; if it is refused, nothing changes and the text you wrote is kept in a file named in the message (edit it again with --from FILE). Changing the status or owner of a task someone else holds needs --force.", flagsEdit},
-		"delete":     {"ID", "Delete a task. A task someone else holds needs --force; one that others depend on, or that has children, needs --detach (the edges go, and the children are left without a parent).", flagsDelete},
-		"check":      {"", "Report corrupt files, dangling edges and parents, cycles (of edges and of parents), work begun before its blockers were done, duplicate keys, expired leases, leftovers and task files a git merge left unmerged, each with what settles it, changing nothing. Exit status 1 if there are problems (on stdout); advice about setup (a clone that has not run init) is a warning, on stderr, and does not change the exit status.", simple(cmdCheck)},
-		"watch":      {"", "Print every change as it happens, by this or any other process, until interrupted. With --json, one JSON object a line.", simple(cmdWatch)},
-		"graph":      {"", "Print the dependency graph: Mermaid or Graphviz dot, with the remaining work ranked in waves left to right, or --format waves for the waves (what can run at once, round by round) and the critical path (the longest chain of unfinished work) as text; with --json an object of nodes, edges (from blocks to), waves and the critical path.", flagsGraph},
-		"export":     {"", "Print every task as a JSON array, ids and edges included.", simple(cmdExport)},
-		"import":     {"FILE | --claude-code DIR", "Load tasks from an export (or - for stdin), or from a Claude Code task list (~/.claude/tasks/<list>), all or nothing. Ids are kept and must be new to this graph; with --renumber the tasks get fresh ids after the graph's own and their edges follow, to merge a plan into an existing graph.", flagsImport},
-		"mcp":        {"", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout. --tools claude-code serves Claude Code's own task tools instead (TaskCreate, TaskGet, TaskUpdate, TaskList, with its argument names), on the same graph and with the same checks; --tools taskgraph,claude-code serves both. Unless --owner is given, each server is its own agent, mcp-HOST-PID-RANDOM ($TASKGRAPH_OWNER, a person's identity, is not used). Every claim is a lease (--lease, default 5m) that the server renews while it runs, so a killed session's tasks are free again within one lease. It starts without a graph: the first write creates the directory --dir or $TASKGRAPH_DIR names, as init would; otherwise the tools say to run taskgraph init.", flagsMCP},
-		"serve":      {"", serveHelp, flagsServe},
-		"merge-file": {"BASE OURS THEIRS PATH", "git's merge driver for task files, which init registers in a git repository (merge.taskgraph.driver): merges OURS and THEIRS, each changed from BASE, into OURS, field by field — edges and labels as sets, the state by the workflow's order (pending, in progress, then done), text by the later write — without leases or versions. Exit status 1 when a person should look (check then says why), 2 when the files cannot be merged.", simple(cmdMergeFile)},
-		"clean-file": {"PATH", "git's clean filter for task files, which init registers in a git repository (filter.taskgraph.clean): copies stdin to stdout without the lease and the version, so that lease renewals leave the working tree clean.", simple(cmdCleanFile)},
-		"version":    {"", "Print the version of taskgraph (its release, as CHANGELOG.md names it), the Go it was built with, and the VCS revision if the build recorded one.", simple(cmdVersion)},
+	commandTable = []command{
+		{"init", "", "create the task directory (.tasks here, or --dir)", "Create the task directory: .tasks in the working directory, or --dir (with --store, the graph). The one command that creates a task graph; it is harmless on one that exists.", simple(cmdInit)},
+		{"add", "SUBJECT", "add a task", "Add a pending task. --priority P0..P4 (default P2) orders ClaimNext and next; --label routes it (next --label); --key names it, so that adding the same key again adds nothing.", flagsAdd},
+		{"plan", "FILE", "add a whole plan from a JSON file, all or nothing", "Create the tasks of a plan file (or - for stdin), all or nothing: JSON, {\"tasks\": [{\"key\", \"subject\", \"description\", \"after\": [key or \"#id\"], \"priority\": \"P0\"..\"P4\" (or 0-4), \"labels\": [...], \"under\": key or \"#id\" (the task it is under, as --under; also \"parent\"), \"maxAttempts\", \"backoffSeconds\"}]}, the shape of the task_plan tool and the words of the command line. Tasks whose key exists are not created again, so a plan can be applied twice.", simple(cmdPlan)},
+		{"list", "", "list every task", "List every task, one a line: [ ] pending, [>] in progress, [x] completed, [!] failed, [-] cancelled; a priority other than P2 and {labels} follow the subject; \"blocked by\" lists the blockers not completed yet, and \"cannot start\" names the failed or cancelled task a pending one waits on. --status, --state (ready, deferred, limited, blocked, stranded, in_progress, completed, failed, cancelled: where a task stands), --owned-by, --label and --ready filter; --limit caps. With --json each task carries its \"state\".", flagsList},
+		{"ready", "", "list the tasks that can start now, most urgent first", "List the tasks that can start now in the order next claims them: the most urgent first (P0), then the first created. --label filters, --limit caps. Exit status 3 if there is none.", flagsReady},
+		{"board", "", "list every task under its state", "List every task under its state, the board's columns: ready (in claim order), blocked, stranded (waits on a failed or cancelled task), in progress, completed, failed and cancelled. With --json an object keyed by state, each an array of tasks with their \"state\".", simple(cmdBoard)},
+		{"show", "ID", "show one task, with its metadata, notes and times", "Show one task in full: status, owner, lease, edges, times, metadata, description, its notes (latest first) and the last transitions of its history.", simple(cmdShow)},
+		{"explain", "ID", "say why a task is not ready", "Say where a task stands and why: what it waits on (status, owner, lease left), or the failed or cancelled task that strands it.", simple(cmdExplain)},
+		{"history", "ID", "list every transition of a task", "List every transition of a task, oldest first: created, claimed (with the lease), lapsed, released, failed (why), completed (the result), cancelled, reopened, edited (which fields), noted; who and when. With --json an array of {at, event, by, detail}.", simple(cmdHistory)},
+		{"claim", "ID", "claim a ready task", "Claim a ready task for --owner.", flagsClaim(false)},
+		{"next", "", "claim the most urgent ready task, or say whether to wait or stop", "Claim the most urgent ready task (P0 first, then the first created) for --owner; with --label, only a task carrying all those labels. When it claims nothing, it says why, and its exit status says whether to wait or stop: 3, nothing ready now (it says what is in progress and when the next lease lapses); 5, finished: nothing left to do; 6, finished, but tasks failed or are stranded (it names them). --wait waits until a task can be claimed (exit status 0) or the graph is finished (5 or 6); --timeout DURATION bounds the wait (then 3). With --json, an outcome other than a claim is an object: {\"outcome\": \"nothing_ready\", \"finished\" or \"stalled\", \"message\", \"failed\", \"stranded\"}.", flagsClaim(true)},
+		{"note", "ID TEXT", "leave a note on a task for whoever takes it next", "Add a note to a task, by --owner: what you tried, what you found, where you stopped. Whoever takes the task next sees the latest note first (show, next, task_get).", simple(cmdNote)},
+		{"done", "ID", "complete a task you hold and say what it unblocked", "Complete a task you hold and print the tasks this made ready; --result TEXT records what was done. A task someone else holds needs --force.", flagsDone},
+		{"fail", "ID REASON", "fail a task you hold; what depends on it cannot start", "Fail a task you hold, saying why: the tasks that depend on it cannot start until it is reopened, and are printed. A task someone else holds needs --force.", flagsFail},
+		{"cancel", "ID REASON", "cancel a task; what depends on it cannot start", "Cancel a pending or in-progress task, saying why: the tasks that depend on it cannot start until it is reopened. A task someone else holds needs --force.", flagsCancel},
+		{"reopen", "ID", "make a failed, cancelled or completed task pending again", "Make a failed, cancelled or completed task pending again (its owner, reason and result are cleared). A completed task whose dependents have started is not reopened.", simple(cmdReopen)},
+		{"release", "ID", "give a task you hold back", "Give a task you hold back: it becomes pending again. A task someone else holds needs --force.", flagsForce(cmdRelease)},
+		{"renew", "ID DURATION", "extend the lease of a task you hold", "Extend the lease of a task --owner holds to DURATION (e.g. 30m) from now.", simple(cmdRenew)},
+		{"limit", "[LABEL N]", "cap the tasks of a label in progress at once, or list the caps", "Cap at N the tasks carrying LABEL that may be in progress at once (0 removes the cap): no claim, next or edit goes past it, also when agents race; a ready task held back is \"limited\". Without arguments, list the limits. The limits are kept with the graph (and committed with it in git).", simple(cmdLimit)},
+		{"dep", "add|rm ID BLOCKER", "add or remove \"ID is blocked by BLOCKER\"", "Add or remove the edge \"ID is blocked by BLOCKER\". Edges that would close a cycle are refused; removing an edge that does not exist is an error.", simple(cmdDep)},
+		{"edit", "ID", "edit a task in $EDITOR; the edit is checked before it is saved", "Open the task in $EDITOR (default vi): its subject, description, status, owner, blockedBy, metadata and parent (add a \"parent\" line to give it one; 0 for none). The edit is validated before it is saved; if it is refused, nothing changes and the text you wrote is kept in a file named in the message (edit it again with --from FILE). Changing the status or owner of a task someone else holds needs --force.", flagsEdit},
+		{"delete", "ID", "delete a task (--detach to remove the edges to it and free its children)", "Delete a task. A task someone else holds needs --force; one that others depend on, or that has children, needs --detach (the edges go, and the children are left without a parent).", flagsDelete},
+		{"check", "", "report problems in the directory, changing nothing", "Report corrupt files, dangling edges and parents, cycles (of edges and of parents), work begun before its blockers were done, duplicate keys, expired leases, leftovers and task files a git merge left unmerged, each with what settles it, changing nothing. Exit status 1 if there are problems (on stdout); advice about setup (a clone that has not run init) is a warning, on stderr, and does not change the exit status.", simple(cmdCheck)},
+		{"watch", "", "print changes as they happen, by anyone", "Print every change as it happens, by this or any other process, until interrupted. With --json, one JSON object a line.", simple(cmdWatch)},
+		{"graph", "", "print the graph (Mermaid, dot, waves, or --json)", "Print the dependency graph: Mermaid or Graphviz dot, with the remaining work ranked in waves left to right, or --format waves for the waves (what can run at once, round by round) and the critical path (the longest chain of unfinished work) as text; with --json an object of nodes, edges (from blocks to), waves and the critical path.", flagsGraph},
+		{"export", "", "print every task as JSON, for import elsewhere", "Print every task as a JSON array, ids and edges included.", simple(cmdExport)},
+		{"import", "FILE | --claude-code DIR", "load tasks from an export, or from a Claude Code task list", "Load tasks from an export (or - for stdin), or from a Claude Code task list (~/.claude/tasks/<list>), all or nothing. Ids are kept and must be new to this graph; with --renumber the tasks get fresh ids after the graph's own and their edges follow, to merge a plan into an existing graph.", flagsImport},
+		{"mcp", "", "serve the task tools over MCP on stdin/stdout", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout. --tools claude-code serves Claude Code's own task tools instead (TaskCreate, TaskGet, TaskUpdate, TaskList, with its argument names), on the same graph and with the same checks; --tools taskgraph,claude-code serves both. Unless --owner is given, each server is its own agent, mcp-HOST-PID-RANDOM ($TASKGRAPH_OWNER, a person's identity, is not used). Every claim is a lease (--lease, default 5m) that the server renews while it runs, so a killed session's tasks are free again within one lease. It starts without a graph: the first write creates the directory --dir or $TASKGRAPH_DIR names, as init would; otherwise the tools say to run taskgraph init.", flagsMCP},
+		{"serve", "", "serve a live board of the graph to a web browser", serveHelp, flagsServe},
+		{"version", "", "print the version", "Print the version of taskgraph — its tag for a tagged build; for an untagged one a pseudo-version, or the release after the last with -dev and the VCS revision (v0.1.1-dev+abcdef123456), never a release it is not — the Go it was built with, and the VCS revision if the build recorded one.", simple(cmdVersion)},
+		{"prime", "", "print a guide to working this graph, for AGENTS.md or CLAUDE.md", "Print a short guide to working the graph from a shell — claim, read the notes, leave notes, finish, and what next's exit status says to do — to paste into AGENTS.md or CLAUDE.md (taskgraph prime >> AGENTS.md). taskgraph mcp sends its tools' own guide as the server's instructions.", simple(cmdPrime)},
+		{"completion", "bash|zsh|fish", "print the shell completion script", "Print the completion script of a shell, made from the commands and flags of this binary: bash (source it, or put it in /etc/bash_completion.d/taskgraph), zsh (put it on $fpath as _taskgraph) or fish (put it in ~/.config/fish/completions/taskgraph.fish).", simple(cmdCompletion)},
+		{"man", "DIR", "write the man pages into DIR", "Write the man pages, taskgraph(1) and taskgraph-COMMAND(1) for each command, made from the commands and flags of this binary, into DIR (e.g. /usr/local/share/man/man1).", simple(cmdMan)},
+		{"merge-file", "BASE OURS THEIRS PATH", "git's merge driver for task files (init registers it)", "git's merge driver for task files, which init registers in a git repository (merge.taskgraph.driver): merges OURS and THEIRS, each changed from BASE, into OURS, field by field — edges and labels as sets, the state by the workflow's order (pending, in progress, then done), text by the later write — without leases or versions. Exit status 1 when a person should look (check then says why), 2 when the files cannot be merged.", simple(cmdMergeFile)},
+		{"clean-file", "PATH", "git's clean filter for task files (init registers it)", "git's clean filter for task files, which init registers in a git repository (filter.taskgraph.clean): copies stdin to stdout without the lease and the version, so that lease renewals leave the working tree clean.", simple(cmdCleanFile)},
+	}
+	commands = make(map[string]command, len(commandTable))
+	for _, c := range commandTable {
+		commands[c.name] = c
 	}
 }
 
@@ -274,7 +231,7 @@ func (e errQuiet) Error() string { return "" }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" && len(args) == 1 {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, overview())
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -289,7 +246,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// Flags and no command: taskgraph --owner x --help, or
 		// taskgraph --owner x.
 		if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
-			fmt.Fprint(stdout, usage)
+			fmt.Fprint(stdout, overview())
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "taskgraph: no command after %s\nRun 'taskgraph help' for usage.\n", strings.Join(args, " "))
@@ -297,7 +254,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if name == "help" {
 		if name = helpTopic(args[1:]); name == "" {
-			fmt.Fprint(stdout, usage) // taskgraph --owner x help
+			fmt.Fprint(stdout, overview()) // taskgraph --owner x help
 			return exitOK
 		}
 		args = []string{name, "--help"}
@@ -310,11 +267,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	e, do := newEnv(ctx, name, cmd, stdin, stdout, stderr)
 	pos, err := parseInterspersed(e.fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stdout, "usage: %s\n\n%s\n\nFlags:\n", usageLine(name, cmd), cmd.help)
-		var defaults strings.Builder
-		e.fs.SetOutput(&defaults)
-		e.fs.PrintDefaults()
-		fmt.Fprint(stdout, longFlags(defaults.String()))
+		fmt.Fprint(stdout, commandHelp(cmd))
 		return exitOK
 	}
 	if err != nil {
@@ -323,6 +276,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	e.args, e.given = pos, args[1:]
 	e.settle()
+	if logger, err = newLogger(stderr); err != nil {
+		return exitCode(stderr, name, cmd, usageError{err.Error()})
+	}
+	if err := e.resolveFlagIDs(); err != nil {
+		return exitCode(stderr, name, cmd, err)
+	}
 	return exitCode(stderr, name, cmd, do(e))
 }
 
@@ -333,11 +292,7 @@ func newEnv(ctx context.Context, name string, cmd command, stdin io.Reader, stdo
 	fs := flag.NewFlagSet("taskgraph "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // run reports parse errors, and prints help
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fs: fs}
-	fs.StringVar(&e.dir, "dir", "", "task `DIR`ectory (default $TASKGRAPH_DIR, else the nearest .tasks here or in a parent; in a linked git worktree, the main worktree's)")
-	fs.StringVar(&e.storeURL, "store", os.Getenv("TASKGRAPH_STORE"), "PostgreSQL `URL` to use instead of a directory")
-	fs.StringVar(&e.graph, "graph", envOr("TASKGRAPH_GRAPH", "default"), "graph `NAME` in the --store database")
-	fs.StringVar(&e.owner, "owner", os.Getenv("TASKGRAPH_OWNER"), "who you are, `NAME` (default $TASKGRAPH_OWNER, else user@host)")
-	fs.BoolVar(&e.json, "json", false, "machine-readable output")
+	defineGlobalFlags(fs, e)
 	do := cmd.flags(fs)
 	fs.Usage = func() {}
 	return e, do
@@ -346,14 +301,21 @@ func newEnv(ctx context.Context, name string, cmd command, stdin io.Reader, stdo
 // settle completes e once its flags are parsed: which of them were given,
 // and the environment's values and the defaults of the others.
 func (e *env) settle() {
-	e.fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "dir":
-			e.dirFrom = "--dir"
-		case "owner":
-			e.ownerFlag = true
-		}
-	})
+	given := map[string]bool{}
+	e.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if given["dir"] {
+		e.dirFrom = "--dir"
+	}
+	e.ownerFlag = given["owner"]
+	if !given["store"] {
+		e.storeURL = os.Getenv("TASKGRAPH_STORE")
+	}
+	if !given["graph"] {
+		e.graph = envOr("TASKGRAPH_GRAPH", "default")
+	}
+	if !e.ownerFlag {
+		e.owner = os.Getenv("TASKGRAPH_OWNER")
+	}
 	if e.dirFrom == "" {
 		if e.dir = os.Getenv("TASKGRAPH_DIR"); e.dir != "" {
 			e.dirFrom = "$TASKGRAPH_DIR"
@@ -380,10 +342,14 @@ func exitCode(stderr io.Writer, name string, cmd command, err error) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "taskgraph %s: %v\nusage: %s\n", name, err, usageLine(name, cmd))
 		return exitUsage
+	case errAmbiguous(err):
+		fmt.Fprintf(stderr, "taskgraph %s: %v\n", name, err)
+		return exitUsage
 	case errors.As(err, &ng):
 		fmt.Fprintf(stderr, "taskgraph %s: %v\n", name, err)
 		return exitNoGraph
-	case errors.Is(err, taskgraph.ErrBlocked), errors.Is(err, taskgraph.ErrClaimed), errors.Is(err, taskgraph.ErrNoReady):
+	case errors.Is(err, taskgraph.ErrBlocked), errors.Is(err, taskgraph.ErrClaimed), errors.Is(err, taskgraph.ErrNoReady),
+		errors.Is(err, taskgraph.ErrLimited): // a label at its limit: wait for a task of it to finish
 		fmt.Fprintf(stderr, "taskgraph %s: %s\n", name, describe(err))
 		return exitUnavailable
 	default:
@@ -426,12 +392,6 @@ func describe(err error) string {
 		"open it once without WithoutCreate (or call Migrate) to migrate it", "run `taskgraph init` with the same --store to migrate it").Replace(s)
 }
 
-// valueFlags are the flags that take a value, for commandFirst.
-var valueFlags = map[string]bool{"dir": true, "store": true, "graph": true, "owner": true, "lease": true,
-	"desc": true, "after": true, "blocks": true, "format": true, "claude-code": true, "from": true, "tools": true,
-	"priority": true, "label": true, "key": true, "status": true, "state": true, "timeout": true, "owned-by": true, "limit": true, "result": true,
-	"addr": true, "max-streams": true, "under": true, "parent": true, "max-attempts": true, "backoff": true, "not-before": true, "due": true}
-
 // helpTopic returns the command `taskgraph help` is asked about, the
 // first of args that is neither a flag nor a flag's value, or "" if there
 // is none (`taskgraph --owner x help`).
@@ -441,7 +401,7 @@ func helpTopic(args []string) string {
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			return a
 		}
-		if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && valueFlags[name] {
+		if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && valueFlags()[name] {
 			i++ // --owner NAME
 		}
 	}
@@ -457,12 +417,15 @@ var longFlag = regexp.MustCompile(`(?m)(^  |defined: |argument: |for flag |for )
 func longFlags(s string) string { return longFlag.ReplaceAllString(s, "$1--$2") }
 
 // commandFirst moves flags given before the command after it, so that
-// `taskgraph --owner x claim 1` works like `taskgraph claim 1 --owner x`.
+// `taskgraph --owner x claim 1` works like `taskgraph claim --owner x 1`:
+// right after its name, before its arguments, so that a flag of the
+// command left without its value at the end (`taskgraph --dir D add x
+// --after`) cannot take a global flag as its value.
 func commandFirst(args []string) []string {
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
 		name := strings.TrimLeft(args[i], "-")
-		if !strings.Contains(name, "=") && valueFlags[name] {
+		if !strings.Contains(name, "=") && valueFlags()[name] {
 			i += 2 // --dir DIR, --owner NAME
 		} else {
 			i++
@@ -471,7 +434,7 @@ func commandFirst(args []string) []string {
 	if i == 0 || i >= len(args) {
 		return args
 	}
-	return append(append([]string{args[i]}, args[i+1:]...), args[:i]...)
+	return slices.Concat(args[i:i+1], args[:i], args[i+1:])
 }
 
 // parseInterspersed parses flags wherever they appear among the arguments,
@@ -586,27 +549,50 @@ func (e *env) held(err error, force string) error {
 	return err
 }
 
-// release is the version of taskgraph this source is, as CHANGELOG.md
+// release is the last version of taskgraph released, as CHANGELOG.md
 // names it: bump it with each release. A binary that Go stamped with a
 // module version (go install …@v0.1.0, or a build of a tagged checkout,
 // as scripts/release makes) reports that instead.
 const release = "v0.1.0"
 
-// version returns the version of taskgraph: the module version Go
-// stamped into the binary, or release for a build of an untagged tree.
+// version returns the version of taskgraph the binary was built from.
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && strings.HasPrefix(bi.Main.Version, "v") && !strings.HasPrefix(bi.Main.Version, "v0.0.0-") {
-		return bi.Main.Version
-	}
-	return release
+	bi, _ := debug.ReadBuildInfo()
+	return versionOf(bi)
 }
 
-// revision returns the VCS revision the build recorded, "+dirty" if the
+// versionOf returns the version of the build bi describes: the module
+// version Go stamped, a tag or, for an untagged commit, a pseudo-version
+// (v0.0.0-20261204120000-abcdef123456); else, for a build that recorded
+// none (a linked worktree, -buildvcs=false, a tree without git), a
+// development version after release, never release itself: the build
+// holds changes that release does not. It is release with the patch
+// number bumped and "-dev" (as a pseudo-version bumps it), and the
+// revision if the build recorded one: v0.1.1-dev+abcdef123456.
+func versionOf(bi *debug.BuildInfo) string {
+	if bi != nil && strings.HasPrefix(bi.Main.Version, "v") {
+		return bi.Main.Version
+	}
+	dot := strings.LastIndex(release, ".")
+	patch, _ := strconv.Atoi(release[dot+1:])
+	v := fmt.Sprintf("%s.%d-dev", release[:dot], patch+1)
+	if rev := revisionOf(bi); rev != "" {
+		v += "+" + strings.ReplaceAll(rev, "+", ".") // semver build metadata: one "+"
+	}
+	return v
+}
+
+// revision returns the VCS revision the build recorded (revisionOf).
+func revision() string {
+	bi, _ := debug.ReadBuildInfo()
+	return revisionOf(bi)
+}
+
+// revisionOf returns the VCS revision build bi recorded, "+dirty" if the
 // tree was modified, or "" if it recorded none (go install of a module
 // version).
-func revision() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+func revisionOf(bi *debug.BuildInfo) string {
+	if bi == nil {
 		return ""
 	}
 	var rev, modified string

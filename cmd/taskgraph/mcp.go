@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,7 +38,11 @@ func newMCPServer(store taskgraph.Store, opts ...agenttools.Option) *mcp.Server 
 // otherwise hold the exit back for most of a minute, and a read cut short
 // loses nothing. A nil ended is never closed.
 func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}) *mcp.Server {
-	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Title: "taskgraph task graph", Version: version()}, nil)
+	opts := &mcp.ServerOptions{Logger: logger}
+	if slices.ContainsFunc(tools, func(t agenttools.Tool) bool { return t.Name == "task_claim_next" }) {
+		opts.Instructions = agenttools.Instructions // they name the task tools
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Title: "taskgraph task graph", Version: version()}, opts)
 	closed := false
 	for _, tool := range tools {
 		server.AddTool(&mcp.Tool{

@@ -215,10 +215,7 @@ func TestMCPEndOfInputCutsAWaitShort(t *testing.T) {
 // tools name the init to run; once it has run, the same server serves the
 // graph, and keeps its claims' leases there too.
 func TestMCPStoreWithoutAGraph(t *testing.T) {
-	url := os.Getenv("TASKGRAPH_POSTGRES_URL")
-	if url == "" {
-		t.Skip("set TASKGRAPH_POSTGRES_URL to run the PostgreSQL tests; .ci/run sets it")
-	}
+	url := postgresURL(t)
 	graph := fmt.Sprintf("mcp-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() { dropGraph(url, graph) })
 	dir := repo(t)

@@ -76,7 +76,7 @@ func TestGitThenReboot(t *testing.T) {
 		},
 		{
 			name: "hand delete",
-			script: `two=$(tg add two | sed 's/^Created #\([0-9]*\):.*/\1/')
+			script: `two=$(tg add two --json | sed -n 's/^  "id": \([0-9]*\),$/\1/p')
 				tg next >/dev/null && tg done $one >/dev/null
 				rm .tasks/task_$two.json`,
 			want: func(t *testing.T, tasks map[string]map[string]any) {
@@ -146,7 +146,7 @@ tg init >/dev/null && git add -A && git commit -qm graph
 cd "$base"
 [ -d %[4]s ] || git clone -q origin %[4]s
 cd %[4]s
-one=$(tg add one | sed 's/^Created #\([0-9]*\):.*/\1/')
+one=$(tg add one --json | sed -n 's/^  "id": \([0-9]*\),$/\1/p') # the full id: text shows a clone's short form
 git add -A && git commit -qm one
 tg check | grep -q %[5]q || { echo "not the protocol %[5]s:"; tg check; exit 1; }
 %[6]s

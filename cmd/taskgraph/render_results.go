@@ -47,12 +47,12 @@ func (e *env) printAdded(s store, t taskgraph.Task, existed bool) error {
 		return e.printJSON(toJSON(t))
 	}
 	if existed {
-		fmt.Fprintf(e.stdout, "#%d already has key %q: %s (nothing added)\n", t.ID, t.Key, t.Subject)
+		fmt.Fprintf(e.stdout, "%s already has key %q: %s (nothing added)\n", idText(t.ID), t.Key, t.Subject)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "Created #%d: %s", t.ID, t.Subject)
+	fmt.Fprintf(e.stdout, "Created %s: %s", idText(t.ID), t.Subject)
 	if open := agenttools.OpenBlockers(t, e.blockerStatuses(s, t)); len(open) > 0 {
-		fmt.Fprintf(e.stdout, " (blocked by: %s)", agenttools.FormatIDs(open))
+		fmt.Fprintf(e.stdout, " (blocked by: %s)", idsText(open))
 	}
 	fmt.Fprintln(e.stdout)
 	return nil
@@ -159,7 +159,7 @@ func stallText(s *taskgraph.StalledError, parent taskgraph.ID) string {
 		if len(g.ids) > 0 {
 			names := make([]string, len(g.ids))
 			for i, id := range g.ids {
-				names[i] = fmt.Sprintf("#%d", id)
+				names[i] = idText(id)
 			}
 			parts = append(parts, strings.Join(names, ", ")+" ("+g.what+")")
 		}
@@ -244,7 +244,7 @@ func underText(parent taskgraph.ID) string {
 	if parent == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" under #%d", parent)
+	return " under " + idText(parent)
 }
 
 // printCompleted reports done: the task, and the tasks it made ready.
@@ -255,7 +255,7 @@ func (e *env) printCompleted(c taskgraph.Completion) error {
 			Unblocked []taskJSON `json:"unblocked"`
 		}{toJSON(c.Task), toJSONs(c.Unblocked)})
 	}
-	fmt.Fprintf(e.stdout, "Completed #%d: %s\n", c.Task.ID, c.Task.Subject)
+	fmt.Fprintf(e.stdout, "Completed %s: %s\n", idText(c.Task.ID), c.Task.Subject)
 	if len(c.Unblocked) > 0 {
 		fmt.Fprintf(e.stdout, "Unblocked: %s\n", taskNames(c.Unblocked))
 	}
@@ -272,12 +272,12 @@ func (e *env) printOutcome(verb string, t taskgraph.Task, stranded []taskgraph.T
 		}{toJSON(t), toJSONs(stranded)})
 	}
 	if t.Status == taskgraph.Pending { // a failure with attempts left: a retry
-		fmt.Fprintf(e.stdout, "%s #%d: %s (attempt %d of %d); it will be retried from %s\n", verb, t.ID, t.Subject, t.Attempts, t.MaxAttempts, when(t.NotBefore))
+		fmt.Fprintf(e.stdout, "%s %s: %s (attempt %d of %d); it will be retried from %s\n", verb, idText(t.ID), t.Subject, t.Attempts, t.MaxAttempts, when(t.NotBefore))
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "%s #%d: %s (%s)\n", verb, t.ID, t.Subject, t.Reason)
+	fmt.Fprintf(e.stdout, "%s %s: %s (%s)\n", verb, idText(t.ID), t.Subject, t.Reason)
 	if len(stranded) > 0 {
-		fmt.Fprintf(e.stdout, "Cannot start until #%d is reopened: %s\n", t.ID, taskNames(stranded))
+		fmt.Fprintf(e.stdout, "Cannot start until %s is reopened: %s\n", idText(t.ID), taskNames(stranded))
 	}
 	return nil
 }
@@ -295,9 +295,9 @@ func (e *env) printDeleted(t taskgraph.Task) error {
 			Detached []taskgraph.ID `json:"detached"`
 		}{t.ID, detached})
 	}
-	fmt.Fprintf(e.stdout, "Deleted #%d: %s", t.ID, t.Subject)
+	fmt.Fprintf(e.stdout, "Deleted %s: %s", idText(t.ID), t.Subject)
 	if len(detached) > 0 {
-		fmt.Fprintf(e.stdout, " (no longer blocks %s)", agenttools.FormatIDs(detached))
+		fmt.Fprintf(e.stdout, " (no longer blocks %s)", idsText(detached))
 	}
 	fmt.Fprintln(e.stdout)
 	return nil
@@ -366,9 +366,9 @@ func (e *env) printExplanation(id taskgraph.ID, ex taskgraph.Explanation) error 
 		}
 		return e.printJSON(out)
 	}
-	fmt.Fprintf(e.stdout, "#%d: %s\n%s\n", ex.Task.ID, ex.Task.Subject, describe(errors.New(ex.Text)))
+	fmt.Fprintf(e.stdout, "%s: %s\n%s\n", idText(ex.Task.ID), ex.Task.Subject, describe(errors.New(ex.Text)))
 	for _, w := range ex.Waiting {
-		line := fmt.Sprintf("  waits on #%d: %s (%s", w.ID, w.Subject, w.Status)
+		line := fmt.Sprintf("  waits on %s: %s (%s", idText(w.ID), w.Subject, w.Status)
 		if w.Owner != "" {
 			line += ", " + w.Owner
 		}
@@ -394,7 +394,7 @@ func (e *env) printEvent(ev taskgraph.Event) {
 		fmt.Fprintf(e.stdout, "%s\n", line)
 		return
 	}
-	fmt.Fprintf(e.stdout, "%s %-9s #%d: %s (%s", time.Now().Format("15:04:05"), ev.Kind, ev.Task.ID, ev.Task.Subject, ev.Task.Status)
+	fmt.Fprintf(e.stdout, "%s %-9s %s: %s (%s", time.Now().Format("15:04:05"), ev.Kind, idText(ev.Task.ID), ev.Task.Subject, ev.Task.Status)
 	if ev.Task.Owner != "" {
 		fmt.Fprintf(e.stdout, ", %s", ev.Task.Owner)
 	}
@@ -440,7 +440,7 @@ func (e *env) printPlanned(s store, tasks []taskgraph.Task, existed map[string]b
 	v := viewOf(all, nil) // a plan's new tasks: their limits do not matter
 	created := 0
 	for _, t := range tasks {
-		line := strings.Replace(e.line(t, v), fmt.Sprintf("#%d: ", t.ID), fmt.Sprintf("#%d %s: ", t.ID, t.Key), 1)
+		line := strings.Replace(e.line(t, v), v.idText(t.ID)+": ", v.idText(t.ID)+" "+t.Key+": ", 1)
 		if existed[t.Key] {
 			line += " (existed; unchanged)"
 		} else {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,6 +72,30 @@ type view struct {
 	state      map[taskgraph.ID]taskgraph.State
 	strandedBy map[taskgraph.ID]taskgraph.ID
 	parent     map[taskgraph.ID]taskgraph.ID // of the tasks that have one
+	// shared holds the numbers of the short forms (%N) that name more
+	// than one task of the graph, whose tasks a line names by full id;
+	// nil when the view does not hold the whole graph, or no id is a
+	// block's.
+	shared map[taskgraph.ID]bool
+}
+
+// idText is how a line names task id: its short form (idText), or its
+// full id where the short form names several tasks of the graph, so that
+// what a person reads can be typed back.
+func (v view) idText(id taskgraph.ID) string {
+	if v.shared[id%idBlock] {
+		return "#" + strconv.FormatInt(int64(id), 10)
+	}
+	return idText(id)
+}
+
+// idsText is idsText with the view's names.
+func (v view) idsText(ids []taskgraph.ID) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strings.TrimPrefix(v.idText(id), "#")
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // viewOf returns the view of a whole graph.
@@ -86,6 +111,7 @@ func viewOfBoard(b taskgraph.Board) view {
 	}
 	v := view{status: make(map[taskgraph.ID]taskgraph.Status, n), state: make(map[taskgraph.ID]taskgraph.State, n), strandedBy: b.StrandedBy,
 		parent: map[taskgraph.ID]taskgraph.ID{}}
+	blocks := false // some id is a block's: a short form may be shared
 	for _, g := range b.Lists() {
 		for _, t := range g.Tasks {
 			v.status[t.ID] = t.Status
@@ -93,6 +119,17 @@ func viewOfBoard(b taskgraph.Board) view {
 			if t.Parent != 0 {
 				v.parent[t.ID] = t.Parent
 			}
+			blocks = blocks || t.ID >= idBlock
+		}
+	}
+	if blocks {
+		seen := make(map[taskgraph.ID]bool, n)
+		v.shared = map[taskgraph.ID]bool{}
+		for id := range v.status {
+			if seen[id%idBlock] {
+				v.shared[id%idBlock] = true
+			}
+			seen[id%idBlock] = true
 		}
 	}
 	return v
@@ -178,7 +215,7 @@ func (e *env) printPicked(shown []*taskgraph.Task, more int, v view) error {
 func taskNames(ts []taskgraph.Task) string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
-		parts[i] = fmt.Sprintf("#%d %s", t.ID, t.Subject)
+		parts[i] = idText(t.ID) + " " + t.Subject
 	}
 	return strings.Join(parts, ", ")
 }
@@ -216,7 +253,7 @@ func (e *env) line(t taskgraph.Task, v view) string {
 	default:
 		marker = "[ ]"
 	}
-	s := fmt.Sprintf("%s #%d: %s", marker, t.ID, t.Subject)
+	s := fmt.Sprintf("%s %s: %s", marker, v.idText(t.ID), t.Subject)
 	if t.Priority != taskgraph.DefaultPriority {
 		s += " " + t.Priority.String()
 	}
@@ -242,10 +279,10 @@ func (e *env) line(t taskgraph.Task, v view) string {
 		s += e.paint(dim, " (not before "+when(t.NotBefore)+")")
 	}
 	if by := v.strandedBy[t.ID]; by != 0 {
-		return s + e.paint(red, fmt.Sprintf(" (cannot start: #%d %s)", by, v.status[by]))
+		return s + e.paint(red, fmt.Sprintf(" (cannot start: %s %s)", v.idText(by), v.status[by]))
 	}
 	if open := agenttools.OpenBlockers(t, v.status); len(open) > 0 {
-		s += e.paint(red, " (blocked by: "+agenttools.FormatIDs(open)+")")
+		s += e.paint(red, " (blocked by: "+v.idsText(open)+")")
 	}
 	return s
 }
@@ -276,7 +313,7 @@ func (e *env) standing(s store, t taskgraph.Task) (state, why string) {
 	if len(open) == 0 {
 		return state + ", ready", ""
 	}
-	state += ", blocked by " + agenttools.FormatIDs(open)
+	state += ", blocked by " + idsText(open)
 	if all, err := s.List(e.ctx); !readFailed(err) {
 		if ex, err := taskgraph.Explain(all, t.ID, time.Now()); err == nil {
 			why = ex.Text
@@ -312,11 +349,14 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 	}
 	w := e.stdout
 	state, why := e.standing(s, t)
-	fmt.Fprintf(w, "#%d: %s\n", t.ID, t.Subject)
+	fmt.Fprintf(w, "%s: %s\n", idText(t.ID), t.Subject)
 	row := func(name, value string) {
 		if value != "" {
 			fmt.Fprintf(w, "%-12s %s\n", name+":", value)
 		}
+	}
+	if t.ID >= idBlock { // the full id, for the places that want it
+		row("id", strconv.FormatInt(int64(t.ID), 10))
 	}
 	stamp := func(t time.Time) string {
 		if t.IsZero() {
@@ -343,10 +383,10 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 		row("attempts", fmt.Sprintf("%d used of %d, backoff %v", t.Attempts, t.MaxAttempts, t.Backoff))
 	}
 	if t.Parent != 0 {
-		row("parent", fmt.Sprintf("#%d", t.Parent))
+		row("parent", idText(t.Parent))
 	}
-	row("depends on", agenttools.FormatIDs(t.BlockedBy))
-	row("blocks", agenttools.FormatIDs(t.Blocks))
+	row("depends on", idsText(t.BlockedBy))
+	row("blocks", idsText(t.Blocks))
 	row("created", stamp(t.CreatedAt))
 	row("updated", stamp(t.UpdatedAt))
 	row("rev", fmt.Sprint(t.Rev))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -27,8 +28,9 @@ address other than loopback without --allow-remote. It is read-only unless
 --allow-writes is given; then the page can release a claim, reopen a task,
 add an edge and create a task, and the URL printed on stdout carries the
 token those writes need. At most --max-streams pages (default 256) follow
-the board at once; one more is refused until another closes. Interrupt to
-stop.`
+the board at once; one more is refused until another closes. GET /metrics
+serves the tasks by state, the lapsed leases and the pages following the
+board in the Prometheus text format. Interrupt to stop.`
 
 func flagsServe(fs *flag.FlagSet) func(e *env) error {
 	addr := fs.String("addr", "127.0.0.1:7777", "listen on `HOST:PORT` (port 0 picks a free one)")
@@ -50,7 +52,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			return usagef("--addr %s is not a loopback address: anyone who can reach it could read the board; add --allow-remote if that is meant", *addr)
 		}
 		return e.withStore(func(s store) error {
-			opts := []board.Option{board.WithTitle(e.graphName()), board.WithMaxStreams(*streams)}
+			opts := []board.Option{board.WithTitle(e.graphName()), board.WithMaxStreams(*streams), board.WithLogger(logger)}
 			if *writes {
 				opts = append(opts, board.AllowWrites())
 			}
@@ -76,7 +78,8 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 				mode = "writes allowed to holders of the token in the URL"
 			}
 			fmt.Fprintf(e.stderr, "Serving the board of %s (%s); interrupt to stop\n", e.where(), mode)
-			srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+				ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()
 			select {

@@ -80,3 +80,20 @@ func TestServeStreamLimit(t *testing.T) {
 		assert.Contains(t, r.stderr, "--max-streams "+n+": at least one page")
 	}
 }
+
+// taskgraph serve has /metrics for Prometheus: the tasks by state, in its
+// text format.
+func TestServeMetrics(t *testing.T) {
+	dir := project(t)
+	ok(t, dir, "add", "a")
+	ok(t, dir, "add", "b", "--after", "1")
+	url := startServe(t, dir)
+	resp, err := http.Get(url + "metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Equal(t, "text/plain; version=0.0.4; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Contains(t, string(body), "# TYPE taskgraph_tasks gauge\n")
+	assert.Contains(t, string(body), "\ntaskgraph_tasks{state=\"ready\"} 1\ntaskgraph_tasks{state=\"deferred\"} 0\ntaskgraph_tasks{state=\"limited\"} 0\ntaskgraph_tasks{state=\"blocked\"} 1\n")
+}
