@@ -1,0 +1,395 @@
+// The server: the Store contract as versioned JSON over HTTP.
+
+package hub
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	tg "github.com/taskgraph-dev/taskgraph"
+)
+
+// Store is what a hub serves: a Store with every optional capability the
+// local stores have. *tg.FileStore, *tg.MemStore and *pgstore.Store are
+// each one.
+type Store interface {
+	tg.Store
+	tg.Loader
+	tg.Noter
+	tg.Limiter
+}
+
+// DefaultMaxBody bounds a request's body: a plan or a load of many tasks
+// is large, but nothing legitimate comes near it.
+const DefaultMaxBody = 64 << 20
+
+// Server serves a Store under /v1/ (see the package documentation for
+// the endpoints). Every request needs a token that tokens knows, and may
+// do only what its role allows.
+type Server struct {
+	store   Store
+	tokens  Tokens
+	maxBody int64
+	mux     *http.ServeMux
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithMaxBody bounds a request's body at n bytes (DefaultMaxBody unless
+// set); a larger one is refused with 413.
+func WithMaxBody(n int64) Option { return func(s *Server) { s.maxBody = n } }
+
+// NewServer returns a server of store for the holders of tokens. It does
+// not close store.
+func NewServer(store Store, tokens Tokens, opts ...Option) *Server {
+	s := &Server{store: store, tokens: tokens, maxBody: DefaultMaxBody, mux: http.NewServeMux()}
+	for _, o := range opts {
+		o(s)
+	}
+	s.routes()
+	return s
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	s.mux.ServeHTTP(w, r)
+}
+
+// request is what a handler gets: the request, who sent it, and the
+// task id of its path, if any.
+type request struct {
+	*http.Request
+	who    Identity
+	id     tg.ID
+	marked bool // the body holds a floatMarker
+}
+
+// unmark returns metadata m of the body with its floatMarker objects
+// read back.
+func (r *request) unmark(m map[string]any) map[string]any {
+	if !r.marked {
+		return m
+	}
+	return unmarkMeta(m)
+}
+
+// need is what a route needs of a token's role.
+type need int
+
+const (
+	read  need = iota // any role
+	write             // an agent or an admin
+	admin             // an admin only
+)
+
+func (s *Server) routes() {
+	s.handle("GET /v1/tasks/{id}", read, func(r *request) (any, error) { return s.store.Get(r.Context(), r.id) })
+	s.handle("GET /v1/tasks", read, func(r *request) (any, error) {
+		fs, err := queryFilters(r.URL.Query())
+		if err != nil {
+			return nil, err
+		}
+		return s.store.List(r.Context(), fs...)
+	})
+	s.handle("GET /v1/board", read, func(r *request) (any, error) {
+		fs, err := queryFilters(r.URL.Query())
+		if err != nil {
+			return nil, err
+		}
+		return s.store.Board(r.Context(), fs...)
+	})
+	s.handle("GET /v1/limits", read, func(r *request) (any, error) { return s.store.Limits(r.Context()) })
+	s.handle("POST /v1/tasks", write, func(r *request) (any, error) {
+		var nt tg.NewTask
+		if err := r.decode(&nt); err != nil {
+			return nil, err
+		}
+		nt.Metadata = r.unmark(nt.Metadata)
+		if err := r.who.owns("Owner", nt.Owner); err != nil {
+			return nil, err
+		}
+		return s.store.Create(r.Context(), nt)
+	})
+	s.handle("POST /v1/plans", write, func(r *request) (any, error) {
+		var nts []tg.NewTask
+		if err := r.decode(&nts); err != nil {
+			return nil, err
+		}
+		for i, nt := range nts {
+			nts[i].Metadata = r.unmark(nt.Metadata)
+			if err := r.who.owns(fmt.Sprintf("[%d].Owner", i), nt.Owner); err != nil {
+				return nil, err
+			}
+		}
+		return s.store.CreatePlan(r.Context(), nts)
+	})
+	s.handle("POST /v1/load", admin, func(r *request) (any, error) {
+		var ts []tg.Task
+		if err := r.decode(&ts); err != nil {
+			return nil, err
+		}
+		for i := range ts {
+			ts[i].Metadata = r.unmark(ts[i].Metadata)
+		}
+		return nil, s.store.Load(r.Context(), ts)
+	})
+	s.handle("PATCH /v1/tasks/{id}", write, func(r *request) (any, error) {
+		var p tg.Patch
+		if err := r.decode(&p); err != nil {
+			return nil, err
+		}
+		p.Metadata = r.unmark(p.Metadata)
+		if r.who.Role != Admin && (p.Status != nil || p.Owner != nil) {
+			return nil, fmt.Errorf("%w: an agent's token may not set a task's status or owner with an edit: claim, complete, fail or release it", ErrForbidden)
+		}
+		return s.store.Update(r.Context(), r.id, p)
+	})
+	s.handle("POST /v1/tasks/{id}/claim", write, func(r *request) (any, error) {
+		var c ClaimRequest
+		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+			return nil, err
+		}
+		return s.store.Claim(r.Context(), r.id, c.Owner, claimOptions(c)...)
+	})
+	s.handle("POST /v1/claim-next", write, func(r *request) (any, error) {
+		var c ClaimRequest
+		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+			return nil, err
+		}
+		return s.store.ClaimNext(r.Context(), c.Owner, claimOptions(c)...)
+	})
+	s.handle("POST /v1/tasks/{id}/renew", write, func(r *request) (any, error) {
+		var c RenewRequest
+		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+			return nil, err
+		}
+		return s.store.Renew(r.Context(), r.id, c.Owner, c.TTL)
+	})
+	s.handle("POST /v1/tasks/{id}/complete", write, func(r *request) (any, error) {
+		var c CompleteRequest
+		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+			return nil, err
+		}
+		var opts []tg.CompleteOption
+		if c.Result != "" {
+			opts = append(opts, tg.WithResult(c.Result))
+		}
+		return s.store.Complete(r.Context(), r.id, c.Owner, opts...)
+	})
+	s.handle("POST /v1/tasks/{id}/fail", write, func(r *request) (any, error) {
+		var c FailRequest
+		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+			return nil, err
+		}
+		return s.store.Fail(r.Context(), r.id, c.Owner, c.Reason)
+	})
+	s.handle("POST /v1/tasks/{id}/release", write, func(r *request) (any, error) {
+		var c ReleaseRequest
+		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+			return nil, err
+		}
+		return s.store.Release(r.Context(), r.id, c.Owner)
+	})
+	s.handle("POST /v1/tasks/{id}/notes", write, func(r *request) (any, error) {
+		var c NoteRequest
+		if err := r.decodeOwner(&c, &c.Author); err != nil {
+			return nil, err
+		}
+		return s.store.Note(r.Context(), r.id, c.Author, c.Text)
+	})
+	s.handle("POST /v1/tasks/{id}/cancel", admin, func(r *request) (any, error) {
+		var c CancelRequest
+		if err := r.decode(&c); err != nil {
+			return nil, err
+		}
+		return s.store.Cancel(r.Context(), r.id, c.Reason)
+	})
+	s.handle("POST /v1/tasks/{id}/reopen", admin, func(r *request) (any, error) {
+		if err := r.decode(&struct{}{}); err != nil {
+			return nil, err
+		}
+		return s.store.Reopen(r.Context(), r.id)
+	})
+	s.handle("DELETE /v1/tasks/{id}", admin, func(r *request) (any, error) {
+		var opts []tg.DeleteOption
+		if v := r.URL.Query().Get("detach"); v != "" {
+			detach, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, queryError("detach", v, err)
+			}
+			if detach {
+				opts = append(opts, tg.Detach())
+			}
+		}
+		return nil, s.store.Delete(r.Context(), r.id, opts...)
+	})
+	s.handle("PUT /v1/limits", admin, func(r *request) (any, error) {
+		var c LimitRequest
+		if err := r.decode(&c); err != nil {
+			return nil, err
+		}
+		return nil, s.store.SetLimit(r.Context(), c.Label, c.N)
+	})
+	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fmt.Errorf("%w: no endpoint %s %s in the API (see docs/hub.md)", tg.ErrNotFound, r.Method, r.URL.Path))
+	})
+}
+
+// claimOptions returns the options a claim request asks for.
+func claimOptions(c ClaimRequest) []tg.ClaimOption {
+	var opts []tg.ClaimOption
+	if c.Lease != 0 {
+		opts = append(opts, tg.WithLease(c.Lease))
+	}
+	if len(c.Labels) > 0 {
+		opts = append(opts, tg.WithLabels(c.Labels...))
+	}
+	if c.Under != 0 {
+		opts = append(opts, tg.WithUnder(c.Under))
+	}
+	return opts
+}
+
+// handle serves pattern with h for the tokens whose role meets need: it
+// identifies the token, bounds the body, reads the path's id, and writes
+// h's answer (204 for nil) or its error.
+func (s *Server) handle(pattern string, n need, h func(r *request) (any, error)) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, hr *http.Request) {
+		who, err := s.identify(hr)
+		if err == nil {
+			err = who.may(n)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		hr.Body = http.MaxBytesReader(w, hr.Body, s.maxBody)
+		r := &request{Request: hr, who: who}
+		if v := hr.PathValue("id"); v != "" {
+			id, perr := strconv.ParseInt(v, 10, 64)
+			if perr != nil {
+				writeError(w, &tg.InvalidError{Field: "id", Reason: fmt.Sprintf("%q in the path is not a task id", v)})
+				return
+			}
+			r.id = tg.ID(id)
+		}
+		out, err := h(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if out == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+}
+
+// identify returns who the request's bearer token speaks for.
+func (s *Server) identify(r *http.Request) (Identity, error) {
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok && auth != "" {
+		return Identity{}, fmt.Errorf("%w: the Authorization header must be \"Bearer TOKEN\"", ErrUnauthorized)
+	}
+	return s.tokens.Identify(strings.TrimSpace(tok))
+}
+
+// may checks that who's role allows what a route needs.
+func (who Identity) may(n need) error {
+	switch {
+	case n == write && who.Role == Viewer:
+		return fmt.Errorf("%w: %q is a viewer's token, which reads only", ErrForbidden, who.Name)
+	case n == admin && who.Role != Admin:
+		return fmt.Errorf("%w: only an admin's token may do this, and %q is an %s's", ErrForbidden, who.Name, who.Role)
+	}
+	return nil
+}
+
+// owns checks that an agent acts as itself: owner must be "" or its
+// name. An admin may name anyone.
+func (who Identity) owns(field, owner string) error {
+	if who.Role == Agent && owner != "" && owner != who.Name {
+		return fmt.Errorf("%w: %s %q: an agent's token acts only as its own owner, %q (or give none)", ErrForbidden, field, owner, who.Name)
+	}
+	return nil
+}
+
+// decode reads the body into v: one JSON value, unknown fields refused.
+// An empty body is an empty object.
+func (r *request) decode(v any) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &tg.InvalidError{Field: "body", Reason: fmt.Sprintf("too large: the hub takes at most %d bytes", tooBig.Limit)}
+		}
+		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}")
+	}
+	r.marked = bytes.Contains(data, []byte(`"`+floatMarker+`"`))
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &tg.InvalidError{Field: "body", Reason: "not the JSON this endpoint takes: " + err.Error()}
+	}
+	if dec.More() {
+		return &tg.InvalidError{Field: "body", Reason: "more than one JSON value"}
+	}
+	return nil
+}
+
+// decodeOwner decodes v and resolves the owner it names: an agent's
+// token acts as itself ("" is its name), an admin's as anyone.
+func (r *request) decodeOwner(v any, owner *string) error {
+	if err := r.decode(v); err != nil {
+		return err
+	}
+	if err := r.who.owns("Owner", *owner); err != nil {
+		return err
+	}
+	if r.who.Role == Agent {
+		*owner = r.who.Name
+	}
+	return nil
+}
+
+// writeError answers with err as ErrorBody.
+func writeError(w http.ResponseWriter, err error) {
+	status, body := errorBody(err)
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="taskgraph"`)
+	}
+	writeJSON(w, status, body)
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status, body := errorBody(fmt.Errorf("hub: encoding the answer: %w", err))
+		buf.Reset()
+		json.NewEncoder(&buf).Encode(body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(buf.Bytes())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
