@@ -25,9 +25,10 @@ type Store interface {
 	tg.Limiter
 }
 
-// DefaultMaxBody bounds a request's body: a plan or a load of many tasks
-// is large, but nothing legitimate comes near it.
-const DefaultMaxBody = 64 << 20
+// MaxBody bounds a request's body, in bytes: a plan or a load of many
+// tasks is large, but nothing legitimate comes near it. A larger body is
+// refused with ErrInvalid.
+const MaxBody = 64 << 20
 
 // Server serves a Store under /v1/ (see the package documentation for
 // the endpoints). Every request needs a token that tokens knows, and may
@@ -37,23 +38,14 @@ type Server struct {
 	tokens  Tokens
 	maxBody int64
 	mux     *http.ServeMux
+	routes  []string // every pattern handled, for the access-matrix test
 }
-
-// Option configures a Server.
-type Option func(*Server)
-
-// WithMaxBody bounds a request's body at n bytes (DefaultMaxBody unless
-// set); a larger one is refused with 413.
-func WithMaxBody(n int64) Option { return func(s *Server) { s.maxBody = n } }
 
 // NewServer returns a server of store for the holders of tokens. It does
 // not close store.
-func NewServer(store Store, tokens Tokens, opts ...Option) *Server {
-	s := &Server{store: store, tokens: tokens, maxBody: DefaultMaxBody, mux: http.NewServeMux()}
-	for _, o := range opts {
-		o(s)
-	}
-	s.routes()
+func NewServer(store Store, tokens Tokens) *Server {
+	s := &Server{store: store, tokens: tokens, maxBody: MaxBody, mux: http.NewServeMux()}
+	s.route()
 	return s
 }
 
@@ -91,7 +83,7 @@ const (
 	admin             // an admin only
 )
 
-func (s *Server) routes() {
+func (s *Server) route() {
 	s.handle("GET /v1/tasks/{id}", read, func(r *request) (any, error) { return s.store.Get(r.Context(), r.id) })
 	s.handle("GET /v1/tasks", read, func(r *request) (any, error) {
 		fs, err := queryFilters(r.URL.Query())
@@ -263,6 +255,7 @@ func claimOptions(c ClaimRequest) []tg.ClaimOption {
 // identifies the token, bounds the body, reads the path's id, and writes
 // h's answer (204 for nil) or its error.
 func (s *Server) handle(pattern string, n need, h func(r *request) (any, error)) {
+	s.routes = append(s.routes, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, hr *http.Request) {
 		who, err := s.identify(hr)
 		if err == nil {
@@ -311,7 +304,7 @@ func (who Identity) may(n need) error {
 	case n == write && who.Role == Viewer:
 		return fmt.Errorf("%w: %q is a viewer's token, which reads only", ErrForbidden, who.Name)
 	case n == admin && who.Role != Admin:
-		return fmt.Errorf("%w: only an admin's token may do this, and %q is an %s's", ErrForbidden, who.Name, who.Role)
+		return fmt.Errorf("%w: only an admin's token may do this, and %q's role is %s", ErrForbidden, who.Name, who.Role)
 	}
 	return nil
 }

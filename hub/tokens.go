@@ -184,14 +184,22 @@ func revokeFrom(infos []TokenInfo, name string) ([]TokenInfo, error) {
 // add` running at the same instant may lose one of the two: the file is
 // replaced whole, without a lock.
 type TokenFile struct {
-	dir string
-	mu  sync.Mutex // orders this process's own adds and revokes
+	path string
+	mu   sync.Mutex // orders this process's own adds and revokes
 }
 
-// OpenTokenFile returns the tokens of the task directory dir. The file
-// need not exist: then there is no token.
+// OpenTokenFile returns the tokens of the task directory dir, kept in
+// its file tg.TokensFileName. The file need not exist: then there is no
+// token.
 func OpenTokenFile(dir string) *TokenFile {
-	return &TokenFile{dir: dir}
+	return OpenTokenFileAt(filepath.Join(dir, tg.TokensFileName))
+}
+
+// OpenTokenFileAt returns the tokens kept in the file path: for a hub in
+// front of a store without a directory (PostgreSQL, until it keeps them
+// itself).
+func OpenTokenFileAt(path string) *TokenFile {
+	return &TokenFile{path: path}
 }
 
 // tokensFile is the content of the tokens file.
@@ -201,7 +209,7 @@ type tokensFile struct {
 
 // read returns the tokens of the file as it is now.
 func (f *TokenFile) read() ([]TokenInfo, error) {
-	path := filepath.Join(f.dir, tg.TokensFileName)
+	path := f.path
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -225,12 +233,12 @@ func (f *TokenFile) write(infos []TokenInfo) error {
 	if err != nil {
 		return err
 	}
-	root, err := os.OpenRoot(f.dir)
+	root, err := os.OpenRoot(filepath.Dir(f.path))
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	return atomicfile.WriteDurable(root, tg.TokensFileName, append(data, '\n'), 0o600)
+	return atomicfile.WriteDurable(root, filepath.Base(f.path), append(data, '\n'), 0o600)
 }
 
 // List returns every token's name, role and creation time, by name.

@@ -76,7 +76,8 @@ The commands are:
 	                         (--renumber to give them new ids after the graph's own)
 	mcp                      serve the task tools over MCP on stdin/stdout (--lease DURATION,
 	                         --tools claude-code for Claude Code's TaskCreate/TaskGet/TaskUpdate/TaskList)
-	serve                    serve a live board of the graph to a web browser
+	serve                    serve a live board of the graph to a web browser, and the hub's API
+	token add|list|revoke    the tokens of the hub's API (--role agent|viewer|admin)
 	version                  print the version
 	merge-file O A B PATH    git's merge driver for task files (init registers it)
 	clean-file PATH          git's clean filter for task files (init registers it)
@@ -236,6 +237,7 @@ func init() {
 		"import":     {"FILE | --claude-code DIR", "Load tasks from an export (or - for stdin), or from a Claude Code task list (~/.claude/tasks/<list>), all or nothing. Ids are kept and must be new to this graph; with --renumber the tasks get fresh ids after the graph's own and their edges follow, to merge a plan into an existing graph.", flagsImport},
 		"mcp":        {"", "Serve the task tools (the same as package agenttools) over MCP on stdin/stdout. --tools claude-code serves Claude Code's own task tools instead (TaskCreate, TaskGet, TaskUpdate, TaskList, with its argument names), on the same graph and with the same checks; --tools taskgraph,claude-code serves both. Unless --owner is given, each server is its own agent, mcp-HOST-PID-RANDOM ($TASKGRAPH_OWNER, a person's identity, is not used). Every claim is a lease (--lease, default 5m) that the server renews while it runs, so a killed session's tasks are free again within one lease. It starts without a graph: the first write creates the directory --dir or $TASKGRAPH_DIR names, as init would; otherwise the tools say to run taskgraph init.", flagsMCP},
 		"serve":      {"", serveHelp, flagsServe},
+		"token":      {"add NAME | list | revoke NAME", tokenHelp, flagsToken},
 		"merge-file": {"BASE OURS THEIRS PATH", "git's merge driver for task files, which init registers in a git repository (merge.taskgraph.driver): merges OURS and THEIRS, each changed from BASE, into OURS, field by field — edges and labels as sets, the state by the workflow's order (pending, in progress, then done), text by the later write — without leases or versions. Exit status 1 when a person should look (check then says why), 2 when the files cannot be merged.", simple(cmdMergeFile)},
 		"clean-file": {"PATH", "git's clean filter for task files, which init registers in a git repository (filter.taskgraph.clean): copies stdin to stdout without the lease and the version, so that lease renewals leave the working tree clean.", simple(cmdCleanFile)},
 		"version":    {"", "Print the version of taskgraph (its release, as CHANGELOG.md names it), the Go it was built with, and the VCS revision if the build recorded one.", simple(cmdVersion)},

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/hub"
+)
+
+var ctx = context.Background()
+
+// taskgraph token add prints a token once and keeps only its hash, in the
+// directory's tokens file (owner-only); taskgraph serve answers the API to
+// its holder as the store does, and a revoked token is refused at the
+// next request, without a restart.
+func TestHubTokensAndServe(t *testing.T) {
+	dir := project(t)
+	agent := strings.TrimSpace(ok(t, dir, "token", "add", "builder"))
+	admin := strings.TrimSpace(ok(t, dir, "token", "add", "lead", "--role", "admin"))
+	require.True(t, strings.HasPrefix(agent, "tgh_"), agent)
+	r := tg(t, dir, "token", "add", "builder")
+	require.Equal(t, 1, r.code, "a name is taken once")
+	assert.Contains(t, r.stderr, "exists")
+	r = tg(t, dir, "token", "add", "x", "--role", "root")
+	require.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "one of agent, viewer, admin")
+
+	file := filepath.Join(dir, taskgraph.DirName, taskgraph.TokensFileName)
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), agent[4:], "only hashes are kept")
+	assert.NotContains(t, string(data), admin[4:])
+	fi, err := os.Stat(file)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	list := ok(t, dir, "token", "list")
+	assert.Contains(t, list, "builder\tagent")
+	assert.Contains(t, list, "lead\tadmin")
+
+	url := startServe(t, dir)
+	c, err := hub.NewClient(url, agent)
+	require.NoError(t, err)
+	a, err := c.Create(ctx, taskgraph.NewTask{Subject: "build it"})
+	require.NoError(t, err)
+	got, err := c.ClaimNext(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, "builder", got.Owner, "an agent's token acts as its name")
+	assert.Contains(t, ok(t, dir, "show", "1"), "builder", "the write is in the directory")
+	_, err = c.Release(ctx, a.ID, "lead")
+	require.ErrorIs(t, err, hub.ErrForbidden)
+	require.ErrorIs(t, c.Delete(ctx, a.ID), hub.ErrForbidden)
+	_, err = c.Claim(ctx, 99, "")
+	var nf *taskgraph.NotFoundError
+	require.ErrorAs(t, err, &nf, "the store's typed errors cross the wire")
+	assert.Equal(t, taskgraph.ID(99), nf.ID)
+
+	boss, err := hub.NewClient(url, admin)
+	require.NoError(t, err)
+	_, err = boss.Release(ctx, a.ID, "")
+	require.NoError(t, err, "an admin releases others' claims")
+
+	ok(t, dir, "token", "revoke", "builder")
+	_, err = c.Get(ctx, a.ID)
+	require.ErrorIs(t, err, hub.ErrUnauthorized, "revoked at the next request")
+	assert.NotContains(t, ok(t, dir, "token", "list"), "builder")
+	r = tg(t, dir, "token", "revoke", "builder")
+	require.Equal(t, 1, r.code)
+}
+
+// The API is served over TLS with --tls-cert and --tls-key, and a client
+// that trusts the certificate uses it as a store.
+func TestHubOverTLS(t *testing.T) {
+	dir := project(t)
+	admin := strings.TrimSpace(ok(t, dir, "token", "add", "lead", "--role", "admin"))
+	certFile, keyFile, pool := selfSigned(t)
+	url := startServe(t, dir, "--tls-cert", certFile, "--tls-key", keyFile)
+	require.True(t, strings.HasPrefix(url, "https://"), url)
+	c, err := hub.NewClient(url, admin, hub.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}))
+	require.NoError(t, err)
+	_, err = c.Create(ctx, taskgraph.NewTask{Subject: "secure"})
+	require.NoError(t, err)
+	ts, err := c.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, ts, 1)
+
+	plain, err := hub.NewClient(strings.Replace(url, "https://", "http://", 1), admin)
+	require.NoError(t, err)
+	_, err = plain.List(ctx)
+	require.Error(t, err, "no plain HTTP on the TLS port")
+}
+
+// A hub's URL is https://, or http:// to loopback only.
+func TestHubClientRefusesPlainHTTPBeyondLoopback(t *testing.T) {
+	_, err := hub.NewClient("http://tasks.example.com:7777", "tgh_x")
+	require.ErrorIs(t, err, taskgraph.ErrInvalid)
+	_, err = hub.NewClient("http://127.0.0.1:7777", "tgh_x")
+	require.NoError(t, err)
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key,
+// and returns their files and a pool that trusts it.
+func selfSigned(t *testing.T) (string, string, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "taskgraph test hub"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
