@@ -5,6 +5,8 @@ package hub
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,9 +27,14 @@ import (
 // does (errors.Is and errors.As match the same taskgraph sentinels and
 // typed errors, with the same text). It is safe for concurrent use.
 //
-// A write whose answer is lost (the connection broke or ctx ended after
-// the request went out) may have happened: it returns an error matching
-// tg.ErrUnknownOutcome, as the Store contract says, wrapping the failure.
+// Every write carries an idempotency key (KeyHeader). A write whose
+// answer is lost (the connection broke after the request went out) is
+// sent again with the same key for about two seconds, and the hub
+// answers the retry as it answered the first attempt, applying nothing
+// twice. If no answer comes, or the hub no longer remembers the key (it
+// restarted), the write returns an error matching tg.ErrUnknownOutcome,
+// as the Store contract says, wrapping the failure; so does a write
+// whose ctx ended after the request went out.
 type Client struct {
 	base   *url.URL
 	token  string
@@ -306,9 +313,10 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var rd io.Reader
+	var data []byte
 	if body != nil {
-		data, err := json.Marshal(body)
+		var err error
+		data, err = json.Marshal(body)
 		if err != nil {
 			data, err = json.Marshal(markFloats(body))
 		}
@@ -325,43 +333,104 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 			}
 			return &tg.InvalidError{Field: "text", Reason: "is not valid UTF-8: send text as UTF-8"}
 		}
-		rd = bytes.NewReader(data)
 	}
 	u := *c.base
 	u.Path += path
 	if len(q) > 0 {
 		u.RawQuery = q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	key := ""
+	if method != http.MethodGet {
+		key = newKey()
+	}
+	for attempt := 0; ; attempt++ {
+		status, answer, err := c.send(ctx, method, u.String(), data, key, attempt > 0)
+		if err == nil {
+			return decodeAnswer(method, path, status, answer, out)
+		}
+		if err = c.failed(method, err); attempt > 0 && !errors.Is(err, tg.ErrUnknownOutcome) {
+			err = &unknownOutcomeError{err} // an earlier attempt may have been applied
+		}
+		if !errors.Is(err, tg.ErrUnknownOutcome) || attempt >= len(retryWaits) {
+			return err
+		}
+		// The write may have happened: send it again with its key, and
+		// the hub answers as it answered the first (or says it cannot
+		// know), never applying it twice.
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(retryWaits[attempt]):
+		}
+	}
+}
+
+// retryWaits are the pauses before each retry of a write whose answer
+// was lost: about two seconds in all, enough for a hub to restart.
+var retryWaits = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond, time.Second}
+
+// newKey returns a new idempotency key: 128 random bits.
+func newKey() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// send makes one attempt of a request and returns its status and body,
+// or the failure that left it without an answer.
+func (c *Client) send(ctx context.Context, method, u string, data []byte, key string, retry bool) (int, []byte, error) {
+	var rd io.Reader
+	if data != nil {
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if data != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set(KeyHeader, key)
+	}
+	if retry {
+		req.Header.Set(RetryHeader, "1")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return c.failed(method, err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return c.failed(method, err)
+		return 0, nil, err
 	}
 	if resp.StatusCode >= 300 {
 		var eb ErrorBody
-		if jerr := json.Unmarshal(data, &eb); jerr != nil || eb.Error == "" {
-			return c.failed(method, fmt.Errorf("hub: %s %s: %s", method, path, resp.Status))
+		if jerr := json.Unmarshal(answer, &eb); jerr != nil || eb.Error == "" {
+			// Not the hub's answer (a proxy's, say): the request may
+			// have reached it.
+			return 0, nil, fmt.Errorf("hub: %s %s: %s", method, req.URL.Path, resp.Status)
 		}
+	}
+	return resp.StatusCode, answer, nil
+}
+
+// decodeAnswer decodes the hub's answer into out (unless nil), or
+// returns the error it carries.
+func decodeAnswer(method, path string, status int, answer []byte, out any) error {
+	if status >= 300 {
+		var eb ErrorBody
+		json.Unmarshal(answer, &eb) // send checked it
 		return decodeError(eb)
 	}
 	if out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return c.failed(method, fmt.Errorf("hub: %s %s: the answer is not the JSON expected: %w", method, path, err))
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("hub: %s %s: the answer is not the JSON expected: %w", method, path, err)
 	}
 	return nil
 }

@@ -62,7 +62,17 @@
 // directory, or in MemTokens; only their SHA-256 is kept, compared in
 // constant time.
 //
-// Not built yet: Watch as a server-sent event stream, idempotency keys on
-// writes, the CLI's --store https://, MCP over HTTP, a table of tokens in
-// PostgreSQL. See docs/hub.md.
+// # Idempotency
+//
+// Every write of the Client carries a key (KeyHeader). A write whose
+// answer was lost is sent again with the same key and RetryHeader; the
+// hub answers it as it answered the first attempt, or waits for the
+// first attempt if it still runs, and never applies it twice. The hub
+// remembers keys in memory for KeyWindow: a retry it does not remember
+// (it restarted) is refused with an error matching tg.ErrUnknownOutcome.
+//
+// Not built yet: Watch as a server-sent event stream, keys recorded in
+// the store (so that they survive a restart of the hub), the CLI's
+// --store https://, MCP over HTTP, a table of tokens in PostgreSQL. See
+// docs/hub.md.
 package hub

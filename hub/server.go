@@ -4,6 +4,7 @@ package hub
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ type Server struct {
 	store   Store
 	tokens  Tokens
 	maxBody int64
+	keys    *keys
 	mux     *http.ServeMux
 	routes  []string // every pattern handled, for the access-matrix test
 }
@@ -44,7 +46,7 @@ type Server struct {
 // NewServer returns a server of store for the holders of tokens. It does
 // not close store.
 func NewServer(store Store, tokens Tokens) *Server {
-	s := &Server{store: store, tokens: tokens, maxBody: MaxBody, mux: http.NewServeMux()}
+	s := &Server{store: store, tokens: tokens, maxBody: MaxBody, keys: newKeys(), mux: http.NewServeMux()}
 	s.route()
 	return s
 }
@@ -62,7 +64,8 @@ type request struct {
 	*http.Request
 	who    Identity
 	id     tg.ID
-	marked bool // the body holds a floatMarker
+	data   []byte // the body
+	marked bool   // the body holds a floatMarker
 }
 
 // unmark returns metadata m of the body with its floatMarker objects
@@ -265,8 +268,15 @@ func (s *Server) handle(pattern string, n need, h func(r *request) (any, error))
 			writeError(w, err)
 			return
 		}
-		hr.Body = http.MaxBytesReader(w, hr.Body, s.maxBody)
 		r := &request{Request: hr, who: who}
+		if r.data, err = io.ReadAll(http.MaxBytesReader(w, hr.Body, s.maxBody)); err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				err = &tg.InvalidError{Field: "body", Reason: fmt.Sprintf("too large: the hub takes at most %d bytes", tooBig.Limit)}
+			}
+			writeError(w, err)
+			return
+		}
 		if v := hr.PathValue("id"); v != "" {
 			id, perr := strconv.ParseInt(v, 10, 64)
 			if perr != nil {
@@ -275,17 +285,63 @@ func (s *Server) handle(pattern string, n need, h func(r *request) (any, error))
 			}
 			r.id = tg.ID(id)
 		}
-		out, err := h(r)
+		key := hr.Header.Get(KeyHeader)
+		if n == read || key == "" {
+			a, _ := run(r, h)
+			a.write(w)
+			return
+		}
+		s.runOnce(w, r, key, h)
+	})
+}
+
+// runOnce runs the write h of r keyed key at most once: a retry of it
+// waits for the first attempt and gets its answer.
+func (s *Server) runOnce(w http.ResponseWriter, r *request, key string, h func(r *request) (any, error)) {
+	fp := fingerprint(r.who, r.Request, r.data)
+	retry := r.Header.Get(RetryHeader) == "1"
+	for {
+		e, runs, err := s.keys.begin(r.who, key, fp, retry)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		if out == nil {
-			w.WriteHeader(http.StatusNoContent)
+		if runs {
+			a, happened := run(r, h)
+			if !happened {
+				s.keys.finish(e, nil)
+			} else {
+				s.keys.finish(e, a)
+			}
+			a.write(w)
 			return
 		}
-		writeJSON(w, http.StatusOK, out)
-	})
+		select {
+		case <-e.done:
+		case <-r.Context().Done():
+			writeError(w, r.Context().Err())
+			return
+		}
+		if e.answer != nil {
+			e.answer.write(w)
+			return
+		}
+		retry = true // it did not happen: run it (begin finds the key)
+	}
+}
+
+// run runs h and returns its answer, and whether the write may have
+// happened: every answer but a context's end before the store decided.
+func run(r *request, h func(r *request) (any, error)) (*answer, bool) {
+	out, err := h(r)
+	if err != nil {
+		notDone := (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !errors.Is(err, tg.ErrUnknownOutcome)
+		return errorAnswer(err), !notDone
+	}
+	if out == nil {
+		return &answer{status: http.StatusNoContent}, true
+	}
+	return jsonAnswer(http.StatusOK, out), true
 }
 
 // identify returns who the request's bearer token speaks for.
@@ -321,14 +377,7 @@ func (who Identity) owns(field, owner string) error {
 // decode reads the body into v: one JSON value, unknown fields refused.
 // An empty body is an empty object.
 func (r *request) decode(v any) error {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &tg.InvalidError{Field: "body", Reason: fmt.Sprintf("too large: the hub takes at most %d bytes", tooBig.Limit)}
-		}
-		return err
-	}
+	data := r.data
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
 	}
@@ -360,29 +409,37 @@ func (r *request) decodeOwner(v any, owner *string) error {
 }
 
 // writeError answers with err as ErrorBody.
-func writeError(w http.ResponseWriter, err error) {
+func writeError(w http.ResponseWriter, err error) { errorAnswer(err).write(w) }
+
+// errorAnswer is the answer that refuses with err.
+func errorAnswer(err error) *answer {
 	status, body := errorBody(err)
+	a := jsonAnswer(status, body)
 	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="taskgraph"`)
+		a.header = http.Header{"Www-Authenticate": {`Bearer realm="taskgraph"`}}
 	}
-	writeJSON(w, status, body)
+	return a
 }
 
-// writeJSON answers with v as JSON.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// jsonAnswer is the answer v as JSON.
+func jsonAnswer(status int, v any) *answer {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		status, body := errorBody(fmt.Errorf("hub: encoding the answer: %w", err))
-		buf.Reset()
-		json.NewEncoder(&buf).Encode(body)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		w.Write(buf.Bytes())
-		return
+		return errorAnswer(fmt.Errorf("hub: encoding the answer: %w", err))
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	return &answer{status: status, body: buf.Bytes()}
+}
+
+// write sends a.
+func (a *answer) write(w http.ResponseWriter) {
+	for k, v := range a.header {
+		w.Header()[k] = v
+	}
+	if a.body != nil {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(a.status)
+	w.Write(a.body)
 }
