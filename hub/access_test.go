@@ -34,6 +34,7 @@ var endpoints = []endpoint{
 	{"GET /v1/tasks", "GET", "/v1/tasks?status=pending", "", "", hub.Viewer},
 	{"GET /v1/board", "GET", "/v1/board", "", "", hub.Viewer},
 	{"GET /v1/limits", "GET", "/v1/limits", "", "", hub.Viewer},
+	{"GET /v1/events", "GET", "/v1/events", "", "", hub.Viewer},
 	{"POST /v1/tasks", "POST", "/v1/tasks", `{"Subject":"new","Owner":"me"}`, `{"Subject":"new","Owner":"bob"}`, hub.Agent},
 	{"POST /v1/plans", "POST", "/v1/plans", `[{"Subject":"p","Key":"p"}]`, `[{"Subject":"p","Key":"p","Owner":"bob"}]`, hub.Agent},
 	{"PATCH /v1/tasks/{id}", "PATCH", "/v1/tasks/1", `{"Subject":"edited"}`, `{"Owner":"bob"}`, hub.Agent},
@@ -144,7 +145,12 @@ func TestAccessMatrix(t *testing.T) {
 				}
 				resp, err := http.DefaultClient.Do(req)
 				require.NoError(t, err)
-				data, _ := io.ReadAll(resp.Body)
+				var data []byte
+				if resp.StatusCode == http.StatusOK && ep.path == "/v1/events" {
+					data = []byte("a stream") // it goes on: its status says it was let through
+				} else {
+					data, _ = io.ReadAll(resp.Body)
+				}
 				resp.Body.Close()
 
 				var want int

@@ -41,6 +41,7 @@ type Client struct {
 	http   *http.Client
 	own    bool // http is the client's own, closed with it
 	closed atomic.Bool
+	done   chan struct{} // closed by Close: ends the watches
 }
 
 var (
@@ -48,6 +49,7 @@ var (
 	_ tg.Loader  = (*Client)(nil)
 	_ tg.Noter   = (*Client)(nil)
 	_ tg.Limiter = (*Client)(nil)
+	_ tg.Watcher = (*Client)(nil)
 	_ Store      = (*Client)(nil)
 )
 
@@ -83,7 +85,7 @@ func NewClient(hubURL, token string, opts ...ClientOption) (*Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64 // many goroutines of one agent share the client
 	c := &Client{base: &url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/")}, token: token,
-		http: &http.Client{Transport: tr}, own: true}
+		http: &http.Client{Transport: tr}, own: true, done: make(chan struct{})}
 	for _, o := range opts {
 		o(c)
 	}
@@ -105,6 +107,7 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	close(c.done)
 	if c.own {
 		c.http.CloseIdleConnections()
 	}

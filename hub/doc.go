@@ -10,8 +10,8 @@
 //
 // The client passes the taskgraph conformance suite and answers as
 // MemStore does (taskgraphtest.Agree) with the hub in front of a
-// MemStore, a FileStore and pgstore; it implements tg.Loader, tg.Noter
-// and tg.Limiter, not yet tg.Watcher.
+// MemStore, a FileStore and pgstore; it implements tg.Loader, tg.Noter,
+// tg.Limiter and tg.Watcher.
 //
 // # The API
 //
@@ -25,6 +25,7 @@
 //	GET    /v1/tasks?FILTERS         List                    any role
 //	GET    /v1/board?FILTERS         Board                   any role
 //	GET    /v1/limits                Limits                  any role
+//	GET    /v1/events                Watch (server-sent events) any role
 //	POST   /v1/tasks                 Create (NewTask)        agent, admin
 //	POST   /v1/plans                 CreatePlan ([]NewTask)  agent, admin
 //	PATCH  /v1/tasks/{id}            Update (Patch)          agent (not Status, Owner), admin
@@ -71,8 +72,17 @@
 // remembers keys in memory for KeyWindow: a retry it does not remember
 // (it restarted) is refused with an error matching tg.ErrUnknownOutcome.
 //
-// Not built yet: Watch as a server-sent event stream, keys recorded in
-// the store (so that they survive a restart of the hub), the CLI's
-// --store https://, MCP over HTTP, a table of tokens in PostgreSQL. See
-// docs/hub.md.
+// # Watch
+//
+// GET /v1/events is a server-sent event stream of the store's events
+// from the moment it is opened (see Server.handleEvents in events.go).
+// Each stream is a session that outlives its connection for a minute
+// and keeps its last EventWindow events, so that a client that
+// reconnects with Last-Event-ID gets the events it missed, once each;
+// where the hub cannot resume (it restarted, or the client missed more),
+// it sends "resync" and the Client re-reads by itself.
+//
+// Not built yet: keys recorded in the store (so that they survive a
+// restart of the hub), the CLI's --store https://, MCP over HTTP, a
+// table of tokens in PostgreSQL. See docs/hub.md.
 package hub

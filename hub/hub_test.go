@@ -35,8 +35,10 @@ func serveAs(t testing.TB, store hub.Store, role hub.Role) (*hub.Client, *hub.Me
 	tok, err := tokens.Add("me", role)
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	srv := httptest.NewServer(hub.NewServer(store, tokens))
+	api := hub.NewServer(store, tokens)
+	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
+	t.Cleanup(func() { api.Close() }) // ends the streams first
 	c, err := hub.NewClient(srv.URL, tok)
 	require.NoError(t, err)
 	return c, tokens

@@ -24,6 +24,7 @@ type Store interface {
 	tg.Loader
 	tg.Noter
 	tg.Limiter
+	tg.Watcher
 }
 
 // MaxBody bounds a request's body, in bytes: a plan or a load of many
@@ -35,20 +36,29 @@ const MaxBody = 64 << 20
 // the endpoints). Every request needs a token that tokens knows, and may
 // do only what its role allows.
 type Server struct {
-	store   Store
-	tokens  Tokens
-	maxBody int64
-	keys    *keys
-	mux     *http.ServeMux
-	routes  []string // every pattern handled, for the access-matrix test
+	store    Store
+	tokens   Tokens
+	maxBody  int64
+	keys     *keys
+	sessions *sessions
+	mux      *http.ServeMux
+	routes   []string // every pattern handled, for the access-matrix test
 }
 
 // NewServer returns a server of store for the holders of tokens. It does
-// not close store.
+// not close store; Close stops what it runs.
 func NewServer(store Store, tokens Tokens) *Server {
-	s := &Server{store: store, tokens: tokens, maxBody: MaxBody, keys: newKeys(), mux: http.NewServeMux()}
+	s := &Server{store: store, tokens: tokens, maxBody: MaxBody, keys: newKeys(), sessions: newSessions(store), mux: http.NewServeMux()}
 	s.route()
 	return s
+}
+
+// Close ends the event streams and the store's watch that feeds them,
+// so that an http.Server's Shutdown need not wait for them. Later
+// streams are refused.
+func (s *Server) Close() error {
+	s.sessions.close()
+	return nil
 }
 
 // ServeHTTP serves the API.
@@ -234,6 +244,8 @@ func (s *Server) route() {
 		}
 		return nil, s.store.SetLimit(r.Context(), c.Label, c.N)
 	})
+	s.routes = append(s.routes, "GET /v1/events")
+	s.mux.HandleFunc("GET /v1/events", s.handleEvents)
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: no endpoint %s %s in the API (see docs/hub.md)", tg.ErrNotFound, r.Method, r.URL.Path))
 	})

@@ -81,6 +81,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			mux.Handle("/", b)
 			api, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy)
 			if api != nil {
+				defer api.Close()
 				mux.Handle("/v1/", api)
 			}
 			ln, err := net.Listen("tcp", *addr)
@@ -117,6 +118,9 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			case <-e.ctx.Done():
 			}
 			b.Close() // ends the event streams, so that Shutdown need not wait for them
+			if api != nil {
+				api.Close()
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -130,7 +134,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 // hubAPI returns the API of s for the holders of the tokens in file (or
 // the directory's), or nil if it must not be served; and a line that says
 // which, and why.
-func (e *env) hubAPI(s store, file string, safe bool) (http.Handler, string) {
+func (e *env) hubAPI(s store, file string, safe bool) (*hub.Server, string) {
 	if !safe {
 		return nil, "Not serving the API (/v1/): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
 	}
