@@ -42,6 +42,7 @@ type Client struct {
 	own    bool // http is the client's own, closed with it
 	closed atomic.Bool
 	done   chan struct{} // closed by Close: ends the watches
+	hub    atomic.Value  // string: the HubHeader of the last answer
 }
 
 var (
@@ -342,12 +343,19 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 	if len(q) > 0 {
 		u.RawQuery = q.Encode()
 	}
-	key := ""
+	key, retryOf := "", ""
 	if method != http.MethodGet {
 		key = newKey()
+		if retryOf, _ = c.hub.Load().(string); retryOf == "" {
+			retryOf = "1" // no hub answered yet: one that does not know the key cannot tell
+		}
 	}
 	for attempt := 0; ; attempt++ {
-		status, answer, err := c.send(ctx, method, u.String(), data, key, attempt > 0)
+		retry := ""
+		if attempt > 0 {
+			retry = retryOf
+		}
+		status, answer, err := c.send(ctx, method, u.String(), data, key, retry)
 		if err == nil {
 			return decodeAnswer(method, path, status, answer, out)
 		}
@@ -381,7 +389,7 @@ func newKey() string {
 
 // send makes one attempt of a request and returns its status and body,
 // or the failure that left it without an answer.
-func (c *Client) send(ctx context.Context, method, u string, data []byte, key string, retry bool) (int, []byte, error) {
+func (c *Client) send(ctx context.Context, method, u string, data []byte, key, retry string) (int, []byte, error) {
 	var rd io.Reader
 	if data != nil {
 		rd = bytes.NewReader(data)
@@ -398,14 +406,17 @@ func (c *Client) send(ctx context.Context, method, u string, data []byte, key st
 	if key != "" {
 		req.Header.Set(KeyHeader, key)
 	}
-	if retry {
-		req.Header.Set(RetryHeader, "1")
+	if retry != "" {
+		req.Header.Set(RetryHeader, retry)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
+	if h := resp.Header.Get(HubHeader); h != "" {
+		c.hub.Store(h)
+	}
 	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return 0, nil, err

@@ -70,7 +70,9 @@
 // hub answers it as it answered the first attempt, or waits for the
 // first attempt if it still runs, and never applies it twice. The hub
 // remembers keys in memory for KeyWindow: a retry it does not remember
-// (it restarted) is refused with an error matching tg.ErrUnknownOutcome.
+// is applied only if it names this very hub (HubHeader), so that the
+// first attempt never reached it; otherwise (the hub restarted) it is
+// refused with an error matching tg.ErrUnknownOutcome.
 //
 // # Watch
 //

@@ -5,8 +5,6 @@ package hub
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -81,9 +79,7 @@ func (ss *sessions) open() (*session, error) {
 		stop()
 		return nil, err
 	}
-	var b [12]byte
-	rand.Read(b[:]) // never fails (crypto/rand)
-	se := &session{id: base64.RawURLEncoding.EncodeToString(b[:]), first: 1, next: 1, wake: make(chan struct{}), stop: stop}
+	se := &session{id: randomID(), first: 1, next: 1, wake: make(chan struct{}), stop: stop}
 	ss.m[se.id] = se
 	go se.run(ch)
 	return se, nil

@@ -21,12 +21,20 @@ const (
 	// "Idempotency-Key" of the IETF draft on purpose: Go's http.Transport
 	// resends a request carrying that one by itself, without RetryHeader.
 	KeyHeader = "Taskgraph-Idempotency-Key"
-	// RetryHeader, set to "1", says that an attempt with this key went
-	// out before and its answer was lost. A hub that does not remember
-	// the key — it restarted, or the key's window passed — answers a
-	// retry with an error matching tg.ErrUnknownOutcome instead of
-	// applying it: the first attempt may have been applied.
+	// RetryHeader says that an attempt with this key went out before and
+	// its answer was lost. Its value is the HubHeader of the hub that
+	// answered the client last before the first attempt went out, or "1"
+	// if none had. A hub that does not remember the key applies the
+	// retry only if it is that hub, never restarted since, and has
+	// forgotten no key early (see maxKeys): then the first attempt never
+	// reached it. Otherwise — it restarted, or it may have forgotten —
+	// it answers with an error matching tg.ErrUnknownOutcome instead: the
+	// first attempt may have been applied. A client must retry within
+	// KeyWindow.
 	RetryHeader = "Taskgraph-Retry"
+	// HubHeader, on every answer, names the hub's instance: a new one at
+	// each start.
+	HubHeader = "Taskgraph-Hub"
 )
 
 // Bounds of what a hub remembers of its writes' keys.
@@ -63,6 +71,7 @@ type keys struct {
 	mu    sync.Mutex
 	m     map[string]*keyed
 	order []string // keys by first use, oldest first, for the bounds
+	lost  bool     // a key was forgotten within its window (maxKeys)
 	now   func() time.Time
 }
 
@@ -81,8 +90,10 @@ func fingerprint(who Identity, r *http.Request, body []byte) [32]byte {
 // begin starts the write keyed key by who, or finds it: it returns the
 // entry and whether the caller runs the write (and must finish it). A
 // key used for another request, or a retry of a key it does not
-// remember, is an error.
-func (k *keys) begin(who Identity, key string, fp [32]byte, retry bool) (*keyed, bool, error) {
+// remember, unless it is sure the first attempt never reached it
+// (sameHub: the hub the client last saw, and none forgotten early), is
+// an error.
+func (k *keys) begin(who Identity, key string, fp [32]byte, retry, sameHub bool) (*keyed, bool, error) {
 	if len(key) > maxKeyLen {
 		return nil, false, &tg.InvalidError{Field: KeyHeader, Reason: fmt.Sprintf("longer than %d bytes", maxKeyLen)}
 	}
@@ -96,7 +107,7 @@ func (k *keys) begin(who Identity, key string, fp [32]byte, retry bool) (*keyed,
 		return nil, false, &tg.InvalidError{Field: KeyHeader, Reason: "this key was used for another request: a key names one write, with the same method, path and body on every attempt"}
 	case ok && (!closed(e.done) || e.answer != nil):
 		return e, false, nil
-	case !ok && retry:
+	case !ok && retry && (!sameHub || k.lost):
 		return nil, false, fmt.Errorf("hub: a retry of a write this hub does not remember (it restarted, or the write is older than %v): %w", KeyWindow, &unknownOutcomeError{})
 	case !ok:
 		k.order = append(k.order, id)
@@ -122,12 +133,14 @@ func (k *keys) expire() {
 	n := 0
 	for n < len(k.order) {
 		e := k.m[k.order[n]]
-		if e != nil && e.at.After(cut) && len(k.order)-n <= maxKeys {
+		inWindow := e != nil && e.at.After(cut)
+		if inWindow && len(k.order)-n <= maxKeys {
 			break
 		}
 		if e != nil && !closed(e.done) {
 			break // still running: forget it once it ends
 		}
+		k.lost = k.lost || inWindow
 		delete(k.m, k.order[n])
 		n++
 	}

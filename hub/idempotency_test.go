@@ -131,6 +131,7 @@ func TestKeys(t *testing.T) {
 	mem := &gatedStore{MemStore: tg.NewMemStore()}
 	ts := httptest.NewServer(hub.NewServer(mem, tokens))
 	defer ts.Close()
+	hubID := ""
 	post := func(token, key, body string, retry bool) (int, string) {
 		req, err := http.NewRequest("POST", ts.URL+"/v1/tasks", strings.NewReader(body))
 		require.NoError(t, err)
@@ -139,9 +140,13 @@ func TestKeys(t *testing.T) {
 		if retry {
 			req.Header.Set(hub.RetryHeader, "1")
 		}
+		if key == "after-lost-request" {
+			req.Header.Set(hub.RetryHeader, hubID)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
+		hubID = resp.Header.Get(hub.HubHeader)
 		data, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(data)
 	}
@@ -158,7 +163,9 @@ func TestKeys(t *testing.T) {
 	assert.Contains(t, body, `"ID":2`, "another token's key is its own")
 	code, body = post(tok, "never-seen", `{"Subject":"a"}`, true)
 	assert.Equal(t, http.StatusInternalServerError, code)
-	assert.Contains(t, body, `"kind":"unknown_outcome"`)
+	assert.Contains(t, body, `"kind":"unknown_outcome"`, "a retry from a client that knows no hub: the first attempt may have reached one")
+	code, body = post(tok, "after-lost-request", `{"Subject":"d"}`, false)
+	require.Equal(t, 200, code, "a retry naming this very hub, which does not know the key: the first attempt never reached it, so it runs: %s", body)
 
 	mem.entered, mem.gate = make(chan struct{}, 2), make(chan struct{})
 	answers := make(chan string, 2)
@@ -175,5 +182,5 @@ func TestKeys(t *testing.T) {
 	assert.Equal(t, a1, a2)
 	all, err := mem.List(ctx)
 	require.NoError(t, err)
-	assert.Len(t, all, 3, "each write once")
+	assert.Len(t, all, 4, "each write once")
 }

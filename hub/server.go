@@ -5,6 +5,8 @@ package hub
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +43,7 @@ type Server struct {
 	maxBody  int64
 	keys     *keys
 	sessions *sessions
+	id       string // this instance, in HubHeader
 	mux      *http.ServeMux
 	routes   []string // every pattern handled, for the access-matrix test
 }
@@ -48,7 +51,7 @@ type Server struct {
 // NewServer returns a server of store for the holders of tokens. It does
 // not close store; Close stops what it runs.
 func NewServer(store Store, tokens Tokens) *Server {
-	s := &Server{store: store, tokens: tokens, maxBody: MaxBody, keys: newKeys(), sessions: newSessions(store), mux: http.NewServeMux()}
+	s := &Server{store: store, tokens: tokens, maxBody: MaxBody, keys: newKeys(), sessions: newSessions(store), id: randomID(), mux: http.NewServeMux()}
 	s.route()
 	return s
 }
@@ -63,6 +66,7 @@ func (s *Server) Close() error {
 
 // ServeHTTP serves the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(HubHeader, s.id)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
 	s.mux.ServeHTTP(w, r)
@@ -311,9 +315,10 @@ func (s *Server) handle(pattern string, n need, h func(r *request) (any, error))
 // waits for the first attempt and gets its answer.
 func (s *Server) runOnce(w http.ResponseWriter, r *request, key string, h func(r *request) (any, error)) {
 	fp := fingerprint(r.who, r.Request, r.data)
-	retry := r.Header.Get(RetryHeader) == "1"
+	retryOf := r.Header.Get(RetryHeader)
+	retry, sameHub := retryOf != "", retryOf == s.id
 	for {
-		e, runs, err := s.keys.begin(r.who, key, fp, retry)
+		e, runs, err := s.keys.begin(r.who, key, fp, retry, sameHub)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -454,4 +459,11 @@ func (a *answer) write(w http.ResponseWriter) {
 	}
 	w.WriteHeader(a.status)
 	w.Write(a.body)
+}
+
+// randomID returns 96 random bits, as text.
+func randomID() string {
+	var b [12]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
