@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,12 +10,17 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,4 +146,100 @@ func selfSigned(t *testing.T) (string, string, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
+}
+
+// The hub process is killed (SIGKILL) and started again while 8 clients
+// write through it: every write a client was told happened is in the
+// directory exactly once, none is applied twice (a retry across the
+// restart is an unknown outcome, never a second apply), and a write a
+// client was told failed is not there.
+func TestHubKilledDuringWrites(t *testing.T) {
+	dir := project(t)
+	admin := strings.TrimSpace(ok(t, dir, "token", "add", "lead", "--role", "admin"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	start := func() *exec.Cmd {
+		cmd := exec.Command(binary, "serve", "--addr", addr)
+		cmd.Dir, cmd.Env = dir, cleanEnv()
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		_, err = bufio.NewReader(stdout).ReadString('\n') // the URL: it listens
+		require.NoError(t, err)
+		go io.Copy(io.Discard, stdout)
+		return cmd
+	}
+	hubProc := start()
+
+	type log struct{ acked, unknown, failed []string }
+	const writers = 8
+	logs := make([]log, writers)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		c, err := hub.NewClient("http://"+addr, admin)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				subject := fmt.Sprintf("w%d-%d", w, i)
+				_, err := c.Create(ctx, taskgraph.NewTask{Subject: subject})
+				switch {
+				case err == nil:
+					logs[w].acked = append(logs[w].acked, subject)
+				case errors.Is(err, taskgraph.ErrUnknownOutcome):
+					logs[w].unknown = append(logs[w].unknown, subject)
+				default:
+					logs[w].failed = append(logs[w].failed, subject)
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	require.NoError(t, hubProc.Process.Kill()) // SIGKILL
+	hubProc.Wait()
+	time.Sleep(100 * time.Millisecond)
+	hubProc = start()
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	hubProc.Process.Kill()
+	hubProc.Wait()
+
+	s, err := taskgraph.Open(filepath.Join(dir, taskgraph.DirName))
+	require.NoError(t, err)
+	defer s.Close()
+	all, err := s.List(ctx)
+	require.NoError(t, err)
+	count := map[string]int{}
+	for _, task := range all {
+		count[task.Subject]++
+	}
+	var acked, unknown, failed int
+	for _, l := range logs {
+		for _, sub := range l.acked {
+			assert.Equal(t, 1, count[sub], "acknowledged %s is there once", sub)
+		}
+		for _, sub := range l.unknown {
+			assert.LessOrEqual(t, count[sub], 1, "unsettled %s is there at most once", sub)
+		}
+		for _, sub := range l.failed {
+			assert.Equal(t, 0, count[sub], "%s failed, so it is not there", sub)
+		}
+		acked, unknown, failed = acked+len(l.acked), unknown+len(l.unknown), failed+len(l.failed)
+	}
+	for sub, n := range count {
+		assert.Equal(t, 1, n, "%s applied %d times", sub, n)
+	}
+	t.Logf("acknowledged %d, unknown outcome %d, failed %d; %d tasks in the directory", acked, unknown, failed, len(all))
+	assert.Positive(t, acked)
+	assert.Positive(t, unknown+failed, "the kill met writes in flight or refused")
 }
