@@ -35,6 +35,7 @@ var endpoints = []endpoint{
 	{"GET /v1/board", "GET", "/v1/board", "", "", hub.Viewer},
 	{"GET /v1/limits", "GET", "/v1/limits", "", "", hub.Viewer},
 	{"GET /v1/events", "GET", "/v1/events", "", "", hub.Viewer},
+	{"GET /v1/whoami", "GET", "/v1/whoami", "", "", hub.Viewer},
 	{"POST /v1/tasks", "POST", "/v1/tasks", `{"Subject":"new","Owner":"me"}`, `{"Subject":"new","Owner":"bob"}`, hub.Agent},
 	{"POST /v1/plans", "POST", "/v1/plans", `[{"Subject":"p","Key":"p"}]`, `[{"Subject":"p","Key":"p","Owner":"bob"}]`, hub.Agent},
 	{"PATCH /v1/tasks/{id}", "PATCH", "/v1/tasks/1", `{"Subject":"edited"}`, `{"Owner":"bob"}`, hub.Agent},

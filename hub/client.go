@@ -304,6 +304,14 @@ func (c *Client) Limits(ctx context.Context) (map[string]int, error) {
 	return m, err
 }
 
+// Whoami returns who the client's token speaks for: as an agent, its
+// name is the only owner it may act as.
+func (c *Client) Whoami(ctx context.Context) (Identity, error) {
+	var who Identity
+	err := c.call(ctx, http.MethodGet, "/v1/whoami", nil, nil, &who, nil)
+	return who, err
+}
+
 func taskPath(id tg.ID) string { return "/v1/tasks/" + strconv.FormatInt(int64(id), 10) }
 
 // call sends one request and decodes its answer into out (unless nil) or

@@ -25,6 +25,7 @@
 //	GET    /v1/tasks?FILTERS         List                    any role
 //	GET    /v1/board?FILTERS         Board                   any role
 //	GET    /v1/limits                Limits                  any role
+//	GET    /v1/whoami                the token's Identity    any role
 //	GET    /v1/events                Watch (server-sent events) any role
 //	POST   /v1/tasks                 Create (NewTask)        agent, admin
 //	POST   /v1/plans                 CreatePlan ([]NewTask)  agent, admin
@@ -85,6 +86,6 @@
 // it sends "resync" and the Client re-reads by itself.
 //
 // Not built yet: keys recorded in the store (so that they survive a
-// restart of the hub), the CLI's --store https://, MCP over HTTP, a
-// table of tokens in PostgreSQL. See docs/hub.md.
+// restart of the hub), MCP over HTTP, a table of tokens in PostgreSQL.
+// See docs/hub.md.
 package hub

@@ -116,6 +116,7 @@ func (s *Server) route() {
 		}
 		return s.store.Board(r.Context(), fs...)
 	})
+	s.handle("GET /v1/whoami", read, func(r *request) (any, error) { return r.who, nil })
 	s.handle("GET /v1/limits", read, func(r *request) (any, error) { return s.store.Limits(r.Context()) })
 	s.handle("POST /v1/tasks", write, func(r *request) (any, error) {
 		var nt tg.NewTask

@@ -243,3 +243,57 @@ func TestHubKilledDuringWrites(t *testing.T) {
 	assert.Positive(t, acked)
 	assert.Positive(t, unknown+failed, "the kill met writes in flight or refused")
 }
+
+// The commands work on a hub's graph with --store https://… (here
+// $TASKGRAPH_STORE, on loopback http://) and $TASKGRAPH_TOKEN, from a
+// directory without a graph, as they do beside it: an agent's token is
+// its owner; what its role may not do, and the commands that work
+// beside the files, are refused plainly.
+func TestHubCLI(t *testing.T) {
+	dir := project(t)
+	agent := strings.TrimSpace(ok(t, dir, "token", "add", "builder"))
+	url := startServe(t, dir)
+	elsewhere := repo(t)
+	env := cleanEnv("TASKGRAPH_STORE="+url, "TASKGRAPH_TOKEN="+agent)
+	run := func(args ...string) result {
+		t.Helper()
+		return runIn(t, elsewhere, env, args...)
+	}
+	okRun := func(args ...string) string {
+		t.Helper()
+		r := run(args...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		return r.stdout
+	}
+	okRun("add", "schema")
+	okRun("add", "api", "--after", "1")
+	assert.Contains(t, okRun("ready"), "schema")
+	next := okRun("next", "--json")
+	assert.Contains(t, next, `"owner": "builder"`, "the token's name is the owner")
+	okRun("note", "1", "tables drafted")
+	done := okRun("done", "1", "--result", "schema in")
+	assert.Contains(t, done, "api", "done says what it unblocked")
+	assert.Contains(t, okRun("show", "1"), "tables drafted")
+	assert.Contains(t, okRun("history", "1"), "completed")
+	assert.Contains(t, okRun("list"), "api")
+	assert.Contains(t, ok(t, dir, "show", "1"), "builder", "the writes are in the hub's directory")
+
+	r := run("limit", "db", "2")
+	require.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "only an admin's token")
+	r = run("claim", "2", "--owner", "someone-else")
+	require.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "acts only as its own owner")
+	for _, cmd := range []string{"init", "check", "serve"} {
+		r = run(cmd)
+		require.Equal(t, exitUsage, r.code, cmd)
+		assert.Contains(t, r.stderr, "is a hub", cmd)
+	}
+	r = runIn(t, elsewhere, cleanEnv("TASKGRAPH_STORE="+url), "list")
+	require.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "TASKGRAPH_TOKEN")
+	r = runIn(t, elsewhere, cleanEnv("TASKGRAPH_STORE="+url, "TASKGRAPH_TOKEN=tgh_wrong"), "list")
+	require.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "token")
+	assert.NotContains(t, r.stderr, "tgh_wrong", "a token is never echoed")
+}

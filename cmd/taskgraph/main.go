@@ -88,7 +88,8 @@ Flags for every command:
 	               in this directory or a parent, up to the repository root;
 	               in a linked git worktree, the main worktree's)
 	--store URL    a PostgreSQL database instead of a directory (default $TASKGRAPH_STORE),
-	               e.g. postgres://user@host/db; --graph NAME picks the graph in it (default "default")
+	               e.g. postgres://user@host/db; --graph NAME picks the graph in it (default "default");
+	               or a hub, https://HOST[:PORT], with a token in $TASKGRAPH_TOKEN
 	--owner NAME   who you are (default $TASKGRAPH_OWNER, else user@host)
 	--json         machine-readable output
 
@@ -337,7 +338,7 @@ func newEnv(ctx context.Context, name string, cmd command, stdin io.Reader, stdo
 	fs.SetOutput(io.Discard) // run reports parse errors, and prints help
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fs: fs}
 	fs.StringVar(&e.dir, "dir", "", "task `DIR`ectory (default $TASKGRAPH_DIR, else the nearest .tasks here or in a parent; in a linked git worktree, the main worktree's)")
-	fs.StringVar(&e.storeURL, "store", os.Getenv("TASKGRAPH_STORE"), "PostgreSQL `URL` to use instead of a directory")
+	fs.StringVar(&e.storeURL, "store", os.Getenv("TASKGRAPH_STORE"), "PostgreSQL `URL`, or a hub's https://HOST[:PORT] (token in $TASKGRAPH_TOKEN), to use instead of a directory")
 	fs.StringVar(&e.graph, "graph", envOr("TASKGRAPH_GRAPH", "default"), "graph `NAME` in the --store database")
 	fs.StringVar(&e.owner, "owner", os.Getenv("TASKGRAPH_OWNER"), "who you are, `NAME` (default $TASKGRAPH_OWNER, else user@host)")
 	fs.BoolVar(&e.json, "json", false, "machine-readable output")

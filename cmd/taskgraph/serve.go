@@ -50,6 +50,9 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 		if err := e.wantArgs(0); err != nil {
 			return err
 		}
+		if err := e.besideFiles("serve"); err != nil {
+			return err
+		}
 		if *streams < 1 {
 			return usagef("--max-streams %d: at least one page must be able to follow the board", *streams)
 		}

@@ -86,6 +86,9 @@ func flagsToken(fs *flag.FlagSet) func(e *env) error {
 // sidecar of the task directory. A --store graph has no directory: it
 // needs file.
 func (e *env) tokenFile(file string) (*hub.TokenFile, error) {
+	if err := e.besideFiles("token"); err != nil {
+		return nil, err
+	}
 	if file != "" {
 		return hub.OpenTokenFileAt(file), nil
 	}
