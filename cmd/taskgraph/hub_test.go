@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -150,18 +151,37 @@ func selfSigned(t *testing.T) (string, string, *x509.CertPool) {
 
 // The hub process is killed (SIGKILL) and started again while 8 clients
 // write through it: every write a client was told happened is in the
-// directory exactly once, none is applied twice (a retry across the
-// restart is an unknown outcome, never a second apply), and a write a
-// client was told failed is not there.
+// graph exactly once, none is applied twice (a retry across the restart
+// is an unknown outcome, never a second apply), and a write a client was
+// told failed is not there. In front of a directory, and of PostgreSQL.
 func TestHubKilledDuringWrites(t *testing.T) {
 	dir := project(t)
-	admin := strings.TrimSpace(ok(t, dir, "token", "add", "lead", "--role", "admin"))
+	hubKilledDuringWrites(t, dir, nil)
+}
+
+func TestHubKilledDuringWritesPostgres(t *testing.T) {
+	url := os.Getenv("TASKGRAPH_POSTGRES_URL")
+	if url == "" {
+		t.Skip("set TASKGRAPH_POSTGRES_URL to run the PostgreSQL tests; .ci/run sets it")
+	}
+	graph := fmt.Sprintf("hub-kill-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { dropGraph(url, graph) })
+	dir := repo(t)
+	store := []string{"--store", url, "--graph", graph, "--tokens", filepath.Join(dir, "tokens")}
+	ok(t, dir, "init", "--store", url, "--graph", graph)
+	hubKilledDuringWrites(t, dir, store)
+}
+
+// hubKilledDuringWrites runs the test on the graph of dir, or of the
+// --store, --graph and --tokens flags in store.
+func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
+	admin := strings.TrimSpace(ok(t, dir, append([]string{"token", "add", "lead", "--role", "admin"}, store...)...))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
 	start := func() *exec.Cmd {
-		cmd := exec.Command(binary, "serve", "--addr", addr)
+		cmd := exec.Command(binary, append([]string{"serve", "--addr", addr}, store...)...)
 		cmd.Dir, cmd.Env = dir, cleanEnv()
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
@@ -172,7 +192,6 @@ func TestHubKilledDuringWrites(t *testing.T) {
 		return cmd
 	}
 	hubProc := start()
-
 	type log struct{ acked, unknown, failed []string }
 	const writers = 8
 	logs := make([]log, writers)
@@ -214,11 +233,8 @@ func TestHubKilledDuringWrites(t *testing.T) {
 	hubProc.Process.Kill()
 	hubProc.Wait()
 
-	s, err := taskgraph.Open(filepath.Join(dir, taskgraph.DirName))
-	require.NoError(t, err)
-	defer s.Close()
-	all, err := s.List(ctx)
-	require.NoError(t, err)
+	var all []struct{ Subject string }
+	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, append([]string{"export"}, storeFlags(store)...)...)), &all))
 	count := map[string]int{}
 	for _, task := range all {
 		count[task.Subject]++
@@ -239,9 +255,23 @@ func TestHubKilledDuringWrites(t *testing.T) {
 	for sub, n := range count {
 		assert.Equal(t, 1, n, "%s applied %d times", sub, n)
 	}
-	t.Logf("acknowledged %d, unknown outcome %d, failed %d; %d tasks in the directory", acked, unknown, failed, len(all))
+	t.Logf("acknowledged %d, unknown outcome %d, failed %d; %d tasks in the graph", acked, unknown, failed, len(all))
 	assert.Positive(t, acked)
 	assert.Positive(t, unknown+failed, "the kill met writes in flight or refused")
+}
+
+// storeFlags is store without its --tokens flag, for the commands that
+// do not take it.
+func storeFlags(store []string) []string {
+	var out []string
+	for i := 0; i < len(store); i++ {
+		if store[i] == "--tokens" {
+			i++
+			continue
+		}
+		out = append(out, store[i])
+	}
+	return out
 }
 
 // The commands work on a hub's graph with --store https://… (here
