@@ -358,19 +358,30 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 			retryOf = "1" // no hub answered yet: one that does not know the key cannot tell
 		}
 	}
-	for attempt := 0; ; attempt++ {
+	lost, paused := 0, 0 // attempts whose answer was lost; pauses the hub asked for
+	for {
 		retry := ""
-		if attempt > 0 {
+		if lost > 0 {
 			retry = retryOf
 		}
-		status, answer, err := c.send(ctx, method, u.String(), data, key, retry)
+		status, answer, after, err := c.send(ctx, method, u.String(), data, key, retry)
+		if err == nil && status == http.StatusTooManyRequests && paused < maxPauses {
+			// Past the token's rate: nothing was done; wait as told.
+			paused++
+			select {
+			case <-ctx.Done():
+				return decodeAnswer(method, path, status, answer, out)
+			case <-time.After(after):
+			}
+			continue
+		}
 		if err == nil {
 			return decodeAnswer(method, path, status, answer, out)
 		}
-		if err = c.failed(method, err); attempt > 0 && !errors.Is(err, tg.ErrUnknownOutcome) {
+		if err = c.failed(method, err); lost > 0 && !errors.Is(err, tg.ErrUnknownOutcome) {
 			err = &unknownOutcomeError{err} // an earlier attempt may have been applied
 		}
-		if !errors.Is(err, tg.ErrUnknownOutcome) || attempt >= len(retryWaits) {
+		if !errors.Is(err, tg.ErrUnknownOutcome) || lost >= len(retryWaits) {
 			return err
 		}
 		// The write may have happened: send it again with its key, and
@@ -379,10 +390,14 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(retryWaits[attempt]):
+		case <-time.After(retryWaits[lost]):
 		}
+		lost++
 	}
 }
+
+// maxPauses bounds how often one call waits out the token's rate.
+const maxPauses = 20
 
 // retryWaits are the pauses before each retry of a write whose answer
 // was lost: about two seconds in all, enough for a hub to restart.
@@ -397,14 +412,14 @@ func newKey() string {
 
 // send makes one attempt of a request and returns its status and body,
 // or the failure that left it without an answer.
-func (c *Client) send(ctx context.Context, method, u string, data []byte, key, retry string) (int, []byte, error) {
+func (c *Client) send(ctx context.Context, method, u string, data []byte, key, retry string) (int, []byte, time.Duration, error) {
 	var rd io.Reader
 	if data != nil {
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "application/json")
@@ -419,7 +434,7 @@ func (c *Client) send(ctx context.Context, method, u string, data []byte, key, r
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	defer resp.Body.Close()
 	if h := resp.Header.Get(HubHeader); h != "" {
@@ -427,17 +442,21 @@ func (c *Client) send(ctx context.Context, method, u string, data []byte, key, r
 	}
 	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
+	}
+	after := 100 * time.Millisecond
+	if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 {
+		after = time.Duration(n) * time.Second
 	}
 	if resp.StatusCode >= 300 {
 		var eb ErrorBody
 		if jerr := json.Unmarshal(answer, &eb); jerr != nil || eb.Error == "" {
 			// Not the hub's answer (a proxy's, say): the request may
 			// have reached it.
-			return 0, nil, fmt.Errorf("hub: %s %s: %s", method, req.URL.Path, resp.Status)
+			return 0, nil, 0, fmt.Errorf("hub: %s %s: %s", method, req.URL.Path, resp.Status)
 		}
 	}
-	return resp.StatusCode, answer, nil
+	return resp.StatusCode, answer, after, nil
 }
 
 // decodeAnswer decodes the hub's answer into out (unless nil), or

@@ -163,3 +163,44 @@ func TestBadRequests(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, all)
 }
+
+// A token past its rate is refused with 429 and Retry-After, changing
+// nothing, while another token goes on; the Client waits as told and
+// its call succeeds.
+func TestRate(t *testing.T) {
+	tokens := &hub.MemTokens{}
+	fast, err := tokens.Add("fast", hub.Agent)
+	require.NoError(t, err)
+	other, err := tokens.Add("other", hub.Agent)
+	require.NoError(t, err)
+	mem := tg.NewMemStore()
+	api := hub.NewServer(mem, tokens, hub.WithRate(2, 2))
+	defer api.Close()
+	ts := httptest.NewServer(api)
+	defer ts.Close()
+	post := func(tok string) *http.Response {
+		req, err := http.NewRequest("POST", ts.URL+"/v1/tasks", strings.NewReader(`{"Subject":"a"}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	require.Equal(t, 200, post(fast).StatusCode)
+	require.Equal(t, 200, post(fast).StatusCode)
+	third := post(fast)
+	require.Equal(t, http.StatusTooManyRequests, third.StatusCode, "past the burst")
+	require.Equal(t, "1", third.Header.Get("Retry-After"))
+	require.Equal(t, 200, post(other).StatusCode, "each token has its own rate")
+	all, err := mem.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 3, "the refused request did nothing")
+
+	c, err := hub.NewClient(ts.URL, fast)
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = c.Create(ctx, tg.NewTask{Subject: "b"})
+	require.NoError(t, err, "the client waits out the rate")
+	require.GreaterOrEqual(t, time.Since(start), 500*time.Millisecond)
+}

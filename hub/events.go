@@ -6,6 +6,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -72,6 +73,9 @@ func (ss *sessions) open() (*session, error) {
 	defer ss.mu.Unlock()
 	if ss.closed {
 		return nil, fmt.Errorf("hub: shutting down: %w", tg.ErrClosed)
+	}
+	if len(ss.m) >= MaxSessions {
+		return nil, fmt.Errorf("%w: this hub keeps at most %d; try again later", ErrBusy, MaxSessions)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	ch, err := ss.store.Watch(ctx)
@@ -212,7 +216,7 @@ func (ss *sessions) resume(last string) (*session, uint64, bool) {
 // watch that ends sends its last event, of kind ended, and the stream
 // closes.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
-	who, err := s.identify(r)
+	who, err := s.identify(w, r)
 	if err == nil {
 		err = who.may(read)
 	}
@@ -230,6 +234,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	resync := last != "" && !resumed
 	if !resumed {
 		if se, err = s.sessions.open(); err != nil {
+			if errors.Is(err, ErrBusy) {
+				w.Header().Set("Retry-After", "5")
+			}
 			writeError(w, err)
 			return
 		}

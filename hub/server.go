@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	tg "github.com/taskgraph-dev/taskgraph"
 )
@@ -44,14 +46,19 @@ type Server struct {
 	keys     *keys
 	sessions *sessions
 	id       string // this instance, in HubHeader
+	rate     *rate
 	mux      *http.ServeMux
 	routes   []string // every pattern handled, for the access-matrix test
 }
 
 // NewServer returns a server of store for the holders of tokens. It does
 // not close store; Close stops what it runs.
-func NewServer(store Store, tokens Tokens) *Server {
-	s := &Server{store: store, tokens: tokens, maxBody: MaxBody, keys: newKeys(), sessions: newSessions(store), id: randomID(), mux: http.NewServeMux()}
+func NewServer(store Store, tokens Tokens, opts ...Option) *Server {
+	s := &Server{store: store, tokens: tokens, maxBody: MaxBody, keys: newKeys(), sessions: newSessions(store), id: randomID(),
+		rate: newRate(DefaultRate, DefaultBurst), mux: http.NewServeMux()}
+	for _, o := range opts {
+		o(s)
+	}
 	s.route()
 	return s
 }
@@ -277,7 +284,7 @@ func claimOptions(c ClaimRequest) []tg.ClaimOption {
 func (s *Server) handle(pattern string, n need, h func(r *request) (any, error)) {
 	s.routes = append(s.routes, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, hr *http.Request) {
-		who, err := s.identify(hr)
+		who, err := s.identify(w, hr)
 		if err == nil {
 			err = who.may(n)
 		}
@@ -362,14 +369,23 @@ func run(r *request, h func(r *request) (any, error)) (*answer, bool) {
 	return jsonAnswer(http.StatusOK, out), true
 }
 
-// identify returns who the request's bearer token speaks for.
-func (s *Server) identify(r *http.Request) (Identity, error) {
+// identify returns who the request's bearer token speaks for, if the
+// token is within its rate.
+func (s *Server) identify(w http.ResponseWriter, r *http.Request) (Identity, error) {
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok && auth != "" {
 		return Identity{}, fmt.Errorf("%w: the Authorization header must be \"Bearer TOKEN\"", ErrUnauthorized)
 	}
-	return s.tokens.Identify(strings.TrimSpace(tok))
+	who, err := s.tokens.Identify(strings.TrimSpace(tok))
+	if err != nil {
+		return who, err
+	}
+	if ok, wait := s.rate.allow(who.Name, time.Now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		return who, fmt.Errorf("%w: %q is past %g requests a second; wait %v", ErrRateLimited, who.Name, s.rate.perSecond, wait.Round(time.Millisecond))
+	}
+	return who, nil
 }
 
 // may checks that who's role allows what a route needs.

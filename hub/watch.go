@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -183,8 +184,8 @@ func (w *watch) reconnect() *sseReader {
 		if err == nil {
 			return r
 		}
-		if _, final := err.(refusal); final {
-			w.send(tg.Event{Kind: tg.Ended, Err: err.(refusal).err})
+		if ref, final := err.(refusal); final && !errors.Is(err, ErrBusy) && !errors.Is(err, ErrRateLimited) {
+			w.send(tg.Event{Kind: tg.Ended, Err: ref.err})
 			return nil
 		}
 	}

@@ -116,6 +116,8 @@ var kinds = []struct {
 	{"closed", tg.ErrClosed, http.StatusServiceUnavailable},
 	{"unauthorized", ErrUnauthorized, http.StatusUnauthorized},
 	{"forbidden", ErrForbidden, http.StatusForbidden},
+	{"rate_limited", ErrRateLimited, http.StatusTooManyRequests},
+	{"busy", ErrBusy, http.StatusServiceUnavailable},
 	{"canceled", context.Canceled, 499}, // the client went away: nginx's code
 	{"deadline_exceeded", context.DeadlineExceeded, http.StatusGatewayTimeout},
 }

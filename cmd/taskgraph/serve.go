@@ -35,7 +35,8 @@ JSON over HTTP, for agents elsewhere (Go: package hub; docs/hub.md). Every
 request needs a token of taskgraph token add, kept in the directory's
 .taskgraph.tokens (with --store, in the file --tokens names). Beyond
 loopback the API is served only over TLS (--tls-cert and --tls-key), or
-behind a proxy that terminates TLS (--behind-tls-proxy).`
+behind a proxy that terminates TLS (--behind-tls-proxy). Each token may
+make --rate requests a second (default 200), in bursts of twice that.`
 
 func flagsServe(fs *flag.FlagSet) func(e *env) error {
 	addr := fs.String("addr", "127.0.0.1:7777", "listen on `HOST:PORT` (port 0 picks a free one)")
@@ -46,6 +47,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 	cert := fs.String("tls-cert", "", "serve HTTPS with the certificate in `FILE` (with --tls-key)")
 	key := fs.String("tls-key", "", "the private key of --tls-cert, in `FILE`")
 	proxy := fs.Bool("behind-tls-proxy", false, "serve the API beyond loopback over plain HTTP: a proxy in front terminates TLS")
+	rate := fs.Float64("rate", hub.DefaultRate, "bound each token at `N` API requests a second, in bursts of twice that (0: no bound)")
 	return func(e *env) error {
 		if err := e.wantArgs(0); err != nil {
 			return err
@@ -82,7 +84,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			defer b.Close()
 			mux := http.NewServeMux()
 			mux.Handle("/", b)
-			api, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy)
+			api, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy, hub.WithRate(*rate, int(2**rate)))
 			if api != nil {
 				defer api.Close()
 				mux.Handle("/v1/", api)
@@ -106,7 +108,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			}
 			fmt.Fprintf(e.stderr, "Serving the board of %s (%s); interrupt to stop\n", e.where(), mode)
 			fmt.Fprintln(e.stderr, why)
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 			done := make(chan error, 1)
 			go func() {
 				if tls {
@@ -137,7 +139,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 // hubAPI returns the API of s for the holders of the tokens in file (or
 // the directory's), or nil if it must not be served; and a line that says
 // which, and why.
-func (e *env) hubAPI(s store, file string, safe bool) (*hub.Server, string) {
+func (e *env) hubAPI(s store, file string, safe bool, opts ...hub.Option) (*hub.Server, string) {
 	if !safe {
 		return nil, "Not serving the API (/v1/): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
 	}
@@ -149,7 +151,7 @@ func (e *env) hubAPI(s store, file string, safe bool) (*hub.Server, string) {
 	if infos, err := tokens.List(); err == nil && len(infos) == 0 {
 		msg += ": there is none yet, so every request is refused"
 	}
-	return hub.NewServer(s, tokens), msg
+	return hub.NewServer(s, tokens, opts...), msg
 }
 
 // isLoopback reports whether host (of --addr) names only this machine. An
