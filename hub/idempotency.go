@@ -44,6 +44,9 @@ const (
 	// maxKeys bounds how many keys a hub remembers; past it the oldest
 	// are forgotten first (a retry of one is then an unknown outcome).
 	maxKeys = 100_000
+	// maxKeyBytes bounds the answers kept, in bytes: past it, too, the
+	// oldest keys are forgotten first.
+	maxKeyBytes = 64 << 20
 	// maxKeyLen bounds a key.
 	maxKeyLen = 128
 )
@@ -71,7 +74,8 @@ type keys struct {
 	mu    sync.Mutex
 	m     map[string]*keyed
 	order []string // keys by first use, oldest first, for the bounds
-	lost  bool     // a key was forgotten within its window (maxKeys)
+	lost  bool     // a key was forgotten within its window (maxKeys, maxKeyBytes)
+	bytes int      // of the answers kept
 	now   func() time.Time
 }
 
@@ -123,6 +127,9 @@ func (k *keys) begin(who Identity, key string, fp [32]byte, retry, sameHub bool)
 func (k *keys) finish(e *keyed, a *answer) {
 	k.mu.Lock()
 	e.answer = a
+	if a != nil {
+		k.bytes += len(a.body)
+	}
 	k.mu.Unlock()
 	close(e.done)
 }
@@ -134,13 +141,16 @@ func (k *keys) expire() {
 	for n < len(k.order) {
 		e := k.m[k.order[n]]
 		inWindow := e != nil && e.at.After(cut)
-		if inWindow && len(k.order)-n <= maxKeys {
+		if inWindow && len(k.order)-n <= maxKeys && k.bytes <= maxKeyBytes {
 			break
 		}
 		if e != nil && !closed(e.done) {
 			break // still running: forget it once it ends
 		}
 		k.lost = k.lost || inWindow
+		if e != nil && e.answer != nil {
+			k.bytes -= len(e.answer.body)
+		}
 		delete(k.m, k.order[n])
 		n++
 	}
