@@ -114,6 +114,14 @@ func TestHubOverTLS(t *testing.T) {
 	require.Error(t, err, "no plain HTTP on the TLS port")
 }
 
+// Writes from the board beyond loopback need TLS, as the API does.
+func TestServeRemoteWritesNeedTLS(t *testing.T) {
+	dir := project(t)
+	r := tg(t, dir, "serve", "--addr", "0.0.0.0:0", "--allow-remote", "--allow-writes")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "needs TLS")
+}
+
 // A hub's URL is https://, or http:// to loopback only.
 func TestHubClientRefusesPlainHTTPBeyondLoopback(t *testing.T) {
 	_, err := hub.NewClient("http://tasks.example.com:7777", "tgh_x")

@@ -34,8 +34,9 @@ Beside the board it serves the hub's API under /v1/: the whole Store as
 JSON over HTTP, for agents elsewhere (Go: package hub; docs/hub.md). Every
 request needs a token of taskgraph token add, kept in the directory's
 .taskgraph.tokens (with --store, in the file --tokens names). Beyond
-loopback the API is served only over TLS (--tls-cert and --tls-key), or
-behind a proxy that terminates TLS (--behind-tls-proxy). Each token may
+loopback the API, and the page's writes, are served only over TLS
+(--tls-cert and --tls-key), or behind a proxy that terminates TLS
+(--behind-tls-proxy). Each token may
 make --rate requests a second (default 200), in bursts of twice that.`
 
 func flagsServe(fs *flag.FlagSet) func(e *env) error {
@@ -69,6 +70,9 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			return usagef("--tls-cert and --tls-key go together")
 		}
 		tls := *cert != ""
+		if *writes && !isLoopback(host) && !tls && !*proxy {
+			return usagef("--allow-writes beyond loopback needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy: the write token must not cross a network in the clear")
+		}
 		return e.withStore(func(s store) error {
 			opts := []board.Option{board.WithTitle(e.where()), board.WithMaxStreams(*streams)}
 			if *writes {
