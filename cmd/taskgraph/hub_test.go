@@ -184,21 +184,8 @@ func TestHubKilledDuringWritesPostgres(t *testing.T) {
 // --store, --graph and --tokens flags in store.
 func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
 	admin := strings.TrimSpace(ok(t, dir, append([]string{"token", "add", "lead", "--role", "admin"}, store...)...))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	start := func() *exec.Cmd {
-		cmd := exec.Command(binary, append([]string{"serve", "--addr", addr}, store...)...)
-		cmd.Dir, cmd.Env = dir, cleanEnv()
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		_, err = bufio.NewReader(stdout).ReadString('\n') // the URL: it listens
-		require.NoError(t, err)
-		go io.Copy(io.Discard, stdout)
-		return cmd
-	}
+	addr := freeAddr(t)
+	start := func() *exec.Cmd { return startHub(t, dir, addr, store...) }
 	hubProc := start()
 	type log struct{ acked, unknown, failed []string }
 	const writers = 8
@@ -238,9 +225,6 @@ func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
 	time.Sleep(500 * time.Millisecond)
 	close(stop)
 	wg.Wait()
-	hubProc.Process.Kill()
-	hubProc.Wait()
-
 	var all []struct{ Subject string }
 	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, append([]string{"export"}, storeFlags(store)...)...)), &all))
 	count := map[string]int{}
@@ -266,6 +250,107 @@ func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
 	t.Logf("acknowledged %d, unknown outcome %d, failed %d; %d tasks in the graph", acked, unknown, failed, len(all))
 	assert.Positive(t, acked)
 	assert.Positive(t, unknown+failed, "the kill met writes in flight or refused")
+}
+
+// freeAddr returns a loopback address with a port that was free.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startHub starts taskgraph serve in dir on addr, with the flags store,
+// and returns once it listens. The caller kills it.
+func startHub(t *testing.T, dir, addr string, store ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--addr", addr}, store...)...)
+	cmd.Dir, cmd.Env = dir, cleanEnv()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	_, err = bufio.NewReader(stdout).ReadString('\n') // the URL: it listens
+	require.NoError(t, err)
+	go io.Copy(io.Discard, stdout)
+	return cmd
+}
+
+// The hub process is killed and started again while clients watch; the
+// graph changes while it is down and after. Each client, keeping its view
+// of the graph from its Watch alone, ends with the store's view: the
+// stream resumed on the new hub with a resync, which the client re-read
+// by itself.
+func TestHubRestartWithWatchers(t *testing.T) {
+	dir := project(t)
+	admin := strings.TrimSpace(ok(t, dir, "token", "add", "lead", "--role", "admin"))
+	addr := freeAddr(t)
+	hubProc := startHub(t, dir, addr)
+	writer, err := hub.NewClient("http://"+addr, admin)
+	require.NoError(t, err)
+
+	type view struct {
+		sync.Mutex
+		revs map[taskgraph.ID]int64
+	}
+	const watchers = 3
+	views := make([]*view, watchers)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i := range views {
+		v := &view{revs: map[taskgraph.ID]int64{}}
+		views[i] = v
+		c, err := hub.NewClient("http://"+addr, admin)
+		require.NoError(t, err)
+		events, err := c.Watch(wctx)
+		require.NoError(t, err)
+		go func() {
+			for e := range events {
+				v.Lock()
+				switch e.Kind {
+				case taskgraph.Deleted:
+					delete(v.revs, e.Task.ID)
+				case taskgraph.Ended:
+				default:
+					if e.Task.Rev >= v.revs[e.Task.ID] {
+						v.revs[e.Task.ID] = e.Task.Rev
+					}
+				}
+				v.Unlock()
+			}
+		}()
+	}
+	for i := range 10 {
+		_, err := writer.Create(ctx, taskgraph.NewTask{Subject: fmt.Sprint("before ", i)})
+		require.NoError(t, err)
+	}
+	_, err = writer.Claim(ctx, 1, "x")
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond) // the watchers have seen it
+
+	require.NoError(t, hubProc.Process.Kill())
+	hubProc.Wait()
+	ok(t, dir, "delete", "2")       // while the hub is down
+	ok(t, dir, "add", "while down") // by another process, beside the files
+	ok(t, dir, "done", "1", "--force")
+	startHub(t, dir, addr)
+	_, err = writer.Create(ctx, taskgraph.NewTask{Subject: "after"})
+	require.NoError(t, err)
+
+	all, err := writer.List(ctx)
+	require.NoError(t, err)
+	want := map[taskgraph.ID]int64{}
+	for _, task := range all {
+		want[task.ID] = task.Rev
+	}
+	for i, v := range views {
+		require.Eventually(t, func() bool {
+			v.Lock()
+			defer v.Unlock()
+			return assert.ObjectsAreEqual(want, v.revs)
+		}, 15*time.Second, 50*time.Millisecond, "watcher %d's view is the store's", i)
+	}
 }
 
 // storeFlags is store without its --tokens flag, for the commands that
