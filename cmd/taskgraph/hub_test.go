@@ -221,7 +221,7 @@ func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
 	require.NoError(t, hubProc.Process.Kill()) // SIGKILL
 	hubProc.Wait()
 	time.Sleep(100 * time.Millisecond)
-	hubProc = start()
+	start() // killed when the test ends
 	time.Sleep(500 * time.Millisecond)
 	close(stop)
 	wg.Wait()
