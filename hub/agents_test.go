@@ -43,7 +43,7 @@ func TestManyAgentsOverHTTP(t *testing.T) {
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { api.Close() })
 
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	wctx, cancel := context.WithTimeout(ctx, raceSlowdown*time.Minute) // about 11 s without the race detector
 	defer cancel()
 	var mu sync.Mutex
 	doneBy := map[tg.ID]string{}

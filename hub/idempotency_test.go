@@ -131,6 +131,7 @@ func TestKeys(t *testing.T) {
 	mem := &gatedStore{MemStore: tg.NewMemStore()}
 	ts := httptest.NewServer(hub.NewServer(mem, tokens))
 	defer ts.Close()
+	var hubMu sync.Mutex // the posts below run at once
 	hubID := ""
 	post := func(token, key, body string, retry bool) (int, string) {
 		req, err := http.NewRequest("POST", ts.URL+"/v1/tasks", strings.NewReader(body))
@@ -140,13 +141,17 @@ func TestKeys(t *testing.T) {
 		if retry {
 			req.Header.Set(hub.RetryHeader, "1")
 		}
+		hubMu.Lock()
 		if key == "after-lost-request" {
 			req.Header.Set(hub.RetryHeader, hubID)
 		}
+		hubMu.Unlock()
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
+		hubMu.Lock()
 		hubID = resp.Header.Get(hub.HubHeader)
+		hubMu.Unlock()
 		data, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(data)
 	}
