@@ -24,6 +24,11 @@ import (
 // directory.
 const GitIgnoreName = ".gitignore"
 
+// TokensFileName is the file in a task directory that keeps the hashes of
+// the tokens of a hub serving it (package hub, `taskgraph token`): this
+// machine's, never the graph's, so git ignores it.
+const TokensFileName = ".taskgraph.tokens"
+
 // gitIgnoreHeader opens the lines WriteGitIgnore adds.
 const gitIgnoreHeader = "# taskgraph: files of this machine, not of the graph (`taskgraph init` adds them)"
 
@@ -40,6 +45,7 @@ var gitIgnorePatterns = []string{
 	cacheDirName + "/",      // a cache of the decoded tasks
 	journalFileName,         // a multi-file write in flight, replayed here
 	lostDirName + "/",       // what a power loss left empty, moved aside
+	TokensFileName,          // the hashes of a hub's tokens
 	atomicfile.TempPrefix(".taskgraph.") + "*",                         // a meta or journal being written
 	atomicfile.TempPrefix(taskFilePrefix) + "*" + taskFileSuffix + "*", // a task file being written
 }

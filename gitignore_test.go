@@ -28,7 +28,7 @@ func TestGitIgnoreCoversEveryMachineFile(t *testing.T) {
 	assert.True(t, changed)
 
 	machine := []string{
-		lockFileName, logFileName, syncFileName, journalFileName,
+		lockFileName, logFileName, syncFileName, journalFileName, TokensFileName,
 		setAsideLogPrefix + "20260101T000000.000000000Z",
 		filepath.Join(lostDirName, "task_3.json.20260101T000000.000000000Z"),
 		atomicfile.TempName(metaFileName), atomicfile.TempName(journalFileName),

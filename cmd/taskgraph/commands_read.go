@@ -122,6 +122,9 @@ func cmdCheck(e *env) error {
 	if err := e.wantArgs(0); err != nil {
 		return err
 	}
+	if err := e.besideFiles("check"); err != nil {
+		return err
+	}
 	if e.storeURL != "" {
 		return usagef("check reads a task directory; a --store database enforces the same rules with constraints")
 	}

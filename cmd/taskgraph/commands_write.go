@@ -23,6 +23,9 @@ func cmdInit(e *env) error {
 	if err := e.wantArgs(0); err != nil {
 		return err
 	}
+	if err := e.besideFiles("init"); err != nil {
+		return err
+	}
 	if e.storeURL != "" {
 		return e.withPostgres(true, func(s store, created bool) error {
 			return e.printInit(initJSON{Graph: e.graph, Created: created})

@@ -105,10 +105,13 @@ type store interface {
 	taskgraph.Limiter
 }
 
-// withStore opens the task graph — the directory found or named, or the
-// --store graph — runs f, and closes it. It never creates a graph: without
+// withStore opens the task graph — the directory found or named, the
+// --store graph, or the --store hub's — runs f, and closes it. It never creates a graph: without
 // one it returns a noGraphError.
 func (e *env) withStore(f func(s store) error) error {
+	if e.isHub() {
+		return e.withHub(f)
+	}
 	if e.storeURL == "" {
 		dir, err := e.taskDir()
 		if err != nil {
@@ -157,6 +160,9 @@ func (e *env) withPostgres(create bool, f func(s store, created bool) error) err
 
 // where names the store for messages.
 func (e *env) where() string {
+	if e.isHub() {
+		return e.storeURL
+	}
 	if e.storeURL != "" {
 		return fmt.Sprintf("graph %q", e.graph)
 	}

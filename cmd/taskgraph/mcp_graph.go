@@ -66,6 +66,14 @@ func (g *mcpGraph) open(ctx context.Context, create bool) (store, error) {
 		return g.s, nil
 	}
 	e := g.e
+	if e.isHub() {
+		c, err := e.openHub()
+		if err != nil {
+			return nil, err
+		}
+		g.s = c
+		return c, nil
+	}
 	if e.storeURL != "" {
 		if g.pool == nil {
 			pool, err := pgxpool.New(e.ctx, e.storeURL)

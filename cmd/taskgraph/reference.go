@@ -44,7 +44,7 @@ var exitStatuses = []exitStatus{
 // environment's values for the flags not given.
 func defineGlobalFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.dir, "dir", "", "task `DIR`ectory (default $TASKGRAPH_DIR, else the nearest .tasks here or in a parent; in a linked git worktree, the main worktree's)")
-	fs.StringVar(&e.storeURL, "store", "", "PostgreSQL `URL` to use instead of a directory (default $TASKGRAPH_STORE)")
+	fs.StringVar(&e.storeURL, "store", "", "PostgreSQL `URL`, or a hub's https://HOST[:PORT] (token in $TASKGRAPH_TOKEN), to use instead of a directory (default $TASKGRAPH_STORE)")
 	fs.StringVar(&e.graph, "graph", "default", "graph `NAME` in the --store database (default $TASKGRAPH_GRAPH, else default)")
 	fs.StringVar(&e.owner, "owner", "", "who you are, `NAME` (default $TASKGRAPH_OWNER, else user@host)")
 	fs.BoolVar(&e.json, "json", false, "machine-readable output")

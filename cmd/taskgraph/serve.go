@@ -1,4 +1,4 @@
-// taskgraph serve: the web board over HTTP.
+// taskgraph serve: the web board, and the hub's API, over HTTP.
 
 package main
 
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph/board"
+	"github.com/taskgraph-dev/taskgraph/hub"
 )
 
 // serveHelp is the help of taskgraph serve.
@@ -30,15 +31,32 @@ add an edge and create a task, and the URL printed on stdout carries the
 token those writes need. At most --max-streams pages (default 256) follow
 the board at once; one more is refused until another closes. GET /metrics
 serves the tasks by state, the lapsed leases and the pages following the
-board in the Prometheus text format. Interrupt to stop.`
+board in the Prometheus text format. Interrupt to stop.
+
+Beside the board it serves the hub's API under /v1/: the whole Store as
+JSON over HTTP, for agents elsewhere (Go: package hub; docs/hub.md). Every
+request needs a token of taskgraph token add, kept in the directory's
+.taskgraph.tokens (with --store, in the file --tokens names). Beyond
+loopback the API, and the page's writes, are served only over TLS
+(--tls-cert and --tls-key), or behind a proxy that terminates TLS
+(--behind-tls-proxy). Each token may
+make --rate requests a second (default 200), in bursts of twice that.`
 
 func flagsServe(fs *flag.FlagSet) func(e *env) error {
 	addr := fs.String("addr", "127.0.0.1:7777", "listen on `HOST:PORT` (port 0 picks a free one)")
 	writes := fs.Bool("allow-writes", false, "let the page release claims, reopen tasks, add edges and create tasks")
 	remote := fs.Bool("allow-remote", false, "allow an --addr that is not loopback: anyone who reaches it can read the board")
 	streams := fs.Int("max-streams", board.DefaultMaxStreams, "follow at most `N` pages live at once; one more is refused with 503 until another closes")
+	tokensFile := fs.String("tokens", "", "the API's tokens `FILE` (default the task directory's .taskgraph.tokens; needed with --store)")
+	cert := fs.String("tls-cert", "", "serve HTTPS with the certificate in `FILE` (with --tls-key)")
+	key := fs.String("tls-key", "", "the private key of --tls-cert, in `FILE`")
+	proxy := fs.Bool("behind-tls-proxy", false, "serve the API beyond loopback over plain HTTP: a proxy in front terminates TLS")
+	rate := fs.Float64("rate", hub.DefaultRate, "bound each token at `N` API requests a second, in bursts of twice that (0: no bound)")
 	return func(e *env) error {
 		if err := e.wantArgs(0); err != nil {
+			return err
+		}
+		if err := e.besideFiles("serve"); err != nil {
 			return err
 		}
 		if *streams < 1 {
@@ -50,6 +68,13 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 		}
 		if !isLoopback(host) && !*remote {
 			return usagef("--addr %s is not a loopback address: anyone who can reach it could read the board; add --allow-remote if that is meant", *addr)
+		}
+		if (*cert == "") != (*key == "") {
+			return usagef("--tls-cert and --tls-key go together")
+		}
+		tls := *cert != ""
+		if *writes && !isLoopback(host) && !tls && !*proxy {
+			return usagef("--allow-writes beyond loopback needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy: the write token must not cross a network in the clear")
 		}
 		return e.withStore(func(s store) error {
 			opts := []board.Option{board.WithTitle(e.graphName()), board.WithMaxStreams(*streams), board.WithLogger(logger)}
@@ -64,11 +89,22 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			}
 			b := board.New(s, opts...)
 			defer b.Close()
+			mux := http.NewServeMux()
+			mux.Handle("/", b)
+			api, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy, hub.WithRate(*rate, int(2**rate)))
+			if api != nil {
+				defer api.Close()
+				mux.Handle("/v1/", api)
+			}
 			ln, err := net.Listen("tcp", *addr)
 			if err != nil {
 				return err
 			}
-			url := "http://" + ln.Addr().String() + "/"
+			scheme := "http"
+			if tls {
+				scheme = "https"
+			}
+			url := scheme + "://" + ln.Addr().String() + "/"
 			if tok := b.Token(); tok != "" {
 				url += "#token=" + tok
 			}
@@ -78,16 +114,26 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 				mode = "writes allowed to holders of the token in the URL"
 			}
 			fmt.Fprintf(e.stderr, "Serving the board of %s (%s); interrupt to stop\n", e.where(), mode)
-			srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+			fmt.Fprintln(e.stderr, why)
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 				ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 			done := make(chan error, 1)
-			go func() { done <- srv.Serve(ln) }()
+			go func() {
+				if tls {
+					done <- srv.ServeTLS(ln, *cert, *key)
+					return
+				}
+				done <- srv.Serve(ln)
+			}()
 			select {
 			case err := <-done:
 				return err
 			case <-e.ctx.Done():
 			}
 			b.Close() // ends the event streams, so that Shutdown need not wait for them
+			if api != nil {
+				api.Close()
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -96,6 +142,24 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			return nil
 		})
 	}
+}
+
+// hubAPI returns the API of s for the holders of the tokens in file (or
+// the directory's), or nil if it must not be served; and a line that says
+// which, and why.
+func (e *env) hubAPI(s store, file string, safe bool, opts ...hub.Option) (*hub.Server, string) {
+	if !safe {
+		return nil, "Not serving the API (/v1/): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
+	}
+	tokens, err := e.tokenFile(file)
+	if err != nil {
+		return nil, "Not serving the API (/v1/): " + err.Error()
+	}
+	msg := "Serving the API under /v1/; every request needs a token (taskgraph token add NAME)"
+	if infos, err := tokens.List(); err == nil && len(infos) == 0 {
+		msg += ": there is none yet, so every request is refused"
+	}
+	return hub.NewServer(s, tokens, opts...), msg
 }
 
 // isLoopback reports whether host (of --addr) names only this machine. An

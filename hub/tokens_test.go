@@ -1,0 +1,65 @@
+package hub_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	tg "github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/hub"
+)
+
+// A token file keeps hashes only; a token identifies its name and role
+// until revoked; a second process's revoke counts at once; a tokens file
+// that cannot be read refuses every token.
+func TestTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	f := hub.OpenTokenFile(dir)
+	_, err := f.Identify("tgh_anything")
+	require.ErrorIs(t, err, hub.ErrUnauthorized, "no file, no token")
+
+	a, err := f.Add("agent-1", hub.Agent)
+	require.NoError(t, err)
+	v, err := f.Add("watcher", hub.Viewer)
+	require.NoError(t, err)
+	require.NotEqual(t, a, v)
+	_, err = f.Add("agent-1", hub.Admin)
+	require.ErrorIs(t, err, tg.ErrInvalid, "one token a name")
+	for _, bad := range []string{"", "has space", "-dash", string(make([]byte, 65))} {
+		_, err = f.Add(bad, hub.Agent)
+		require.ErrorIs(t, err, tg.ErrInvalid, "%q", bad)
+	}
+
+	data, err := os.ReadFile(filepath.Join(dir, tg.TokensFileName))
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), a[4:])
+
+	who, err := f.Identify(a)
+	require.NoError(t, err)
+	assert.Equal(t, hub.Identity{Name: "agent-1", Role: hub.Agent}, who)
+	who, err = hub.OpenTokenFile(dir).Identify(v)
+	require.NoError(t, err)
+	assert.Equal(t, hub.Identity{Name: "watcher", Role: hub.Viewer}, who)
+	_, err = f.Identify(a + "x")
+	require.ErrorIs(t, err, hub.ErrUnauthorized)
+	_, err = f.Identify("")
+	require.ErrorIs(t, err, hub.ErrUnauthorized)
+
+	require.NoError(t, hub.OpenTokenFile(dir).Revoke("agent-1"), "another process revokes")
+	_, err = f.Identify(a)
+	require.ErrorIs(t, err, hub.ErrUnauthorized, "a revoked token is refused at once")
+	require.ErrorIs(t, f.Revoke("agent-1"), tg.ErrNotFound)
+	infos, err := f.List()
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	assert.Equal(t, "watcher", infos[0].Name)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, tg.TokensFileName), []byte("{not json"), 0o600))
+	_, err = f.Identify(v)
+	require.ErrorIs(t, err, hub.ErrUnauthorized, "a corrupt file refuses every token")
+	_, err = f.Add("another", hub.Agent)
+	require.ErrorIs(t, err, tg.ErrCorrupt, "and is never rewritten")
+}
