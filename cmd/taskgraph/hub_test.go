@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,6 +193,7 @@ func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
 	logs := make([]log, writers)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var met atomic.Int64 // writes a kill met: unknown outcomes and failures
 	for w := range writers {
 		c, err := hub.NewClient("http://"+addr, admin)
 		require.NoError(t, err)
@@ -211,18 +213,28 @@ func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
 					logs[w].acked = append(logs[w].acked, subject)
 				case errors.Is(err, taskgraph.ErrUnknownOutcome):
 					logs[w].unknown = append(logs[w].unknown, subject)
+					met.Add(1)
 				default:
 					logs[w].failed = append(logs[w].failed, subject)
+					met.Add(1)
 				}
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
-	require.NoError(t, hubProc.Process.Kill()) // SIGKILL
-	hubProc.Wait()
-	time.Sleep(100 * time.Millisecond)
-	start() // killed when the test ends
-	time.Sleep(500 * time.Millisecond)
+	// A kill may fall between two requests of every writer (a loaded
+	// machine stalls them): kill and start again, up to five times, until
+	// one meets writes in flight.
+	for range 5 {
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, hubProc.Process.Kill()) // SIGKILL
+		hubProc.Wait()
+		time.Sleep(100 * time.Millisecond)
+		hubProc = start() // killed when the test ends
+		time.Sleep(500 * time.Millisecond)
+		if met.Load() > 0 {
+			break
+		}
+	}
 	close(stop)
 	wg.Wait()
 	var all []struct{ Subject string }
