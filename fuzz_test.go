@@ -74,12 +74,32 @@ func normal(t *Task) Task {
 }
 
 // modelBoard is the deliberately simple reference model of the resolver.
-// A pending task's cause is the lowest failed or cancelled task it reaches
-// through pending blockers: relaxed until nothing changes.
+// A pending task waits on its blockers — in place of a blocker completed
+// out of order (Rules.OutOfOrder), on that one's own blockers that are not
+// completed. Its cause is the lowest failed or cancelled task it reaches
+// through what it waits on and the causes of pending ones: relaxed until
+// nothing changes.
 func modelBoard(tasks []Task) (ready, blocked, stranded, inProgress, completed, ended []ID, cause map[ID]ID, cyclic bool) {
 	status := map[ID]Status{}
+	blockers := map[ID][]ID{}
 	for _, t := range tasks {
 		status[t.ID] = t.Status
+		blockers[t.ID] = t.BlockedBy
+	}
+	waitsOn := func(t Task) []ID {
+		var w []ID
+		for _, b := range t.BlockedBy {
+			if status[b] != Completed {
+				w = append(w, b)
+				continue
+			}
+			for _, bb := range blockers[b] {
+				if status[bb] != Completed {
+					w = append(w, bb)
+				}
+			}
+		}
+		return w
 	}
 	cause = map[ID]ID{}
 	for changed := true; changed; {
@@ -88,7 +108,7 @@ func modelBoard(tasks []Task) (ready, blocked, stranded, inProgress, completed, 
 			if t.Status != Pending {
 				continue
 			}
-			for _, b := range t.BlockedBy {
+			for _, b := range waitsOn(t) {
 				c := ID(0)
 				switch {
 				case status[b] == Failed || status[b] == Cancelled:
@@ -111,14 +131,8 @@ func modelBoard(tasks []Task) (ready, blocked, stranded, inProgress, completed, 
 		case Failed, Cancelled:
 			ended = append(ended, t.ID)
 		default:
-			ok := true
-			for _, b := range t.BlockedBy {
-				if status[b] != Completed {
-					ok = false
-				}
-			}
 			switch {
-			case ok:
+			case len(waitsOn(t)) == 0:
 				ready = append(ready, t.ID)
 			case cause[t.ID] != 0:
 				stranded = append(stranded, t.ID)
