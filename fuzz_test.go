@@ -76,15 +76,26 @@ func normal(t *Task) Task {
 // modelBoard is the deliberately simple reference model of the resolver.
 // A pending task waits on its blockers — in place of a blocker completed
 // out of order (Rules.OutOfOrder), on that one's own blockers that are not
-// completed. Its cause is the lowest failed or cancelled task it reaches
-// through what it waits on and the causes of pending ones: relaxed until
-// nothing changes.
+// completed — and is ready when it waits on nothing. Its cause is the
+// lowest failed or cancelled task it reaches through blockers that are
+// pending or completed out of order: relaxed until nothing changes.
 func modelBoard(tasks []Task) (ready, blocked, stranded, inProgress, completed, ended []ID, cause map[ID]ID, cyclic bool) {
 	status := map[ID]Status{}
 	blockers := map[ID][]ID{}
 	for _, t := range tasks {
 		status[t.ID] = t.Status
 		blockers[t.ID] = t.BlockedBy
+	}
+	outOfOrder := func(id ID) bool {
+		if status[id] != Completed {
+			return false
+		}
+		for _, b := range blockers[id] {
+			if status[b] != Completed {
+				return true
+			}
+		}
+		return false
 	}
 	waitsOn := func(t Task) []ID {
 		var w []ID
@@ -105,15 +116,15 @@ func modelBoard(tasks []Task) (ready, blocked, stranded, inProgress, completed, 
 	for changed := true; changed; {
 		changed = false
 		for _, t := range tasks {
-			if t.Status != Pending {
+			if t.Status != Pending && !outOfOrder(t.ID) {
 				continue
 			}
-			for _, b := range waitsOn(t) {
+			for _, b := range t.BlockedBy {
 				c := ID(0)
 				switch {
 				case status[b] == Failed || status[b] == Cancelled:
 					c = b
-				case status[b] == Pending:
+				case status[b] == Pending || outOfOrder(b):
 					c = cause[b]
 				}
 				if c != 0 && (cause[t.ID] == 0 || c < cause[t.ID]) {
