@@ -13,15 +13,38 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSyscallFaultsOfAMultiFileWrite: the real command, a real kernel, one
-// system call failing at a time (strace's fault injection) at each of its
-// occurrences (once, and from there on) in `taskgraph add five --blocks 2 --blocks 3`, a write of
-// three files. Each run ends one of three ways, checked by a fresh
-// `taskgraph list` afterwards: success and applied; an error and not
-// applied; or "may or may not have happened" — only where a sync failed,
-// at the commit point. (Before, an unlinkat of the journal failing after
-// the write was durable was reported as an unknown outcome: issue 45.)
-func TestSyscallFaultsOfAMultiFileWrite(t *testing.T) {
+// A write kind the syscall-fault sweep runs, and how a fresh read tells
+// that it was applied.
+type faultedWrite struct {
+	name    string
+	args    []string
+	applied func(tasks map[string]map[string]any) bool
+}
+
+// faultedWrites are the write kinds of the command line, on a graph of
+// tasks one (claimed by w), two and three.
+var faultedWrites = []faultedWrite{
+	{"a write of three files", []string{"add", "five", "--blocks", "%2", "--blocks", "%3"},
+		func(ts map[string]map[string]any) bool { return ts["five"] != nil }},
+	{"a create", []string{"add", "six"},
+		func(ts map[string]map[string]any) bool { return ts["six"] != nil }},
+	{"a claim", []string{"next", "--owner", "w2"},
+		func(ts map[string]map[string]any) bool { return ts["two"]["status"] == "in_progress" }},
+	{"a completion", []string{"done", "--owner", "w", "%1"},
+		func(ts map[string]map[string]any) bool { return ts["one"]["status"] == "completed" }},
+	{"a delete", []string{"delete", "%3"},
+		func(ts map[string]map[string]any) bool { return ts["three"] == nil }},
+}
+
+// TestSyscallFaults: the real command, a real kernel, one system call
+// failing at a time (strace's fault injection) at each of its occurrences
+// (once, and from there on), in every kind of write. Each run ends one of
+// three ways, checked by a fresh `taskgraph list` afterwards: success and
+// applied; an error and not applied; or "may or may not have happened" —
+// only where a sync failed, at the commit point. (Before, an unlinkat of
+// the journal failing after the write was durable was reported as an
+// unknown outcome, and so were renames and opens after it: issue 45.)
+func TestSyscallFaults(t *testing.T) {
 	if _, err := exec.LookPath("strace"); err != nil {
 		t.Skip("SYSCALL FAULT TEST NOT RUN: strace is not installed (apt-get install strace; CI has it)")
 	}
@@ -30,24 +53,27 @@ func TestSyscallFaultsOfAMultiFileWrite(t *testing.T) {
 	for _, s := range []string{"one", "two", "three"} {
 		ok(t, template, "add", s)
 	}
-	// Every call, at each of its occurrences. Background work (the spares
-	// made after the lock) interleaves its own calls, so an occurrence's
-	// number is not the same step from run to run: each run is judged on
-	// its outcome alone.
-	counts, runs := map[string]int{}, map[string]int{}
-	for _, call := range []string{"unlinkat", "fsync", "fdatasync", "syncfs", "renameat", "openat", "write", "pwrite64"} {
-		n := syscallCount(t, template, call)
-		runs[call] = n
-		for at := 1; at <= 2*n; at++ {
-			if multiFileWriteFault(t, template, call, occurrence(at)) == "unknown" {
-				counts[call]++
+	ok(t, template, "claim", "%1", "--owner", "w")
+	for _, w := range faultedWrites {
+		t.Run(w.name, func(t *testing.T) {
+			// Every call, at each of its occurrences. Background work
+			// (the spares made after the lock) interleaves its own
+			// calls, so an occurrence's number is not the same step
+			// from run to run: each run is judged on its outcome alone.
+			unknown, runs := map[string]int{}, map[string]int{}
+			for _, call := range []string{"unlinkat", "fsync", "fdatasync", "syncfs", "renameat", "openat", "write", "pwrite64"} {
+				n := syscallCount(t, template, w, call)
+				runs[call] = n
+				for at := 1; at <= 2*n; at++ {
+					if writeFault(t, template, w, call, occurrence(at)) == "unknown" {
+						unknown[call]++
+					}
+				}
 			}
-		}
+			t.Logf("runs by failing call: %v; unknown outcomes: %v", runs, unknown)
+			require.Positive(t, runs["fsync"]+runs["fdatasync"], "the calls were traced")
+		})
 	}
-	t.Logf("runs by failing call: %v; unknown outcomes: %v", runs, counts)
-	require.Positive(t, runs["unlinkat"], "the calls were traced")
-
-	require.Positive(t, runs["fsync"], "the calls were traced")
 }
 
 // occurrence is strace's occurrence spec for the at-th run: 1, 1+, 2, 2+, …
@@ -56,19 +82,18 @@ func occurrence(at int) string {
 	return fmt.Sprint((at+1)/2) + map[bool]string{true: "+"}[at%2 == 0]
 }
 
-// multiFileWriteFault runs the three-file write in a copy of template
-// with call failing at occurrence spec w, checks the outcome against what
-// a fresh list reads, and says which it was: "applied", "not applied" or
-// "unknown".
-func multiFileWriteFault(t *testing.T, template, call, w string) string {
+// writeFault runs w in a copy of template with call failing at occurrence
+// spec o, checks the outcome against what a fresh list reads, and says
+// which it was: "applied", "not applied" or "unknown".
+func writeFault(t *testing.T, template string, w faultedWrite, call, o string) string {
 	t.Helper()
 	dir := copyGraph(t, template)
-	cmd := exec.Command("strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace="+call,
-		"-e", fmt.Sprintf("inject=%s:error=EIO:when=%s", call, w), binary, "add", "five", "--blocks", "2", "--blocks", "3")
+	cmd := exec.Command("strace", append([]string{"-f", "-qq", "-o", "/dev/null", "-e", "trace=" + call,
+		"-e", fmt.Sprintf("inject=%s:error=EIO:when=%s", call, o), binary}, w.args...)...)
 	cmd.Dir, cmd.Env = dir, cleanEnv()
 	r := collect(t, cmd)
-	applied := hasTask(t, dir, "five")
-	name := fmt.Sprintf("%s #%s failing: exit %d: %s", call, w, r.code, strings.TrimSpace(r.stderr))
+	applied := w.applied(tasksBySubject(t, dir))
+	name := fmt.Sprintf("%s, %s #%s failing: exit %d: %s", w.name, call, o, r.code, strings.TrimSpace(r.stderr))
 	if os.Getenv("SHOW_FAULTS") != "" {
 		t.Logf("%s (applied %v)", name, applied)
 	}
@@ -85,12 +110,12 @@ func multiFileWriteFault(t *testing.T, template, call, w string) string {
 	}
 }
 
-// syscallCount is how many times the multi-file write makes call.
-func syscallCount(t *testing.T, template, call string) int {
+// syscallCount is how many times w makes call.
+func syscallCount(t *testing.T, template string, w faultedWrite, call string) int {
 	t.Helper()
 	dir := copyGraph(t, template)
 	out := filepath.Join(t.TempDir(), "trace")
-	cmd := exec.Command("strace", "-f", "-qq", "-o", out, "-e", "trace="+call, binary, "add", "five", "--blocks", "2", "--blocks", "3")
+	cmd := exec.Command("strace", append([]string{"-f", "-qq", "-o", out, "-e", "trace=" + call, binary}, w.args...)...)
 	cmd.Dir, cmd.Env = dir, cleanEnv()
 	r := collect(t, cmd)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -110,15 +135,15 @@ func copyGraph(t *testing.T, template string) string {
 	return dir
 }
 
-// hasTask reports whether the graph in dir has a task with subject.
-func hasTask(t *testing.T, dir, subject string) bool {
+// tasksBySubject reads the graph in dir, each task by its subject.
+func tasksBySubject(t *testing.T, dir string) map[string]map[string]any {
 	t.Helper()
 	var list []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, "list", "--json")), &list))
+	ts := map[string]map[string]any{}
 	for _, task := range list {
-		if task["subject"] == subject {
-			return true
-		}
+		ts[task["subject"].(string)] = task
 	}
-	return false
+	return ts
 }
+
