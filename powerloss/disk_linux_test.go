@@ -332,11 +332,28 @@ func copySparse(src, dst string) error {
 	return out.Close()
 }
 
-// stopAll sends SIGSTOP to every process and waits until each of their
-// threads is stopped: only then has none a system call half done that
+// stopAll sends SIGSTOP to the process group of every process (each leads
+// its own) and waits until each thread of them and of the processes they
+// started is stopped: only then has none a system call half done that
 // could still send a write.
 func stopAll(pids []int) error {
-	return stopWith(pids, "TtZX")
+	for _, p := range pids {
+		_ = syscall.Kill(-p, syscall.SIGSTOP)
+	}
+	var all []int
+	for _, p := range pids {
+		all = append(all, descendants(p)...)
+	}
+	return stopWith(all, "TtZX")
+}
+
+// descendants returns pid and every process it started, and they started.
+func descendants(pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children(out[i])...)
+	}
+	return out
 }
 
 // stopWith is stopAll accepting the thread states in ok. A process traced
@@ -348,11 +365,14 @@ func stopWith(pids []int, ok string) error {
 	for _, p := range pids {
 		_ = syscall.Kill(p, syscall.SIGSTOP)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	// A process in a system call that waits for the disk (sync) stops
+	// when the call returns.
+	deadline := time.Now().Add(10 * time.Second)
 	for _, p := range pids {
 		for !allIn(p, ok) {
 			if time.Now().After(deadline) {
-				return fmt.Errorf("process %d did not stop", p)
+				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+				return fmt.Errorf("process %d (%q) did not stop", p, comm)
 			}
 			time.Sleep(time.Millisecond)
 		}
