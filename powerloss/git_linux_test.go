@@ -297,20 +297,18 @@ func (g *gitter) pull(n int) error {
 	if _, err := g.git(g.repo, "fetch", "-q", clone, "main"); err != nil {
 		return err
 	}
-	changed, err := g.git(g.repo, "diff", "--name-only", "-z", "HEAD", "FETCH_HEAD", "--", filepath.Base(g.tasks))
-	if err != nil {
-		return err
-	}
-	var may []int64
-	for _, p := range strings.Split(changed, "\x00") {
-		if id, ok := taskID(p); ok {
-			may = append(may, id)
-		}
-	}
 	before, _, err := g.index()
 	if err != nil {
 		return err
 	}
+	theirs, err := g.tree("FETCH_HEAD")
+	if err != nil {
+		return err
+	}
+	// A merge that fails after it began (local changes in its way) puts
+	// back what it stashed with a hard reset: it may rewrite every
+	// tracked file, not only those the other side changed.
+	may := ids(before, theirs)
 	g.l.add(entry{Kind: "intent", Op: "git-pull", IDs: may, Meta: true})
 	_, merr := g.git(g.repo, "merge", "-q", "--no-edit", "FETCH_HEAD")
 	after, unmerged, err := g.index()
@@ -319,7 +317,7 @@ func (g *gitter) pull(n int) error {
 	}
 	if merr != nil {
 		if _, err := g.git(g.repo, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err != nil {
-			return g.failed(merr) // refused before it began (local changes in the way)
+			return g.failed(merr) // local changes in its way: it may have reset any tracked file
 		}
 		// The driver merged by the rules and reported a conflict: what
 		// it wrote is kept.

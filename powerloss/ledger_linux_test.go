@@ -433,8 +433,12 @@ func (h *history) verify(files map[int64]found, before map[int64]string, v *verd
 			v.Overwritten = append(v.Overwritten, report(id, fmt.Sprintf("a version git made durable was overwritten: %s; it came after: %s", what, short(failed[i].line))))
 		}
 	}
-	// A read is judged against the store's own later writes: those after
-	// git's last write on the task, whose revs only grow.
+	// A read is judged against the store's own later writes: on a task git
+	// wrote, only the read of a version the store wrote after git's last
+	// write (a store may show a version git has just removed or replaced:
+	// it sees a change behind its back at its next operation, or later if
+	// the change fell within the filesystem clock's tick of a store's
+	// write).
 	for _, id := range sortedKeys(h.reads) {
 		lastGit := int64(math.MinInt64)
 		for _, w := range h.writes[id] {
@@ -442,9 +446,15 @@ func (h *history) verify(files map[int64]found, before map[int64]string, v *verd
 				lastGit = max(lastGit, w.end)
 			}
 		}
+		after := map[int64]bool{} // the revs the store wrote after git's last write
+		for _, w := range h.writes[id] {
+			if !w.git && !w.any && w.start > lastGit {
+				after[w.rev] = true
+			}
+		}
 		rev := int64(-1)
 		for _, r := range h.reads[id] {
-			if r.t > lastGit {
+			if lastGit == math.MinInt64 || (r.t > lastGit && after[r.rev]) {
 				rev = max(rev, r.rev)
 			}
 		}

@@ -153,8 +153,9 @@ func round(t *testing.T, cfg fsConfig, mode, dir string, r *rand.Rand, rw *row) 
 		defer stderr.Close()
 		cmd.Stderr = stderr
 		// Its own process group: the git writer's git, sync and merge
-		// driver are stopped and killed with it.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// driver are stopped and killed with it; and killed if the test
+		// dies, which no longer reaches it through the terminal's group.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		require.NoError(t, cmd.Start())
 		procs = append(procs, cmd)
 	}
