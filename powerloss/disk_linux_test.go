@@ -372,7 +372,9 @@ func stopWith(pids []int, ok string) error {
 		for !allIn(p, ok) {
 			if time.Now().After(deadline) {
 				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
-				return fmt.Errorf("process %d (%q) did not stop", p, comm)
+				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+				wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", p))
+				return fmt.Errorf("process %d (%q; %q; waiting in %q) did not stop", p, comm, stat, wchan)
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -381,11 +383,13 @@ func stopWith(pids []int, ok string) error {
 }
 
 // allIn reports whether every thread of pid is in one of the states in
-// ok (see proc(5)) or gone.
+// ok (see proc(5)) or gone. A thread waiting for a child it started with
+// vfork to exec (os/exec does) counts as stopped: it stays in that wait,
+// uninterruptible, while the child is stopped, and writes nothing.
 func allIn(pid int, ok string) bool {
-	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	for _, s := range stats {
-		data, err := os.ReadFile(s)
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, task := range tasks {
+		data, err := os.ReadFile(task + "/stat")
 		if err != nil {
 			continue
 		}
@@ -393,9 +397,13 @@ func allIn(pid int, ok string) bool {
 		// may itself hold spaces or parentheses.
 		rest := string(data[bytes.LastIndexByte(data, ')')+1:])
 		f := strings.Fields(rest)
-		if len(f) > 0 && !strings.Contains(ok, f[0]) {
-			return false
+		if len(f) == 0 || strings.Contains(ok, f[0]) {
+			continue
 		}
+		if wchan, _ := os.ReadFile(task + "/wchan"); f[0] == "D" && strings.Contains(string(wchan), "vfork") {
+			continue
+		}
+		return false
 	}
 	return true
 }

@@ -164,6 +164,12 @@ func round(t *testing.T, cfg fsConfig, mode, dir string, r *rand.Rand, rw *row) 
 			if p.ProcessState == nil {
 				_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
 				_ = p.Wait()
+				// The rest of its group (git, the merge driver) must be
+				// gone too, or the filesystem stays busy: xfs then
+				// refuses to mount the copy (the same uuid).
+				for deadline := time.Now().Add(5 * time.Second); syscall.Kill(-p.Process.Pid, 0) == nil && time.Now().Before(deadline); {
+					time.Sleep(5 * time.Millisecond)
+				}
 			}
 		}
 	}
