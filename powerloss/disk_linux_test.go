@@ -400,7 +400,7 @@ func allIn(pid int, ok string) bool {
 		if len(f) == 0 || strings.Contains(ok, f[0]) {
 			continue
 		}
-		if wchan, _ := os.ReadFile(task + "/wchan"); f[0] == "D" && strings.Contains(string(wchan), "vfork") {
+		if wchan, _ := os.ReadFile(task + "/wchan"); f[0] == "D" && (string(wchan) == "kernel_clone" || strings.Contains(string(wchan), "vfork")) {
 			continue
 		}
 		return false

@@ -180,8 +180,10 @@ type history struct {
 	hasPending  map[string]bool    // whether that intent still waits for its outcome
 	storeDelete map[int64]bool     // a store delete of the task, acknowledged or not
 	// gitMeta: a git operation that may write the meta file did not
-	// finish (the power went, or it failed).
-	gitMeta bool
+	// finish (the power went, or it failed); gitUnfinished: the task
+	// files such operations may write.
+	gitMeta       bool
+	gitUnfinished map[int64]bool
 }
 
 // pending is an intent waiting for its outcome.
@@ -200,7 +202,7 @@ type read struct {
 // process killed in mid-write) is ignored.
 func readLedgers(dir string) (*history, error) {
 	h := &history{writes: map[int64][]write{}, reads: map[int64][]read{}, lines: map[int64][]string{}, recycled: map[string]int64{},
-		lastIntent: map[string]pending{}, hasPending: map[string]bool{}, storeDelete: map[int64]bool{}}
+		lastIntent: map[string]pending{}, hasPending: map[string]bool{}, storeDelete: map[int64]bool{}, gitUnfinished: map[int64]bool{}}
 	files, err := filepath.Glob(filepath.Join(dir, "*.ledger"))
 	if err != nil {
 		return nil, err
@@ -312,6 +314,7 @@ func (h *history) unfinishedWrites(p pending, end int64) {
 		h.gitMeta = h.gitMeta || e.Meta
 		for _, id := range e.IDs {
 			h.writes[id] = append(h.writes[id], w)
+			h.gitUnfinished[id] = true
 		}
 	case e.ID != 0:
 		w.gone = e.Op == "delete"
@@ -341,12 +344,8 @@ type verdict struct {
 	Overwritten []string // versions git made durable, not found and not replaced after
 	Undone      []string // reads of a version that is no longer there
 	NeedsPerson []string // what a person would have to repair
-	// GitDamaged is what a person would have to repair that git damaged:
-	// the meta file, which git was writing when the power went. git
-	// writes a checkout's files in place without fsync, so a power loss
-	// in its midst may leave any of them empty; of the store's files it
-	// writes only the meta file and the task files (those the replay
-	// repairs or moves aside).
+	// GitDamaged is what a person would have to repair in files git was
+	// writing when the power went (see gitDamage).
 	GitDamaged []string
 	Log        string               // the change log's tail as found, when something was lost
 	Chosen     taskgraph.Durability // what taskgraph.Open(dir) chooses here
@@ -471,11 +470,25 @@ func (h *history) verify(files map[int64]found, before map[int64]string, v *verd
 }
 
 // gitDamage splits what a person would have to repair into the store's
-// part and git's: a complaint about the meta file when a git operation
-// that may write it did not finish.
+// part and git's: a complaint about a file that a git operation which did
+// not finish may have been writing (a task file it may write, the meta
+// file for a checkout or a merge). git writes files in place without
+// fsync: after a power loss in its midst they may be empty, and an empty
+// meta file also keeps the store from moving empty task files aside.
 func (h *history) gitDamage(needs []string) (store, git []string) {
 	for _, s := range needs {
 		if h.gitMeta && strings.Contains(s, ".taskgraph.meta") {
+			git = append(git, s)
+			continue
+		}
+		mine := false
+		for id := range h.gitUnfinished {
+			if strings.Contains(s, fmt.Sprintf("/task_%d.json", id)) {
+				mine = true
+				break
+			}
+		}
+		if mine {
 			git = append(git, s)
 		} else {
 			store = append(store, s)
