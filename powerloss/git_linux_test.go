@@ -317,7 +317,14 @@ func (g *gitter) pull(n int) error {
 	}
 	if merr != nil {
 		if _, err := g.git(g.repo, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err != nil {
-			return g.failed(merr) // local changes in its way: it may have reset any tracked file
+			// Local changes in its way: git put back what it had
+			// stashed, with a hard reset to HEAD first.
+			head, err := g.versions(before)
+			if err != nil {
+				return g.failed(err)
+			}
+			g.l.add(entry{Kind: "error", Restore: true, Maybe: head})
+			return merr
 		}
 		// The driver merged by the rules and reported a conflict: what
 		// it wrote is kept.
@@ -475,9 +482,7 @@ func (g *gitter) tree(rev string) (map[string]string, error) {
 func (g *gitter) wrote(before, after map[string]string, reset, skip map[string]bool) (certain, maybe []gitVersion, err error) {
 	var need []string
 	for _, oid := range after {
-		if _, ok := g.sums[oid]; !ok {
-			need = append(need, oid)
-		}
+		need = append(need, oid)
 	}
 	if err := g.digests(need); err != nil {
 		return nil, nil, err
@@ -500,8 +505,32 @@ func (g *gitter) wrote(before, after map[string]string, reset, skip map[string]b
 	return certain, maybe, nil
 }
 
-// digests learns the bytesDigest of each blob, by one git cat-file.
-func (g *gitter) digests(oids []string) error {
+// versions returns the versions of the index entries.
+func (g *gitter) versions(index map[string]string) ([]gitVersion, error) {
+	var need []string
+	for _, oid := range index {
+		need = append(need, oid)
+	}
+	if err := g.digests(need); err != nil {
+		return nil, err
+	}
+	var out []gitVersion
+	for p, oid := range index {
+		id, _ := taskID(p)
+		out = append(out, gitVersion{ID: id, Sum: g.sums[oid]})
+	}
+	return out, nil
+}
+
+// digests learns the bytesDigest of each blob it does not know, by one
+// git cat-file.
+func (g *gitter) digests(all []string) error {
+	var oids []string
+	for _, oid := range all {
+		if _, ok := g.sums[oid]; !ok {
+			oids = append(oids, oid)
+		}
+	}
 	if len(oids) == 0 {
 		return nil
 	}

@@ -56,6 +56,11 @@ type entry struct {
 	Git   []gitVersion `json:"git,omitempty"`
 	Maybe []gitVersion `json:"maybe,omitempty"`
 	Any   []int64      `json:"any,omitempty"`
+	// Restore, on the error line of a merge that failed after it began:
+	// git put back what it had stashed (a hard reset to HEAD, whose
+	// versions are in Maybe, then the stash), so each tracked file holds
+	// HEAD's version or one it held while the merge ran.
+	Restore bool `json:"restore,omitempty"`
 }
 
 // version is a task as a store returned it: its rev and a digest of the
@@ -161,6 +166,7 @@ type write struct {
 	// operation cut by the power.
 	any      bool
 	wildcard bool // a store operation without an id (create, plan, claimnext): it may have written any task
+	restore  bool // a failed merge that put back a version the file held while it ran (Restore)
 	rev      int64
 	sum      string
 	line     string // the ledger line, for reports
@@ -258,7 +264,17 @@ func (h *history) add(e entry, line string) {
 		}
 	case "refused":
 	case "error":
-		if open {
+		switch {
+		case open && e.Restore:
+			for _, v := range e.Maybe {
+				h.writes[v.ID] = append(h.writes[v.ID], write{who: e.Who, git: true, start: p.e.T, end: e.T, gone: v.Sum == "", sum: v.Sum, line: line})
+			}
+			for _, id := range p.e.IDs {
+				h.writes[id] = append(h.writes[id], write{who: e.Who, git: true, restore: true, start: p.e.T, end: e.T, line: line})
+				h.gitUnfinished[id] = true
+			}
+			h.gitMeta = h.gitMeta || p.e.Meta
+		case open:
 			h.unfinishedWrites(p, e.T)
 		}
 	case "ack":
@@ -357,9 +373,12 @@ type verdict struct {
 // For each task, the file found after the restart must hold a version
 // that some write could have left there last. A version matches the
 // writes that made it: a store's by rev and digest, git's by its bytes, no
-// file a delete; only if no write made it exactly, an unfinished or failed
-// operation that could have written that task matches (a store operation
-// with the rev and digest found). The version is lost if every write it
+// file a delete. A git operation that did not finish matches anything in
+// the files it may write; a merge that failed matches every version made
+// before it ended, as written again at its end (git put back what it had
+// stashed). Only if no write made the version exactly does a store
+// operation that did not finish (or failed) match it, on its own task or,
+// if it named none, on any. The version is lost if every write it
 // matches was certainly followed by a demanded write — an acknowledged
 // store write, or a version git made durable (its sync returned before the
 // cut) — other than itself. A write certainly followed another when it
@@ -523,6 +542,19 @@ func (h *history) matching(ws []write, f found) []write {
 			}
 		case f.task != nil && w.rev == f.task.Rev && w.sum == digest(*f.task):
 			exact = append(exact, w)
+		}
+	}
+	// A failed merge put back what the file held while it ran: a version
+	// made before it ended, put there again at its end.
+	for _, r := range ws {
+		if !r.restore {
+			continue
+		}
+		for _, x := range slices.Clone(exact) {
+			if !x.any && x.start <= r.end {
+				x.git, x.end, x.line = true, max(x.end, r.end), r.line
+				exact = append(exact, x)
+			}
 		}
 	}
 	if !slices.ContainsFunc(exact, func(w write) bool { return !w.any }) {
