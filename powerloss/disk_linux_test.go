@@ -193,7 +193,20 @@ func attach(t *testing.T, cfg fsConfig, image, mnt string) *disk {
 	if cfg.Opts != "" {
 		args = append(args, "-o", cfg.Opts)
 	}
-	run(t, "mount", append(args, d.loop, mnt)...)
+	if out, err := exec.Command("mount", append(args, d.loop, mnt)...).CombinedOutput(); err != nil {
+		// Say why: the kernel's log of this device, and keep the image.
+		klog, _ := exec.Command("dmesg").Output()
+		var lines []string
+		for _, l := range strings.Split(string(klog), "\n") {
+			if strings.Contains(l, "("+filepath.Base(d.loop)+")") {
+				lines = append(lines, l)
+			}
+		}
+		kept := filepath.Join(failuresDir, fmt.Sprintf("unmountable-%s-%d.img", cfg.Name, time.Now().UnixNano()))
+		_ = os.MkdirAll(failuresDir, 0o755)
+		_ = exec.Command("cp", "--sparse=always", image, kept).Run()
+		t.Fatalf("mount %s (%s): %v: %s\nkernel log of %s:\n%s\nimage kept: %s", image, d.loop, err, out, d.loop, strings.Join(lastLines(lines, 15), "\n"), kept)
+	}
 	d.mnt = mnt
 	return d
 }
@@ -211,6 +224,12 @@ func restart(t *testing.T, cfg fsConfig, image, mnt string) *disk {
 			err = nil
 		}
 		require.NoErrorf(t, err, "%s after the power loss: %s", strings.Join(cfg.Fsck, " "), out)
+	}
+	if cfg.Types == "xfs" {
+		// The copy has the original's uuid, and the original may
+		// still be mounted in a mount namespace another process made
+		// meanwhile (a concurrent run's checker): xfs would refuse it.
+		cfg.Opts = strings.TrimPrefix(cfg.Opts+",nouuid", ",")
 	}
 	return attach(t, cfg, image, mnt)
 }
