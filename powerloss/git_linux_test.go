@@ -72,17 +72,18 @@ func setUpGit(t *testing.T, tasks, mode, ledgers string) {
 }
 
 // configure sets a committer and registers the merge driver in a
-// repository's own configuration, and turns off git's garbage collection,
-// which would go on in the background, outside the round's processes,
-// after the power cut.
+// repository's own configuration. git's automatic garbage collection runs
+// in the foreground: in the background it would go on outside the round's
+// processes, after the power cut; and without it the loose objects of a
+// long round fill the image.
 func configure(t *testing.T, repo string) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	for _, kv := range [][2]string{
 		{"user.name", "git writer"},
 		{"user.email", "git-writer@example.com"},
-		{"gc.auto", "0"},
-		{"maintenance.auto", "false"},
+		{"gc.autoDetach", "false"},
+		{"maintenance.autoDetach", "false"},
 		{"merge." + taskgraph.GitDriver + ".driver", roleEnv + "=merge-file " + strconv.Quote(exe) + " %O %A %B %P"},
 	} {
 		run(t, "git", "-C", repo, "config", kv[0], kv[1])
