@@ -73,9 +73,9 @@ func setUpGit(t *testing.T, tasks, mode, ledgers string) {
 
 // configure sets a committer and registers the merge driver in a
 // repository's own configuration. git's automatic garbage collection runs
-// in the foreground: in the background it would go on outside the round's
-// processes, after the power cut; and without it the loose objects of a
-// long round fill the image.
+// in the foreground (in the background it would go on outside the round's
+// processes, after the power cut) and often: a round's commits make
+// thousands of loose objects, a block each, which would fill the image.
 func configure(t *testing.T, repo string) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -83,6 +83,7 @@ func configure(t *testing.T, repo string) {
 		{"user.name", "git writer"},
 		{"user.email", "git-writer@example.com"},
 		{"gc.autoDetach", "false"},
+		{"gc.auto", "300"},
 		{"maintenance.autoDetach", "false"},
 		{"merge." + taskgraph.GitDriver + ".driver", roleEnv + "=merge-file " + strconv.Quote(exe) + " %O %A %B %P"},
 	} {
