@@ -271,7 +271,7 @@ func tryStage(t *testing.T, cfg fsConfig, mode, op, target, dir string) (verdict
 	if len(v.Lost)+len(v.Undone)+len(v.NeedsPerson) > 0 {
 		files, _ := filepath.Glob(filepath.Join(tasks, "*"))
 		t.Logf("after the restart the directory holds %v", files)
-		keepFailure(t, cfg, mode, cut, v)
+		keepFailure(t, cfg, mode, cut, ledgers, v)
 	}
 	_ = c // released by its cleanup, after the caller looked at the directory
 	return v, tasks, true

@@ -13,12 +13,25 @@
 // directory there and loop over random writes; a reader lists and gets;
 // an "other program" writes and fsyncs unrelated files on the same
 // filesystem, whose fsyncs commit the filesystem's journal at moments the
-// store does not choose. Every process appends to a ledger outside the
-// image, one write(2) a line: before each write what it is about to do,
-// after each write that returned nil what the store told it (ids, revs,
-// content), and for the reader every (id, rev) it was shown.
+// store does not choose. The task directory's parent is a git repository
+// (the graph committed on main, a branch side, a clone beside it), and a
+// git writer works in it between the store's writes, without the store's
+// lock, as a person does: it commits, checks out side and main again
+// (forced: files removed and rewritten), pulls from the clone after the
+// clone completed and edited tasks through a store of its own (merge
+// driver: taskgraph's rules), edits and deletes task files by hand, and
+// runs sync after each operation. Every process appends to a ledger
+// outside the image, one write(2) a line stamped with CLOCK_MONOTONIC:
+// before each write what it is about to do, after each write that
+// returned what the store told it (ids, revs, content) or that it was
+// refused, for the reader every (id, rev) it was shown, and for the git
+// writer, once its sync returned, which version (a digest of the bytes)
+// each task file it wrote holds.
 //
-// After a random 1–4 s every process is stopped with SIGSTOP. Once the loop
+// After a random 1–4 s every process is stopped with SIGSTOP; in half the
+// rounds the store's processes are stopped first and the git writer goes
+// on alone for up to a second, so that no checkpoint follows git's last
+// writes (the store idle while a person pulls, then the power goes). Once the loop
 // device has no I/O in flight, the image file is copied; if the device's
 // write counters moved during the copy, the round is dropped (and
 // counted). The copy then holds exactly the writes the kernel had sent to
@@ -27,7 +40,11 @@
 // mounted and a checker process opens the store in a mount namespace
 // whose /proc/sys/kernel/random/boot_id is new, as after a restart, and
 // verifies against the ledgers that no acknowledged write was lost, no
-// read was undone, and the directory needs no person to repair it.
+// version git made durable was overwritten by the replay, no read was
+// undone, and the directory needs no person to repair it. Which version
+// each task file may hold — git's over a store write acknowledged before
+// git began, a store write acknowledged after git's sync over git's — is
+// one rule, written at history.verify.
 //
 // # Its limit
 //

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,14 +33,19 @@ type row struct {
 	Chosen      taskgraph.Durability // what taskgraph.Open(dir) chooses there
 	Rounds      int                  // rounds checked (not dropped)
 	Dropped     int                  // rounds whose copy was not a clean cut
+	Idle        int                  // rounds in which git went on alone before the cut
 	Checked     int                  // acknowledged writes checked
 	Recycled    int64                // of the writes, those that filled a spare
+	GitOps      int                  // git operations whose sync returned
+	GitChecked  int                  // versions git made durable, checked
 	Lost        int
+	Overwritten int // versions git made durable, overwritten
 	Undone      int
 	NeedsPerson int // rounds after which a person would have to repair the directory
+	GitDamaged  int // rounds after which a person would have to repair what git was writing at the cut
 }
 
-func (r *row) bad() bool { return r.Lost+r.Undone+r.NeedsPerson > 0 }
+func (r *row) bad() bool { return r.Lost+r.Overwritten+r.Undone+r.NeedsPerson > 0 }
 
 func TestPowerLoss(t *testing.T) {
 	cfgs := selectedConfigs(t)
@@ -86,9 +92,9 @@ func TestPowerLoss(t *testing.T) {
 		switch {
 		case !rw.bad():
 		case rw.Mode == modeChosen:
-			t.Errorf("%s with the protocol the store chooses (%s): %d lost, %d reads undone, %d rounds needing a person", rw.FS, rw.Durability.Protocol, rw.Lost, rw.Undone, rw.NeedsPerson)
+			t.Errorf("%s with the protocol the store chooses (%s): %d lost, %d git versions overwritten, %d reads undone, %d rounds needing a person", rw.FS, rw.Durability.Protocol, rw.Lost, rw.Overwritten, rw.Undone, rw.NeedsPerson)
 		case rw.Chosen.Protocol == taskgraph.ProtocolGroupCommit:
-			t.Errorf("%s with group commit, which the store chooses there: %d lost, %d reads undone, %d rounds needing a person", rw.FS, rw.Lost, rw.Undone, rw.NeedsPerson)
+			t.Errorf("%s with group commit, which the store chooses there: %d lost, %d git versions overwritten, %d reads undone, %d rounds needing a person", rw.FS, rw.Lost, rw.Overwritten, rw.Undone, rw.NeedsPerson)
 		}
 	}
 }
@@ -136,6 +142,7 @@ func round(t *testing.T, cfg fsConfig, mode, dir string, r *rand.Rand, rw *row) 
 	d := attach(t, cfg, image, filepath.Join(dir, "mnt"))
 	tasks := filepath.Join(d.mnt, "tasks")
 	env := []string{dirEnv + "=" + tasks, modeEnv + "=" + mode}
+	setUpGit(t, tasks, mode, filepath.Join(dir, "ledgers"))
 
 	var procs []*exec.Cmd
 	start := func(role, ledger string, extra ...string) {
@@ -145,14 +152,24 @@ func round(t *testing.T, cfg fsConfig, mode, dir string, r *rand.Rand, rw *row) 
 		require.NoError(t, err)
 		defer stderr.Close()
 		cmd.Stderr = stderr
+		// Its own process group: the git writer's git, sync and merge
+		// driver are stopped and killed with it; and killed if the test
+		// dies, which no longer reaches it through the terminal's group.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		require.NoError(t, cmd.Start())
 		procs = append(procs, cmd)
 	}
 	killAll := func() {
 		for _, p := range procs {
 			if p.ProcessState == nil {
-				_ = p.Process.Kill()
+				_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
 				_ = p.Wait()
+				// The rest of its group (git, the merge driver) must be
+				// gone too, or the filesystem stays busy: xfs then
+				// refuses to mount the copy (the same uuid).
+				for deadline := time.Now().Add(5 * time.Second); syscall.Kill(-p.Process.Pid, 0) == nil && time.Now().Before(deadline); {
+					time.Sleep(5 * time.Millisecond)
+				}
 			}
 		}
 	}
@@ -161,12 +178,22 @@ func round(t *testing.T, cfg fsConfig, mode, dir string, r *rand.Rand, rw *row) 
 		start("writer", filepath.Join(dir, "ledgers", fmt.Sprintf("w%d.ledger", w)), seedEnv+"="+strconv.FormatUint(r.Uint64(), 10))
 	}
 	start("reader", filepath.Join(dir, "ledgers", "reader.ledger"))
+	start("git", filepath.Join(dir, "ledgers", "git.ledger"), seedEnv+"="+strconv.FormatUint(r.Uint64(), 10))
 	start("other", filepath.Join(dir, "other"))
 
 	time.Sleep(time.Second + time.Duration(r.Int64N(int64(3*time.Second))))
 	var pids []int
 	for _, p := range procs {
 		pids = append(pids, p.Process.Pid)
+	}
+	idle := r.IntN(2) == 0
+	if idle {
+		// The store falls idle (its writers and reader stop, wherever
+		// they are) while the git writer goes on alone for a while: no
+		// checkpoint follows git's writes, and the replay after the cut
+		// meets the records they replaced.
+		require.NoError(t, stopAll(pids[:writers+1]))
+		time.Sleep(200*time.Millisecond + time.Duration(r.Int64N(int64(800*time.Millisecond))))
 	}
 	require.NoError(t, stopAll(pids))
 	ok, why := d.snapshot(cut)
@@ -178,6 +205,9 @@ func round(t *testing.T, cfg fsConfig, mode, dir string, r *rand.Rand, rw *row) 
 		return
 	}
 	rw.Rounds++
+	if idle {
+		rw.Idle++
+	}
 	noisyChildren(t, dir)
 
 	// The restart: the copy on another loop device, checked by a process
@@ -196,14 +226,21 @@ func round(t *testing.T, cfg fsConfig, mode, dir string, r *rand.Rand, rw *row) 
 	rw.Durability, rw.Chosen = v.Durability, v.Chosen
 	rw.Checked += v.Checked
 	rw.Recycled += v.Recycled
+	rw.GitOps += v.GitOps
+	rw.GitChecked += v.GitChecked
 	rw.Lost += len(v.Lost)
+	rw.Overwritten += len(v.Overwritten)
 	rw.Undone += len(v.Undone)
 	if len(v.NeedsPerson) > 0 {
 		rw.NeedsPerson++ // one broken file fails List, Check and Delete alike: count the round
 	}
-	if len(v.Lost)+len(v.Undone)+len(v.NeedsPerson) > 0 {
+	if len(v.GitDamaged) > 0 {
+		rw.GitDamaged++
+		t.Logf("git's operation in flight at the cut left files it was writing damaged (not the store's failure):\n%s", strings.Join(lastLines(v.GitDamaged, 3), "\n"))
+	}
+	if len(v.Lost)+len(v.Overwritten)+len(v.Undone)+len(v.NeedsPerson) > 0 {
 		c.release()
-		keepFailure(t, cfg, mode, cut, v)
+		keepFailure(t, cfg, mode, cut, filepath.Join(dir, "ledgers"), v)
 	}
 }
 
@@ -222,13 +259,13 @@ func noisyChildren(t *testing.T, dir string) {
 // keepFailure moves the copy of a failed round to failuresDir (at most
 // maxFailures kept) with a description beside it, and logs what was
 // found.
-func keepFailure(t *testing.T, cfg fsConfig, mode, cut string, v verdict) {
+func keepFailure(t *testing.T, cfg fsConfig, mode, cut, ledgers string, v verdict) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, %s (%s: %s)\n", cfg.Name, mode, v.Durability.Protocol, v.Durability.Reason)
 	for _, list := range []struct {
 		what  string
 		items []string
-	}{{"LOST", v.Lost}, {"UNDONE READ", v.Undone}, {"NEEDS A PERSON", v.NeedsPerson}} {
+	}{{"LOST", v.Lost}, {"GIT VERSION OVERWRITTEN", v.Overwritten}, {"UNDONE READ", v.Undone}, {"NEEDS A PERSON", v.NeedsPerson}} {
 		for _, s := range lastLines(list.items, 5) {
 			fmt.Fprintf(&b, "%s: %s\n", list.what, s)
 		}
@@ -247,7 +284,8 @@ func keepFailure(t *testing.T, cfg fsConfig, mode, cut string, v verdict) {
 		name := filepath.Join(failuresDir, fmt.Sprintf("%s-%s-%d", cfg.Name, mode, time.Now().UnixNano()))
 		if err := os.Rename(cut, name+".img"); err == nil {
 			_ = os.WriteFile(name+".txt", []byte(b.String()), 0o644)
-			fmt.Fprintf(&b, "image kept: %s.img (mount -o loop%s; described in %s.txt)\n", name, optsSuffix(cfg), name)
+			_ = exec.Command("cp", "-r", ledgers, name+".ledgers").Run()
+			fmt.Fprintf(&b, "image kept: %s.img (mount -o loop%s; described in %s.txt, the ledgers in %s.ledgers)\n", name, optsSuffix(cfg), name, name)
 		}
 	}
 	t.Logf("round failed:\n%s", b.String())
@@ -265,14 +303,14 @@ func optsSuffix(cfg fsConfig) string {
 // protocol the writers used.
 func formatTable(rows []*row) string {
 	var b strings.Builder
-	b.WriteString("| filesystem | mode | protocol used | rounds | dropped | acknowledged writes checked | spares filled | lost | undone reads | rounds needing a person |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| filesystem | mode | protocol used | rounds | dropped | acknowledged writes checked | spares filled | store idle before the cut | git operations | git versions checked | lost | git versions overwritten | undone reads | rounds needing a person | rounds git left needing a person |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		mode := "chosen by Open"
 		if r.Mode == modeGroupCommit {
 			mode = "group commit forced"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d |\n", r.FS, mode, r.Durability.Protocol, r.Rounds, r.Dropped, r.Checked, r.Recycled, r.Lost, r.Undone, r.NeedsPerson)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", r.FS, mode, r.Durability.Protocol, r.Rounds, r.Dropped, r.Checked, r.Recycled, r.Idle, r.GitOps, r.GitChecked, r.Lost, r.Overwritten, r.Undone, r.NeedsPerson, r.GitDamaged)
 	}
 	b.WriteString("\nWhat Open chooses, and why:\n\n")
 	seen := map[string]bool{}

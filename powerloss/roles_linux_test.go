@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 	if role == "" {
 		os.Exit(m.Run())
 	}
-	roles := map[string]func() error{"writer": writer, "reader": reader, "other": otherProgram, "checker": checker, "op": oneOp}
+	roles := map[string]func() error{"writer": writer, "reader": reader, "other": otherProgram, "checker": checker, "op": oneOp, "git": gitWriter, "merge-file": mergeFile}
 	fn, ok := roles[role]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "unknown role %q\n", role)
@@ -94,7 +94,7 @@ func writer() error {
 		case k < 5 || len(mine) < 3:
 			l.add(entry{Kind: "intent", Op: "create"})
 			t, err := s.Create(ctx, taskgraph.NewTask{Subject: fmt.Sprintf("%s #%d", who, n), Description: text(r)})
-			if report(err) {
+			if l.outcome(err) {
 				ack("create", t)
 				mine = append(mine, t.ID)
 			}
@@ -103,14 +103,14 @@ func writer() error {
 			d := text(r)
 			l.add(entry{Kind: "intent", Op: "update", ID: int64(id)})
 			t, err := s.Update(ctx, id, taskgraph.Patch{Description: &d})
-			if report(err) {
+			if l.outcome(err) {
 				ack("update", t)
 			}
 		case k < 14:
 			id := pick()
 			l.add(entry{Kind: "intent", Op: "delete", ID: int64(id)})
 			err := s.Delete(ctx, id)
-			if report(err) {
+			if l.outcome(err) {
 				l.add(entry{Kind: "ack", Op: "delete", ID: int64(id)})
 			}
 			if err == nil || errors.Is(err, taskgraph.ErrNotFound) {
@@ -126,7 +126,7 @@ func writer() error {
 				nts = append(nts, taskgraph.NewTask{Subject: "plan c", Key: key + "c", After: []string{key + "b"}})
 			}
 			ts, err := s.CreatePlan(ctx, nts)
-			if report(err) {
+			if l.outcome(err) {
 				ack("plan", ts...)
 				for _, t := range ts {
 					mine = append(mine, t.ID)
@@ -135,32 +135,40 @@ func writer() error {
 		default:
 			l.add(entry{Kind: "intent", Op: "claimnext"})
 			t, err := s.ClaimNext(ctx, who)
-			if errors.Is(err, taskgraph.ErrNoReady) || !report(err) {
+			if !l.outcome(err) {
 				continue
 			}
 			ack("claimnext", t)
 			l.add(entry{Kind: "intent", Op: "complete", ID: int64(t.ID)})
 			c, err := s.Complete(ctx, t.ID, who)
-			if report(err) {
+			if l.outcome(err) {
 				ack("complete", c.Task)
 			}
 		}
 	}
 }
 
-// report says whether err is nil. Refusals a random workload provokes
-// (another writer deleted or claimed the task, a blocker is pending) are
-// expected; anything else is printed for the person reading the log.
+// refusal reports whether err is a refusal a random workload provokes
+// (another writer or git deleted or claimed the task, a blocker is
+// pending), which writes nothing.
+func refusal(err error) bool {
+	for _, ok := range []error{taskgraph.ErrNotFound, taskgraph.ErrBlocked, taskgraph.ErrClaimed, taskgraph.ErrConflict, taskgraph.ErrNoReady, taskgraph.ErrInvalid} {
+		if errors.Is(err, ok) {
+			return true
+		}
+	}
+	return false
+}
+
+// report says whether err is nil. A refusal is expected; anything else is
+// printed for the person reading the log.
 func report(err error) bool {
 	if err == nil {
 		return true
 	}
-	for _, ok := range []error{taskgraph.ErrNotFound, taskgraph.ErrBlocked, taskgraph.ErrClaimed, taskgraph.ErrConflict, taskgraph.ErrNoReady, taskgraph.ErrInvalid} {
-		if errors.Is(err, ok) {
-			return false
-		}
+	if !refusal(err) {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", time.Now().Format(time.StampMicro), err)
 	}
-	fmt.Fprintf(os.Stderr, "%s: %v\n", time.Now().Format(time.StampMicro), err)
 	return false
 }
 
@@ -189,7 +197,8 @@ func removeID(ids []taskgraph.ID, id taskgraph.ID) []taskgraph.ID {
 }
 
 // reader lists and gets in a loop, recording every version it is shown
-// that is newer than what it recorded before (one line per call).
+// that differs from what it recorded before (one line per call, stamped
+// with the time the call began).
 func reader() error {
 	ctx := context.Background()
 	s, err := openStore(os.Getenv(dirEnv), os.Getenv(modeEnv))
@@ -201,10 +210,10 @@ func reader() error {
 		return err
 	}
 	shown := map[taskgraph.ID]int64{}
-	record := func(ts ...taskgraph.Task) {
-		var e entry
+	record := func(began int64, ts ...taskgraph.Task) {
+		e := entry{T: began}
 		for _, t := range ts {
-			if t.Rev > shown[t.ID] {
+			if rev, ok := shown[t.ID]; !ok || t.Rev != rev {
 				shown[t.ID] = t.Rev
 				e.Tasks = append(e.Tasks, version{ID: int64(t.ID), Rev: t.Rev})
 			}
@@ -216,14 +225,16 @@ func reader() error {
 	}
 	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 2))
 	for {
+		began := now()
 		ts, err := s.List(ctx)
 		if report(err) {
-			record(ts...)
+			record(began, ts...)
 		}
 		if len(ts) > 0 {
+			began := now()
 			t, err := s.Get(ctx, ts[r.IntN(len(ts))].ID)
 			if report(err) {
-				record(t)
+				record(began, t)
 			}
 		}
 	}
@@ -270,6 +281,7 @@ func checker() error {
 	before, tail := rawTasks(dir), logTail(dir)
 	v := verdict{Before: before}
 	defer func() {
+		v.NeedsPerson, v.GitDamaged = h.gitDamage(v.NeedsPerson)
 		data, _ := json.MarshalIndent(v, "", "  ")
 		_ = os.WriteFile(os.Getenv(outEnv), data, 0o644)
 	}()
@@ -295,12 +307,26 @@ func checker() error {
 	if err != nil {
 		v.NeedsPerson = append(v.NeedsPerson, "List: "+err.Error())
 	}
-	found := map[int64]taskgraph.Task{}
+	files := map[int64]found{}
 	for _, t := range ts {
-		found[int64(t.ID)] = t
+		files[int64(t.ID)] = found{task: &t}
 	}
-	h.verify(found, before, &v)
-	if len(v.Lost)+len(v.Undone)+len(v.NeedsPerson) > 0 {
+	// The files as the store left them after its replay: git's versions
+	// are compared byte for byte.
+	names, _ := filepath.Glob(filepath.Join(dir, "task_*.json"))
+	for _, name := range names {
+		id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(name), "task_"), ".json"), 10, 64)
+		if err != nil {
+			continue
+		}
+		if data, err := os.ReadFile(name); err == nil {
+			f := files[id]
+			f.exists, f.sum = true, bytesDigest(data)
+			files[id] = f
+		}
+	}
+	h.verify(files, before, &v)
+	if len(v.Lost)+len(v.Overwritten)+len(v.Undone)+len(v.NeedsPerson) > 0 {
 		v.Log = tail
 	}
 	problems, err := taskgraph.Check(ctx, dir)
