@@ -146,4 +146,3 @@ func tasksBySubject(t *testing.T, dir string) map[string]map[string]any {
 	}
 	return ts
 }
-
