@@ -314,18 +314,23 @@ func (s *FileStore) appendLog(j *journal.Journal, prev map[int64]string) error {
 // is none), read before its commit point. Its record carries them, so that
 // a replay after a restart continues only the versions the records
 // themselves replaced or wrote, and never turns back a file that git or a
-// person wrote since (replayAfterReboot). An error means the write has not
-// begun.
+// person wrote since (replayAfterReboot). A store that keeps no redo log
+// (redoLog) never replays, and reads nothing: its records say Unknown. An
+// error means the write has not begun.
 func (s *FileStore) replacedVersions(j *journal.Journal) (map[int64]string, error) {
 	prev := make(map[int64]string, len(j.Put)+len(j.Del))
 	for _, id := range append(slices.Collect(maps.Keys(j.Put)), j.Del...) {
+		if !s.redoLog() {
+			prev[id] = changelog.Unknown
+			continue
+		}
 		fi, data, err := readFile(s.fs, s.root, s.dir, taskFileName(ID(id)), maxFileSize)
 		var ce *CorruptError
 		switch {
 		case errors.As(err, &ce):
 			// Not a regular file, or over the size limit: a version no
 			// replay may continue, since no file will hold it.
-			prev[id] = changelog.VersionOf(changelog.Stamp{}, nil)
+			prev[id] = changelog.Unknown
 		case err != nil:
 			return nil, err
 		case fi == nil:

@@ -88,6 +88,10 @@ func VersionOf(st Stamp, data []byte) string {
 	return fmt.Sprintf("%d.%d.%s", st.Ino, st.Mtime, hex.EncodeToString(sum[:16]))
 }
 
+// Unknown is the version a record names when it cannot say which it
+// replaced: no file has inode 0, so no replay continues it.
+var Unknown = VersionOf(Stamp{}, nil)
+
 // validVersion reports whether v is NoFile or what VersionOf returns.
 func validVersion(v string) bool {
 	if v == NoFile {
@@ -281,7 +285,7 @@ func Redo(log []byte) map[int64][]Change {
 				group = map[int64]Change{}
 			}
 			if r.Kind == Delete {
-				group[r.ID] = Change{Deleted: true, Rev: r.Rev, Prev: r.Prev}
+				group[r.ID] = Change{Deleted: true, Prev: r.Prev}
 			} else if r.Content == nil {
 				damaged = true
 			} else {
