@@ -113,7 +113,7 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 // the full protocol. Not on Windows, whose renames and sharing rules
 // (docs/windows.md) it has not been tested against.
 func (s *FileStore) offTheLock() bool {
-	return !s.gc && !s.cfg.noSync && runtime.GOOS != "windows"
+	return !s.cfg.noSync && runtime.GOOS != "windows"
 }
 
 // holdReplaced opens the task file that the single-file write j is about
@@ -261,7 +261,7 @@ func (s *FileStore) unusedAhead(a *ahead) {
 		return
 	}
 	if name, ok := strings.CutPrefix(a.temp, cacheDirName+"/"); ok && s.recycles() {
-		s.poolSpares([]string{name}, true)
+		s.poolSpares([]string{name})
 		a.temp = ""
 		return
 	}

@@ -16,11 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// openAhead opens a store with the full protocol, where writes are decided
-// ahead of the lock, on a clock the test moves.
+// openAhead opens a store, whose writes are decided ahead of the lock, on
+// a clock the test moves.
 func openAhead(t *testing.T, dir string, clock *fakeClock) *FileStore {
 	t.Helper()
-	s, err := Open(dir, WithSyncEachWrite(), WithClock(clock.Now))
+	s, err := Open(dir, WithClock(clock.Now))
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s

@@ -80,14 +80,8 @@ func (s *FileStore) scan() error {
 	if s.log.ino != prevIno || s.log.off < prevOff {
 		// The log open here is not the directory's any more (appending
 		// to it would reach no one), or it was cut short in place by
-		// something other than taskgraph: nothing known of it holds —
-		// its offsets, how far it was durable, the sync file's record.
+		// something other than taskgraph: nothing known of it holds.
 		s.closeLog()
-		clear(s.log.recEnd)
-		s.log.ckptKnown = false
-		if s.log.ino == prevIno && prevIno != 0 {
-			s.forgetSyncs()
-		}
 	}
 	// An empty cache is filled from the snapshot while the directory is
 	// listed and every task file stat'ed, in parallel (mostly waiting on
@@ -132,7 +126,6 @@ func (s *FileStore) scan() error {
 		err error
 	}
 	results := make([]loaded, len(ids))
-	var read []ID // read from their files by this scan
 	skip := make([]bool, len(ids))
 	// Loading is parallel; installing into the graph is sequential and in
 	// id order, which keeps the sorted index appends cheap.
@@ -181,18 +174,19 @@ func (s *FileStore) scan() error {
 		}
 		s.install(id, r.fi, r.t, r.err)
 		s.snapshotLoads++
-		if r.err == nil && r.t != nil {
-			read = append(read, id) // a corrupt file is never used: nothing to keep
-		}
 	}
 	if err := s.readMeta(); err != nil {
 		return err
 	}
 	s.dirMtime = dfi.ModTime().UnixNano()
-	if s.redoLog() {
-		if err := s.afterScan(read); err != nil {
-			return err
-		}
+	// Every task file a finished write left is durable; one a writer that
+	// died left may not be, and this scan may have read it.
+	unfinished, err := s.unfinishedWrite()
+	if err == nil && unfinished {
+		err = s.syncDir()
+	}
+	if err != nil {
+		return fmt.Errorf("taskgraph: make what a writer that died left durable: %w", err)
 	}
 	s.scanned = true
 	return nil
@@ -223,104 +217,6 @@ func (s *FileStore) readDir() (ids []ID, temps []string, err error) {
 			return nil, nil, fmt.Errorf("taskgraph: read %s: %w", s.dir, err)
 		}
 	}
-}
-
-// afterScan finishes a scan with group commit: after a restart of the
-// machine it replays the log onto the files (which needs the exclusive
-// lock), and it makes what the scan read durable (read: the task files it
-// read rather than took from the cache or the snapshot), since files
-// renamed since the last checkpoint may not be yet.
-func (s *FileStore) afterScan(read []ID) error {
-	due, err := s.restartDue()
-	if err != nil {
-		return err
-	}
-	if due != logCurrent && !s.exclusive {
-		return errNeedExclusive
-	}
-	switch due {
-	case logSetAside:
-		if err := s.setAsideLog(); err != nil {
-			return err
-		}
-		return s.scan()
-	case logReplay:
-		if err := s.openLog(); err != nil {
-			return err
-		}
-		replayed, err := s.replayAfterReboot()
-		if err != nil {
-			return err
-		}
-		if replayed {
-			return s.scan()
-		}
-	}
-	if err := s.syncSeen(read); err != nil {
-		return fmt.Errorf("taskgraph: sync %s: %w", s.dir, err)
-	}
-	s.log.syncedIno, s.log.syncedOff = s.log.ino, s.log.off
-	s.log.sync.durableTo(s.log.gen, s.log.off)
-	return nil
-}
-
-// syncSeenMax is how many files a scan fsyncs one by one; past it, one
-// syncfs costs less.
-const syncSeenMax = 512
-
-// syncSeen makes durable what a scan saw: the task files it read, their
-// directory entries and the change log (whose records redo every
-// group-committed write the scan may have seen before its writer's sync).
-// Files it took from the cache or the snapshot were made durable by the
-// scan that first read them. Only a scan that read many files — a cold
-// open without a snapshot, or after many changes — calls syncfs, which
-// also waits on every other program's unwritten data on the filesystem.
-func (s *FileStore) syncSeen(read []ID) error {
-	if len(read) > syncSeenMax {
-		return s.syncFS()
-	}
-	open := func(name string) (*os.File, error) {
-		f, err := s.fs.OpenRead(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil // gone since: nothing to make durable
-		}
-		return f, err
-	}
-	for _, id := range read {
-		f, err := open(taskFileName(id))
-		if err == nil && f != nil {
-			err = s.fs.Sync(f)
-			f.Close()
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if s.log.ino != 0 {
-		f, err := open(logFileName)
-		if err != nil {
-			return err
-		}
-		if f != nil {
-			if fi, serr := f.Stat(); serr == nil && atomicfile.FileID(fi) == s.log.ino {
-				// Through the sync file: another process's sync
-				// may already cover it. A descriptor of its own:
-				// this store's syncing goroutine may hold its own.
-				sf := s.openSyncFile(os.O_CREATE)
-				err = s.sharedSync(sf, f, s.log.ino, s.log.off)
-				if sf != nil {
-					sf.Close()
-				}
-			} else {
-				err = s.syncData(f) // replaced since the scan: this one
-			}
-			f.Close()
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return s.syncDir()
 }
 
 // isTempName reports whether name is a temporary file of a replacement of

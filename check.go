@@ -153,11 +153,11 @@ func (c *checker) classifyEntry(name string) error {
 	case name == lockFileName:
 		c.checkLockFile(name)
 	case name == syncFileName:
-		c.checkSidecar(name, "sync file", "every process syncs the change log on its own (slower, still durable)")
+		// Left by an earlier version's group commit: nothing reads it.
 	case name == logFileName:
 		c.checkSidecar(name, "change log", "every write is refused (reads go on)")
 	case strings.HasPrefix(name, setAsideLogPrefix):
-		c.add(ProblemSetAside, name, 0, "a change log set aside after a restart: its last checkpoint was made in another directory (this one was copied or restored with it), so its records were not replayed here and the task files as they are won; taskgraph never reads it: delete it once you have looked")
+		c.add(ProblemSetAside, name, 0, "a change log an earlier version set aside after a restart: its last checkpoint was made in another directory (this one was copied or restored with it), so its records were not replayed here and the task files as they were won; taskgraph never reads it: delete it once you have looked")
 	case name == lostDirName:
 		return c.checkLost(name)
 	case isTempName(name):

@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
-	"github.com/taskgraph-dev/taskgraph/internal/changelog"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
 
@@ -33,11 +32,6 @@ type fileSystem interface {
 	// OpenRead opens name for reading without following a symlink and
 	// without blocking (a FIFO in place of a file must not hang a reader).
 	OpenRead(name string) (*os.File, error)
-	// SyncData makes the content of f durable (fdatasync).
-	SyncData(f *os.File) error
-	// SyncFS makes everything on the filesystem of the directory d
-	// durable (syncfs).
-	SyncFS(d *os.File) error
 }
 
 // dirFS is the fileSystem of a real directory: every step goes through
@@ -75,8 +69,6 @@ func (d dirFS) OpenFile(name string, flag int, perm os.FileMode) (*os.File, erro
 }
 
 func (dirFS) Append(f *os.File, data []byte) error { _, err := f.Write(data); return err }
-func (dirFS) SyncData(f *os.File) error            { return atomicfile.SyncData(f) }
-func (dirFS) SyncFS(d *os.File) error              { return atomicfile.SyncFS(d) }
 func (d dirFS) OpenRead(name string) (*os.File, error) {
 	return atomicfile.OpenIn(d.dirf, d.root, name, os.O_RDONLY, 0)
 }
@@ -245,14 +237,6 @@ func (s *FileStore) writeMeta(id ID) error {
 	if err := s.writeFile(metaFileName, append(data, '\n')); err != nil {
 		return err
 	}
-	if s.gc {
-		// A group-committed delete syncs no directory, and its log
-		// record does not raise the mark: the new meta file must be
-		// durable before the deletion it protects can be.
-		if err := s.syncDir(); err != nil {
-			return err
-		}
-	}
 	s.hwm = id
 	return nil
 }
@@ -260,12 +244,7 @@ func (s *FileStore) writeMeta(id ID) error {
 // writeFile replaces name atomically and durably (but for the directory
 // entry: see syncDir); an error means it was not replaced.
 func (s *FileStore) writeFile(name string, data []byte) error {
-	return s.replaceFile(name, data, !s.cfg.noSync)
-}
-
-// replaceFile replaces name atomically, fsyncing it first if durable.
-func (s *FileStore) replaceFile(name string, data []byte, durable bool) error {
-	if err := atomicfile.Replace(s.fs, name, data, s.cfg.filePerm, durable); err != nil {
+	if err := atomicfile.Replace(s.fs, name, data, s.cfg.filePerm, !s.cfg.noSync); err != nil {
 		return fmt.Errorf("taskgraph: write %s: %w", filepath.Join(s.dir, name), err)
 	}
 	return nil
@@ -287,15 +266,13 @@ func (s *FileStore) syncDir() error {
 // before it, an error means nothing changed; the step itself, if it
 // fails, leaves the outcome unknowable (ErrUnknownOutcome, through
 // commitPoint); after it the write has happened, and what is left —
-// applying a journal's files, removing the journal — is never reported as
-// a failure: the next operation finishes it (prepare). The commit point:
-//   - a single-file write: the sync that makes it durable — the change
-//     log's fdatasync with group commit (and, for a new file, the
-//     directory's fsync before its record), the directory's fsync with the
-//     full protocol — after the lock where the log is a redo log
-//     (makeDurable), here where it is not;
-//   - a write of several files: the directory's fsync that makes its
-//     journal durable.
+// applying a journal's files, removing the journal, the change-log record
+// — is never reported as a failure: the next operation finishes it
+// (prepare), or the other stores rescan (recordLog). The commit point is
+// the directory's fsync, under the lock: for a single-file write the one
+// that makes its rename durable (its file was fsynced before the rename),
+// for a write of several files the one that makes its journal durable. So
+// a write is durable before any other operation can see it.
 //
 // If a holds the file of p's one task, written ahead, it is renamed into
 // place. The announcement before the commit point (see announce) is what
@@ -329,66 +306,29 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 		j.Del = append(j.Del, int64(id))
 		j.HighWater = max(j.HighWater, int64(id))
 	}
-	single := len(p.put)+len(p.del) == 1
-	prev, err := s.replacedVersions(j)
-	if err != nil {
+	if err := s.announce(j); err != nil {
 		return err
 	}
-	// A write of several files is durable on its own when it returns: what
-	// it read must be too, and no replay after a restart may take its files
-	// back to a record older than it. So it checkpoints first.
-	if err := s.announce(j, !single && s.redoLog()); err != nil {
-		return err
-	}
-	if single {
+	if len(p.put)+len(p.del) == 1 {
 		if err := s.raiseHighWater(ID(j.HighWater)); err != nil {
 			return err
-		}
-		// With group commit the change-log record makes the file
-		// durable (groupcommit.go), after the lock is let go — unless
-		// the version it replaces could not be restored from the log.
-		durable := !s.gc
-		for id := range j.Put {
-			if s.gc && !s.replayable(ID(id)) {
-				durable = true
-				s.stats.fileSyncs.Add(1)
-			}
 		}
 		if !s.linkReplaced(j) {
 			if old := s.holdReplaced(j); old != nil {
 				s.replaced = append(s.replaced, old) // closed after the lock
 			}
 		}
-		if err := s.renameAhead(a); err != nil && s.renameSpare(j, durable) != nil {
+		if err := s.renameAhead(a); err != nil && s.renameSpare(j) != nil {
 			// Nothing was renamed: write the file here.
-			if err := s.applyFiles(j, durable); err != nil {
+			if err := s.applyFiles(j); err != nil {
 				return err
 			}
 		}
-		sync := s.syncDir
-		if s.syncsAfterUnlock() {
-			// The log's sync or the directory's, after the lock
-			// (makeDurable).
-			sync = nil
-			if s.gc && slices.Contains(slices.Collect(maps.Values(prev)), changelog.NoFile) {
-				// A new file's entry is durable before its record is
-				// written: a replay never restores a missing file, so
-				// that one deleted by hand or by git stays deleted.
-				sync = s.syncDir
-			}
-		}
-		if sync != nil {
-			if err := s.commitPoint(sync); err != nil {
-				return err
-			}
+		if err := s.commitPoint(s.syncDir); err != nil {
+			return err
 		}
 		s.removeTemps()
-		if err := s.recordLog(j, prev); err != nil {
-			// The write stands, visible to every store, but nothing
-			// made it durable: the record was its commit point.
-			s.scanned = false
-			return &unknownOutcomeError{err: err}
-		}
+		s.recordLog(j)
 		return nil
 	}
 	data, err := journal.Encode(j)
@@ -410,9 +350,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 		return nil
 	}
 	s.removeTemps()
-	// The files are durable; a record lost costs the other stores a
-	// reload of what the announcement named.
-	_ = s.recordLog(j, prev)
+	s.recordLog(j)
 	return nil
 }
 
@@ -433,11 +371,11 @@ func (s *FileStore) commitPoint(step func() error) error {
 }
 
 // applyFiles writes and removes the task files of j, in id order, each
-// fsynced first if durable. With one file, an error means it was not
+// fsynced before its rename. With one file, an error means it was not
 // changed.
-func (s *FileStore) applyFiles(j *journal.Journal, durable bool) error {
+func (s *FileStore) applyFiles(j *journal.Journal) error {
 	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
-		if err := s.replaceFile(taskFileName(ID(id)), []byte(j.Put[id]), durable && !s.cfg.noSync); err != nil {
+		if err := s.writeFile(taskFileName(ID(id)), []byte(j.Put[id])); err != nil {
 			return err
 		}
 	}
@@ -457,7 +395,7 @@ func (s *FileStore) applyJournal(j *journal.Journal) error {
 	if err := s.raiseHighWater(ID(j.HighWater)); err != nil {
 		return err
 	}
-	if err := s.applyFiles(j, true); err != nil {
+	if err := s.applyFiles(j); err != nil {
 		return err
 	}
 	if err := s.fs.Remove(journalFileName); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -585,11 +523,7 @@ func (s *FileStore) replayJournal(j *journal.Journal) error {
 	if err := s.prepareLog(); err != nil {
 		return err
 	}
-	prev, err := s.replacedVersions(j)
-	if err != nil {
-		return err
-	}
-	if err := s.announce(j, s.redoLog()); err != nil {
+	if err := s.announce(j); err != nil {
 		return err
 	}
 	// The journal is another writer's, perhaps not yet durable: its
@@ -611,7 +545,8 @@ func (s *FileStore) replayJournal(j *journal.Journal) error {
 			return err
 		}
 	}
-	return s.recordLog(j, prev)
+	s.recordLog(j)
+	return nil
 }
 
 // removeTemps removes the temporary files that the last scan found. Each

@@ -92,35 +92,22 @@ func mutateForever(s *tg.FileStore, _, _ string) int {
 // TestCrashRecovery kills a writing process with SIGKILL at random moments
 // and checks after every kill that the directory opens, every acknowledged
 // mutation is there, multi-file mutations are all-or-nothing, and the store
-// keeps working. The writers use the tests' protocol (testProtocolName).
+// keeps working.
 func TestCrashRecovery(t *testing.T) {
 	rounds := 200
 	if testing.Short() {
 		rounds = 20
 	}
-	crashRecovery(t, testProtocolName(), rounds)
-}
-
-// TestCrashRecoverySyncEachWrite is TestCrashRecovery with writers that use
-// WithSyncEachWrite, whatever TASKGRAPH_TEST_PROTOCOL says, for the rounds
-// of TestCrashRecovery with -short.
-func TestCrashRecoverySyncEachWrite(t *testing.T) {
-	crashRecovery(t, tg.ProtocolSyncEachWrite, 20)
-}
-
-// crashRecovery is TestCrashRecovery for rounds kills of writers that use
-// protocol p (the store open all along uses it too).
-func crashRecovery(t *testing.T, p tg.Protocol, rounds int) {
 	dir := t.TempDir()
-	s := openStore(t, dir, protocolOption(p))
-	require.Equal(t, p, s.Durability().Protocol)
+	s := openStore(t, dir)
+	require.Equal(t, tg.ProtocolSyncEachWrite, s.Durability().Protocol)
 	_, err := s.Create(ctx, tg.NewTask{Subject: "counter"})
 	require.NoError(t, err)
 	l := newLedger()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range rounds {
 		// Let it do some work, then kill it wherever it is.
-		l.run(t, workerUsing(t, p, "mutate", dir, ""), func(cmd *exec.Cmd) {
+		l.run(t, worker(t, "mutate", dir, ""), func(cmd *exec.Cmd) {
 			time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
 			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		})
@@ -130,7 +117,7 @@ func crashRecovery(t *testing.T, p tg.Protocol, rounds int) {
 		}
 	}
 	goesOn(t, s)
-	t.Logf("%s: %d rounds, acknowledged mutations by kind %v, counter %d", p, rounds, l.kinds, l.counter)
+	t.Logf("%d rounds, acknowledged mutations by kind %v, counter %d", rounds, l.kinds, l.counter)
 }
 
 // goesOn checks that a store open all along still writes after the kills.

@@ -89,40 +89,6 @@ func (p *plan) changedIDs() []ID {
 type hub struct {
 	mu   sync.Mutex
 	subs map[*watcher]struct{}
-	// With holding set, publish keeps events in held until the store
-	// takes them (take) to deliver once the changes are durable.
-	holding bool
-	held    []delivery
-}
-
-// delivery is events for the watchers that were subscribed when the
-// change happened: one that subscribes later starts from a view that
-// already holds it.
-type delivery struct {
-	to  []*watcher
-	evs []Event
-}
-
-// take returns the deliveries held since the last take.
-func (h *hub) take() []delivery {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ds := h.held
-	h.held = nil
-	return ds
-}
-
-// deliver hands each delivery to its watchers that are still subscribed.
-func (h *hub) deliver(ds []delivery) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, d := range ds {
-		for _, w := range d.to {
-			if _, ok := h.subs[w]; ok {
-				w.push(d.evs)
-			}
-		}
-	}
 }
 
 // active reports whether anyone watches, so that a store skips computing
@@ -139,10 +105,6 @@ func (h *hub) publish(evs []Event) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.holding {
-		h.held = append(h.held, delivery{slices.Collect(maps.Keys(h.subs)), evs})
-		return
-	}
 	for w := range h.subs {
 		w.push(evs)
 	}

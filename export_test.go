@@ -24,21 +24,16 @@ func SetWatchPollOnly(on bool) (restore func()) {
 func KillAtLogAppend(s *FileStore, n int) { KillAt(s, "append", n) }
 
 // KillAt makes the process kill itself with SIGKILL at the n-th step of
-// kind taken by s: "append" (to the change log), "syncdata" (a sync of the
-// log, which a writer makes after letting go of the lock: a group sync),
-// "syncfs" (a checkpoint, a scan, or the sync before the log is replaced),
-// "logswap" (a new change log put in place of the old), "fsync" (of a file
-// or of the directory: under the full protocol, of a file written ahead or
-// under the lock, or of the directory after the lock).
+// kind taken by s: "append" (to the change log), "logswap" (a new change
+// log put in place of the old), "fsync" (of a file written ahead of the
+// lock or under it, or of the directory at a write's commit point).
 func KillAt(s *FileStore, kind string, n int) {
 	s.fs = &killFS{fileSystem: s.fs, kind: kind, at: n}
 }
 
-// SetLogLimits makes checkpoints come every checkpoint bytes of change log
-// and the log be replaced at max bytes, so that a short test crosses many.
-func SetLogLimits(checkpoint, max int64) {
-	checkpointInterval, maxLogSize = checkpoint, max
-}
+// SetLogLimit makes the change log be replaced at max bytes, so that a
+// short test crosses many replacements.
+func SetLogLimit(max int64) { maxLogSize = max }
 
 type killFS struct {
 	fileSystem
@@ -72,16 +67,6 @@ func (k *killFS) Append(f *os.File, data []byte) error {
 	return k.fileSystem.Append(f, data)
 }
 
-func (k *killFS) SyncData(f *os.File) error {
-	k.step("syncdata")
-	return k.fileSystem.SyncData(f)
-}
-
-func (k *killFS) SyncFS(d *os.File) error {
-	k.step("syncfs")
-	return k.fileSystem.SyncFS(d)
-}
-
 func (k *killFS) Sync(f *os.File) error {
 	k.step("fsync")
 	return k.fileSystem.Sync(f)
@@ -100,4 +85,4 @@ func (k *killFS) Rename(oldname, newname string) error {
 func SetSnapshotMin(n int) { snapshotMin = n }
 
 // endOp ends an operation that acquire began, as every operation does.
-func (s *FileStore) endOp() error { return s.makeDurable(s.unlock()) }
+func (s *FileStore) endOp() { s.afterUnlock(s.unlock()) }

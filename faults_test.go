@@ -98,20 +98,6 @@ func (f *faultFS) Sync(file *os.File) error {
 	return f.fileSystem.Sync(file)
 }
 
-func (f *faultFS) SyncData(file *os.File) error {
-	if err := f.fail("fsync"); err != nil {
-		return &os.PathError{Op: "fdatasync", Path: file.Name(), Err: err}
-	}
-	return f.fileSystem.SyncData(file)
-}
-
-func (f *faultFS) SyncFS(dir *os.File) error {
-	if err := f.fail("fsync"); err != nil {
-		return &os.PathError{Op: "syncfs", Path: dir.Name(), Err: err}
-	}
-	return f.fileSystem.SyncFS(dir)
-}
-
 func (f *faultFS) Rename(oldname, newname string) error {
 	if err := f.fail("rename"); err != nil {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
@@ -245,36 +231,16 @@ var faultMutations = []struct {
 // saw the failure, and one that was open all along, must then see what
 // the directory holds.
 func TestWriteFailures(t *testing.T) {
-	for _, p := range []struct {
-		name string
-		opt  Option
-	}{{"group-commit", WithGroupCommit()}, {"sync-each-write", WithSyncEachWrite()}} {
-		t.Run(p.name, func(t *testing.T) {
-			protocolOpt = p.opt
-			defer func() { protocolOpt = WithClock(fixedClock) }()
-			writeFailures(t, p.name == "sync-each-write")
-		})
-	}
-}
-
-// protocolOpt is the durability protocol of the stores writeFailures
-// opens.
-var protocolOpt = WithClock(fixedClock)
-
-func writeFailures(t *testing.T, fullProtocol bool) {
 	ctx := context.Background()
 	template := faultTemplate(t)
-	// Under the full protocol the failing store first makes a write of its
-	// own, so that the mutation fills the spare it leaves (recycle.go).
-	warm := func(Store) {}
-	if fullProtocol {
-		warm = func(s Store) {
-			_, err := s.(Noter).Note(ctx, 4, "w", "its old version becomes a spare")
-			require.NoError(t, err)
-		}
+	// The failing store first makes a write of its own, so that the
+	// mutation fills the spare it leaves (recycle.go).
+	warm := func(s Store) {
+		_, err := s.(Noter).Note(ctx, 4, "w", "its old version becomes a spare")
+		require.NoError(t, err)
 	}
 	warmDir := copyTree(t, template)
-	ws, err := Open(warmDir, WithClock(fixedClock), protocolOpt)
+	ws, err := Open(warmDir, WithClock(fixedClock))
 	require.NoError(t, err)
 	warm(ws)
 	ws.Close()
@@ -284,7 +250,7 @@ func writeFailures(t *testing.T, fullProtocol bool) {
 	var ahead, recycled int64
 	for _, m := range faultMutations {
 		wantDir := copyTree(t, warmDir)
-		ws, err := Open(wantDir, WithClock(fixedClock), protocolOpt)
+		ws, err := Open(wantDir, WithClock(fixedClock))
 		require.NoError(t, err)
 		require.NoError(t, m.do(ws), m.name)
 		ws.Close()
@@ -296,12 +262,12 @@ func writeFailures(t *testing.T, fullProtocol bool) {
 				for at := 1; ; at++ {
 					name := fmt.Sprintf("%s, %s %d failing (sticky %v)", m.name, fk.kind, at, sticky)
 					dir := copyTree(t, template)
-					other, err := Open(dir, WithClock(fixedClock), protocolOpt)
+					other, err := Open(dir, WithClock(fixedClock))
 					require.NoError(t, err)
 					_, err = other.List(ctx) // a store whose cache is current
 					require.NoError(t, err)
 
-					s, err := Open(dir, WithClock(fixedClock), protocolOpt)
+					s, err := Open(dir, WithClock(fixedClock))
 					require.NoError(t, err)
 					// A store that has read, with a cache directory: under
 					// the full protocol a write of a task in progress is
@@ -358,11 +324,9 @@ func writeFailures(t *testing.T, fullProtocol bool) {
 	}
 	assert.Zero(t, errButApplied, "writes that returned an error but were applied")
 	assert.NotZero(t, unknown, "some failures are past the commit point")
-	if fullProtocol {
-		assert.NotZero(t, ahead, "some writes were decided ahead")
-		if atomicfile.CanReuse {
-			assert.NotZero(t, recycled, "some mutations filled a spare")
-		}
+	assert.NotZero(t, ahead, "some writes were decided ahead")
+	if atomicfile.CanReuse {
+		assert.NotZero(t, recycled, "some mutations filled a spare")
 	}
 	t.Logf("%d runs, %d with an unknown outcome (by mutation, all at a failing sync: %v), %d error-but-applied, %d writes decided ahead, %d mutations' files written into a spare", runs, unknown, unknownBy, errButApplied, ahead, recycled)
 }
@@ -398,7 +362,7 @@ func TestJournalThatCannotBeRemoved(t *testing.T) {
 	for _, p := range []struct {
 		name string
 		opt  Option
-	}{{"group-commit", WithGroupCommit()}, {"sync-each-write", WithSyncEachWrite()}} {
+	}{{"sync-each-write", WithClock(fixedClock)}} {
 		t.Run(p.name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := copyTree(t, faultTemplate(t))

@@ -46,16 +46,14 @@ var maxLogSize int64 = 8 << 20
 // Every write takes an exclusive flock on the directory, brings its cache up
 // to date (see below), re-checks the files the decision depends on, and
 // replaces files atomically: it writes a temporary file in the directory
-// and renames it over the old one. On Linux a write of one file is made
-// durable by its record in the change log, synced once for every writer
-// waiting, in any process (group commit; see groupcommit.go and
-// WithSyncEachWrite); elsewhere the file is fsynced before the rename and
-// the directory after it (on Windows, which cannot fsync a directory,
-// NTFS's journal commits the rename: docs/windows.md). A write that touches several files first writes
-// a durable journal holding all of them, so after a crash either all or
-// none of it is visible; the next writer replays it. A write returns only
-// once it is durable, and no operation returns a change, nor a watch
-// reports it, before it is.
+// and renames it over the old one: the file is fsynced before the rename and
+// the directory after it, under the lock (on Windows, which cannot fsync a
+// directory, NTFS's journal commits the rename: docs/windows.md). A write
+// that touches several files first writes a durable journal holding all of
+// them, so after a crash either all or none of it is visible; the next
+// writer replays it. A write returns only once it is durable, and since it
+// is durable before it lets go of the lock, no operation returns a change,
+// nor a watch reports it, before it is.
 //
 // The cache: each write announces the ids it is about to change in a small
 // change log (.taskgraph.log) before its commit point, and records their
@@ -105,27 +103,13 @@ type FileStore struct {
 	wantCacheDir bool
 	replaced     []*os.File // old versions held open by holdReplaced, closed after the lock
 	spares       spares     // old versions kept to be overwritten (recycle.go)
-	stats        struct{ writes, ahead, syncs, dirSyncs, fileSyncs, checkpoints, scans, recycled atomic.Int64 }
+	stats        struct{ writes, ahead, scans, recycled atomic.Int64 }
 	hub          hub // this store's watchers, told of every change to the cache
 
-	// Group commit (groupcommit.go). gc: single-file writes are made
-	// durable by syncing the change log; exclusive says how the lock is
-	// held now.
-	gc        bool
-	boot      string // the boot id; "" when the log is no redo log here (see redoLog)
-	exclusive bool
-	inflight  sync.WaitGroup // operations between acquire and the end of their makeDurable
-	unlockDir func()         // lets go of the directory lock that acquire took
-	// syncFSFailed records that a syncfs of this store failed. syncfs
-	// reports a writeback error once to each descriptor, so after one
-	// failed — even in a checkpoint, whose failure costs nothing else — a
-	// later syncfs that succeeds proves nothing, and makeDurable no longer
-	// falls back on it.
-	syncFSFailed atomic.Bool
-	syncFSMu     sync.Mutex // syncFS: one at a time
-
-	durability Durability // chosen at Open
-	dirID      string     // the directory's identity on its filesystem (fsinfo.DirID), in checkpoints
+	exclusive  bool           // how the lock is held now
+	inflight   sync.WaitGroup // operations between acquire and the end of their afterUnlock
+	unlockDir  func()         // lets go of the directory lock that acquire took
+	durability Durability     // chosen at Open
 
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch
@@ -174,7 +158,6 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		sem:    make(chan struct{}, 1),
 		g:      newGraph(),
 		stamps: make(map[ID]stamp),
-		log:    changeLog{recEnd: make(map[ID]int64)},
 		fs:     newDirFS(root, dirf),
 		done:   make(chan struct{}),
 	}
@@ -185,11 +168,6 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 	s.chooseProtocol()
 	if _, err := root.Lstat(idsFileName); err == nil || inGitWorkTree(dir) {
 		s.g.alloc = s.allocator() // ids from this checkout's block
-	}
-	if s.syncsAfterUnlock() {
-		s.hub.holding = true
-		s.log.sync.cond.L = &s.log.sync.mu
-		s.log.sync.publish = s.hub.deliver
 	}
 	if created && s.g.alloc != nil {
 		if err := s.beginHere(); err != nil {
@@ -203,43 +181,22 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 	return s, nil
 }
 
-// chooseProtocol decides, from the directory's filesystem and the options,
-// whether single-file writes are group-committed (see groupCommitSafe).
+// chooseProtocol records the protocol the options choose, and the
+// directory's filesystem, for Durability.
 func (s *FileStore) chooseProtocol() {
 	info := fsinfo.Probe(s.dirf)
-	s.durability = Durability{Protocol: ProtocolSyncEachWrite, Filesystem: info.String()}
-	safe, why := groupCommitSafe(info)
-	switch {
-	case s.cfg.noSync:
-		s.durability.Protocol, why = ProtocolNoSync, "WithoutSync: nothing is fsynced"
-	case !atomicfile.GroupCommit:
-		why = "group commit needs fdatasync and syncfs, which this system lacks"
-	default:
-		// Without a boot id a restart cannot be told from a crash of
-		// the process: then every write keeps its own fsyncs. A store
-		// that keeps them (by choice, or on an unproven filesystem)
-		// still keeps the log a redo log for the others (redoLog).
-		s.boot = bootID()
-		s.dirID = fsinfo.DirID(s.dirf)
-		switch {
-		case s.boot == "":
-			why = "the boot id is unknown, so a restart cannot be told from a crash"
-		case s.cfg.syncFiles:
-			why = "WithSyncEachWrite"
-		case s.cfg.groupCommit && !safe:
-			s.gc, why = true, "WithGroupCommit, although not proven here: "+why
-		case s.cfg.groupCommit, safe:
-			s.gc = true
-		}
+	s.durability = Durability{Protocol: ProtocolSyncEachWrite, Filesystem: info.String(),
+		Reason: "every write fsyncs its files and the directory before it returns"}
+	if data, _ := info.Option("data"); info.Type == "ext4" && info.AllOptions && data == "" {
+		s.durability.Reason += " (ext4 without a journal: even so, the power-loss test saw a synced file come back zero-filled after e2fsck: use a journal where a write must survive a power loss; docs/durability.md)"
 	}
-	if s.gc {
-		s.durability.Protocol = ProtocolGroupCommit
+	if s.cfg.noSync {
+		s.durability.Protocol, s.durability.Reason = ProtocolNoSync, "WithoutSync: nothing is fsynced"
 	}
-	s.durability.Reason = why
-	s.cfg.log.Debug("taskgraph: durability protocol chosen", "dir", s.dir, "protocol", string(s.durability.Protocol), "filesystem", s.durability.Filesystem, "reason", why)
-	// The full protocol decides writes ahead in the cache directory: the
-	// first commit makes sure it exists (ahead.go).
-	s.wantCacheDir = !s.gc && !s.cfg.noSync
+	s.cfg.log.Debug("taskgraph: durability protocol chosen", "dir", s.dir, "protocol", string(s.durability.Protocol), "filesystem", s.durability.Filesystem, "reason", s.durability.Reason)
+	// Writes are decided ahead in the cache directory: the first commit
+	// makes sure it exists (ahead.go).
+	s.wantCacheDir = !s.cfg.noSync
 }
 
 // makeDir makes sure dir is a directory, and reports whether it created
@@ -298,29 +255,20 @@ func (s *FileStore) Dir() string { return s.dir }
 
 // Stats counts what a FileStore has done since Open; see [FileStore.Stats].
 type Stats struct {
-	Writes      int64 // writes committed
-	Ahead       int64 // of them, writes whose task file was written and fsynced before the lock (the full protocol; ahead.go)
-	Syncs       int64 // fdatasyncs of the change log: Writes/Syncs is how many writes one sync served
-	DirSyncs    int64 // fsyncs of the directory after the lock (the full protocol): Writes/DirSyncs is how many writes one served
-	FileSyncs   int64 // task files fsynced before a group-committed rename (see FileStore.Durability)
-	Checkpoints int64 // syncfs checkpoints of the files renamed since the last
-	Scans       int64 // reads of the whole directory (the first operation's, and rescans)
-	Recycled    int64 // task files written into the file of a version replaced earlier, not a new one (the full protocol on Linux; recycle.go)
+	Writes   int64 // writes committed
+	Ahead    int64 // of them, writes whose task file was written and fsynced before the lock (ahead.go)
+	Scans    int64 // reads of the whole directory (the first operation's, and rescans)
+	Recycled int64 // task files written into the file of a version replaced earlier, not a new one (Linux; recycle.go)
 }
 
-// Stats returns the store's counters: how well group commit shares syncs
-// (a sync made by another process counts for none of this store's), and
-// how often the cache had to read the whole directory.
+// Stats returns the store's counters: how many writes were decided off the
+// lock, and how often the cache had to read the whole directory.
 func (s *FileStore) Stats() Stats {
 	return Stats{
-		Writes:      s.stats.writes.Load(),
-		Ahead:       s.stats.ahead.Load(),
-		Syncs:       s.stats.syncs.Load(),
-		DirSyncs:    s.stats.dirSyncs.Load(),
-		FileSyncs:   s.stats.fileSyncs.Load(),
-		Checkpoints: s.stats.checkpoints.Load(),
-		Scans:       s.stats.scans.Load(),
-		Recycled:    s.stats.recycled.Load(),
+		Writes:   s.stats.writes.Load(),
+		Ahead:    s.stats.ahead.Load(),
+		Scans:    s.stats.scans.Load(),
+		Recycled: s.stats.recycled.Load(),
 	}
 }
 
@@ -334,25 +282,13 @@ func (s *FileStore) Close() error {
 	}
 	s.closed = true
 	close(s.done)
-	// An operation that let go of the semaphore may still be making its
-	// write durable with the descriptors closed below.
+	// An operation that let go of the semaphore may still be freeing the
+	// versions its write replaced, or pooling its spares.
 	s.inflight.Wait()
 	var errs []error
 	if s.log.f != nil {
 		errs = append(errs, s.log.f.Close())
 	}
-	if s.log.syncHint != nil {
-		errs = append(errs, s.log.syncHint.Close())
-	}
-	s.log.sync.mu.Lock()
-	for s.log.sync.syncing {
-		s.log.sync.cond.Wait()
-	}
-	if s.log.sync.shared != nil {
-		errs = append(errs, s.log.sync.shared.Close())
-		s.log.sync.shared = nil
-	}
-	s.log.sync.mu.Unlock()
 	s.closeSpares()
 	errs = append(errs, s.ahead.close(), s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
@@ -360,9 +296,10 @@ func (s *FileStore) Close() error {
 
 // acquire takes the store's semaphore and the directory lock, replays a
 // pending journal and brings the cache up to date. Every operation then
-// ends in two steps: unlock lets go of both, and makeDurable, after the
-// lock, makes durable what the operation read or wrote; its error is the
-// operation's.
+// ends in two steps: unlock lets go of both, and afterUnlock frees what the
+// operation's write replaced. Everything an operation read or wrote is
+// durable before unlock: a write made it so at its commit point, under the
+// lock (commit.go), and a read found nothing that was not (see refresh).
 func (s *FileStore) acquire(ctx context.Context, exclusive bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -407,40 +344,37 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) error {
 }
 
 // afterLock is what an operation leaves to do once it has let go of the
-// lock (unlock): make durable what it read or wrote — the change log up to
-// off in the log of gen — and free or pool the versions its write
-// replaced (makeDurable).
+// lock (unlock): free or pool the versions its write replaced
+// (afterUnlock).
 type afterLock struct {
-	sync     bool   // whether single-file writes are made durable after the lock (syncsAfterUnlock)
-	gen      uint64 // which log
-	off      int64  // how far the operation read or wrote it
-	first    uint64 // the first sync the operation depends on (logSync.firstRound)
-	log      *os.File
-	ino      uint64
 	replaced []*os.File // old versions held open (holdReplaced), closed after the lock
-	linked   []string   // old versions kept as spares (linkReplaced), pooled once durable
+	linked   []string   // old versions kept as spares (linkReplaced), pooled
 }
 
-// unlock ends an operation's hold on the store: it queues the
-// operation's events behind the sync that will make them durable, lets go
-// of the directory lock, writes the snapshot of the cache and lets go of
-// the semaphore. What is left to do is returned, for makeDurable.
+// unlock ends an operation's hold on the store: it lets go of the
+// directory lock, writes the snapshot of the cache and lets go of the
+// semaphore. What is left to do is returned, for afterUnlock.
 func (s *FileStore) unlock() afterLock {
-	a := afterLock{sync: s.syncsAfterUnlock(), gen: s.log.gen, off: s.log.off, log: s.log.f, ino: s.log.ino}
-	if a.sync {
-		a.first = s.log.sync.firstRound()
-		// Queued in the order of the operations, which the semaphore
-		// gives.
-		s.log.sync.hold(a.gen, a.off, s.hub.take())
-	}
 	s.unlockDir()
 	s.unlockDir = nil
-	a.replaced, a.linked = s.replaced, s.takeLinked()
+	a := afterLock{replaced: s.replaced, linked: s.takeLinked()}
 	s.replaced = nil
 	s.writeSnapshot() // outside the lock: it is this store's cache
 	s.topUpSpares()
 	<-s.sem
 	return a
+}
+
+// afterUnlock is the last step of every operation, after the lock: it
+// frees the versions the write replaced (their last close, whose cost is
+// the filesystem freeing their blocks) and pools its spares, so that no
+// writer queued for the lock waits for either.
+func (s *FileStore) afterUnlock(a afterLock) {
+	defer s.inflight.Done()
+	for _, f := range a.replaced {
+		f.Close()
+	}
+	s.poolSpares(a.linked)
 }
 
 // errNeedExclusive: the directory holds work of a writer that died (a
@@ -519,9 +453,7 @@ func (s *FileStore) read(ctx context.Context, check []ID, fn func(*graph) error)
 			err = fn(s.g)
 		}
 	}
-	if derr := s.makeDurable(s.unlock()); err == nil {
-		err = derr
-	}
+	s.afterUnlock(s.unlock())
 	return err
 }
 
@@ -537,46 +469,32 @@ func (s *FileStore) write(ctx context.Context, kind writeKind, mk func(*graph, t
 	if err := s.acquire(ctx, true); err != nil {
 		return err
 	}
-	committed, durable, err := s.writeLocked(mk, done, a)
-	if derr := s.makeDurable(s.unlock()); derr != nil {
-		switch {
-		case durable:
-			// A write of several files was durable before the lock was
-			// let go, and so was all it read (it checkpointed first):
-			// it has happened.
-		case committed:
-			// Visible to every store, but perhaps not durable: the
-			// sync that failed was its commit point.
-			return withHint(&unknownOutcomeError{err: derr})
-		case err == nil:
-			err = derr
-		}
-	}
+	err := s.writeLocked(mk, done, a)
+	s.afterUnlock(s.unlock())
 	return err
 }
 
 func (s *FileStore) now() time.Time { return s.cfg.now().UTC() }
 
-// writeLocked decides and commits a write under the exclusive lock, and
-// reports whether it committed, and whether it was durable already (a
-// write of several files) or becomes so after the lock (makeDurable). a is
-// the write decided ahead, if any: it is used only if deciding again, at
-// its time, gives the same file.
-func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan), a *ahead) (committed, durable bool, err error) {
+// writeLocked decides and commits a write under the exclusive lock: when
+// it returns nil the write is durable. a is the write decided ahead, if
+// any: it is used only if deciding again, at its time, gives the same
+// file.
+func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan), a *ahead) error {
 	if s.journalErr != nil {
-		return false, false, s.journalErr
+		return s.journalErr
 	}
 	// The meta file is read under the lock before every write: another
 	// process may have raised it, or someone may have fixed it.
 	if err := s.readMeta(); err != nil {
-		return false, false, err
+		return err
 	}
 	if s.metaErr != nil {
-		return false, false, s.metaErr
+		return s.metaErr
 	}
 	if s.g.alloc != nil {
 		if err := s.readIDs(); err != nil {
-			return false, false, err
+			return err
 		}
 	}
 	if a != nil && a.stale(s.now()) {
@@ -597,13 +515,13 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 			continue
 		}
 		if err != nil {
-			return false, false, err
+			return err
 		}
 		// Prove that what the decision read is what is on disk; if a
 		// writer that bypasses the lock changed it, decide again.
 		changed, err := s.verify(p.read)
 		if err != nil {
-			return false, false, err
+			return err
 		}
 		if changed {
 			s.unusedAhead(a)
@@ -611,13 +529,13 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 			if attempt < 3 {
 				continue
 			}
-			return false, false, fmt.Errorf("taskgraph: task files keep changing under the lock (a program writing .tasks without taking it?): %w", ErrConflict)
+			return fmt.Errorf("taskgraph: task files keep changing under the lock (a program writing .tasks without taking it?): %w", ErrConflict)
 		}
 		if err := s.recordIDs(p); err != nil {
-			return false, false, withHint(err)
+			return withHint(err)
 		}
 		if err := s.commit(p, a); err != nil {
-			return errors.Is(err, ErrUnknownOutcome), false, withHint(err)
+			return withHint(err)
 		}
 		s.stats.writes.Add(1)
 		if a != nil && a.used {
@@ -625,10 +543,7 @@ func (s *FileStore) writeLocked(mk func(*graph, time.Time) (*plan, error), done 
 		}
 		s.hub.change(s.g, p.changedIDs(), func() { s.g.apply(p) })
 		done(s.g, p)
-		if s.gc {
-			s.checkpoint()
-		}
-		return true, len(p.put)+len(p.del) > 1, nil
+		return nil
 	}
 }
 
@@ -710,7 +625,6 @@ func (s *FileStore) install(id ID, fi os.FileInfo, t *Task, err error) {
 	// An id that was ever seen was allocated, even if its task is gone by
 	// now: it must never be allocated again.
 	s.g.maxID = max(s.g.maxID, id)
-	delete(s.log.recEnd, id) // read from the file, not from a record
 	s.hub.change(s.g, []ID{id}, func() {
 		switch {
 		case fi == nil:
@@ -824,9 +738,7 @@ func (s *FileStore) SetLimit(ctx context.Context, label string, n int) error {
 		return err
 	}
 	err := s.setLimitLocked(label, n)
-	if derr := s.makeDurable(s.unlock()); err == nil {
-		err = derr
-	}
+	s.afterUnlock(s.unlock())
 	return err
 }
 

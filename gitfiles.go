@@ -38,13 +38,13 @@ const gitIgnoreHeader = "# taskgraph: files of this machine, not of the graph (`
 // clone) are the graph's and are not among them.
 var gitIgnorePatterns = []string{
 	lockFileName,            // the flock: its content means nothing
-	logFileName,             // what each write changed, checkpointed by this machine
-	setAsideLogPrefix + "*", // change logs set aside after a restart
-	syncFileName,            // how far this machine's log is synced
+	logFileName,             // what each write changed, for this machine's other processes
+	setAsideLogPrefix + "*", // change logs an earlier version set aside after a restart
+	syncFileName,            // left by an earlier version: how far its log was synced
 	idsFileName,             // the last id this checkout drew from its block
 	cacheDirName + "/",      // a cache of the decoded tasks
 	journalFileName,         // a multi-file write in flight, replayed here
-	lostDirName + "/",       // what a power loss left empty, moved aside
+	lostDirName + "/",       // what a power loss left empty, moved aside by an earlier version
 	TokensFileName,          // the hashes of a hub's tokens
 	atomicfile.TempPrefix(".taskgraph.") + "*",                         // a meta or journal being written
 	atomicfile.TempPrefix(taskFilePrefix) + "*" + taskFileSuffix + "*", // a task file being written

@@ -199,13 +199,6 @@ func (s *FileStore) recordIDs(p *plan) error {
 	if err := s.writeFile(idsFileName, append(data, '\n')); err != nil {
 		return err
 	}
-	if s.gc {
-		// As for the meta file (raiseHighWater): a group-committed
-		// create syncs no directory.
-		if err := s.syncDir(); err != nil {
-			return err
-		}
-	}
 	s.ids = cloneIDs{last: p.lastNew, found: true}
 	return nil
 }

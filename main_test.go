@@ -36,22 +36,12 @@ var roles = map[string]func(s *tg.FileStore, dir, arg string) int{
 	"holdlock":  holdLock,      // multiprocess_test.go
 }
 
-// worker starts the test binary as a worker process in role, with the
-// tests' protocol (testProtocolName).
+// worker starts the test binary as a worker process in role.
 func worker(t *testing.T, role, dir, arg string) *exec.Cmd {
-	t.Helper()
-	return workerUsing(t, testProtocolName(), role, dir, arg)
-}
-
-// workerUsing starts the test binary as a worker process in role whose
-// store uses protocol p, whatever TASKGRAPH_TEST_PROTOCOL says in this
-// process: the worker is told it explicitly.
-func workerUsing(t *testing.T, p tg.Protocol, role, dir, arg string) *exec.Cmd {
 	t.Helper()
 	require.Contains(t, roles, role)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	// The last value of a variable wins, so p overrides the inherited one.
-	cmd.Env = append(os.Environ(), "TASKGRAPH_TEST_ROLE="+role, "TASKGRAPH_TEST_DIR="+dir, "TASKGRAPH_TEST_ARG="+arg, "TASKGRAPH_TEST_PROTOCOL="+string(p))
+	cmd.Env = append(os.Environ(), "TASKGRAPH_TEST_ROLE="+role, "TASKGRAPH_TEST_DIR="+dir, "TASKGRAPH_TEST_ARG="+arg)
 	cmd.Stderr = os.Stderr
 	return cmd
 }
@@ -62,7 +52,7 @@ func runRole(role, dir, arg string) int {
 		fmt.Fprintf(os.Stderr, "no worker role %q\n", role)
 		return 2
 	}
-	s, err := tg.Open(dir, testProtocol())
+	s, err := tg.Open(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -118,41 +108,10 @@ func snapshot(t *testing.T, dir string) map[string]string {
 
 var ctx = context.Background()
 
-// testProtocolName is the durability protocol of the stores the tests
-// open with openStore and of the worker processes: group commit, whatever
-// the filesystem of the test's temporary directory (which may not be one
-// where Open chooses it), or the full protocol when TASKGRAPH_TEST_PROTOCOL
-// is sync-each-write (.ci/run runs the package both ways). The power-loss
-// test on real filesystem images (powerloss/) proves which one Open
-// chooses where. Tests of one protocol in particular (the conformance
-// suite and the crash test with WithSyncEachWrite) name it instead.
-func testProtocolName() tg.Protocol {
-	if os.Getenv("TASKGRAPH_TEST_PROTOCOL") == string(tg.ProtocolSyncEachWrite) {
-		return tg.ProtocolSyncEachWrite
-	}
-	return tg.ProtocolGroupCommit
-}
-
-// testProtocol is the option of testProtocolName.
-func testProtocol() tg.Option { return protocolOption(testProtocolName()) }
-
-// protocolOption is the option that makes a store use protocol p.
-func protocolOption(p tg.Protocol) tg.Option {
-	switch p {
-	case tg.ProtocolSyncEachWrite:
-		return tg.WithSyncEachWrite()
-	case tg.ProtocolNoSync:
-		return tg.WithoutSync()
-	default:
-		return tg.WithGroupCommit()
-	}
-}
-
-// openStore opens a FileStore on dir that the test closes when it ends,
-// with testProtocol unless opts say otherwise.
+// openStore opens a FileStore on dir that the test closes when it ends.
 func openStore(t testing.TB, dir string, opts ...tg.Option) *tg.FileStore {
 	t.Helper()
-	s, err := tg.Open(dir, append([]tg.Option{testProtocol()}, opts...)...)
+	s, err := tg.Open(dir, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s

@@ -15,12 +15,8 @@ type config struct {
 	now      func() time.Time
 	noSync   bool
 	noCreate bool
-	// syncFiles: every write fsyncs its own files, no group commit.
-	syncFiles bool
-	// groupCommit: group commit even where the filesystem is not proven.
-	groupCommit bool
-	filePerm    fs.FileMode
-	log         *slog.Logger
+	filePerm fs.FileMode
+	log      *slog.Logger
 }
 
 func newConfig(opts []Option) config {
@@ -56,29 +52,19 @@ func WithoutSync() Option {
 	return func(c *config) { c.noSync = true }
 }
 
-// WithSyncEachWrite makes every write durable on its own, as before group
-// commit: its task files are fsynced and renamed and the directory fsynced
-// before it returns, so each costs the full rename protocol and writers
-// take turns flushing. Use it only where something reads the task files
-// without taking the store's lock and must find them durable after a power
-// loss — for example a backup that copies the directory. By default, on
-// the filesystems where the power-loss test proves it (ext4 with a
-// journal, XFS, btrfs; see docs/durability.md), a write is made durable by
-// its change-log record, synced once for every writer waiting (group
-// commit), and the renamed files reach the disk at the next checkpoint.
-// Elsewhere every write already works as this option makes it.
-func WithSyncEachWrite() Option {
-	return func(c *config) { c.syncFiles = true }
-}
+// WithSyncEachWrite does nothing: every write of a store that syncs is
+// durable on its own before it returns (docs/durability.md).
+//
+// Deprecated: it was the way out of group commit, which was removed. It
+// goes at the next minor version.
+func WithSyncEachWrite() Option { return func(*config) {} }
 
-// WithGroupCommit makes a FileStore use group commit on any filesystem,
-// also one where the power-loss test has not proven it safe (see the
-// table in docs/durability.md) and where Open would otherwise choose the
-// full protocol. It is for that test, and for a filesystem you have
-// proven yourself with it; WithSyncEachWrite and WithoutSync win over it.
-func WithGroupCommit() Option {
-	return func(c *config) { c.groupCommit = true }
-}
+// WithGroupCommit does nothing: group commit was removed, since where it
+// was proven safe it did not write faster than the full protocol
+// (docs/durability.md).
+//
+// Deprecated: it goes at the next minor version.
+func WithGroupCommit() Option { return func(*config) {} }
 
 // WithFilePerm sets the permission bits of new task files (default 0644,
 // reduced by the umask).

@@ -93,29 +93,24 @@ func (s *FileStore) dropLinked() {
 	s.spares.linked = nil
 }
 
-// takeLinked hands the spares linked under the lock to the write's
-// release, which pools them once the write is durable (poolSpares).
+// takeLinked hands the spares linked under the lock to afterUnlock, which
+// pools them (poolSpares).
 func (s *FileStore) takeLinked() []string {
 	linked := s.spares.linked
 	s.spares.linked = nil
 	return linked
 }
 
-// poolSpares pools the spares of a write that is durable, as far as there
-// is room, and removes the rest; if the write is not durable (durable is
-// false) it removes them all.
-func (s *FileStore) poolSpares(names []string, durable bool) {
+// poolSpares pools spares, as far as there is room, and removes the rest.
+func (s *FileStore) poolSpares(names []string) {
 	if len(names) == 0 {
 		return
 	}
-	if durable {
-		s.spares.mu.Lock()
-		n := min(len(names), maxSpares-len(s.spares.free))
-		s.spares.free = append(s.spares.free, names[:n]...)
-		s.spares.mu.Unlock()
-		names = names[n:]
-	}
-	s.removeSpares(names)
+	s.spares.mu.Lock()
+	n := min(len(names), maxSpares-len(s.spares.free))
+	s.spares.free = append(s.spares.free, names[:n]...)
+	s.spares.mu.Unlock()
+	s.removeSpares(names[n:])
 }
 
 func (s *FileStore) removeSpares(names []string) {
@@ -250,8 +245,8 @@ const topUpCount, topUpLow = 4, 2
 // renameSpare writes the one task file the write j puts, under the lock,
 // into a spare and renames it into place. An error means nothing was
 // renamed.
-func (s *FileStore) renameSpare(j *journal.Journal, durable bool) error {
-	if len(j.Put) != 1 || len(j.Del) != 0 || !durable || !s.recycles() {
+func (s *FileStore) renameSpare(j *journal.Journal) error {
+	if len(j.Put) != 1 || len(j.Del) != 0 || !s.recycles() {
 		return errNoSpare
 	}
 	for id, data := range j.Put {

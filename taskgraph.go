@@ -85,22 +85,15 @@
 // temporary name and renamed over the task (internal/atomicfile). The
 // rename is the commit point.
 //
-// Group commit (groupcommit.go, durability.go). The write's change-log
-// record holds the file's whole content, so where [Open] chooses group
-// commit — on Linux, on the filesystems a power-loss test on real images
-// proves (ext4 with a journal, XFS, btrfs; [FileStore.Durability] says
-// which protocol a store uses and why) — the record, not an fsync of the
-// file, makes it durable: after letting go of the lock the writer syncs
-// the log (fdatasync), and one sync serves every writer that appended
-// before it, in this process and in others (the sync file's flock). A
-// file is renamed unsynced only over a version the log can restore. No
-// store returns a write, or reports it to a watcher, before the log is
-// durable past it. The renamed files reach the disk at checkpoints (one
-// syncfs every 512 KiB of log); after a power loss the first store to
-// open the directory replays the records since the last checkpoint onto
-// the files. Elsewhere every write uses the full protocol: the new file
-// and the directory are fsynced around the rename. docs/durability.md
-// has the whole protocol and the power-loss figures.
+// Durability (commit.go, durability.go). The new file is fsynced before
+// the rename (ahead of the lock where it can be: ahead.go), and the
+// directory after it, under the lock: that fsync is the write's commit
+// point, so no store returns a write, or reports it to a watcher, before
+// it is durable, and a read makes no fsync of its own. Group commit — a
+// write made durable by its change-log record, synced once for every
+// writer waiting — was removed: on the filesystems where the power-loss
+// test proved it safe it wrote no faster. docs/durability.md has the whole
+// protocol and the power-loss figures.
 //
 // Journal (commit.go). A write of several files (a create with Blocks, a
 // delete with Detach, an edge edit) first writes every new file into one

@@ -104,12 +104,8 @@ func main() {
 		pgOnly   = flag.Bool("pg-only", false, "only the pgstore rows (with -pg)")
 		rounds   = flag.Int("rounds", 3, "rounds of every measured group, each between two floor measurements")
 		svgOut   = flag.String("svg", "", "also draw how the median cost of each write grows with N, as SVG, to this file")
-		protocol = flag.String("protocol", "", "durability protocol of the measured stores: group-commit or sync-each-write (default: what Open chooses on the directory's filesystem); also $TASKGRAPH_BENCH_PROTOCOL, which the worker processes inherit")
 	)
 	flag.Parse()
-	if *protocol != "" {
-		os.Setenv("TASKGRAPH_BENCH_PROTOCOL", *protocol)
-	}
 	switch {
 	case *coldOnly != "":
 		cold(*coldOnly)
@@ -158,7 +154,7 @@ func main() {
 	}
 	fmt.Printf("floor: durable write %.0f µs, durable append %.0f µs (medians of %d, 300 bytes; re-measured beside every measured group, %d rounds)\n",
 		floorIn(root)(), median(appends), floorWrites, *rounds)
-	if s, err := taskgraph.Open(root, protocolOptions()...); err == nil {
+	if s, err := taskgraph.Open(root); err == nil {
 		rep.Durability = s.Durability().String()
 		s.Close()
 	}
@@ -223,14 +219,12 @@ func main() {
 		tps[p] = append(tps[p], throughput(p, throughputTasks, os.Args[0], "-work", tpDir(p, round)))
 	})
 	for _, p := range ps {
-		var ops, perFloor, perSyncs, perDirSyncs, aheads, recycleds []float64
+		var ops, perFloor, aheads, recycleds []float64
 		var lat []time.Duration
 		for round, tp := range tps[p] {
 			ops = append(ops, tp.opsPerSec)
 			perFloor = append(perFloor, tp.opsPerSec*tpFloors[p][round]/1e6) // × 1/floor
 			lat = append(lat, tp.latencies...)
-			perSyncs = append(perSyncs, tp.writesPerSync)
-			perDirSyncs = append(perDirSyncs, tp.writesPerDirSync)
 			aheads, recycleds = append(aheads, tp.ahead), append(recycleds, tp.recycled)
 		}
 		spares := ""
@@ -240,7 +234,7 @@ func main() {
 		m := medianOf(ops)
 		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("throughput %d procs", p), Median: 1e6 / m, P90: 1e6 / slices.Min(ops),
 			Ratio: 1 / medianOf(perFloor), RoundRatios: perFloor,
-			Note: fmt.Sprintf("%.0f ops/s = %s× 1/floor (rounds %s); %s", m, fmtF(medianOf(perFloor)), fmtRange(perFloor), perSync(medianOf(perSyncs), medianOf(perDirSyncs))+spares)})
+			Note: fmt.Sprintf("%.0f ops/s = %s× 1/floor (rounds %s)%s", m, fmtF(medianOf(perFloor)), fmtRange(perFloor), spares)})
 		add(Result{Shape: "ready", N: throughputTasks, Op: fmt.Sprintf("latency %d procs", p), Median: pct(lat, 50), P90: pct(lat, 90), P99: pct(lat, 99),
 			Ratio: pct(lat, 50) / medianOf(tpFloors[p]),
 			Note:  fmt.Sprintf("one ClaimNext or Complete; p99 %.0f µs", pct(lat, 99))})
@@ -382,7 +376,7 @@ func buildReady(dir string, n int) {
 
 // measure times each operation on a warm, durable store.
 func measure(dir, shape string, n, samples, rounds int, floor func() float64, opts ...taskgraph.Option) []Result {
-	s, err := taskgraph.Open(dir, append(protocolOptions(), opts...)...)
+	s, err := taskgraph.Open(dir, opts...)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -615,25 +609,6 @@ func self(flag, dir string) (time.Duration, string) {
 	return time.Duration(us * 1e3), rss
 }
 
-// protocolOptions is the durability protocol -protocol asks for, or none
-// (what Open chooses).
-func protocolOptions() []taskgraph.Option {
-	switch p := os.Getenv("TASKGRAPH_BENCH_PROTOCOL"); taskgraph.Protocol(p) {
-	case taskgraph.ProtocolGroupCommit:
-		return []taskgraph.Option{taskgraph.WithGroupCommit()}
-	case taskgraph.ProtocolSyncEachWrite:
-		return []taskgraph.Option{taskgraph.WithSyncEachWrite()}
-	case taskgraph.ProtocolNoSync:
-		// Not durable: what is left of a write's cost without fsyncs.
-		return []taskgraph.Option{taskgraph.WithoutSync()}
-	case "":
-		return nil
-	default:
-		log.Fatalf("-protocol %q: want group-commit, sync-each-write or no-sync", p)
-		return nil
-	}
-}
-
 func cold(dir string) {
 	start := time.Now()
 	s, err := taskgraph.Open(dir)
@@ -684,14 +659,10 @@ func readLoop(dir string) {
 
 // throughputResult is what the worker processes of one run did.
 type throughputResult struct {
-	opsPerSec     float64         // writes per second over all of them
-	latencies     []time.Duration // of every write
-	writesPerSync float64         // writes per fdatasync of the change log, over all of them
-	// writes per fsync of the directory after the lock (the full
-	// protocol), over all of them
-	writesPerDirSync float64
+	opsPerSec float64         // writes per second over all of them
+	latencies []time.Duration // of every write
 	// shares of the writes decided ahead of the lock, and written into a
-	// spare (the full protocol)
+	// spare
 	ahead, recycled float64
 }
 
@@ -699,8 +670,6 @@ type throughputResult struct {
 type workReport struct {
 	LatenciesNS []int64 `json:"latencies_ns"`
 	Writes      int64   `json:"writes"`
-	Syncs       int64   `json:"syncs"`
-	DirSyncs    int64   `json:"dir_syncs"`
 	Ahead       int64   `json:"ahead"`
 	Recycled    int64   `json:"recycled"`
 }
@@ -713,8 +682,8 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 		wg                      sync.WaitGroup
 		mu                      sync.Mutex
 		res                     throughputResult
-		writes, syncs, dirSyncs int64
-		ahead, recycled         int64
+		writes          int64
+		ahead, recycled int64
 	)
 	for range p {
 		wg.Go(func() {
@@ -724,19 +693,12 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 			for _, ns := range r.LatenciesNS {
 				res.latencies = append(res.latencies, time.Duration(ns))
 			}
-			writes, syncs, dirSyncs = writes+r.Writes, syncs+r.Syncs, dirSyncs+r.DirSyncs
+			writes += r.Writes
 			ahead, recycled = ahead+r.Ahead, recycled+r.Recycled
 		})
 	}
 	wg.Wait()
 	res.opsPerSec = float64(2*tasks) / time.Since(start).Seconds()
-	res.writesPerSync = 0 // no fdatasync: each write synced its own files
-	if syncs > 0 {
-		res.writesPerSync = float64(writes) / float64(syncs)
-	}
-	if dirSyncs > 0 {
-		res.writesPerDirSync = float64(writes) / float64(dirSyncs)
-	}
 	if writes > 0 {
 		res.ahead, res.recycled = float64(ahead)/float64(writes), float64(recycled)/float64(writes)
 	}
@@ -771,14 +733,14 @@ func work(dir string) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	s, err := taskgraph.Open(dir, protocolOptions()...)
+	s, err := taskgraph.Open(dir)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer s.Close()
 	lat := drain(s)
 	st := s.Stats()
-	r := workReport{Writes: st.Writes, Syncs: st.Syncs, DirSyncs: st.DirSyncs, Ahead: st.Ahead, Recycled: st.Recycled}
+	r := workReport{Writes: st.Writes, Ahead: st.Ahead, Recycled: st.Recycled}
 	for _, d := range lat {
 		r.LatenciesNS = append(r.LatenciesNS, d.Nanoseconds())
 	}
@@ -899,15 +861,4 @@ func printTable(rep Report) {
 	tw.Flush()
 }
 
-// perSync describes how many writes one sync served: an fsync of the
-// directory after the lock under the full protocol, else an fdatasync of
-// the change log.
-func perSync(writesPerSync, writesPerDirSync float64) string {
-	if writesPerDirSync > 0 {
-		return fmt.Sprintf("%.2f writes per fsync of the directory after the lock", writesPerDirSync)
-	}
-	if writesPerSync == 0 {
-		return "no log fdatasync (each write synced its own files)"
-	}
-	return fmt.Sprintf("%.1f writes per fdatasync", writesPerSync)
-}
+

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -100,20 +99,4 @@ func ext4Options(source string, major, minor uint32) []string {
 		}
 	}
 	return nil
-}
-
-// DirID identifies the open directory d on its filesystem: its inode
-// number and birth time, which a rename or a move within the filesystem
-// keeps and a copy or a restore elsewhere does not. "" if not known.
-func DirID(d *os.File) string {
-	var stx unix.Statx_t
-	err := unix.Statx(int(d.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_BTIME, &stx)
-	if err != nil {
-		return ""
-	}
-	id := strconv.FormatUint(stx.Ino, 16)
-	if stx.Mask&unix.STATX_BTIME != 0 {
-		id += "." + strconv.FormatInt(stx.Btime.Sec, 16) + "." + strconv.FormatUint(uint64(stx.Btime.Nsec), 16)
-	}
-	return id
 }

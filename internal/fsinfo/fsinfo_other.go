@@ -8,6 +8,3 @@ import "os"
 
 // Probe is not implemented here: the filesystem is unknown.
 func Probe(d *os.File) Info { return Info{} }
-
-// DirID is not known here.
-func DirID(d *os.File) string { return "" }

@@ -1,11 +1,9 @@
-// Which filesystem holds a directory, and which directory it is, on
-// Windows.
+// Which filesystem holds a directory, on Windows.
 
 package fsinfo
 
 import (
 	"os"
-	"strconv"
 
 	"golang.org/x/sys/windows"
 )
@@ -23,18 +21,6 @@ func Probe(d *os.File) Info {
 		return Info{}
 	}
 	return Info{Type: windows.UTF16ToString(name[:])}
-}
-
-// DirID identifies the open directory d: its volume's serial number and
-// its file index (GetFileInformationByHandle), which a rename or a move
-// within the volume keeps and a copy elsewhere does not. "" if not known.
-func DirID(d *os.File) string {
-	var fi windows.ByHandleFileInformation
-	if err := control(d, func(h windows.Handle) error { return windows.GetFileInformationByHandle(h, &fi) }); err != nil {
-		return ""
-	}
-	return strconv.FormatUint(uint64(fi.VolumeSerialNumber), 16) + "." +
-		strconv.FormatUint(uint64(fi.FileIndexHigh)<<32|uint64(fi.FileIndexLow), 16)
 }
 
 // control runs fn on d's handle.
