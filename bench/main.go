@@ -679,9 +679,9 @@ type workReport struct {
 func throughput(p, tasks int, bin string, args ...string) throughputResult {
 	start := time.Now()
 	var (
-		wg                      sync.WaitGroup
-		mu                      sync.Mutex
-		res                     throughputResult
+		wg              sync.WaitGroup
+		mu              sync.Mutex
+		res             throughputResult
 		writes          int64
 		ahead, recycled int64
 	)
@@ -860,5 +860,3 @@ func printTable(rep Report) {
 	}
 	tw.Flush()
 }
-
-
