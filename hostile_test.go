@@ -101,8 +101,6 @@ func TestHostileEntries(t *testing.T) {
 		{".taskgraph.journal", []string{".taskgraph.journal", "remove it"}, []string{"never replayed", "remove it", "reads go on"}},
 		{".taskgraph.lock", []string{".taskgraph.lock", "remove it"}, []string{"remove it", "reads go on without the lock"}},
 		{".taskgraph.log", []string{".taskgraph.log", "remove it"}, []string{"remove it", "reads go on"}},
-		// Without a usable sync file each process syncs on its own.
-		{".taskgraph.sync", nil, []string{"remove it", "syncs the change log on its own"}},
 	}
 	for _, role := range roles {
 		for _, kind := range kinds {
