@@ -8,60 +8,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 )
-
-// slowDirSyncFS makes every fsync of the directory take a while, as a busy
-// disk does: writers arrive while it is in flight.
-type slowDirSyncFS struct {
-	fileSystem
-	dirf *os.File
-}
-
-func (f slowDirSyncFS) Sync(file *os.File) error {
-	if file == f.dirf {
-		time.Sleep(5 * time.Millisecond)
-	}
-	return f.fileSystem.Sync(file)
-}
-
-// gateDirSyncFS fails the first fsync of the directory (after blocking
-// until released) and every syncfs: a directory whose writeback failed,
-// where a second fsync on the same descriptor reports nothing (errseq).
-type gateDirSyncFS struct {
-	fileSystem
-	dirf              *os.File
-	entered, released chan struct{}
-	first             bool
-	mu                sync.Mutex
-}
-
-func (g *gateDirSyncFS) Sync(f *os.File) error {
-	if f == g.dirf {
-		g.mu.Lock()
-		first := !g.first
-		g.first = true
-		g.mu.Unlock()
-		if first {
-			close(g.entered)
-			<-g.released
-			return &os.PathError{Op: "sync", Path: f.Name(), Err: syscall.EIO}
-		}
-	}
-	return g.fileSystem.Sync(f)
-}
-
-func (g *gateDirSyncFS) SyncFS(d *os.File) error {
-	return &os.PathError{Op: "syncfs", Path: d.Name(), Err: syscall.EIO}
-}
 
 // heldDeleted lists this process's descriptors of files since deleted or
 // replaced whose name ends with suffix.
