@@ -72,8 +72,14 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 	if ready {
 		now = s.now()
 		p, err = mk(s.g, now)
+		// A task in progress is written by its owner, whom no one else
+		// competes with; any other write is decided ahead only on a cache
+		// that has read every record of the log, since agents that
+		// compete for the same tasks (ClaimNext) would otherwise each
+		// fsync a file that the lock holder finds out of date and writes
+		// again under the lock.
 		ready = err == nil && len(p.put) == 1 && len(p.del) == 0 && p.lastNew == 0 &&
-			(s.held(p.put[0].ID) || s.seenAll())
+			(s.held(p.put[0].ID) || s.log.readAll())
 	}
 	<-s.sem
 	if !ready {
@@ -139,20 +145,6 @@ func (s *FileStore) holdReplaced(j *journal.Journal) *os.File {
 func (s *FileStore) held(id ID) bool {
 	t := s.g.tasks[id]
 	return t != nil && t.Status == InProgress
-}
-
-// seenAll reports whether the cache has read every record of the change
-// log as it is now, by one fstat. A task in progress is written by its
-// owner, whom no one else competes with; any other write is decided ahead
-// only on a cache that has seen everything, since agents that compete for
-// the same tasks (ClaimNext) would otherwise each fsync a file that the
-// lock holder finds out of date and writes again under the lock.
-func (s *FileStore) seenAll() bool {
-	if s.log.f == nil {
-		return false
-	}
-	fi, err := s.log.f.Stat()
-	return err == nil && fi.Size() == s.log.off
 }
 
 // cacheDirReady reports whether the cache directory can take files decided

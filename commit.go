@@ -286,7 +286,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	if len(p.put)+len(p.del) == 0 {
 		return nil
 	}
-	if err := s.prepareLog(); err != nil {
+	if err := s.log.prepare(); err != nil {
 		return err
 	}
 	s.makeCacheDir()
@@ -520,7 +520,7 @@ func validateJournal(fsys fileSystem, root *os.Root, dir string, j *journal.Jour
 // replayJournal finishes the multi-file write of a writer that died. It is
 // a write like any other: announced, then recorded in the change log.
 func (s *FileStore) replayJournal(j *journal.Journal) error {
-	if err := s.prepareLog(); err != nil {
+	if err := s.log.prepare(); err != nil {
 		return err
 	}
 	if err := s.announce(j); err != nil {

@@ -165,6 +165,7 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		fsys.cache = &s.ahead // renames out of it through its handle
 		s.fs = fsys
 	}
+	s.log = newChangeLog(s.fs, root, dir)
 	s.chooseProtocol()
 	if _, err := root.Lstat(idsFileName); err == nil || inGitWorkTree(dir) {
 		s.g.alloc = s.allocator() // ids from this checkout's block
@@ -286,9 +287,7 @@ func (s *FileStore) Close() error {
 	// versions its write replaced, or pooling its spares.
 	s.inflight.Wait()
 	var errs []error
-	if s.log.f != nil {
-		errs = append(errs, s.log.f.Close())
-	}
+	errs = append(errs, s.log.close())
 	s.closeSpares()
 	errs = append(errs, s.ahead.close(), s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)

@@ -72,7 +72,7 @@ func TestOldVersionFreedAfterLock(t *testing.T) {
 	} {
 		old := inode(filepath.Join(dir, name))
 		var held, spare []string
-		s.fs = renameWatchFS{s.fs, func(newname string) {
+		s.useFS(renameWatchFS{s.fs, func(newname string) {
 			if newname == name {
 				held, spare = heldDeleted(t, name), nil
 				entries, _ := os.ReadDir(filepath.Join(dir, cacheDirName))
@@ -82,10 +82,10 @@ func TestOldVersionFreedAfterLock(t *testing.T) {
 					}
 				}
 			}
-		}}
+		}})
 		recycled := s.Stats().Recycled
 		require.NoError(t, write())
-		s.fs = s.fs.(renameWatchFS).fileSystem
+		s.useFS(s.fs.(renameWatchFS).fileSystem)
 		assert.Len(t, append(held, spare...), 1, "write %d: the old version is held open or linked as a spare across the rename", i)
 		assert.Empty(t, heldDeleted(t, name), "and closed when the write returns")
 		if i > 0 {
