@@ -90,7 +90,7 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 		return nil
 	}
 	a := &ahead{now: now, start: time.Now(), id: p.put[0].ID, data: data}
-	if a.temp = s.fillSpare(cache, data); a.temp != "" {
+	if a.temp = s.spares.fill(cache, data); a.temp != "" {
 		return a
 	}
 	name := atomicfile.TempName(taskFileName(a.id))
@@ -252,8 +252,8 @@ func (s *FileStore) unusedAhead(a *ahead) {
 	if a == nil || a.temp == "" {
 		return
 	}
-	if name, ok := strings.CutPrefix(a.temp, cacheDirName+"/"); ok && s.recycles() {
-		s.poolSpares([]string{name})
+	if name, ok := strings.CutPrefix(a.temp, cacheDirName+"/"); ok && s.spares.on {
+		s.spares.pool([]string{name})
 		a.temp = ""
 		return
 	}

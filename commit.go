@@ -280,7 +280,7 @@ func (s *FileStore) syncDir() error {
 func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	defer func() {
 		if err != nil {
-			s.dropLinked()
+			s.spares.dropLinked()
 		}
 	}()
 	if len(p.put)+len(p.del) == 0 {
@@ -318,7 +318,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 				s.replaced = append(s.replaced, old) // closed after the lock
 			}
 		}
-		if err := s.renameAhead(a); err != nil && s.renameSpare(j) != nil {
+		if err := s.renameAhead(a); err != nil && s.spares.renameInto(j) != nil {
 			// Nothing was renamed: write the file here.
 			if err := s.applyFiles(j); err != nil {
 				return err

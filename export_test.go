@@ -36,6 +36,7 @@ func KillAt(s *FileStore, kind string, n int) {
 func (s *FileStore) useFS(f fileSystem) {
 	s.fs = f
 	s.log.fs = f
+	s.spares.fs = f
 }
 
 // SetLogLimit makes the change log be replaced at max bytes, so that a

@@ -167,6 +167,9 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 	}
 	s.log = newChangeLog(s.fs, root, dir)
 	s.chooseProtocol()
+	sp := &s.spares
+	sp.on, sp.fs, sp.root, sp.cache = atomicfile.CanReuse && s.offTheLock(), s.fs, root, &s.ahead
+	sp.filePerm, sp.filled, sp.inflight = cfg.filePerm, &s.stats.recycled, &s.inflight
 	if _, err := root.Lstat(idsFileName); err == nil || inGitWorkTree(dir) {
 		s.g.alloc = s.allocator() // ids from this checkout's block
 	}
@@ -288,7 +291,7 @@ func (s *FileStore) Close() error {
 	s.inflight.Wait()
 	var errs []error
 	errs = append(errs, s.log.close())
-	s.closeSpares()
+	s.spares.close()
 	errs = append(errs, s.ahead.close(), s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
 }
@@ -356,10 +359,12 @@ type afterLock struct {
 func (s *FileStore) unlock() afterLock {
 	s.unlockDir()
 	s.unlockDir = nil
-	a := afterLock{replaced: s.replaced, linked: s.takeLinked()}
+	a := afterLock{replaced: s.replaced, linked: s.spares.takeLinked()}
 	s.replaced = nil
 	s.writeSnapshot() // outside the lock: it is this store's cache
-	s.topUpSpares()
+	if !s.closed {
+		s.spares.topUp()
+	}
 	<-s.sem
 	return a
 }
@@ -373,7 +378,7 @@ func (s *FileStore) afterUnlock(a afterLock) {
 	for _, f := range a.replaced {
 		f.Close()
 	}
-	s.poolSpares(a.linked)
+	s.spares.pool(a.linked)
 }
 
 // errNeedExclusive: the directory holds work of a writer that died (a

@@ -90,7 +90,7 @@ func TestOldVersionFreedAfterLock(t *testing.T) {
 		assert.Empty(t, heldDeleted(t, name), "and closed when the write returns")
 		if i > 0 {
 			assert.Len(t, spare, 1, "write %d: once the cache directory exists, the old version is a spare", i)
-			s.inflight.Wait() // a top-up may be adding spares (topUpSpares)
+			s.inflight.Wait() // a top-up may be adding spares (spares.topUp)
 			s.spares.mu.Lock()
 			free := slices.Clone(s.spares.free)
 			s.spares.mu.Unlock()

@@ -150,7 +150,7 @@ func TestSparesOfEveryLength(t *testing.T) {
 
 // TestCreatesFillSpares: a run of Creates, which replace no file and so
 // give no spare back, still fills spares: the store makes new ones off the
-// writes' path as the pool runs low (topUpSpares), every Create's file is
+// writes' path as the pool runs low (spares.topUp), every Create's file is
 // the task, and Close leaves none behind.
 func TestCreatesFillSpares(t *testing.T) {
 	ctx := context.Background()
