@@ -289,7 +289,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	if err := s.log.prepare(); err != nil {
 		return err
 	}
-	s.makeCacheDir()
+	s.ahead.makeIfWanted(s.root)
 	j := &journal.Journal{Put: make(map[int64]string, len(p.put))}
 	for i, t := range p.put {
 		if a != nil && t.ID == a.id {

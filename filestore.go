@@ -99,12 +99,11 @@ type FileStore struct {
 	temps               []string // temporary files of dead writers, found by the last scan
 	// Writes decided ahead of the lock (ahead.go): the cache directory,
 	// or that it was found missing (a write creates it).
-	ahead        aheadDir
-	wantCacheDir bool
-	replaced     []*os.File // old versions held open by holdReplaced, closed after the lock
-	spares       spares     // old versions kept to be overwritten (recycle.go)
-	stats        struct{ writes, ahead, scans, recycled atomic.Int64 }
-	hub          hub // this store's watchers, told of every change to the cache
+	ahead    aheadDir
+	replaced []*os.File // old versions held open by holdReplaced, closed after the lock
+	spares   spares     // old versions kept to be overwritten (recycle.go)
+	stats    struct{ writes, ahead, scans, recycled atomic.Int64 }
+	hub      hub // this store's watchers, told of every change to the cache
 
 	exclusive  bool           // how the lock is held now
 	inflight   sync.WaitGroup // operations between acquire and the end of their afterUnlock
@@ -168,7 +167,7 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 	s.log = newChangeLog(s.fs, root, dir)
 	s.chooseProtocol()
 	sp := &s.spares
-	sp.on, sp.fs, sp.root, sp.cache = atomicfile.CanReuse && s.offTheLock(), s.fs, root, &s.ahead
+	sp.on, sp.fs, sp.root, sp.cache = atomicfile.CanReuse && s.cfg.offTheLock(), s.fs, root, &s.ahead
 	sp.filePerm, sp.filled, sp.inflight = cfg.filePerm, &s.stats.recycled, &s.inflight
 	if _, err := root.Lstat(idsFileName); err == nil || inGitWorkTree(dir) {
 		s.g.alloc = s.allocator() // ids from this checkout's block
@@ -200,7 +199,7 @@ func (s *FileStore) chooseProtocol() {
 	s.cfg.log.Debug("taskgraph: durability protocol chosen", "dir", s.dir, "protocol", string(s.durability.Protocol), "filesystem", s.durability.Filesystem, "reason", s.durability.Reason)
 	// Writes are decided ahead in the cache directory: the first commit
 	// makes sure it exists (ahead.go).
-	s.wantCacheDir = !s.cfg.noSync
+	s.ahead.want = !s.cfg.noSync
 }
 
 // makeDir makes sure dir is a directory, and reports whether it created

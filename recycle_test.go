@@ -423,7 +423,7 @@ func TestSweepKeepsAnyTaskFile(t *testing.T) {
 	st := kept
 	st.Ino = ino // as if task 2's file were that inode, one link counted
 	s.stamps[2] = st
-	s.sweepAhead()
+	s.ahead.sweep(s.root, s.stamps)
 	s.stamps[2] = kept
 	<-s.sem
 	assert.FileExists(t, spare, "another task's file")
