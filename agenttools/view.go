@@ -39,10 +39,10 @@ type TaskView struct {
 	Reason string `json:"reason,omitempty"`
 	Result string `json:"result,omitempty"`
 	// LeaseExpiresAt is when the claim of a task in progress lapses
-	// unless renewed.
+	// unless renewed, to the second.
 	LeaseExpiresAt time.Time `json:"leaseExpiresAt,omitzero"`
 	// Notes are the latest few notes, the latest first, each cut as the
-	// text cuts it.
+	// text cuts it, their times to the second.
 	Notes    []taskgraph.Note `json:"notes,omitempty"`
 	Metadata map[string]any   `json:"metadata,omitempty"`
 }
@@ -59,12 +59,16 @@ func viewOf(t taskgraph.Task, state taskgraph.State, full bool) TaskView {
 		p := t.Priority
 		v.Priority = &p
 	}
+	// Times to the second, as the text writes them.
 	if !t.LeaseExpiresAt.IsZero() {
-		v.LeaseExpiresAt = t.LeaseExpiresAt.UTC()
+		v.LeaseExpiresAt = t.LeaseExpiresAt.UTC().Truncate(time.Second)
 	}
 	if full {
 		v.Blocks, v.Description, v.Metadata = t.Blocks, t.Description, t.Metadata
 		v.Notes = latestNotes(t)
+		for i := range v.Notes {
+			v.Notes[i].At = v.Notes[i].At.UTC().Truncate(time.Second)
+		}
 	}
 	return v
 }
