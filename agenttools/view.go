@@ -15,16 +15,16 @@ import (
 // TaskView is a task in the tools' structured output: the one shape of a
 // task in every Result.Structured. Only id, subject and status are always
 // present; every other field only when it says something (an absent
-// priority is the default, 2). In task_list the description, notes and
-// metadata are left out, as the text's lines leave them out: task_get
-// gives them. Full ids everywhere, as in the text.
+// priority is the default, 2). In task_list the description, blocks,
+// notes and metadata are left out, as the text's lines leave them out:
+// task_get gives them. Full ids everywhere, as in the text.
 type TaskView struct {
 	ID      taskgraph.ID     `json:"id"`
 	Subject string           `json:"subject"`
 	Status  taskgraph.Status `json:"status"`
-	// State is where a pending task stands: ready, deferred, limited,
-	// blocked or stranded (taskgraph.State). A task that is not pending
-	// has none: its status says it.
+	// State is where a pending task stands: ready, deferred, blocked or
+	// stranded (taskgraph.State; a label's limit is not counted, as in
+	// the text). A task that is not pending has none: its status says it.
 	State       taskgraph.State     `json:"state,omitempty"`
 	Priority    *taskgraph.Priority `json:"priority,omitempty"`
 	Labels      []string            `json:"labels,omitempty"`
@@ -48,7 +48,7 @@ type TaskView struct {
 }
 
 // viewOf returns the view of t in state (used only if t is pending); full
-// adds the description, notes and metadata.
+// adds the blocks, description, notes and metadata.
 func viewOf(t taskgraph.Task, state taskgraph.State, full bool) TaskView {
 	v := TaskView{ID: t.ID, Subject: t.Subject, Status: t.Status, Labels: t.Labels, Owner: t.Owner,
 		BlockedBy: t.BlockedBy, Parent: t.Parent, Key: t.Key, Reason: t.Reason, Result: t.Result}
