@@ -190,6 +190,9 @@ func (s *FileStore) chooseProtocol() {
 	info := fsinfo.Probe(s.dirf)
 	s.durability = Durability{Protocol: ProtocolSyncEachWrite, Filesystem: info.String(),
 		Reason: "every write fsyncs its files and the directory before it returns"}
+	if runtime.GOOS == "windows" {
+		s.durability.Reason = "every write fsyncs its files (FlushFileBuffers) before it returns; Windows cannot fsync a directory, so a rename is durable once NTFS commits its own journal, within seconds (docs/windows.md)"
+	}
 	if data, _ := info.Option("data"); info.Type == "ext4" && info.AllOptions && data == "" {
 		s.durability.Reason += " (ext4 without a journal: even so, the power-loss test saw a synced file come back zero-filled after e2fsck: use a journal where a write must survive a power loss; docs/durability.md)"
 	}
