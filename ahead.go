@@ -304,10 +304,6 @@ func (d *aheadDir) sweep(taskRoot *os.Root, stamps map[ID]stamp) {
 	}
 }
 
-// afterAhead, if set, runs between a write decided ahead and the lock
-// (tests change the directory there).
-var afterAhead func()
-
 // errNoAhead: there is no file written ahead to rename.
 var errNoAhead = errors.New("taskgraph: no file written ahead")
 

@@ -76,18 +76,7 @@ func (s *FileStore) scan() error {
 	s.temps = temps
 	slices.Sort(ids)
 	workers := max(runtime.GOMAXPROCS(0), 8)
-	stamps := make([]stamp, len(ids))
-	statted := make([]bool, len(ids))
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(ids); i += workers {
-				if ino, size, mtime, err := atomicfile.StatIn(s.dirf, s.root, taskFileName(ids[i])); err == nil {
-					stamps[i], statted[i] = stamp{Ino: ino, Size: size, Mtime: mtime}, true
-				}
-			}
-		})
-	}
-	wg.Wait()
+	stamps, statted := statAll(s.dirf, s.root, ids, workers)
 	snap.Wait()
 	for id := range s.stamps {
 		if _, present := searchIDs(ids, id); !present {
@@ -95,12 +84,7 @@ func (s *FileStore) scan() error {
 			delete(s.stamps, id)
 		}
 	}
-	type loaded struct {
-		fi  os.FileInfo
-		t   *Task
-		err error
-	}
-	results := make([]loaded, len(ids))
+	fis, tasks, errs := make([]os.FileInfo, len(ids)), make([]*Task, len(ids)), make([]error, len(ids))
 	skip := make([]bool, len(ids))
 	// Loading is parallel; installing into the graph is sequential and in
 	// id order, which keeps the sorted index appends cheap.
@@ -111,43 +95,25 @@ func (s *FileStore) scan() error {
 					skip[i] = true
 					continue
 				}
-				r := &results[i]
-				r.fi, r.t, r.err = s.load(ids[i])
+				fis[i], tasks[i], errs[i] = s.load(ids[i])
 			}
 		})
 	}
 	wg.Wait()
 	if cold {
-		// The tasks of a cold scan arrive together: side by side in one
-		// slab, as a snapshot's are (graph.go, "slabs"), sized to the files
-		// read: after a snapshot, few or none (a slab of every task, unused,
-		// was 44 MB at 100,000 tasks).
-		n := 0
-		for i := range results {
-			if results[i].t != nil {
-				n++
-			}
-		}
-		slab := make([]Task, 0, n)
-		for i := range results {
-			if r := &results[i]; r.t != nil {
-				slab = append(slab, *r.t)
-				r.t = &slab[len(slab)-1]
-			}
-		}
+		intoSlab(tasks)
 	}
 	for i, id := range ids {
 		if skip[i] {
 			continue
 		}
-		r := results[i]
-		if r.err != nil && !errors.Is(r.err, ErrCorrupt) {
+		if errs[i] != nil && !errors.Is(errs[i], ErrCorrupt) {
 			// A failure to read, not a verdict on the file: cache
 			// nothing, so that the next scan reads it again.
 			s.scanned = false
-			return r.err
+			return errs[i]
 		}
-		s.install(id, r.fi, r.t, r.err)
+		s.install(id, fis[i], tasks[i], errs[i])
 		s.snapshotLoads++
 	}
 	if err := s.readMeta(); err != nil {
@@ -165,6 +131,45 @@ func (s *FileStore) scan() error {
 	}
 	s.scanned = true
 	return nil
+}
+
+// statAll stats the task files of ids through the directory's handle,
+// workers at a time (mostly waiting on the filesystem): statted[i] says
+// whether stamps[i] is the stamp of ids[i]'s file.
+func statAll(dirf *os.File, root *os.Root, ids []ID, workers int) (stamps []stamp, statted []bool) {
+	stamps, statted = make([]stamp, len(ids)), make([]bool, len(ids))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(ids); i += workers {
+				if ino, size, mtime, err := atomicfile.StatIn(dirf, root, taskFileName(ids[i])); err == nil {
+					stamps[i], statted[i] = stamp{Ino: ino, Size: size, Mtime: mtime}, true
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return stamps, statted
+}
+
+// intoSlab moves the tasks of a cold scan, which arrive together, side by
+// side into one slab, as a snapshot's are (graph.go, "slabs"), sized to
+// the files read: after a snapshot, few or none (a slab of every task,
+// unused, was 44 MB at 100,000 tasks).
+func intoSlab(tasks []*Task) {
+	n := 0
+	for _, t := range tasks {
+		if t != nil {
+			n++
+		}
+	}
+	slab := make([]Task, 0, n)
+	for i, t := range tasks {
+		if t != nil {
+			slab = append(slab, *t)
+			tasks[i] = &slab[len(slab)-1]
+		}
+	}
 }
 
 // readDir lists the task directory: the ids of its task files, and its

@@ -33,6 +33,7 @@ type changeLog struct {
 	fs   fileSystem // the directory's, through which the log is written
 	root *os.Root   // the directory, for Lstat
 	path string     // the log's path, for messages
+	max  int64      // the size at which prepare replaces it
 	f    *os.File   // the log open here, or nil
 	ino  uint64     // the directory's log as last seen (0: none)
 	off  int64      // read (and appended) up to here: the end of a whole line
@@ -41,8 +42,8 @@ type changeLog struct {
 	checked bool
 }
 
-func newChangeLog(fsys fileSystem, root *os.Root, dir string) changeLog {
-	return changeLog{fs: fsys, root: root, path: filepath.Join(dir, logFileName)}
+func newChangeLog(fsys fileSystem, root *os.Root, dir string, max int64) changeLog {
+	return changeLog{fs: fsys, root: root, path: filepath.Join(dir, logFileName), max: max}
 }
 
 // Files that earlier versions kept beside the change log, for group
@@ -123,7 +124,7 @@ func (l *changeLog) prepare() error {
 	if err := l.open(); err != nil {
 		return err
 	}
-	if l.off < maxLogSize {
+	if l.off < l.max {
 		return nil
 	}
 	return l.replace()

@@ -28,7 +28,7 @@ func logDir(t *testing.T) (dir string, newLog func() *changeLog) {
 	require.NoError(t, err)
 	t.Cleanup(func() { dirf.Close(); root.Close() })
 	return dir, func() *changeLog {
-		l := newChangeLog(newDirFS(root, dirf), root, dir)
+		l := newChangeLog(newDirFS(root, dirf), root, dir, maxLogSize)
 		t.Cleanup(func() { l.close() })
 		return &l
 	}
@@ -148,9 +148,8 @@ func TestChangeLogRefusesWhatIsNotItsOwnFile(t *testing.T) {
 
 func TestChangeLogReplacedOnceLarge(t *testing.T) {
 	_, newLog := logDir(t)
-	defer func(old int64) { maxLogSize = old }(maxLogSize)
-	maxLogSize = 10
 	l := newLog()
+	l.max = 10
 	require.NoError(t, l.prepare())
 	require.NoError(t, l.append(changelog.AppendMtime(nil, 123456789)))
 	ino := l.ino

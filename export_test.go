@@ -8,13 +8,13 @@ import (
 // This file gives the external tests (package taskgraph_test) what they
 // need of the store's insides; it is the only one that does.
 
-// SetWatchPollOnly makes Watch poll instead of using inotify, for tests of
-// the fallback; the returned function restores the previous setting.
-func SetWatchPollOnly(on bool) (restore func()) {
-	old := watchPollOnly
-	watchPollOnly = on
-	return func() { watchPollOnly = old }
-}
+// WatchPollOnly makes the store's Watch poll instead of using inotify, for
+// tests of the fallback.
+func WatchPollOnly() Option { return func(c *config) { c.watchPollOnly = true } }
+
+// withLogLimit makes the store replace its change log at max bytes, so
+// that a short test crosses many replacements.
+func withLogLimit(max int64) Option { return func(c *config) { c.logLimit = max } }
 
 // KillAtLogAppend makes the process kill itself with SIGKILL at the n-th
 // append to the change log of s: every write appends twice, its
@@ -41,7 +41,7 @@ func (s *FileStore) useFS(f fileSystem) {
 
 // SetLogLimit makes the change log be replaced at max bytes, so that a
 // short test crosses many replacements.
-func SetLogLimit(max int64) { maxLogSize = max }
+func SetLogLimit(s *FileStore, max int64) { s.log.max = max }
 
 type killFS struct {
 	fileSystem

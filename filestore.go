@@ -36,10 +36,6 @@ const (
 	taskFileSuffix  = ".json"
 )
 
-// maxLogSize is the size at which the change log is replaced by a new one
-// (a variable for tests).
-var maxLogSize int64 = 8 << 20
-
 // FileStore is a Store on a directory of task files, shared safely by every
 // process and goroutine that opens the same directory.
 //
@@ -164,7 +160,7 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		fsys.cache = &s.ahead // renames out of it through its handle
 		s.fs = fsys
 	}
-	s.log = newChangeLog(s.fs, root, dir)
+	s.log = newChangeLog(s.fs, root, dir, cfg.logLimit)
 	s.chooseProtocol()
 	sp := &s.spares
 	sp.on, sp.fs, sp.root, sp.cache = atomicfile.CanReuse && s.cfg.offTheLock(), s.fs, root, &s.ahead
@@ -235,16 +231,12 @@ func makeDir(dir string, cfg config) (created bool, err error) {
 		return true, nil
 	}
 	for _, d := range made {
-		if err := syncDirAt(filepath.Dir(d)); err != nil {
+		if err := cfg.syncDir(filepath.Dir(d)); err != nil {
 			return true, fmt.Errorf("taskgraph: open: make the new directory %s durable: %w", d, err)
 		}
 	}
 	return true, nil
 }
-
-// syncDirAt is syncPath; tests replace it to see which directories Open
-// syncs.
-var syncDirAt = syncPath
 
 // syncPath fsyncs the directory at path.
 func syncPath(path string) error {
@@ -469,8 +461,8 @@ func (s *FileStore) write(ctx context.Context, kind writeKind, mk func(*graph, t
 		a = s.decideAhead(ctx, mk)
 	}
 	defer s.unusedAhead(a)
-	if a != nil && afterAhead != nil {
-		afterAhead()
+	if a != nil && s.cfg.afterAhead != nil {
+		s.cfg.afterAhead()
 	}
 	if err := s.acquire(ctx, true); err != nil {
 		return err

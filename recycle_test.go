@@ -305,8 +305,8 @@ func TestUnusedAheadFileRecycled(t *testing.T) {
 	require.NoError(t, err)
 
 	var aheadFile uint64
-	withAfterAhead(t, func() {
-		afterAhead = nil
+	withAfterAhead(t, s, func() {
+		s.cfg.afterAhead = nil
 		for _, n := range cacheEntries(t, dir, s) { // the file written ahead
 			fi, err := os.Stat(filepath.Join(dir, cacheDirName, n))
 			require.NoError(t, err)
