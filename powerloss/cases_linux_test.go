@@ -25,13 +25,13 @@ import (
 // (opEnv) on the directory and records it in its ledger like a writer.
 //
 //   - seed: task 1 created and updated to rev 2, then a plan of two
-//     tasks, whose journal protocol begins with a checkpoint: rev 2 is
-//     acknowledged and behind the checkpoint, so no replay covers it.
+//     tasks (a journal): rev 2 is acknowledged, durable at its commit
+//     point, and nothing in the change log is needed to bring it back.
 //   - update: task 1's description changed (to rev 3).
 //   - create: one new task.
 func oneOp() error {
 	ctx := context.Background()
-	s, err := openStore(os.Getenv(dirEnv), os.Getenv(modeEnv))
+	s, err := taskgraph.Open(os.Getenv(dirEnv))
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func oneOp() error {
 			return err
 		}
 		ack("create", t)
-		d := "rev 2: acknowledged, and made durable by the checkpoint after it"
+		d := "rev 2: acknowledged, durable at its commit point"
 		l.add(entry{Kind: "intent", Op: "update", ID: int64(t.ID)})
 		if t, err = s.Update(ctx, t.ID, taskgraph.Patch{Description: &d}); err != nil {
 			return err
@@ -113,8 +113,7 @@ func caseConfigs(t *testing.T) []fsConfig {
 }
 
 // A rename committed before its record by someone else's fsync: task 1 is
-// acknowledged at rev 2 and a checkpoint follows, so the replay after a
-// restart does not cover rev 2. An update of task 1 renames its new file
+// acknowledged at rev 2 (and a plan follows it). An update of task 1 renames its new file
 // over task_1.json; its record's append to the change log is held up
 // (strace delays that write(2) by 3 s) while another program fsyncs a file
 // on the same filesystem, which commits the journal and the rename in it,
@@ -122,15 +121,13 @@ func caseConfigs(t *testing.T) []fsConfig {
 // survive (or rev 3: the update was in flight).
 func TestRenameCommittedBeforeItsRecord(t *testing.T) {
 	for _, cfg := range caseConfigs(t) {
-		for _, mode := range []string{modeChosen, modeGroupCommit} {
-			t.Run(cfg.Name+"/"+mode, func(t *testing.T) {
-				v, _ := stageCut(t, cfg, mode, "update", "task_1.json")
-				t.Logf("task_1.json as found after the cut: %q (%s)", v.Before[1], stagedHow(v.Before[1]))
-				assert.Emptyf(t, v.Lost, "the acknowledged rev 2 of task 1 was lost (%s)", v.Durability.Protocol)
-				assert.Empty(t, v.Undone)
-				assert.Empty(t, v.NeedsPerson)
-			})
-		}
+		t.Run(cfg.Name, func(t *testing.T) {
+			v, _ := stageCut(t, cfg, "update", "task_1.json")
+			t.Logf("task_1.json as found after the cut: %q (%s)", v.Before[1], stagedHow(v.Before[1]))
+			assert.Emptyf(t, v.Lost, "the acknowledged rev 2 of task 1 was lost (%s)", v.Durability.Protocol)
+			assert.Empty(t, v.Undone)
+			assert.Empty(t, v.NeedsPerson)
+		})
 	}
 }
 
@@ -142,17 +139,15 @@ func TestRenameCommittedBeforeItsRecord(t *testing.T) {
 // reports), so that no person has to.
 func TestCreateInFlight(t *testing.T) {
 	for _, cfg := range caseConfigs(t) {
-		for _, mode := range []string{modeChosen, modeGroupCommit} {
-			t.Run(cfg.Name+"/"+mode, func(t *testing.T) {
-				v, dir := stageCut(t, cfg, mode, "create", "task_4.json")
-				t.Logf("task_4.json as found after the cut: %q (%s)", v.Before[4], stagedHow(v.Before[4]))
-				assert.Empty(t, v.Lost)
-				assert.Empty(t, v.Undone)
-				assert.Emptyf(t, v.NeedsPerson, "the directory needs a person after a create in flight (%s)", v.Durability.Protocol)
-				_, err := os.Stat(filepath.Join(dir, "task_4.json"))
-				assert.Truef(t, errors.Is(err, fs.ErrNotExist), "task_4.json, which no record explains, is still among the tasks after the store opened the directory (%v)", err)
-			})
-		}
+		t.Run(cfg.Name, func(t *testing.T) {
+			v, dir := stageCut(t, cfg, "create", "task_4.json")
+			t.Logf("task_4.json as found after the cut: %q (%s)", v.Before[4], stagedHow(v.Before[4]))
+			assert.Empty(t, v.Lost)
+			assert.Empty(t, v.Undone)
+			assert.Emptyf(t, v.NeedsPerson, "the directory needs a person after a create in flight (%s)", v.Durability.Protocol)
+			_, err := os.Stat(filepath.Join(dir, "task_4.json"))
+			assert.Truef(t, errors.Is(err, fs.ErrNotExist), "task_4.json, which no record explains, is still among the tasks after the store opened the directory (%v)", err)
+		})
 	}
 }
 
@@ -169,20 +164,20 @@ func stagedHow(content string) string {
 	}
 }
 
-// stageCut seeds task 1 (rev 2, checkpointed) and plan tasks 2 and 3,
+// stageCut seeds task 1 (rev 2) and plan tasks 2 and 3,
 // runs op with its change-log record held up by strace, waits until op
 // has renamed target into place, fsyncs an unrelated file, cuts the
 // power, and checks the copy after a restart. It returns the checker's
 // verdict and the task directory (the copy stays mounted until the test
 // ends).
-func stageCut(t *testing.T, cfg fsConfig, mode, op, target string) (verdict, string) {
+func stageCut(t *testing.T, cfg fsConfig, op, target string) (verdict, string) {
 	requireMachine(t, []fsConfig{cfg})
 	_, err := exec.LookPath("strace")
 	require.NoError(t, err, "strace is missing (it holds up the change-log append): apt-get install strace")
 	base := runDir(t)
 	for attempt := 0; ; attempt++ {
 		dir := filepath.Join(base, fmt.Sprint(attempt))
-		v, tasks, ok := tryStage(t, cfg, mode, op, target, dir)
+		v, tasks, ok := tryStage(t, cfg, op, target, dir)
 		if ok {
 			return v, tasks
 		}
@@ -190,7 +185,7 @@ func stageCut(t *testing.T, cfg fsConfig, mode, op, target string) (verdict, str
 	}
 }
 
-func tryStage(t *testing.T, cfg fsConfig, mode, op, target, dir string) (verdict, string, bool) {
+func tryStage(t *testing.T, cfg fsConfig, op, target, dir string) (verdict, string, bool) {
 	ledgers := filepath.Join(dir, "ledgers")
 	require.NoError(t, os.MkdirAll(ledgers, 0o755))
 	image, cut := filepath.Join(dir, "disk.img"), filepath.Join(dir, "cut.img")
@@ -198,7 +193,7 @@ func tryStage(t *testing.T, cfg fsConfig, mode, op, target, dir string) (verdict
 	newImage(t, cfg, image)
 	d := attach(t, cfg, image, filepath.Join(dir, "mnt"))
 	tasks := filepath.Join(d.mnt, "tasks")
-	env := append(os.Environ(), dirEnv+"="+tasks, modeEnv+"="+mode, roleEnv+"=op")
+	env := append(os.Environ(), dirEnv+"="+tasks, roleEnv+"=op")
 
 	seed := exec.Command(os.Args[0], "-test.run=^TestPowerLoss$")
 	seed.Env = append(env, opEnv+"=seed", ledgerEnv+"="+filepath.Join(ledgers, "seed.ledger"))
@@ -260,18 +255,18 @@ func tryStage(t *testing.T, cfg fsConfig, mode, op, target, dir string) (verdict
 	c := restart(t, cfg, cut, filepath.Join(dir, "mnt"))
 	boot, verdictPath := filepath.Join(dir, "boot_id"), filepath.Join(dir, "verdict.json")
 	newBootID(t, boot)
-	checker := afterRestart(boot, "checker", dirEnv+"="+tasks, modeEnv+"="+mode, ledgerEnv+"="+ledgers, outEnv+"="+verdictPath)
+	checker := afterRestart(boot, "checker", dirEnv+"="+tasks, ledgerEnv+"="+ledgers, outEnv+"="+verdictPath)
 	out, err = checker.CombinedOutput()
 	require.NoErrorf(t, err, "checker: %s", out)
 	data, err := os.ReadFile(verdictPath)
 	require.NoErrorf(t, err, "checker wrote no verdict: %s", out)
 	var v verdict
 	require.NoError(t, json.Unmarshal(data, &v))
-	t.Logf("protocol %s (%s; %s); the chosen one: %s", v.Durability.Protocol, v.Durability.Filesystem, v.Durability.Reason, v.Chosen.Protocol)
+	t.Logf("protocol %s (%s; %s)", v.Durability.Protocol, v.Durability.Filesystem, v.Durability.Reason)
 	if len(v.Lost)+len(v.Undone)+len(v.NeedsPerson) > 0 {
 		files, _ := filepath.Glob(filepath.Join(tasks, "*"))
 		t.Logf("after the restart the directory holds %v", files)
-		keepFailure(t, cfg, mode, cut, ledgers, v)
+		keepFailure(t, cfg, cut, ledgers, v)
 	}
 	_ = c // released by its cleanup, after the caller looked at the directory
 	return v, tasks, true

@@ -342,7 +342,7 @@ func (h *history) unfinishedWrites(p pending, end int64) {
 }
 
 // found is a task file after the restart, as the checker read it once the
-// store had opened the directory (and replayed its log).
+// store had opened the directory.
 type found struct {
 	exists bool
 	task   *taskgraph.Task // nil if the store could not read it
@@ -363,9 +363,8 @@ type verdict struct {
 	// GitDamaged is what a person would have to repair in files git was
 	// writing when the power went (see gitDamage).
 	GitDamaged []string
-	Log        string               // the change log's tail as found, when something was lost
-	Chosen     taskgraph.Durability // what taskgraph.Open(dir) chooses here
-	Before     map[int64]string     // the task files as found, before the store opened them
+	Log        string           // the change log's tail as found, when something was lost
+	Before     map[int64]string // the task files as found, before the store opened them
 }
 
 // The rule the checker applies, in one place.
