@@ -174,18 +174,7 @@ func stageCut(t *testing.T, cfg fsConfig, op, target string) (verdict, string) {
 	requireMachine(t, []fsConfig{cfg})
 	_, err := exec.LookPath("strace")
 	require.NoError(t, err, "strace is missing (it holds up the change-log append): apt-get install strace")
-	base := runDir(t)
-	for attempt := 0; ; attempt++ {
-		dir := filepath.Join(base, fmt.Sprint(attempt))
-		v, tasks, ok := tryStage(t, cfg, op, target, dir)
-		if ok {
-			return v, tasks
-		}
-		require.Less(t, attempt, 3, "every attempt was dropped: the device wrote during the copy")
-	}
-}
-
-func tryStage(t *testing.T, cfg fsConfig, op, target, dir string) (verdict, string, bool) {
+	dir := runDir(t)
 	ledgers := filepath.Join(dir, "ledgers")
 	require.NoError(t, os.MkdirAll(ledgers, 0o755))
 	image, cut := filepath.Join(dir, "disk.img"), filepath.Join(dir, "cut.img")
@@ -240,17 +229,13 @@ func tryStage(t *testing.T, cfg fsConfig, op, target, dir string) (verdict, stri
 	// then the tracee.
 	pids = append([]int{cmd.Process.Pid}, children(cmd.Process.Pid)...)
 	require.NoError(t, stopWith(pids, "TtZXS"))
-	ok, why := d.snapshot(cut)
+	require.NoError(t, d.cut(cut, ledgers))
 	for _, p := range pids[1:] {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	d.release()
-	if !ok {
-		t.Logf("cut dropped: %s", why)
-		return verdict{}, "", false
-	}
 
 	c := restart(t, cfg, cut, filepath.Join(dir, "mnt"))
 	boot, verdictPath := filepath.Join(dir, "boot_id"), filepath.Join(dir, "verdict.json")
@@ -269,7 +254,7 @@ func tryStage(t *testing.T, cfg fsConfig, op, target, dir string) (verdict, stri
 		keepFailure(t, cfg, cut, ledgers, v)
 	}
 	_ = c // released by its cleanup, after the caller looked at the directory
-	return v, tasks, true
+	return v, tasks
 }
 
 // children returns the processes pid started (a tracer's tracees).

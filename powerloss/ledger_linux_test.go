@@ -1,11 +1,13 @@
 package powerloss
 
 import (
-	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -204,8 +206,12 @@ type read struct {
 	rev int64
 }
 
-// readLedgers reads every *.ledger file in dir. A last line cut short (a
-// process killed in mid-write) is ignored.
+// readLedgers reads every *.ledger file in dir as it stood at the cut
+// (cutFile, if there is one): a line written before the clone began
+// stands; of the lines written while it ran, only intents (the operation
+// may have reached the disk before the clone, its outcome came too late
+// to count); nothing written after it. A last line cut short (a process
+// killed in mid-write) is ignored.
 func readLedgers(dir string) (*history, error) {
 	h := &history{writes: map[int64][]write{}, reads: map[int64][]read{}, lines: map[int64][]string{}, recycled: map[string]int64{},
 		lastIntent: map[string]pending{}, hasPending: map[string]bool{}, storeDelete: map[int64]bool{}, gitUnfinished: map[int64]bool{}}
@@ -213,24 +219,39 @@ func readLedgers(dir string) (*history, error) {
 	if err != nil {
 		return nil, err
 	}
+	var cuts map[string]ledgerCut
+	if data, err := os.ReadFile(filepath.Join(dir, cutFile)); err == nil {
+		if err := json.Unmarshal(data, &cuts); err != nil {
+			return nil, fmt.Errorf("%s: %w", cutFile, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	sort.Strings(files)
 	for _, name := range files {
-		f, err := os.Open(name)
+		data, err := os.ReadFile(name)
 		if err != nil {
 			return nil, err
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
+		c, ok := cuts[filepath.Base(name)]
+		if cuts != nil && !ok {
+			c = ledgerCut{} // made after the cut
+		} else if !ok {
+			c = ledgerCut{Before: int64(len(data)), After: int64(len(data))}
+		}
+		var off int64
+		for len(data) > 0 {
+			line, rest, found := bytes.Cut(data, []byte("\n"))
+			end := off + int64(len(line)) + 1
+			data, off = rest, end
+			if !found || end > c.After {
+				break
+			}
 			var e entry
-			if json.Unmarshal(sc.Bytes(), &e) != nil {
+			if json.Unmarshal(line, &e) != nil || (end > c.Before && e.Kind != "intent") {
 				continue
 			}
-			h.add(e, sc.Text())
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			return nil, err
+			h.add(e, string(line))
 		}
 	}
 	// An intent without its outcome: the operation was in flight when
@@ -253,6 +274,10 @@ func (h *history) add(e entry, line string) {
 	}
 	switch e.Kind {
 	case "intent":
+		if open {
+			// Its outcome was written after the cut began.
+			h.unfinishedWrites(p, math.MaxInt64)
+		}
 		h.lastIntent[e.Who], h.hasPending[e.Who] = pending{e, line}, true
 		for _, id := range append([]int64{e.ID}, e.IDs...) {
 			if id != 0 {

@@ -30,8 +30,7 @@ const writers = 3
 type row struct {
 	FS          string
 	Durability  taskgraph.Durability // as the checker's store reported it
-	Rounds      int                  // rounds checked (not dropped)
-	Dropped     int                  // rounds whose copy was not a clean cut
+	Rounds      int                  // rounds checked
 	Idle        int                  // rounds in which git went on alone before the cut
 	Checked     int                  // acknowledged writes checked
 	Recycled    int64                // of the writes, those that filled a spare
@@ -186,15 +185,11 @@ func round(t *testing.T, cfg fsConfig, dir string, r *rand.Rand, rw *row) {
 		require.NoError(t, stopAll(pids[:writers+1]))
 		time.Sleep(200*time.Millisecond + time.Duration(r.Int64N(int64(800*time.Millisecond))))
 	}
-	require.NoError(t, stopAll(pids))
-	ok, why := d.snapshot(cut)
+	// The cut, with the processes running: the writes in flight, an
+	// fsync half done among them, are lost as at a real power cut.
+	require.NoError(t, d.cut(cut, filepath.Join(dir, "ledgers")))
 	killAll()
 	d.release()
-	if !ok {
-		rw.Dropped++
-		t.Logf("round dropped: %s", why)
-		return
-	}
 	rw.Rounds++
 	if idle {
 		rw.Idle++
@@ -247,7 +242,7 @@ func noisyChildren(t *testing.T, dir string) {
 	}
 }
 
-// keepFailure moves the copy of a failed round to failuresDir (at most
+// keepFailure copies the copy of a failed round to failuresDir (at most
 // maxFailures kept) with a description beside it, and logs what was
 // found.
 func keepFailure(t *testing.T, cfg fsConfig, cut, ledgers string, v verdict) {
@@ -273,7 +268,7 @@ func keepFailure(t *testing.T, cfg fsConfig, cut, ledgers string, v verdict) {
 		fmt.Fprintf(&b, "image not kept: %s already holds %d; remove them to keep new ones\n", failuresDir, len(kept))
 	} else {
 		name := filepath.Join(failuresDir, fmt.Sprintf("%s-%d", cfg.Name, time.Now().UnixNano()))
-		if err := os.Rename(cut, name+".img"); err == nil {
+		if err := exec.Command("cp", "--sparse=always", cut, name+".img").Run(); err == nil {
 			_ = os.WriteFile(name+".txt", []byte(b.String()), 0o644)
 			_ = exec.Command("cp", "-r", ledgers, name+".ledgers").Run()
 			fmt.Fprintf(&b, "image kept: %s.img (mount -o loop%s; described in %s.txt, the ledgers in %s.ledgers)\n", name, optsSuffix(cfg), name, name)
@@ -293,10 +288,10 @@ func optsSuffix(cfg fsConfig) string {
 // said of each filesystem: its protocol and why.
 func formatTable(rows []*row) string {
 	var b strings.Builder
-	b.WriteString("| filesystem | protocol | rounds | dropped | acknowledged writes checked | spares filled | store idle before the cut | git operations | git versions checked | lost | git versions overwritten | undone reads | rounds needing a person | rounds git left needing a person |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| filesystem | protocol | rounds | acknowledged writes checked | spares filled | store idle before the cut | git operations | git versions checked | lost | git versions overwritten | undone reads | rounds needing a person | rounds git left needing a person |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", r.FS, r.Durability.Protocol, r.Rounds, r.Dropped, r.Checked, r.Recycled, r.Idle, r.GitOps, r.GitChecked, r.Lost, r.Overwritten, r.Undone, r.NeedsPerson, r.GitDamaged)
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", r.FS, r.Durability.Protocol, r.Rounds, r.Checked, r.Recycled, r.Idle, r.GitOps, r.GitChecked, r.Lost, r.Overwritten, r.Undone, r.NeedsPerson, r.GitDamaged)
 	}
 	b.WriteString("\nWhat the store said of each filesystem:\n\n")
 	for _, r := range rows {
