@@ -112,17 +112,18 @@ func caseConfigs(t *testing.T) []fsConfig {
 	return out
 }
 
-// A rename committed before its record by someone else's fsync: task 1 is
-// acknowledged at rev 2 (and a plan follows it). An update of task 1 renames its new file
-// over task_1.json; its record's append to the change log is held up
-// (strace delays that write(2) by 3 s) while another program fsyncs a file
-// on the same filesystem, which commits the journal and the rename in it,
-// but not the data of the new file. Then the power goes. Rev 2 must
-// survive (or rev 3: the update was in flight).
+// A rename committed before its record: task 1 is acknowledged at rev 2
+// (and a plan follows it). An update of task 1 renames its new file, fsynced
+// before, over task_1.json and fsyncs the directory (its commit point);
+// its record's append to the change log is held up (strace delays that
+// write(2) by 3 s) while another program fsyncs a file on the same
+// filesystem. Then the power goes. Rev 2 must survive, or rev 3 (the
+// update was in flight; its commit point may have passed); the record's
+// absence must cost nothing.
 func TestRenameCommittedBeforeItsRecord(t *testing.T) {
 	for _, cfg := range caseConfigs(t) {
 		t.Run(cfg.Name, func(t *testing.T) {
-			v, _ := stageCut(t, cfg, "update", "task_1.json")
+			v, _ := stageCut(t, cfg, "update", "task_1.json", hold{call: "write", file: ".taskgraph.log", when: 2})
 			t.Logf("task_1.json as found after the cut: %q (%s)", v.Before[1], stagedHow(v.Before[1]))
 			assert.Emptyf(t, v.Lost, "the acknowledged rev 2 of task 1 was lost (%s)", v.Durability.Protocol)
 			assert.Empty(t, v.Undone)
@@ -131,49 +132,65 @@ func TestRenameCommittedBeforeItsRecord(t *testing.T) {
 	}
 }
 
-// A create in flight: a create's rename reaches the disk (someone else's
-// fsync commits it) but neither the new file's data nor the create's
-// record does. After the restart task_4.json is an empty file that no
-// record explains. The store must open, list and write as usual, and move
-// the file out of the way (to a place it never reads, which Check
-// reports), so that no person has to.
+// A create cut at its commit point: the new task file is written, fsynced
+// and renamed into place, and the directory's fsync that would commit it
+// is held up (strace delays it by 3 s) while another program fsyncs a
+// file on the same filesystem, which on a journalling filesystem commits
+// the rename too. Then the power goes. After the restart task_4.json is
+// there (or not) with only the create's announcement in the change log
+// and no record. The store must open, list and write as usual, and what
+// it shows of task 4 must be the whole task the create wrote or nothing,
+// so that no person has to repair anything.
 func TestCreateInFlight(t *testing.T) {
 	for _, cfg := range caseConfigs(t) {
 		t.Run(cfg.Name, func(t *testing.T) {
-			v, dir := stageCut(t, cfg, "create", "task_4.json")
+			v, dir := stageCut(t, cfg, "create", "task_4.json", hold{call: "fsync", when: 1})
 			t.Logf("task_4.json as found after the cut: %q (%s)", v.Before[4], stagedHow(v.Before[4]))
 			assert.Empty(t, v.Lost)
 			assert.Empty(t, v.Undone)
 			assert.Emptyf(t, v.NeedsPerson, "the directory needs a person after a create in flight (%s)", v.Durability.Protocol)
-			_, err := os.Stat(filepath.Join(dir, "task_4.json"))
-			assert.Truef(t, errors.Is(err, fs.ErrNotExist), "task_4.json, which no record explains, is still among the tasks after the store opened the directory (%v)", err)
+			data, err := os.ReadFile(filepath.Join(dir, "task_4.json"))
+			if errors.Is(err, fs.ErrNotExist) {
+				return
+			}
+			require.NoError(t, err)
+			var task taskgraph.Task
+			require.NoErrorf(t, json.Unmarshal(data, &task), "task_4.json after the store opened the directory: %q", data)
+			assert.Equal(t, "in flight when the power went", task.Subject)
 		})
 	}
 }
 
-// stagedHow says whether the cut caught the new file's rename without its
-// data, the state the case is about.
+// stagedHow says what the cut left of the file the case is about.
 func stagedHow(content string) string {
 	switch {
 	case content == "":
-		return "missing or empty: the rename reached the disk without the data, as staged"
+		return "missing or empty"
 	case strings.Trim(content, "\x00") == "":
-		return "zero-filled: the rename and the size reached the disk without the data, as staged"
+		return "zero-filled: the rename and the size reached the disk without the data, which the protocol's fsync before the rename forbids"
 	default:
-		return "whole: this filesystem wrote the data with the rename, so the dangerous order did not happen here"
+		return "whole"
 	}
 }
 
-// stageCut seeds task 1 (rev 2) and plan tasks 2 and 3,
-// runs op with its change-log record held up by strace, waits until op
-// has renamed target into place, fsyncs an unrelated file, cuts the
-// power, and checks the copy after a restart. It returns the checker's
+// hold is the system call of the op that strace holds up for 3 s: the
+// when-th call to call on file in the task directory (the directory
+// itself if file is "").
+type hold struct {
+	call, file string
+	when       int
+}
+
+// stageCut seeds task 1 (rev 2) and plan tasks 2 and 3, runs op with the
+// system call h held up by strace, waits until op has renamed target into
+// place, fsyncs an unrelated file, cuts the power, and checks the copy
+// after a restart. It returns the checker's
 // verdict and the task directory (the copy stays mounted until the test
 // ends).
-func stageCut(t *testing.T, cfg fsConfig, op, target string) (verdict, string) {
+func stageCut(t *testing.T, cfg fsConfig, op, target string, h hold) (verdict, string) {
 	requireMachine(t, []fsConfig{cfg})
 	_, err := exec.LookPath("strace")
-	require.NoError(t, err, "strace is missing (it holds up the change-log append): apt-get install strace")
+	require.NoError(t, err, "strace is missing (it holds up a system call of the write): apt-get install strace")
 	dir := runDir(t)
 	ledgers := filepath.Join(dir, "ledgers")
 	require.NoError(t, os.MkdirAll(ledgers, 0o755))
@@ -190,11 +207,9 @@ func stageCut(t *testing.T, cfg fsConfig, op, target string) (verdict, string) {
 	require.NoErrorf(t, err, "seed: %s", out)
 	old, _ := os.Stat(filepath.Join(tasks, target))
 
-	// The op's second write(2) to the change log is its record (the
-	// first is its announcement): strace holds it up for 3 s.
 	cmd := exec.Command("strace", "-f", "-qq", "-o", filepath.Join(dir, "strace.out"),
-		"-P", filepath.Join(tasks, ".taskgraph.log"), "-e", "trace=write",
-		"-e", "inject=write:delay_enter=3000000:when=2",
+		"-P", filepath.Join(tasks, h.file), "-e", "trace="+h.call,
+		"-e", fmt.Sprintf("inject=%s:delay_enter=3000000:when=%d", h.call, h.when),
 		os.Args[0], "-test.run=^TestPowerLoss$")
 	cmd.Env = append(env, opEnv+"="+op, ledgerEnv+"="+filepath.Join(ledgers, "op.ledger"))
 	stderr, err := os.Create(filepath.Join(dir, "op.stderr"))
