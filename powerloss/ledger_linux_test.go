@@ -168,6 +168,7 @@ type write struct {
 	// operation cut by the power.
 	any      bool
 	wildcard bool // a store operation without an id (create, plan, claimnext): it may have written any task
+	plan     bool // a plan: a write of several files, whose journal a store replays after its commit point
 	restore  bool // a failed merge that put back a version the file held while it ran (Restore)
 	rev      int64
 	sum      string
@@ -361,7 +362,7 @@ func (h *history) unfinishedWrites(p pending, end int64) {
 		w.gone = e.Op == "delete"
 		h.writes[e.ID] = append(h.writes[e.ID], w)
 	default:
-		w.wildcard = true
+		w.wildcard, w.plan = true, e.Op == "plan"
 		h.wildcards = append(h.wildcards, w)
 	}
 }
@@ -413,6 +414,10 @@ type verdict struct {
 // following). So git's version wins over every store write acknowledged
 // before git began, and a store write acknowledged after git's sync wins
 // over git's version; writes whose times overlap may end either way.
+// A plan that did not finish may also have made, byte for byte, a new task
+// that no store acknowledged and that is found as git wrote it, if the
+// plan began before git first wrote it: its journal, replayed after the
+// restart, rewrites the tasks git copied from it.
 //
 // The demanded writes the found version fails are reported: the store's
 // as lost acknowledged writes, git's as overwritten git versions (one of
@@ -578,6 +583,25 @@ func (h *history) matching(ws []write, f found) []write {
 			if !x.any && x.start <= r.end {
 				x.git, x.end, x.line = true, max(x.end, r.end), r.line
 				exact = append(exact, x)
+			}
+		}
+	}
+	// A plan that did not finish may be replayed from its journal after
+	// its commit point, rewriting its new tasks byte for byte: the same
+	// bytes as git's copies of them, if git committed and checked them
+	// out meanwhile. So a new task no store acknowledged, found as git
+	// wrote it, may also be that plan's, if the plan began before git
+	// first wrote it.
+	if f.task != nil && f.task.Rev == 1 && !slices.ContainsFunc(exact, func(w write) bool { return !w.git && !w.any }) {
+		first := int64(math.MaxInt64)
+		for _, w := range exact {
+			if w.git && !w.any {
+				first = min(first, w.start)
+			}
+		}
+		for _, w := range h.wildcards {
+			if w.plan && w.start < first && first < math.MaxInt64 {
+				exact = append(exact, w.as(f))
 			}
 		}
 	}
