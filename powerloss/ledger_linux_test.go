@@ -292,6 +292,10 @@ func (h *history) add(e entry, line string) {
 	case "error":
 		switch {
 		case open && e.Restore:
+			// git rewrote the files in place and no sync followed: until
+			// one does, a power loss may leave them anything, empty too,
+			// as after an operation that did not finish.
+			h.unfinishedWrites(p, e.T)
 			for _, v := range e.Maybe {
 				h.writes[v.ID] = append(h.writes[v.ID], write{who: e.Who, git: true, start: p.e.T, end: e.T, gone: v.Sum == "", sum: v.Sum, line: line})
 			}
