@@ -20,9 +20,10 @@ import (
 )
 
 // defaultRounds keeps the whole test (5 filesystems; ext4 without a
-// journal when named) within a few minutes under go test -race on two
-// cores; TASKGRAPH_POWERLOSS_ROUNDS runs more.
-const defaultRounds = 3
+// journal when named) within two minutes under go test -race on two
+// cores, as many rounds as the two modes of group commit's time ran;
+// TASKGRAPH_POWERLOSS_ROUNDS runs more.
+const defaultRounds = 5
 
 const writers = 3
 
