@@ -1,0 +1,137 @@
+// Package claimbench measures ClaimNext at scale under concurrency limits
+// and WithUnder against a plain ClaimNext, on one fixture, in one run:
+// the store benchmarks (the root package's, pgstore's) and go run ./bench
+// share it, so that every store is measured the same way.
+package claimbench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/taskgraph-dev/taskgraph"
+)
+
+// Epics is the number of epics of the fixture: tasks 1 to Epics, each the
+// parent of a run of consecutive tasks, epic Epics of the last run.
+const Epics = 10
+
+// Label is the label of every tenth task, and Unused a label no task
+// carries. The tasks carrying Label are more urgent (P1) than the others
+// (P2): a limit on Label that is reached holds back every one of them,
+// and they all come first in the claim order.
+const (
+	Label  = "gpu"
+	Unused = "unused"
+)
+
+// Tasks returns the fixture of n tasks (n > 10*Epics): the epics, then
+// their children, a third of them completed; every tenth task carries
+// Label. Each epic waits on its children (they block it), as Create makes
+// it.
+func Tasks(n int) []taskgraph.Task {
+	tasks := make([]taskgraph.Task, n)
+	leaves := n - Epics
+	for i := range tasks {
+		id := taskgraph.ID(i + 1)
+		t := taskgraph.Task{ID: id, Subject: fmt.Sprint("task ", id), Status: taskgraph.Pending, Priority: taskgraph.DefaultPriority}
+		if i >= Epics {
+			epic := 1 + (i-Epics)*Epics/leaves
+			t.Parent = taskgraph.ID(epic)
+			tasks[epic-1].BlockedBy = append(tasks[epic-1].BlockedBy, id)
+			if id%3 == 0 {
+				t.Status = taskgraph.Completed
+			}
+			if id%10 == 0 {
+				t.Labels, t.Priority = []string{Label}, taskgraph.P1
+			}
+		} else {
+			t.Subject = fmt.Sprint("epic ", id)
+		}
+		tasks[i] = t
+	}
+	return tasks
+}
+
+// Case is one way of calling ClaimNext that Measure times: with Limits
+// set (every other limit of Label and Unused removed) and Opts.
+type Case struct {
+	Name   string
+	Limits map[string]int
+	Opts   []taskgraph.ClaimOption
+	// Check says what is wrong with the task claimed, or "".
+	Check func(t taskgraph.Task) string
+}
+
+// Cases are the cases Measure times, the plain ClaimNext first: a limit
+// on a label no task carries; a limit on Label, reached (see Setup), which
+// holds back the most urgent tenth of the ready tasks; WithUnder the last
+// epic.
+var Cases = []Case{
+	{Name: "plain"},
+	{Name: "limit-unused", Limits: map[string]int{Unused: 1}},
+	{Name: "limit-held", Limits: map[string]int{Label: 1}, Check: func(t taskgraph.Task) string {
+		if slices.Contains(t.Labels, Label) {
+			return fmt.Sprintf("task %d carries %q, whose limit is reached", t.ID, Label)
+		}
+		return ""
+	}},
+	{Name: "under-last-epic", Opts: []taskgraph.ClaimOption{taskgraph.WithUnder(Epics)}, Check: func(t taskgraph.Task) string {
+		if t.Parent != Epics {
+			return fmt.Sprintf("task %d is not under task %d", t.ID, Epics)
+		}
+		return ""
+	}},
+}
+
+// Setup prepares a store loaded with Tasks for Measure: a task carrying
+// Label is claimed (by "holder", without a lease) and stays so, so that
+// a limit of 1 on Label is reached.
+func Setup(ctx context.Context, s taskgraph.Store) error {
+	_, err := s.Claim(ctx, 10*Epics, "holder")
+	return err
+}
+
+// Measure runs each of Cases once, first in the order rotated by round,
+// and returns the time of each ClaimNext by case name. Each claimed task
+// is released, untimed, so that every round finds the graph as the last
+// left it; the limits are set, untimed, before each case.
+func Measure(ctx context.Context, s taskgraph.Store, round int) (map[string]time.Duration, error) {
+	lim, ok := s.(taskgraph.Limiter)
+	if !ok {
+		return nil, fmt.Errorf("claimbench: %T has no limits", s)
+	}
+	have, err := lim.Limits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Duration{}
+	for k := range Cases {
+		c := Cases[(k+round)%len(Cases)]
+		for _, l := range []string{Label, Unused} {
+			if have[l] != c.Limits[l] {
+				if err := lim.SetLimit(ctx, l, c.Limits[l]); err != nil {
+					return nil, err
+				}
+				have[l] = c.Limits[l]
+			}
+		}
+		start := time.Now()
+		t, err := s.ClaimNext(ctx, "bench", c.Opts...)
+		d := time.Since(start)
+		if err != nil {
+			return nil, fmt.Errorf("claimbench: %s: %w", c.Name, err)
+		}
+		if c.Check != nil {
+			if what := c.Check(t); what != "" {
+				return nil, fmt.Errorf("claimbench: %s: %s", c.Name, what)
+			}
+		}
+		if _, err := s.Release(ctx, t.ID, "bench"); err != nil {
+			return nil, err
+		}
+		out[c.Name] = d
+	}
+	return out, nil
+}
