@@ -266,27 +266,7 @@ func BenchmarkClaimNextAtScale(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			s := openStore(b, dir, mode.opts...)
 			defer s.Close()
-			if _, err := claimbench.Measure(ctx, s, 0); err != nil { // warm the cache
-				b.Fatal(err)
-			}
-			times := map[string][]time.Duration{}
-			for round := 0; b.Loop(); round++ {
-				m, err := claimbench.Measure(ctx, s, round)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for c, d := range m {
-					times[c] = append(times[c], d)
-				}
-			}
-			plain := median(times["plain"])
-			for _, c := range claimbench.Cases {
-				m := median(times[c.Name])
-				b.ReportMetric(float64(m)/float64(time.Millisecond), c.Name+"-ms")
-				if c.Name != "plain" {
-					b.ReportMetric(float64(m)/float64(plain), c.Name+"/plain")
-				}
-			}
+			claimbench.Bench(b, s)
 		})
 	}
 }

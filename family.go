@@ -10,6 +10,7 @@ package taskgraph
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Family returns nts with their parents made edges: a task that names a
@@ -151,4 +152,32 @@ func (g *graph) under(id, root ID) bool {
 		id = t.Parent
 	}
 	return false
+}
+
+// nextUnder returns the first ready task in claim order under root (see
+// under) that carries labels, is not deferred at now and carries no label
+// of full (see nextClaim): it walks the tasks under root by the children
+// index, O(tasks under root). Each task has one parent, so a walk down
+// from root meets a task twice only through a loop of parent links
+// through root itself: root is then under itself, and its children are
+// not walked again.
+func (g *graph) nextUnder(root ID, labels []string, full map[string]bool, now time.Time) (ID, bool) {
+	var best readyEntry
+	found := false
+	walk := slices.Clone(g.children[root])
+	for len(walk) > 0 {
+		id := walk[len(walk)-1]
+		walk = walk[:len(walk)-1]
+		if id != root {
+			walk = append(walk, g.children[id]...)
+		}
+		t := g.tasks[id]
+		if t == nil || t.Status != Pending {
+			continue
+		}
+		if e := entryOf(t); (!found || e.less(best)) && hasLabels(t.Labels, labels) && !t.Deferred(now) && !heldBack(t, full) && g.readyTask(t) {
+			best, found = e, true
+		}
+	}
+	return best.id, found
 }

@@ -35,6 +35,7 @@ type graph struct {
 	deferred map[ID]bool     // pending tasks with a NotBefore, past or to come
 	running  map[ID]bool     // in_progress tasks
 	limits   map[string]int  // the concurrency limits by label (Limiter); nil: none
+	byLimit  *limitQueues    // the ready tasks split by the limited labels they carry; nil until a ClaimNext needs it
 	broken   map[ID]error    // ids whose file exists but is corrupt (FileStore only)
 	keys     map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
 	children map[ID][]ID     // parent -> sorted ids of the tasks that name it (Task.Parent), even if it is missing
@@ -433,7 +434,13 @@ func (g *graph) touch(id ID) {
 	if !g.isReady(id) {
 		return
 	}
-	e := entryOf(g.tasks[id])
+	t := g.tasks[id]
+	e := entryOf(t)
+	if g.byLimit != nil {
+		if g.byLimit.add(t, e); g.byLimit.size > 2*len(g.tasks)+1024 {
+			g.byLimit = nil // stale entries outnumber the tasks: built afresh when next needed
+		}
+	}
 	if q, ok := g.queued[id]; ok && q == e {
 		return
 	}
@@ -447,6 +454,7 @@ func (g *graph) touch(id ID) {
 // requeue rebuilds the ready heap from the tasks.
 func (g *graph) requeue() {
 	g.ready, g.queued = g.ready[:0], make(map[ID]readyEntry)
+	g.byLimit = nil
 	for _, id := range g.ids {
 		if g.isReady(id) {
 			e := entryOf(g.tasks[id])
@@ -492,16 +500,16 @@ func (g *graph) nextReady(now time.Time) (ID, bool) {
 }
 
 // nextReadyWith is nextReady for the tasks that carry every label of the
-// sorted set labels. It scans the ready tasks: O(ready).
-func (g *graph) nextReadyWith(labels []string, now time.Time) (ID, bool) {
-	if len(labels) == 0 {
-		return g.nextReady(now)
-	}
+// sorted set labels and none of full (see nextClaim). It scans the ready
+// tasks: O(ready).
+func (g *graph) nextReadyWith(labels []string, full map[string]bool, now time.Time) (ID, bool) {
 	var best readyEntry
 	found := false
 	for _, e := range g.ready {
-		if (!found || e.less(best)) && g.live(e) && hasLabels(g.tasks[e.id].Labels, labels) && !g.tasks[e.id].Deferred(now) {
-			best, found = e, true
+		if !found || e.less(best) {
+			if t := g.tasks[e.id]; g.live(e) && hasLabels(t.Labels, labels) && !t.Deferred(now) && !heldBack(t, full) {
+				best, found = e, true
+			}
 		}
 	}
 	return best.id, found

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"testing"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -134,4 +135,38 @@ func Measure(ctx context.Context, s taskgraph.Store, round int) (map[string]time
 		out[c.Name] = d
 	}
 	return out, nil
+}
+
+// Bench runs Measure on s once to warm it, then once per iteration of b,
+// and reports each case's median (name-ms) and its ratio to the plain
+// one's (name/plain).
+func Bench(b *testing.B, s taskgraph.Store) {
+	ctx := b.Context()
+	if _, err := Measure(ctx, s, 0); err != nil {
+		b.Fatal(err)
+	}
+	times := map[string][]time.Duration{}
+	for round := 0; b.Loop(); round++ {
+		m, err := Measure(ctx, s, round)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for c, d := range m {
+			times[c] = append(times[c], d)
+		}
+	}
+	plain := Median(times["plain"])
+	for _, c := range Cases {
+		m := Median(times[c.Name])
+		b.ReportMetric(float64(m)/float64(time.Millisecond), c.Name+"-ms")
+		if c.Name != "plain" {
+			b.ReportMetric(float64(m)/float64(plain), c.Name+"/plain")
+		}
+	}
+}
+
+// Median returns the median of ds, which it sorts.
+func Median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
