@@ -157,24 +157,26 @@ func (g *graph) under(id, root ID) bool {
 // nextUnder returns the first ready task in claim order under root (see
 // under) that carries labels, is not deferred at now and carries no label
 // of full (see nextClaim): it walks the tasks under root by the children
-// index, O(tasks under root). Each task has one parent, so a walk down
-// from root meets a task twice only through a loop of parent links
-// through root itself: root is then under itself, and its children are
-// not walked again.
+// index, O(tasks under root), each task found by its node (children have
+// mostly dense ids, side by side in the nodes: no lookup in the task map
+// for each). Each task has one parent, so a walk down from root meets a
+// task twice only through a loop of parent links through root itself:
+// root is then under itself, and its children are not walked again.
 func (g *graph) nextUnder(root ID, labels []string, full map[string]bool, now time.Time) (ID, bool) {
 	var best readyEntry
 	found := false
+	nodes := g.walk()
 	walk := slices.Clone(g.children[root])
-	for len(walk) > 0 {
-		id := walk[len(walk)-1]
-		walk = walk[:len(walk)-1]
+	for k := 0; k < len(walk); k++ { // in id order, mostly: the first found is mostly the best
+		id := walk[k]
 		if id != root {
 			walk = append(walk, g.children[id]...)
 		}
-		t := g.tasks[id]
-		if t == nil || t.Status != Pending {
+		i, ok := g.search(id)
+		if !ok || nodes[i].st != Pending {
 			continue
 		}
+		t := nodes[i].t
 		if e := entryOf(t); (!found || e.less(best)) && hasLabels(t.Labels, labels) && !t.Deferred(now) && !heldBack(t, full) && g.readyTask(t) {
 			best, found = e, true
 		}
