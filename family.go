@@ -158,8 +158,8 @@ func (g *graph) under(id, root ID) bool {
 // under) that carries labels, is not deferred at now and carries no label
 // of full (see nextClaim): it walks the tasks under root by the children
 // index, O(tasks under root), each task found by its node (children have
-// mostly dense ids, side by side in the nodes: no lookup in the task map
-// for each). Each task has one parent, so a walk down from root meets a
+// mostly dense ids, side by side in the nodes: no lookup in a map for
+// each but the parents). Each task has one parent, so a walk down from root meets a
 // task twice only through a loop of parent links through root itself:
 // root is then under itself, and its children are not walked again.
 func (g *graph) nextUnder(root ID, labels []string, full map[string]bool, now time.Time) (ID, bool) {
@@ -169,11 +169,14 @@ func (g *graph) nextUnder(root ID, labels []string, full map[string]bool, now ti
 	walk := slices.Clone(g.children[root])
 	for k := 0; k < len(walk); k++ { // in id order, mostly: the first found is mostly the best
 		id := walk[k]
-		if id != root {
+		i, ok := g.search(id)
+		if !ok {
+			continue
+		}
+		if nodes[i].parent && id != root {
 			walk = append(walk, g.children[id]...)
 		}
-		i, ok := g.search(id)
-		if !ok || nodes[i].st != Pending {
+		if nodes[i].st != Pending {
 			continue
 		}
 		t := nodes[i].t

@@ -73,6 +73,7 @@ type node struct {
 	t          *Task
 	dependents []ID
 	st         Status // t.Status, beside the pointer: a board's first pass reads no task it does not classify further
+	parent     bool   // some task names it as its parent (graph.children): a walk down a tree looks its children up only then
 }
 
 // set makes t the node's task.
@@ -114,7 +115,7 @@ func (g *graph) put(t *Task) {
 		switch {
 		case !fresh:
 		case i == len(g.ids)-1:
-			g.nodes = append(g.nodes, node{dependents: g.dependents[t.ID]})
+			g.nodes = append(g.nodes, node{dependents: g.dependents[t.ID], parent: len(g.children[t.ID]) > 0})
 		default:
 			fresh, g.nodes = false, nil
 		}
@@ -185,6 +186,7 @@ func (g *graph) index(t *Task) {
 	}
 	if t.Parent != 0 {
 		g.children[t.Parent] = insertSorted(g.children[t.Parent], t.ID)
+		g.markParent(t.Parent)
 	}
 	g.maxID = max(g.maxID, t.ID)
 	if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() {
@@ -338,7 +340,7 @@ func (g *graph) walk() []node {
 	if len(g.nodes) != len(g.ids) {
 		g.nodes = make([]node, len(g.ids))
 		for i, id := range g.ids {
-			g.nodes[i] = node{dependents: g.dependents[id]}
+			g.nodes[i] = node{dependents: g.dependents[id], parent: len(g.children[id]) > 0}
 			g.nodes[i].set(g.tasks[id])
 		}
 	}
@@ -401,6 +403,18 @@ func (g *graph) unparent(t *Task) {
 		g.children[t.Parent] = ids
 	} else {
 		delete(g.children, t.Parent)
+	}
+	g.markParent(t.Parent)
+}
+
+// markParent makes p's node say whether p has children, as the children
+// index does.
+func (g *graph) markParent(p ID) {
+	if len(g.nodes) != len(g.ids) {
+		return // dropped: walk builds them from the map
+	}
+	if i, ok := g.search(p); ok {
+		g.nodes[i].parent = len(g.children[p]) > 0
 	}
 }
 

@@ -36,6 +36,9 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 			for range r.IntN(4) {
 				task.BlockedBy = append(task.BlockedBy, ID(1+r.IntN(310)))
 			}
+			if r.IntN(3) == 0 {
+				task.Parent = ID(1 + r.IntN(310))
+			}
 			g.put(task)
 		}
 		if step == 299 && len(g.nodes) != len(g.ids) {
@@ -62,6 +65,9 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 			}
 			if n.st != n.t.Status {
 				t.Fatalf("step %d: node of %d says %s, its task %s", step, id, n.st, n.t.Status)
+			}
+			if n.parent != (len(g.children[id]) > 0) {
+				t.Fatalf("step %d: node of %d says parent %v, the children index %v", step, id, n.parent, g.children[id])
 			}
 			if !slices.Equal(n.dependents, g.dependents[id]) {
 				t.Fatalf("step %d: node of %d has dependents %v, the map %v", step, id, n.dependents, g.dependents[id])
