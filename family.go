@@ -176,7 +176,7 @@ func (g *graph) nextUnder(root ID, labels []string, full map[string]bool, now ti
 		if nodes[i].parent && id != root {
 			walk = append(walk, g.children[id]...)
 		}
-		if nodes[i].st != Pending {
+		if nodes[i].st != Pending || found && nodes[i].exact && Priority(nodes[i].pri) > best.pri {
 			continue
 		}
 		t := nodes[i].t

@@ -74,10 +74,19 @@ type node struct {
 	dependents []ID
 	st         Status // t.Status, beside the pointer: a board's first pass reads no task it does not classify further
 	parent     bool   // some task names it as its parent (graph.children): a walk down a tree looks its children up only then
+	// pri is t.Priority when exact (a stored priority is one of five):
+	// a walk down a tree passes over the less urgent tasks without
+	// reading them (nextUnder).
+	pri   int8
+	exact bool
 }
 
 // set makes t the node's task.
-func (n *node) set(t *Task) { n.t, n.st = t, t.Status }
+func (n *node) set(t *Task) {
+	n.t, n.st = t, t.Status
+	n.pri = int8(t.Priority)
+	n.exact = Priority(n.pri) == t.Priority
+}
 
 func newGraph() *graph {
 	return &graph{
