@@ -414,7 +414,7 @@ func claimsAtScale(dir string, n, rounds int, floor func() float64) []Result {
 				log.Fatal(err)
 			}
 			for c, d := range m {
-				times[c] = append(times[c], d)
+				times[c] = append(times[c], d.Wall)
 			}
 		}
 	})

@@ -94,12 +94,20 @@ func Setup(ctx context.Context, s taskgraph.Store) error {
 	return err
 }
 
+// Sample is one timed ClaimNext: its wall time, and the CPU time the
+// process used meanwhile (on a loaded machine the wall time of the same
+// work swings with other processes; the CPU time much less, and it leaves
+// out the waits for the disk).
+type Sample struct {
+	Wall, CPU time.Duration
+}
+
 // Measure runs each of Cases once, first in the order rotated by round,
-// and returns the time of each ClaimNext by case name. Each claimed task
+// and returns the sample of each ClaimNext by case name. Each claimed task
 // is released, untimed, so that every round finds the graph as the last
 // left it; the limits are set, untimed, before each case, and an untimed
 // ClaimNext of the case precedes the timed one.
-func Measure(ctx context.Context, s taskgraph.Store, round int) (map[string]time.Duration, error) {
+func Measure(ctx context.Context, s taskgraph.Store, round int) (map[string]Sample, error) {
 	lim, ok := s.(taskgraph.Limiter)
 	if !ok {
 		return nil, fmt.Errorf("claimbench: %T has no limits", s)
@@ -108,7 +116,7 @@ func Measure(ctx context.Context, s taskgraph.Store, round int) (map[string]time
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]time.Duration{}
+	out := map[string]Sample{}
 	for k := range Cases {
 		c := Cases[(k+round)%len(Cases)]
 		for _, l := range []string{Label, Unused} {
@@ -137,48 +145,50 @@ func Measure(ctx context.Context, s taskgraph.Store, round int) (map[string]time
 
 // claim times a ClaimNext of case c on s, checks the task it claims and
 // releases it.
-func claim(ctx context.Context, s taskgraph.Store, c Case) (time.Duration, error) {
-	start := time.Now()
+func claim(ctx context.Context, s taskgraph.Store, c Case) (Sample, error) {
+	start, cpu := time.Now(), cpuNow()
 	t, err := s.ClaimNext(ctx, "bench", c.Opts...)
-	d := time.Since(start)
+	d := Sample{Wall: time.Since(start), CPU: cpuNow() - cpu}
 	if err != nil {
-		return 0, fmt.Errorf("claimbench: %s: %w", c.Name, err)
+		return d, fmt.Errorf("claimbench: %s: %w", c.Name, err)
 	}
 	if c.Check != nil {
 		if what := c.Check(t); what != "" {
-			return 0, fmt.Errorf("claimbench: %s: %s", c.Name, what)
+			return d, fmt.Errorf("claimbench: %s: %s", c.Name, what)
 		}
 	}
 	if _, err := s.Release(ctx, t.ID, "bench"); err != nil {
-		return 0, err
+		return d, err
 	}
 	return d, nil
 }
 
 // Bench runs Measure on s once to warm it, then once per iteration of b,
-// and reports each case's median (name-ms) and its ratio to the plain
-// one's (name/plain).
+// and reports each case's median wall time (name-ms), its ratio to the
+// plain ClaimNext's (name/plain), and the same ratio of the medians of
+// CPU time (name/plain-cpu).
 func Bench(b *testing.B, s taskgraph.Store) {
 	ctx := b.Context()
 	if _, err := Measure(ctx, s, 0); err != nil {
 		b.Fatal(err)
 	}
-	times := map[string][]time.Duration{}
+	wall, cpu := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for round := 0; b.Loop(); round++ {
 		m, err := Measure(ctx, s, round)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for c, d := range m {
-			times[c] = append(times[c], d)
+			wall[c], cpu[c] = append(wall[c], d.Wall), append(cpu[c], d.CPU)
 		}
 	}
-	plain := Median(times["plain"])
+	plain, plainCPU := Median(wall["plain"]), Median(cpu["plain"])
 	for _, c := range Cases {
-		m := Median(times[c.Name])
+		m := Median(wall[c.Name])
 		b.ReportMetric(float64(m)/float64(time.Millisecond), c.Name+"-ms")
 		if c.Name != "plain" {
 			b.ReportMetric(float64(m)/float64(plain), c.Name+"/plain")
+			b.ReportMetric(float64(Median(cpu[c.Name]))/float64(plainCPU), c.Name+"/plain-cpu")
 		}
 	}
 }
