@@ -49,6 +49,7 @@ type Server struct {
 	rate     *rate
 	mux      *http.ServeMux
 	routes   []string // every pattern handled, for the access-matrix test
+	mcp      *mcpHub  // nil without WithMCP
 }
 
 // NewServer returns a server of store for the holders of tokens. It does
@@ -60,6 +61,7 @@ func NewServer(store Store, tokens Tokens, opts ...Option) *Server {
 		o(s)
 	}
 	s.route()
+	s.routeMCP()
 	return s
 }
 
@@ -68,6 +70,9 @@ func NewServer(store Store, tokens Tokens, opts ...Option) *Server {
 // streams are refused.
 func (s *Server) Close() error {
 	s.sessions.close()
+	if s.mcp != nil {
+		s.mcp.close()
+	}
 	return nil
 }
 

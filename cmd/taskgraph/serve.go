@@ -15,6 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/taskgraph-dev/taskgraph/agenttools"
 	"github.com/taskgraph-dev/taskgraph/board"
 	"github.com/taskgraph-dev/taskgraph/hub"
 )
@@ -52,8 +55,13 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 	key := fs.String("tls-key", "", "the private key of --tls-cert, in `FILE`")
 	proxy := fs.Bool("behind-tls-proxy", false, "serve the API beyond loopback over plain HTTP: a proxy in front terminates TLS")
 	rate := fs.Float64("rate", hub.DefaultRate, "bound each token at `N` API requests a second, in bursts of twice that (0: no bound)")
+	lease := leaseFlag(fs, "lease every claim made through /mcp for this `DURATION` (default 5m); the hub renews them while the client that made them is there")
 	return func(e *env) error {
 		if err := e.wantArgs(0); err != nil {
+			return err
+		}
+		ttl, err := mcpLease(lease)
+		if err != nil {
 			return err
 		}
 		if err := e.besideFiles("serve"); err != nil {
@@ -91,10 +99,13 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			defer b.Close()
 			mux := http.NewServeMux()
 			mux.Handle("/", b)
-			api, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy, hub.WithRate(*rate, int(2**rate)))
+			ctx, stop := context.WithCancel(e.ctx)
+			defer stop() // ends the renewals of the MCP sessions' claims
+			api, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy, hub.WithRate(*rate, int(2**rate)), hub.WithMCP(hubMCP(ctx, ttl)))
 			if api != nil {
 				defer api.Close()
 				mux.Handle("/v1/", api)
+				mux.Handle(hub.MCPPath, api)
 			}
 			ln, err := net.Listen("tcp", *addr)
 			if err != nil {
@@ -149,13 +160,13 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 // which, and why.
 func (e *env) hubAPI(s store, file string, safe bool, opts ...hub.Option) (*hub.Server, string) {
 	if !safe {
-		return nil, "Not serving the API (/v1/): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
+		return nil, "Not serving the API (/v1/) nor MCP (/mcp): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
 	}
 	tokens, err := e.tokenFile(file)
 	if err != nil {
-		return nil, "Not serving the API (/v1/): " + err.Error()
+		return nil, "Not serving the API (/v1/) nor MCP (/mcp): " + err.Error()
 	}
-	msg := "Serving the API under /v1/; every request needs a token (taskgraph token add NAME)"
+	msg := "Serving the API under /v1/ and MCP at /mcp; every request needs a token (taskgraph token add NAME)"
 	if infos, err := tokens.List(); err == nil && len(infos) == 0 {
 		msg += ": there is none yet, so every request is refused"
 	}
@@ -187,4 +198,16 @@ func (e *env) graphName() string {
 		dir = filepath.Dir(dir)
 	}
 	return filepath.Base(dir)
+}
+
+// hubMCP returns the MCP servers of a hub's /mcp: the tools of taskgraph
+// mcp, each identity's acting as its token's name, its claims leased for
+// ttl and renewed, until ctx ends, while its client is there.
+func hubMCP(ctx context.Context, ttl time.Duration) hub.MCPServer {
+	return func(st hub.Store, who hub.Identity, lastSeen func() time.Time) *mcp.Server {
+		if who.Role != hub.Viewer {
+			go keepClaims(ctx, st, who.Name, ttl, lastSeen)
+		}
+		return newMCPServer(st, agenttools.WithOwner(who.Name), agenttools.WithLease(ttl))
+	}
 }
