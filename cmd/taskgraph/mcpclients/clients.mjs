@@ -3,8 +3,9 @@
 //   1. the official TypeScript SDK (@modelcontextprotocol/sdk), through its
 //      StdioClientTransport, with the taskgraph tools and with
 //      --tools claude-code;
-//   2. the MCP Inspector's CLI mode (@modelcontextprotocol/inspector --cli),
-//      run as a separate process, its JSON output checked;
+//   2. the MCP Inspector's CLI (@modelcontextprotocol/inspector-cli, the
+//      program `npx @modelcontextprotocol/inspector --cli` runs), run as a
+//      separate process, its JSON output checked;
 //   3. both again over Streamable HTTP, against the /mcp of a `taskgraph
 //      serve` (the hub), with a bearer token in the Authorization header:
 //      the session acts as the token's name, a viewer's token cannot write,
@@ -255,9 +256,10 @@ async function sdkClaudeCode(work) {
   }
 }
 
-// inspector runs the MCP Inspector's CLI mode as its own process, the way a
+// inspector runs the MCP Inspector's CLI as its own process, the way a
 // person would (npx @modelcontextprotocol/inspector --cli ...), from the
-// pinned install, and parses the JSON it prints.
+// pinned install, on `taskgraph mcp --dir dir`, and parses the JSON it
+// prints.
 async function inspector(dir, ...args) {
   return inspectorRun(bin, "mcp", "--dir", dir, ...args);
 }
@@ -265,7 +267,7 @@ async function inspector(dir, ...args) {
 // inspectorRun runs the Inspector's CLI on a target: a command and its
 // arguments, or a URL.
 async function inspectorRun(...args) {
-  const cli = join(here, "node_modules", "@modelcontextprotocol", "inspector", "cli", "build", "cli.js");
+  const cli = join(here, "node_modules", "@modelcontextprotocol", "inspector-cli", "build", "cli.js");
   const argv = [cli, "--cli", ...args];
   let out;
   try {
@@ -441,7 +443,7 @@ async function inspectorCLI(work) {
 }
 
 const work = mkdtempSync(join(tmpdir(), "taskgraph-mcpclients-"));
-const versions = `@modelcontextprotocol/sdk ${pkgVersion("@modelcontextprotocol/sdk")}, @modelcontextprotocol/inspector ${pkgVersion("@modelcontextprotocol/inspector")}, node ${process.version}`;
+const versions = `@modelcontextprotocol/sdk ${pkgVersion("@modelcontextprotocol/sdk")}, @modelcontextprotocol/inspector-cli ${pkgVersion("@modelcontextprotocol/inspector-cli")}, node ${process.version}`;
 console.log(`mcpclients: ${bin} against ${versions}`);
 const sections = [
   ["TypeScript SDK, taskgraph tools", sdkTaskgraph],
