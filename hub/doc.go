@@ -85,7 +85,14 @@
 // where the hub cannot resume (it restarted, or the client missed more),
 // it sends "resync" and the Client re-reads by itself.
 //
+// # MCP
+//
+// WithMCP serves MCP over Streamable HTTP at MCPPath ("/mcp") on the
+// same server: each session is bound to its token's identity and its
+// tools act on As(store, who), the store as that identity may use it,
+// so the API and MCP enforce the same rules.
+//
 // Not built yet: keys recorded in the store (so that they survive a
-// restart of the hub), MCP over HTTP, a table of tokens in PostgreSQL.
-// See docs/hub.md.
+// restart of the hub), a table of tokens in PostgreSQL. See
+// docs/hub.md.
 package hub

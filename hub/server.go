@@ -66,8 +66,8 @@ func NewServer(store Store, tokens Tokens, opts ...Option) *Server {
 }
 
 // Close ends the event streams and the store's watch that feeds them,
-// so that an http.Server's Shutdown need not wait for them. Later
-// streams are refused.
+// and the MCP sessions, so that an http.Server's Shutdown need not wait
+// for them. Later streams and sessions are refused.
 func (s *Server) Close() error {
 	s.sessions.close()
 	if s.mcp != nil {

@@ -37,10 +37,13 @@ serves the tasks by state, the lapsed leases and the pages following the
 board in the Prometheus text format. Interrupt to stop.
 
 Beside the board it serves the hub's API under /v1/: the whole Store as
-JSON over HTTP, for agents elsewhere (Go: package hub; docs/hub.md). Every
+JSON over HTTP, for agents elsewhere (Go: package hub; docs/hub.md), and at
+/mcp the tools of taskgraph mcp over MCP's Streamable HTTP, each session
+acting as its token's name, its claims leased for --lease and renewed while
+its client is there (docs/mcp.md). Every
 request needs a token of taskgraph token add, kept in the directory's
 .taskgraph.tokens (with --store, in the file --tokens names). Beyond
-loopback the API, and the page's writes, are served only over TLS
+loopback the API, MCP, and the page's writes, are served only over TLS
 (--tls-cert and --tls-key), or behind a proxy that terminates TLS
 (--behind-tls-proxy). Each token may
 make --rate requests a second (default 200), in bursts of twice that.`

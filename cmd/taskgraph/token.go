@@ -13,8 +13,8 @@ import (
 )
 
 // tokenHelp is the help of taskgraph token.
-const tokenHelp = `Manage the tokens of the hub's API (taskgraph serve): every request to
-/v1/ must carry one, as "Authorization: Bearer TOKEN".
+const tokenHelp = `Manage the tokens of the hub's API and MCP (taskgraph serve): every
+request to /v1/ and /mcp must carry one, as "Authorization: Bearer TOKEN".
 
   token add NAME [--role agent|viewer|admin]   print a new token, once
   token list                                   the tokens' names and roles
