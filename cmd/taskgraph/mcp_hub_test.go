@@ -249,11 +249,13 @@ var mcpCells = []mcpCell{
 }
 
 // The access matrix over MCP, as TestAccessMatrix (hub) proves it over
-// the API: through every tool /mcp serves, a viewer writing, an agent
+// the API: through every tool /mcp serves, a revoked token, a viewer
+// writing, an agent
 // doing what only an admin may, and an agent (or an admin: the tools act
 // as their session's name) acting on another's claim are refused and
 // change nothing; the rest happen, as the token's name. Sessions without
-// a valid token are refused in TestHubMCPSessionsAreTheirTokens.
+// a valid token, and another token on a session, are refused in
+// TestHubMCPSessionsAreTheirTokens.
 func TestHubMCPAccessMatrix(t *testing.T) {
 	var covered []string
 	for _, c := range mcpCells {
@@ -267,10 +269,11 @@ func TestHubMCPAccessMatrix(t *testing.T) {
 
 	rank := map[hub.Role]int{hub.Viewer: 1, hub.Agent: 2, hub.Admin: 3}
 	type caller struct {
-		role  hub.Role
-		other bool // acts on bob's task
+		role    hub.Role
+		other   bool // acts on bob's task
+		revoked bool // the token is revoked after the session opened
 	}
-	callers := []caller{{hub.Viewer, false}, {hub.Agent, false}, {hub.Agent, true}, {hub.Admin, false}, {hub.Admin, true}}
+	callers := []caller{{hub.Viewer, false, false}, {hub.Agent, false, false}, {hub.Agent, true, false}, {hub.Admin, false, false}, {hub.Admin, true, false}, {hub.Admin, false, true}}
 	for _, cell := range mcpCells {
 		for _, c := range callers {
 			args := cell.args
@@ -284,6 +287,9 @@ func TestHubMCPAccessMatrix(t *testing.T) {
 			if c.other {
 				name += " on bob's"
 			}
+			if c.revoked {
+				name += ", revoked"
+			}
 			t.Run(name, func(t *testing.T) {
 				store := mcpSeeded(t)
 				tokens := &hub.MemTokens{}
@@ -292,6 +298,13 @@ func TestHubMCPAccessMatrix(t *testing.T) {
 				cs, err := mcpConnect(t, startMCPHub(t, store, tokens, time.Hour), tok)
 				require.NoError(t, err)
 				before := mcpState(t, store)
+				if c.revoked {
+					require.NoError(t, tokens.Revoke("me"))
+					_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: cell.tool, Arguments: json.RawMessage(args)})
+					require.Error(t, err, "a revoked token's call is refused before it reaches the tool")
+					assert.Equal(t, before, mcpState(t, store), "a refused call changes nothing")
+					return
+				}
 				text, isErr := mcpCall(t, cs, cell.tool, args)
 				after := mcpState(t, store)
 				switch {
