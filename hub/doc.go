@@ -61,8 +61,8 @@
 // only as its own owner: an owner (or note author) in a request that
 // differs is refused with ErrForbidden and nothing changes, and an empty
 // one is the token's name. Tokens live in a TokenFile beside a task
-// directory, or in MemTokens; only their SHA-256 is kept, compared in
-// constant time.
+// directory, in a PostgreSQL graph's database (package hub/pgtokens), or
+// in MemTokens; only their SHA-256 is kept, compared in constant time.
 //
 // # Idempotency
 //
@@ -93,6 +93,5 @@
 // so the API and MCP enforce the same rules.
 //
 // Not built yet: keys recorded in the store (so that they survive a
-// restart of the hub), a table of tokens in PostgreSQL. See
-// docs/hub.md.
+// restart of the hub). See docs/hub.md.
 package hub

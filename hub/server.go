@@ -365,7 +365,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request) (Identity, err
 	if !ok && auth != "" {
 		return Identity{}, fmt.Errorf("%w: the Authorization header must be \"Bearer TOKEN\"", ErrUnauthorized)
 	}
-	who, err := s.tokens.Identify(strings.TrimSpace(tok))
+	who, err := s.tokens.Identify(r.Context(), strings.TrimSpace(tok))
 	if err != nil {
 		return who, err
 	}

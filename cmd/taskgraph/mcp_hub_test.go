@@ -139,9 +139,9 @@ func TestHubMCPServesTheStdioTools(t *testing.T) {
 // next request.
 func TestHubMCPSessionsAreTheirTokens(t *testing.T) {
 	tokens := &hub.MemTokens{}
-	me, err := tokens.Add("me", hub.Agent)
+	me, err := tokens.Add(ctx, "me", hub.Agent)
 	require.NoError(t, err)
-	bob, err := tokens.Add("bob", hub.Agent)
+	bob, err := tokens.Add(ctx, "bob", hub.Agent)
 	require.NoError(t, err)
 	store := taskgraph.NewMemStore()
 	url := startMCPHub(t, store, tokens, time.Minute)
@@ -185,7 +185,7 @@ func TestHubMCPSessionsAreTheirTokens(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, taskgraph.Pending, a.Status, "bob's call on me's session did nothing")
 
-	require.NoError(t, tokens.Revoke("me"))
+	require.NoError(t, tokens.Revoke(ctx, "me"))
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "task_claim_next", Arguments: json.RawMessage(`{}`)})
 	require.Error(t, err, "a revoked token is refused at its next request")
 	a, err = store.Get(ctx, 1)
@@ -293,13 +293,13 @@ func TestHubMCPAccessMatrix(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				store := mcpSeeded(t)
 				tokens := &hub.MemTokens{}
-				tok, err := tokens.Add("me", c.role)
+				tok, err := tokens.Add(ctx, "me", c.role)
 				require.NoError(t, err)
 				cs, err := mcpConnect(t, startMCPHub(t, store, tokens, time.Hour), tok)
 				require.NoError(t, err)
 				before := mcpState(t, store)
 				if c.revoked {
-					require.NoError(t, tokens.Revoke("me"))
+					require.NoError(t, tokens.Revoke(ctx, "me"))
 					_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: cell.tool, Arguments: json.RawMessage(args)})
 					require.Error(t, err, "a revoked token's call is refused before it reaches the tool")
 					assert.Equal(t, before, mcpState(t, store), "a refused call changes nothing")
@@ -347,7 +347,7 @@ func mustList(t *testing.T, s taskgraph.Store) []taskgraph.Task {
 // does while it runs; once the client is gone they lapse.
 func TestHubMCPKeepsClaimsWhileTheClientIsThere(t *testing.T) {
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("me", hub.Agent)
+	tok, err := tokens.Add(ctx, "me", hub.Agent)
 	require.NoError(t, err)
 	store := taskgraph.NewMemStore()
 	_, err = store.Create(ctx, taskgraph.NewTask{Subject: "long"})

@@ -42,7 +42,8 @@ JSON over HTTP, for agents elsewhere (Go: package hub; docs/hub.md), and at
 acting as its token's name, its claims leased for --lease and renewed while
 its client is there (docs/mcp.md). Every
 request needs a token of taskgraph token add, kept in the directory's
-.taskgraph.tokens (with --store, in the file --tokens names). Beyond
+.taskgraph.tokens (with --store, in the database beside the graph, or in
+the file --tokens names). Beyond
 loopback the API, MCP, and the page's writes, are served only over TLS
 (--tls-cert and --tls-key), or behind a proxy that terminates TLS
 (--behind-tls-proxy). Each token may
@@ -53,7 +54,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 	writes := fs.Bool("allow-writes", false, "let the page release claims, reopen tasks, add edges and create tasks")
 	remote := fs.Bool("allow-remote", false, "allow an --addr that is not loopback: anyone who reaches it can read the board")
 	streams := fs.Int("max-streams", board.DefaultMaxStreams, "follow at most `N` pages live at once; one more is refused with 503 until another closes")
-	tokensFile := fs.String("tokens", "", "the API's tokens `FILE` (default the task directory's .taskgraph.tokens; needed with --store)")
+	tokensFile := fs.String("tokens", "", "the API's tokens `FILE` (default the task directory's .taskgraph.tokens, or with --store the database's)")
 	cert := fs.String("tls-cert", "", "serve HTTPS with the certificate in `FILE` (with --tls-key)")
 	key := fs.String("tls-key", "", "the private key of --tls-cert, in `FILE`")
 	proxy := fs.Bool("behind-tls-proxy", false, "serve the API beyond loopback over plain HTTP: a proxy in front terminates TLS")
@@ -104,7 +105,8 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			mux.Handle("/", b)
 			ctx, stop := context.WithCancel(e.ctx)
 			defer stop() // ends the renewals of the MCP sessions' claims
-			api, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy, hub.WithRate(*rate, int(2**rate)), hub.WithMCP(hubMCP(ctx, ttl)))
+			api, releaseTokens, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy, hub.WithRate(*rate, int(2**rate)), hub.WithMCP(hubMCP(ctx, ttl)))
+			defer releaseTokens()
 			if api != nil {
 				defer api.Close()
 				mux.Handle("/v1/", api)
@@ -159,21 +161,21 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 }
 
 // hubAPI returns the API of s for the holders of the tokens in file (or
-// the directory's), or nil if it must not be served; and a line that says
-// which, and why.
-func (e *env) hubAPI(s store, file string, safe bool, opts ...hub.Option) (*hub.Server, string) {
+// the graph's, e.tokenStore), or nil if it must not be served; a func
+// that releases the tokens; and a line that says which, and why.
+func (e *env) hubAPI(s store, file string, safe bool, opts ...hub.Option) (*hub.Server, func(), string) {
 	if !safe {
-		return nil, "Not serving the API (/v1/) nor MCP (/mcp): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
+		return nil, func() {}, "Not serving the API (/v1/) nor MCP (/mcp): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
 	}
-	tokens, err := e.tokenFile(file)
+	tokens, done, err := e.tokenStore(file)
 	if err != nil {
-		return nil, "Not serving the API (/v1/) nor MCP (/mcp): " + err.Error()
+		return nil, nil, "Not serving the API (/v1/) nor MCP (/mcp): " + err.Error()
 	}
 	msg := "Serving the API under /v1/ and MCP at /mcp; every request needs a token (taskgraph token add NAME)"
-	if infos, err := tokens.List(); err == nil && len(infos) == 0 {
+	if infos, err := tokens.List(e.ctx); err == nil && len(infos) == 0 {
 		msg += ": there is none yet, so every request is refused"
 	}
-	return hub.NewServer(s, tokens, opts...), msg
+	return hub.NewServer(s, tokens, opts...), done, msg
 }
 
 // isLoopback reports whether host (of --addr) names only this machine. An
