@@ -43,7 +43,7 @@ func TestTokenFile(t *testing.T) {
 	who, err = hub.OpenTokenFile(dir).Identify(ctx, v)
 	require.NoError(t, err)
 	assert.Equal(t, hub.Identity{Name: "watcher", Role: hub.Viewer}, who)
-	_, err = f.Identify(ctx, a + "x")
+	_, err = f.Identify(ctx, a+"x")
 	require.ErrorIs(t, err, hub.ErrUnauthorized)
 	_, err = f.Identify(ctx, "")
 	require.ErrorIs(t, err, hub.ErrUnauthorized)
