@@ -136,12 +136,19 @@ func TestHubClientRefusesPlainHTTPBeyondLoopback(t *testing.T) {
 // and returns their files and a pool that trusts it.
 func selfSigned(t *testing.T) (string, string, *x509.CertPool) {
 	t.Helper()
+	return selfSignedFor(t, net.IPv4(127, 0, 0, 1))
+}
+
+// selfSignedFor writes a self-signed certificate for the address ip and
+// its key, and returns their files and a pool that trusts it.
+func selfSignedFor(t *testing.T, ip net.IP) (string, string, *x509.CertPool) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "taskgraph test hub"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		IPAddresses: []net.IP{ip}, KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
