@@ -41,7 +41,9 @@ type MCPServer func(store Store, who Identity, lastSeen func() time.Time) *mcp.S
 // newServer makes. Every request needs a token, as the API's do, within
 // the same rate; a session is bound to the identity that opened it: a
 // request of another token (another name, or another role) on it is
-// refused with 403, so that no one acts in another's session.
+// refused with 403, so that no one acts in another's session. At most
+// MaxSessions sessions are kept at once (more: ErrBusy, 503), each ended
+// after MCPSessionTimeout without a request.
 func WithMCP(newServer MCPServer) Option {
 	return func(s *Server) { s.mcp = &mcpHub{newServer: newServer, of: map[Identity]*mcpIdentity{}} }
 }
@@ -129,6 +131,9 @@ func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, err := s.mcp.identity(s.store, who)
+	if err == nil && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		err = s.mcp.room() // a new session
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -152,6 +157,28 @@ func (m *mcpHub) identity(store Store, who Identity) (*mcpIdentity, error) {
 		m.of[who] = id
 	}
 	return id, nil
+}
+
+// room returns an error matching ErrBusy if the hub keeps MaxSessions
+// MCP sessions already. Sessions opened at the same instant may pass it
+// together: it bounds them by that many more.
+func (m *mcpHub) room() error {
+	m.mu.Lock()
+	ids := make([]*mcpIdentity, 0, len(m.of))
+	for _, id := range m.of {
+		ids = append(ids, id)
+	}
+	m.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		for range id.server.Sessions() {
+			n++
+		}
+	}
+	if n >= MaxSessions {
+		return fmt.Errorf("%w: this hub keeps at most %d MCP sessions; end one (the client's DELETE), or try again later", ErrBusy, MaxSessions)
+	}
+	return nil
 }
 
 // close ends every MCP session, and refuses new ones.
