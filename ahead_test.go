@@ -64,7 +64,7 @@ func cacheEntries(t *testing.T, dir string, stores ...*FileStore) []string {
 	require.NoError(t, err)
 	kept := map[string]bool{snapshotName: true}
 	for _, s := range stores {
-		s.inflight.Wait() // a top-up may be making spares (topUpSpares)
+		s.inflight.Wait() // a top-up may be making spares (spares.topUp)
 		s.spares.mu.Lock()
 		for _, n := range s.spares.free {
 			kept[n] = true

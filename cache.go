@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"runtime"
 	"slices"
@@ -23,26 +22,15 @@ func (s *FileStore) refresh() error {
 	if !s.scanned {
 		return s.scan()
 	}
-	fi, err := s.root.Lstat(logFileName)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()):
-		if s.log.ino != 0 {
-			// The log was removed (by a writer that could not append
-			// to it) or replaced by something unusable: records may
-			// have been lost.
-			return s.scan()
-		}
-	case err != nil:
-		return fmt.Errorf("taskgraph: %w", err)
-	case atomicfile.FileID(fi) != s.log.ino:
-		// A new log (created or compacted): records may have been lost
-		// in between.
+	news, size, err := s.log.news()
+	if err != nil {
+		return err
+	}
+	switch news {
+	case logLost:
 		return s.scan()
-	case fi.Size() < s.log.off:
-		// Cut short in place, by something other than taskgraph.
-		return s.scan()
-	case fi.Size() > s.log.off:
-		rescan, err := s.readLog(fi.Size())
+	case logGrown:
+		rescan, err := s.readLog(size)
 		if err != nil {
 			return err
 		}
@@ -57,10 +45,7 @@ func (s *FileStore) refresh() error {
 	if dfi.ModTime().UnixNano() != s.dirMtime {
 		return s.scan()
 	}
-	// The log is the one this store has open and ends where this store
-	// stopped reading, at a whole line: while the lock is held, nobody
-	// else appends, so the next append need not look at it again.
-	s.log.checked = s.log.f != nil && err == nil && fi != nil && atomicfile.FileID(fi) == s.log.ino && fi.Size() == s.log.off
+	s.log.caughtUp(size)
 	return nil
 }
 
@@ -72,17 +57,7 @@ func (s *FileStore) scan() error {
 	if err != nil {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
-	prevIno, prevOff := s.log.ino, s.log.off
-	s.log.ino, s.log.off = 0, 0
-	if fi, err := s.root.Lstat(logFileName); err == nil && fi.Mode().IsRegular() {
-		s.log.ino, s.log.off = atomicfile.FileID(fi), s.wholeLines(fi.Size())
-	}
-	if s.log.ino != prevIno || s.log.off < prevOff {
-		// The log open here is not the directory's any more (appending
-		// to it would reach no one), or it was cut short in place by
-		// something other than taskgraph: nothing known of it holds.
-		s.closeLog()
-	}
+	s.log.skipToEnd()
 	// An empty cache is filled from the snapshot while the directory is
 	// listed and every task file stat'ed, in parallel (mostly waiting on
 	// the filesystem: more workers than processors); then only the files
@@ -181,7 +156,7 @@ func (s *FileStore) scan() error {
 	s.dirMtime = dfi.ModTime().UnixNano()
 	// Every task file a finished write left is durable; one a writer that
 	// died left may not be, and this scan may have read it.
-	unfinished, err := s.unfinishedWrite()
+	unfinished, err := s.log.endsUnfinished()
 	if err == nil && unfinished {
 		err = s.syncDir()
 	}

@@ -28,7 +28,15 @@ func KillAtLogAppend(s *FileStore, n int) { KillAt(s, "append", n) }
 // log put in place of the old), "fsync" (of a file written ahead of the
 // lock or under it, or of the directory at a write's commit point).
 func KillAt(s *FileStore, kind string, n int) {
-	s.fs = &killFS{fileSystem: s.fs, kind: kind, at: n}
+	s.useFS(&killFS{fileSystem: s.fs, kind: kind, at: n})
+}
+
+// useFS makes every step s takes on its directory, its change log's
+// included, go through f (a fault-injecting file system).
+func (s *FileStore) useFS(f fileSystem) {
+	s.fs = f
+	s.log.fs = f
+	s.spares.fs = f
 }
 
 // SetLogLimit makes the change log be replaced at max bytes, so that a

@@ -183,7 +183,7 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		s, err := Open(dir, WithClock(fixedClock))
 		require.NoError(t, err)
 		pfs := &powerFS{fileSystem: s.fs, dir: dir, stash: t.TempDir(), versions: map[string][]*version{}, synced: map[string]bool{}}
-		s.fs = pfs
+		s.useFS(pfs)
 		for range 30 + rng.IntN(60) {
 			randomWrite(ctx, s, rng)
 		}
