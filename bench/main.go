@@ -6,6 +6,7 @@
 //	go run ./bench -quick     # N = 100 and 1,000, under a minute
 //	go run ./bench -n 10000 -shapes chain -json out.json
 //	go run ./bench -pg-only -pg postgres://…/bench_new -pg-old postgres://…/bench_old
+//	go run ./bench -hub-only   # the hub's rows (issue 41): through a hub against the store's own
 //
 // The floor swings 2× within minutes on a shared machine, so it is
 // measured beside every group, not once: each kind of operation of a
@@ -106,6 +107,9 @@ func main() {
 		pgOnly   = flag.Bool("pg-only", false, "only the pgstore rows (with -pg)")
 		rounds   = flag.Int("rounds", 3, "rounds of every measured group, each between two floor measurements")
 		svgOut   = flag.String("svg", "", "also draw how the median cost of each write grows with N, as SVG, to this file")
+		hubRows  = flag.Bool("hub", true, "also measure the hub: each operation through it at N = 10,000 (-quick: 1,000), 8 processes through it, a Watch subscriber")
+		hubOnly  = flag.Bool("hub-only", false, "only the hub's rows")
+		workHubU = flag.String("work-hub", "", "internal: ClaimNext+Complete through the hub at this URL ($TASKGRAPH_TOKEN) until none is ready")
 	)
 	flag.Parse()
 	switch {
@@ -117,6 +121,9 @@ func main() {
 		return
 	case *workDir != "":
 		work(*workDir)
+		return
+	case *workHubU != "":
+		workHub(*workHubU)
 		return
 	}
 
@@ -185,7 +192,7 @@ func main() {
 		}
 		ps = append(ps, p)
 	}
-	if *pgOnly {
+	if *pgOnly || *hubOnly {
 		*shapes, ps = "", ps[:0:0]
 	}
 	for _, shape := range strings.Split(*shapes, ",") {
@@ -217,7 +224,7 @@ func main() {
 	}
 	// WithoutSync gives up durability; measured apart so no one mistakes it
 	// for the durable figures.
-	if !*pgOnly {
+	if !*pgOnly && !*hubOnly {
 		nosyncN := min(ns[len(ns)-1], 10000)
 		dir := filepath.Join(root, fmt.Sprintf("nosync-%d", nosyncN))
 		build(dir, "chain", nosyncN)
@@ -261,12 +268,21 @@ func main() {
 			Ratio: pct(lat, 50) / medianOf(tpFloors[p]),
 			Note:  fmt.Sprintf("one ClaimNext or Complete; p99 %.0f µs", pct(lat, 99))})
 	}
-	if _, err := exec.LookPath("strace"); err == nil && !*pgOnly {
+	if _, err := exec.LookPath("strace"); err == nil && !*pgOnly && !*hubOnly {
 		rep.SyscallsPerWrite, rep.SyscallKinds = syscallsPerWrite(root)
 		fmt.Printf("I/O system calls per write: %.1f (%s)\n", rep.SyscallsPerWrite, rep.SyscallKinds)
 	}
 
-	if *pgURL != "" {
+	if (*hubRows || *hubOnly) && !*pgOnly {
+		hubN := 10000
+		if *quick {
+			hubN = 1000
+		}
+		for _, r := range benchHub(root, hubN, samples, *rounds, throughputTasks, 8, floorIn(root)) {
+			add(r)
+		}
+	}
+	if *pgURL != "" && !*hubOnly {
 		for _, r := range benchPostgres(*pgURL, *pgOld, *baseline, root, pgNs, samples, *rounds, throughputTasks, parseSizes(*workers), floorIn(root)) {
 			add(r)
 		}

@@ -167,6 +167,13 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 			return err
 		}
 		defer g.Close()
+		if e.isHub() && !e.ownerFlag {
+			// An agent's token acts only as its own name: on a hub, that
+			// is the session's identity.
+			if owner, err = hubOwner(e, g); err != nil {
+				return err
+			}
+		}
 		tools, err := mcpTools(*sets, g, agenttools.WithOwner(owner), agenttools.WithLease(ttl))
 		if err != nil {
 			return err
@@ -178,7 +185,7 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 		}
 		ctx, stop := context.WithCancel(e.ctx)
 		defer stop()
-		go keepClaims(ctx, g, owner, ttl)
+		go keepClaims(ctx, g, owner, ttl, nil)
 		ended := make(chan struct{})
 		return serveMCP(ctx, mcpServerOf(tools, ended), e.stdin, e.stdout, ended)
 	}

@@ -321,7 +321,11 @@ func (g *mcpGraph) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
 // completed, failed, released, or taken after its lease lapsed — is not
 // in progress under owner any more, and is left alone; a claim made
 // without a lease is not given one; a longer lease is not shortened.
-func keepClaims(ctx context.Context, s taskgraph.Store, owner string, ttl time.Duration) {
+//
+// With lastSeen (a hub's MCP sessions, where the server outlives its
+// clients), it renews only while owner's client was seen within ttl:
+// the tasks of a client that vanished are free again within two ttl.
+func keepClaims(ctx context.Context, s taskgraph.Store, owner string, ttl time.Duration, lastSeen func() time.Time) {
 	tick := time.NewTicker(max(ttl/3, time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -329,6 +333,9 @@ func keepClaims(ctx context.Context, s taskgraph.Store, owner string, ttl time.D
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if lastSeen != nil && time.Since(lastSeen()) > ttl {
+			continue
 		}
 		tasks, err := s.List(ctx, taskgraph.WithStatus(taskgraph.InProgress), taskgraph.WithOwner(owner))
 		if readFailed(err) {
