@@ -168,6 +168,12 @@ func (g *graph) done(id ID, st Status) bool {
 // order?" (Rules.Blocked).
 func (g *graph) isEarly(id ID) bool { return g.early[id] }
 
+// inProgress reports whether task id is in progress.
+func (g *graph) inProgress(id ID) bool {
+	t := g.tasks[id]
+	return t != nil && t.Status == InProgress
+}
+
 // index enters t in the indexes of one task each — all but the ids, the
 // nodes, the dependents and the ready heap, which put and load keep each
 // their own way. An older version of t must be out of them already.

@@ -74,8 +74,8 @@ type Result struct {
 type Report struct {
 	GoVersion string  `json:"go"`
 	CPUs      int     `json:"cpus"`
+	Machine   string  `json:"machine"` // host, CPU model and kernel: where the figures hold
 	FloorUS   float64 `json:"floor_write_us"`
-	AppendUS  float64 `json:"floor_append_us"` // a 300-byte append and fdatasync: the floor of a group-committed write
 	ReadUS    float64 `json:"floor_read_us"`
 	// SyscallsPerWrite is the I/O system calls of one ClaimNext or
 	// Complete (strace -c; 0 without strace), by kind in SyscallKinds.
@@ -94,6 +94,7 @@ func main() {
 		workers  = flag.String("workers", "1,2,4,8", "worker process counts for the throughput run")
 		jsonOut  = flag.String("json", "", "also write the results as JSON to this file")
 		baseDir  = flag.String("dir", "", "directory for the benchmark's files (default: a new temporary directory)")
+		image    = flag.String("image", "", "filesystem image to mount and measure on, made (ext4 with its defaults) if missing; Linux, as root")
 		coldOnly = flag.String("cold", "", "internal: cold Open+Board of this directory, print micros and RSS")
 		readOnly = flag.String("readloop", "", "internal: os.ReadFile every task file of this directory, print micros")
 		workDir  = flag.String("work", "", "internal: ClaimNext+Complete on this directory until none is ready")
@@ -131,6 +132,17 @@ func main() {
 		pgNs = parseSizes(*pgSizes)
 	}
 	root := *baseDir
+	if *image != "" {
+		if root != "" {
+			log.Fatal("-image and -dir: give one (the image is mounted on a directory of its own)")
+		}
+		mnt, unmount, err := mountImage(*image)
+		if err != nil {
+			log.Fatalf("-image: %v", err)
+		}
+		defer unmount()
+		root = mnt
+	}
 	if root == "" {
 		var err error
 		if root, err = os.MkdirTemp("", "taskgraph-bench-"); err != nil {
@@ -139,8 +151,8 @@ func main() {
 		defer os.RemoveAll(root)
 	}
 
-	rep := Report{GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Rounds: *rounds}
-	var floors, appends, reads []time.Duration
+	rep := Report{GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Machine: machine(), Rounds: *rounds}
+	var floors, reads []time.Duration
 	// floorIn returns a function that measures the floor in dir, beside
 	// each measured group: a group's ratio is to the mean of the floors
 	// measured right before and right after it (see interleave).
@@ -148,12 +160,12 @@ func main() {
 		return func() float64 {
 			w, r := floor(filepath.Join(dir, ".floor"), floorWrites)
 			floors, reads = append(floors, w...), append(reads, r...)
-			appends = append(appends, appendFloor(filepath.Join(dir, ".floor"), floorWrites)...)
 			return median(w)
 		}
 	}
-	fmt.Printf("floor: durable write %.0f µs, durable append %.0f µs (medians of %d, 300 bytes; re-measured beside every measured group, %d rounds)\n",
-		floorIn(root)(), median(appends), floorWrites, *rounds)
+	fmt.Printf("machine: %s\n", rep.Machine)
+	fmt.Printf("floor: durable write %.0f µs (median of %d, 300 bytes; re-measured beside every measured group, %d rounds)\n",
+		floorIn(root)(), floorWrites, *rounds)
 	if s, err := taskgraph.Open(root); err == nil {
 		rep.Durability = s.Durability().String()
 		s.Close()
@@ -249,7 +261,7 @@ func main() {
 			add(r)
 		}
 	}
-	rep.FloorUS, rep.AppendUS, rep.ReadUS = median(floors), median(appends), median(reads)
+	rep.FloorUS, rep.ReadUS = median(floors), median(reads)
 	if *svgOut != "" {
 		if err := os.WriteFile(*svgOut, []byte(chart(rep)), 0o644); err != nil {
 			log.Fatal(err)
@@ -772,29 +784,6 @@ func drain(s taskgraph.Store) []time.Duration {
 	}
 }
 
-// appendFloor measures the floor of a group-committed write: append 300
-// bytes to a file and fdatasync it, n times.
-func appendFloor(dir string, n int) []time.Duration {
-	f, err := os.OpenFile(filepath.Join(dir, "journal"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer f.Close()
-	data := []byte(strings.Repeat("x", 299) + "\n")
-	var ds []time.Duration
-	for range n {
-		start := time.Now()
-		if _, err := f.Write(data); err != nil {
-			log.Fatal(err)
-		}
-		if err := datasync(f); err != nil {
-			log.Fatal(err)
-		}
-		ds = append(ds, time.Since(start))
-	}
-	return ds
-}
-
 // syscallsPerWrite counts the I/O system calls of one ClaimNext or Complete
 // with strace -c: a worker drains 200 ready tasks, another 1,200, and the
 // difference is divided by the 2,000 writes between them, so that opening
@@ -844,7 +833,7 @@ func syscallsPerWrite(root string) (float64, string) {
 }
 
 func printTable(rep Report) {
-	fmt.Printf("\ntaskgraph benchmark (%s, %d CPUs); floor = durable write %.0f µs, durable append %.0f µs, read %.0f µs\n", rep.GoVersion, rep.CPUs, rep.FloorUS, rep.AppendUS, rep.ReadUS)
+	fmt.Printf("\ntaskgraph benchmark (%s, %d CPUs, %s); floor = durable write %.0f µs, read %.0f µs\n", rep.GoVersion, rep.CPUs, rep.Machine, rep.FloorUS, rep.ReadUS)
 	if rep.SyscallsPerWrite > 0 {
 		fmt.Printf("I/O system calls per write: %.1f (%s)\n", rep.SyscallsPerWrite, rep.SyscallKinds)
 	}

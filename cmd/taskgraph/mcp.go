@@ -27,7 +27,8 @@ import (
 )
 
 // newMCPServer serves the agenttools task tools — the same names, schemas,
-// texts and error flags — as MCP tools, with their titles and annotations.
+// texts and error flags — as MCP tools, with their titles and annotations,
+// and the output schema and structured content of those that have them.
 func newMCPServer(store taskgraph.Store, opts ...agenttools.Option) *mcp.Server {
 	return mcpServerOf(agenttools.New(store, opts...).List(), nil)
 }
@@ -45,7 +46,7 @@ func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Title: "taskgraph task graph", Version: version()}, opts)
 	closed := false
 	for _, tool := range tools {
-		server.AddTool(&mcp.Tool{
+		def := &mcp.Tool{
 			Name: tool.Name, Title: tool.Title, Description: tool.Description, InputSchema: tool.InputSchema,
 			Annotations: &mcp.ToolAnnotations{
 				Title:           tool.Title,
@@ -54,7 +55,11 @@ func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}) *mcp.Server {
 				IdempotentHint:  tool.Hints.Idempotent,
 				OpenWorldHint:   &closed,
 			},
-		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		}
+		if tool.OutputSchema != nil {
+			def.OutputSchema = tool.OutputSchema
+		}
+		server.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if tool.Hints.ReadOnly && ended != nil {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
@@ -71,7 +76,11 @@ func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}) *mcp.Server {
 			if err != nil {
 				return nil, unfinished(tool.Name, err, ended)
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}, nil
+			out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}
+			if res.Structured != nil {
+				out.StructuredContent = res.Structured
+			}
+			return out, nil
 		})
 	}
 	return server

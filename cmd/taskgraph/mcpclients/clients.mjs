@@ -126,6 +126,13 @@ async function sdkTaskgraph(work) {
     eq(S, "task_delete is annotated destructive", byName.task_delete?.annotations?.destructiveHint, true);
     check(S, "task_create requires subject", byName.task_create?.inputSchema?.required?.includes("subject"),
       JSON.stringify(byName.task_create?.inputSchema));
+    // Structured output: the SDK's callTool validates structuredContent
+    // against the outputSchema (and fails a result without it), so every
+    // call below of these four also checks that.
+    const STRUCTURED = ["task_claim_next", "task_get", "task_list", "task_wait"];
+    eq(S, "outputSchema (type object) on exactly task_get, task_list, task_claim_next and task_wait",
+      tools.filter((t) => t.outputSchema?.type === "object").map((t) => t.name).sort().join(","), STRUCTURED.join(","));
+    eq(S, "no other tool declares an outputSchema", tools.filter((t) => t.outputSchema && !STRUCTURED.includes(t.name)).length, 0);
 
     const call = async (name, args = {}) => client.callTool({ name, arguments: args });
 
@@ -144,6 +151,9 @@ async function sdkTaskgraph(work) {
 
     r = await call("task_list", {});
     eq(S, "task_list shows #2 blocked by #1", textOf(r), "[ ] #1: write the parser\n[ ] #2: test the parser (blocked by: [1])");
+    eq(S, "task_list's structuredContent: the same tasks, with their state", JSON.stringify(r.structuredContent),
+      JSON.stringify({ tasks: [{ id: 1, subject: "write the parser", status: "pending", state: "ready" },
+        { id: 2, subject: "test the parser", status: "pending", state: "blocked", blockedBy: [1] }] }));
     r = await call("task_list", { ready: true });
     eq(S, "task_list ready:true shows only #1", textOf(r), "[ ] #1: write the parser");
 
@@ -153,6 +163,10 @@ async function sdkTaskgraph(work) {
     eq(S, "claimed #1 is in_progress", claimed.status, "in_progress");
     check(S, "claimed #1 has the server's session identity as owner", /^mcp-.+-\d+-[0-9a-f]{6}$/.test(claimed.owner), claimed.owner);
     check(S, "the claim reply carries leaseExpiresAt", !!claimed.leaseExpiresAt, textOf(r));
+    eq(S, "task_claim_next's structuredContent: outcome claimed", r.structuredContent?.outcome, "claimed");
+    eq(S, "task_claim_next's structuredContent: the task claimed, owner and lease as in the text",
+      JSON.stringify([r.structuredContent?.task?.id, r.structuredContent?.task?.owner, Date.parse(r.structuredContent?.task?.leaseExpiresAt)]),
+      JSON.stringify([1, claimed.owner, Date.parse(claimed.leaseExpiresAt)]));
 
     // The lease, as the graph stores it: the task file's JSON in the directory.
     const file = JSON.parse(readFileSync(join(dir, "task_1.json"), "utf8"));
@@ -165,6 +179,7 @@ async function sdkTaskgraph(work) {
 
     r = await call("task_claim_next", {});
     eq(S, "task_claim_next with #1 held and #2 blocked says so", textOf(r), "Nothing ready now: 1 held by you, 1 blocked.");
+    eq(S, "task_claim_next's structuredContent: outcome wait", JSON.stringify(r.structuredContent), JSON.stringify({ outcome: "wait" }));
 
     r = await call("task_note", { task_id: 1, text: "the grammar is in docs/grammar.md" });
     eq(S, "task_note on #1", textOf(r), "Noted on #1: write the parser");
@@ -172,6 +187,8 @@ async function sdkTaskgraph(work) {
     const noted = JSON.parse(textOf(r));
     eq(S, "task_get shows the note, by its author", JSON.stringify(noted.notes?.map((n) => [n.author, n.text])),
       JSON.stringify([[claimed.owner, "the grammar is in docs/grammar.md"]]));
+    eq(S, "task_get's structuredContent: the task with its note", JSON.stringify([r.structuredContent?.task?.id, r.structuredContent?.task?.blocks,
+      r.structuredContent?.task?.notes?.map((n) => [n.author, n.text])]), JSON.stringify([1, [2], [[claimed.owner, "the grammar is in docs/grammar.md"]]]));
     const history = JSON.parse(readFileSync(join(dir, "task_1.json"), "utf8")).history;
     eq(S, "task_1.json: the history records the claim and the note", JSON.stringify(history?.map((h) => h.event)), JSON.stringify(["claimed", "noted"]));
 
@@ -190,6 +207,7 @@ async function sdkTaskgraph(work) {
     const started = Date.now();
     r = await withTimeout(call("task_wait", {}), 10e3, "task_wait on a finished graph");
     eq(S, "task_wait on a finished graph", textOf(r), "Finished: nothing left to do.");
+    eq(S, "task_wait's structuredContent: outcome finished", JSON.stringify(r.structuredContent), JSON.stringify({ outcome: "finished" }));
     check(S, "task_wait on a finished graph answers at once (< 2 s)", Date.now() - started < 2000, `${Date.now() - started} ms`);
     r = await call("task_claim_next", {});
     eq(S, "task_claim_next on a finished graph", textOf(r), "Finished: nothing left to do.");
@@ -197,6 +215,7 @@ async function sdkTaskgraph(work) {
     r = await call("task_get", { task_id: 99 });
     eq(S, "task_get of a missing id is flagged isError", r.isError, true);
     eq(S, "task_get of a missing id says why", textOf(r), "Error: task 99 not found");
+    eq(S, "task_get of a missing id has no structuredContent", r.structuredContent, undefined);
     r = await call("task_get", { task_id: 1 });
     check(S, "task_get of #1 is not flagged isError", r.isError !== true, JSON.stringify(r));
   } catch (err) {
