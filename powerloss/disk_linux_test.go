@@ -159,23 +159,26 @@ func runPid(name string) (int, bool) {
 	return pid, err == nil
 }
 
-// releaseUnder unmounts every mount point under dir (deepest first) and
-// detaches every loop device whose backing file is under dir.
+// releaseUnder detaches every loop device whose backing file is under dir
+// and unmounts every mount point under dir (deepest first). The detaching
+// comes first: a loop device still mounted is detached once its mount
+// goes, and the images of a run's rounds are named through its host
+// filesystem, whose path is gone once that is unmounted.
 func releaseUnder(dir string) {
-	mounts, _ := os.ReadFile("/proc/self/mounts")
-	lines := strings.Split(string(mounts), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		f := strings.Fields(lines[i])
-		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
-			_ = exec.Command("umount", "-l", f[1]).Run()
-		}
-	}
 	loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	for _, bf := range loops {
 		data, _ := os.ReadFile(bf)
 		if strings.HasPrefix(string(data), dir+"/") {
 			dev := "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(bf)))
 			_ = exec.Command("losetup", "-d", dev).Run()
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	lines := strings.Split(string(mounts), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			_ = exec.Command("umount", "-l", f[1]).Run()
 		}
 	}
 }

@@ -20,9 +20,9 @@ import (
 )
 
 // defaultRounds keeps the whole test (5 filesystems; ext4 without a
-// journal when named) within two minutes under go test -race on two
-// cores, as many rounds as the two modes of group commit's time ran;
-// TASKGRAPH_POWERLOSS_ROUNDS runs more.
+// journal when named) within about two and a half minutes under go test
+// -race on two busy cores, fewer rounds than the two modes of group
+// commit's time ran (30); TASKGRAPH_POWERLOSS_ROUNDS runs more.
 const defaultRounds = 5
 
 const writers = 3
