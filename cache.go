@@ -58,6 +58,19 @@ func (s *FileStore) scan() error {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
 	s.log.skipToEnd()
+	// A log that ends in a write that did not finish: its writer may
+	// have died between its rename and the directory's fsync. Nothing
+	// this scan reads, or tells its watchers, may be what a power loss
+	// undoes, so the fsync comes first (no write runs while the lock is
+	// held).
+	if unfinished, err := s.log.endsUnfinished(); err != nil || unfinished {
+		if err == nil {
+			err = s.syncDir()
+		}
+		if err != nil {
+			return fmt.Errorf("taskgraph: make what a writer that died left durable: %w", err)
+		}
+	}
 	// An empty cache is filled from the snapshot while the directory is
 	// listed and every task file stat'ed, in parallel (mostly waiting on
 	// the filesystem: more workers than processors); then only the files
@@ -120,15 +133,6 @@ func (s *FileStore) scan() error {
 		return err
 	}
 	s.dirMtime = dfi.ModTime().UnixNano()
-	// Every task file a finished write left is durable; one a writer that
-	// died left may not be, and this scan may have read it.
-	unfinished, err := s.log.endsUnfinished()
-	if err == nil && unfinished {
-		err = s.syncDir()
-	}
-	if err != nil {
-		return fmt.Errorf("taskgraph: make what a writer that died left durable: %w", err)
-	}
 	s.scanned = true
 	return nil
 }

@@ -146,6 +146,20 @@ func (l *changeLog) replace() error {
 	return nil
 }
 
+// restart cuts the change log open here short, to nothing, in place: its
+// blocks are freed even while other stores hold it open, which see it cut
+// short and rescan.
+func (l *changeLog) restart() error {
+	if l.f == nil {
+		return errors.New("taskgraph: no change log is open")
+	}
+	if err := l.f.Truncate(0); err != nil {
+		return fmt.Errorf("taskgraph: cut the change log short: %w", err)
+	}
+	l.off, l.checked = 0, false
+	return nil
+}
+
 // remove removes the change log: without one, every other store rescans
 // the directory. It reports whether the log is gone; either way this
 // store forgets it, and rescans at its next refresh.
@@ -321,33 +335,35 @@ func (l *changeLog) endsUnfinished() (bool, error) {
 	return !ok || r.Kind != changelog.Mtime, nil
 }
 
-// announce appends to the change log, before the commit point, the ids the
-// write is about to change and the directory's mtime before it (see
-// package changelog). A store that reads the announcement without the
-// record of the write after it — the writer died in between, or that
-// append failed — reloads those tasks from their files. If the append
-// fails, a new log takes its place, which makes every other store rescan;
-// only if that fails too is the write refused, before anything of it is
-// written.
-func (s *FileStore) announce(j *journal.Journal) error {
-	intent := changelog.AppendIntent(nil, s.dirMtime, append(slices.Sorted(maps.Keys(j.Put)), j.Del...))
+// announce appends to the change log, before the commit point, the ids
+// the write is about to change (none for the meta file alone) and the
+// directory's mtime before it (see package changelog). A store that reads
+// the announcement without the record of the write after it — the writer
+// died in between, or that append failed — fsyncs the directory and
+// reloads those tasks from their files, so that it never shows what a
+// power loss could undo. A write that cannot be announced is refused,
+// before anything of it is written. On a full disk the log is first cut
+// short in place, which frees its blocks even while other stores hold it
+// open (they see it cut short, and rescan): so a delete, which is how a
+// full disk gets space back, can still be announced.
+func (s *FileStore) announce(ids []int64) error {
+	intent := changelog.AppendIntent(nil, s.dirMtime, ids)
 	err := s.log.append(intent)
 	if err == nil {
 		return nil
 	}
-	rerr := s.log.replace()
-	if rerr == nil {
-		// In the new log too, so that a scan learns of a writer that
-		// dies before its directory's fsync (endsUnfinished).
-		_ = s.log.append(intent)
-		return nil
+	if rerr := s.log.restart(); rerr != nil {
+		return fmt.Errorf("taskgraph: the change log takes no announcement of this write (%w), and cannot be cut short (%w): nothing was written; see that the disk has space and %s is writable", err, rerr, s.log.path)
 	}
-	if len(j.Put) == 0 && s.log.remove() {
-		// A delete on a full disk: without a log every other store
-		// rescans, and the delete frees the space the next log needs.
-		return nil
+	if err := s.log.append(intent); err != nil {
+		return fmt.Errorf("taskgraph: the change log takes no announcement of this write (%w): nothing was written; see that the disk has space and %s is writable", err, s.log.path)
 	}
-	return fmt.Errorf("taskgraph: the change log takes no record (%w), and cannot be replaced: %w", err, rerr)
+	return nil
+}
+
+// journalIDs are the ids a write of j changes, for its announcement.
+func journalIDs(j *journal.Journal) []int64 {
+	return append(slices.Sorted(maps.Keys(j.Put)), j.Del...)
 }
 
 // recordLog appends the record of a committed, durable write to the
@@ -405,8 +421,10 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 		return false, err
 	}
 	// The tasks of announced writes whose record has not followed: their
-	// writer died after the announcement, or its record was lost.
+	// writer died after the announcement, or its record was lost; open:
+	// the last write announced has not ended (its M line).
 	var pending map[ID]bool
+	open := false
 	for line := range strings.Lines(string(whole)) {
 		r, ok := changelog.Parse(strings.TrimSuffix(line, "\n"))
 		if !ok {
@@ -414,6 +432,7 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 		}
 		switch r.Kind {
 		case changelog.Intent:
+			open = true
 			rescan = rescan || r.Mtime != s.dirMtime
 			if pending == nil {
 				pending = make(map[ID]bool, len(r.IDs))
@@ -427,14 +446,18 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 			}
 			delete(pending, ID(r.ID))
 		case changelog.Mtime:
+			open = false
 			s.dirMtime = r.Mtime
 		}
 	}
-	if len(pending) > 0 && !rescan {
-		// Their writer may have died between its rename and the
-		// directory's fsync: what this store now reads of them must
-		// survive a power loss (their files were fsynced before the
-		// rename). A rescan sees to it instead (endsUnfinished).
+	if rescan {
+		return true, nil // the scan fsyncs first if it must, then reads every file
+	}
+	if open || len(pending) > 0 {
+		// A writer may have died between its rename and the directory's
+		// fsync: what this store reads of it, and tells its watchers,
+		// must survive a power loss (its files were fsynced before the
+		// rename). So first the fsync.
 		if err := s.syncDir(); err != nil {
 			return false, fmt.Errorf("taskgraph: make an unrecorded write durable: %w", err)
 		}

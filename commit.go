@@ -306,7 +306,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 		j.Del = append(j.Del, int64(id))
 		j.HighWater = max(j.HighWater, int64(id))
 	}
-	if err := s.announce(j); err != nil {
+	if err := s.announce(journalIDs(j)); err != nil {
 		return err
 	}
 	if len(p.put)+len(p.del) == 1 {
@@ -355,15 +355,14 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 }
 
 // commitPoint runs the step of a write whose failure leaves its outcome
-// unknowable — the write is visible, but perhaps not durable — retrying it
-// once. If it fails twice the outcome is unknown, and the cache is dropped,
-// so that it is rebuilt from what the directory holds.
+// unknowable — the write is visible, but perhaps not durable. It is not
+// retried: after a failed fsync the kernel may have marked the pages it
+// could not write clean, and reports the error once, so a second fsync
+// could succeed without them. The outcome is unknown, and the cache is
+// dropped, so that it is rebuilt from what the directory holds.
 func (s *FileStore) commitPoint(step func() error) error {
 	err := step()
 	if err == nil {
-		return nil
-	}
-	if err = step(); err == nil {
 		return nil
 	}
 	s.scanned = false
@@ -523,7 +522,7 @@ func (s *FileStore) replayJournal(j *journal.Journal) error {
 	if err := s.log.prepare(); err != nil {
 		return err
 	}
-	if err := s.announce(j); err != nil {
+	if err := s.announce(journalIDs(j)); err != nil {
 		return err
 	}
 	// The journal is another writer's, perhaps not yet durable: its

@@ -757,11 +757,23 @@ func (s *FileStore) setLimitLocked(label string, n int) error {
 	if len(limits) == 0 {
 		limits = nil
 	}
+	// A write of the meta file alone, with the commit point of any write:
+	// announced, renamed, the directory fsynced, then recorded.
+	if err := s.log.prepare(); err != nil {
+		return err
+	}
+	if err := s.announce(nil); err != nil {
+		return err
+	}
 	s.g.limits = limits
 	if err := s.writeMeta(s.hwm); err != nil {
 		s.g.limits = old // not written: as before
 		return err
 	}
+	if err := s.commitPoint(s.syncDir); err != nil {
+		return err
+	}
+	s.recordLog(&journal.Journal{})
 	return nil
 }
 
