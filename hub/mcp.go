@@ -109,7 +109,13 @@ func (s *Server) routeMCP() {
 			return nil
 		}
 		return id.server
-	}, &mcp.StreamableHTTPOptions{SessionTimeout: MCPSessionTimeout, MaxRequestBodyBytes: s.maxBody})
+	}, &mcp.StreamableHTTPOptions{SessionTimeout: MCPSessionTimeout, MaxRequestBodyBytes: s.maxBody,
+		// The SDK refuses a Host that is not loopback on a loopback
+		// listener, against DNS rebinding; that would refuse every
+		// request a TLS proxy forwards (taskgraph serve
+		// --behind-tls-proxy), and gains nothing here: every request
+		// needs a bearer token, which a browser never sends by itself.
+		DisableLocalhostProtection: true})
 	// The SDK binds a session to the UserID of the request that opened
 	// it, and refuses a request of another UserID on it: the identity.
 	verify := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {

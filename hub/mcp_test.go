@@ -19,11 +19,15 @@ import (
 )
 
 // initialize opens an MCP session at url with token by hand and returns
-// the answer's status, its session id and its body.
-func initialize(t *testing.T, url, token string) (int, string, string) {
+// the answer's status, its session id and its body. host, if given, is
+// the request's Host.
+func initialize(t *testing.T, url, token string, host ...string) (int, string, string) {
 	t.Helper()
 	req, err := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 	require.NoError(t, err)
+	if len(host) > 0 {
+		req.Host = host[0]
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -87,4 +91,24 @@ func TestMCPSessionBound(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.NotEqual(t, http.StatusOK, resp.StatusCode, fmt.Sprintf("a session is gone after Close: %d", resp.StatusCode))
+}
+
+// Behind a TLS-terminating proxy (taskgraph serve --behind-tls-proxy)
+// the hub listens on loopback and the requests carry the public Host:
+// /mcp serves them, as the API does; the token is what keeps others out.
+func TestMCPBehindAProxy(t *testing.T) {
+	tokens := &hub.MemTokens{}
+	tok, err := tokens.Add(ctx, "me", hub.Agent)
+	require.NoError(t, err)
+	srv := hub.NewServer(tg.NewMemStore(), tokens, hub.WithMCP(func(hub.Store, hub.Identity, func() time.Time) *mcp.Server {
+		return mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	}))
+	defer srv.Close()
+	ts := httptest.NewServer(srv) // on 127.0.0.1
+	defer ts.Close()
+	status, id, body := initialize(t, ts.URL+hub.MCPPath, tok, "tasks.example.com")
+	require.Equal(t, http.StatusOK, status, body)
+	assert.NotEmpty(t, id)
+	status, _, body = initialize(t, ts.URL+hub.MCPPath, "tgh_wrong", "tasks.example.com")
+	assert.Equal(t, http.StatusUnauthorized, status, body)
 }
