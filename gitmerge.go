@@ -188,7 +188,15 @@ func (m *merger) merge() *Task {
 		out.Labels = nil
 	}
 	out.Metadata = mergeMap(m, "metadata", b.Metadata, o.Metadata, th.Metadata)
-	out.unknown = mergeMap(m, "field", b.unknown, o.unknown, th.unknown)
+	bx, ox, tx := b.extra(), o.extra(), th.extra()
+	setLiveness(&out, pick(m, "maxRuntime", bx.MaxRuntime, ox.MaxRuntime, tx.MaxRuntime, same),
+		pick(m, "progressWindow", bx.ProgressWindow, ox.ProgressWindow, tx.ProgressWindow, same))
+	if u := mergeMap(m, "field", bx.unknown, ox.unknown, tx.unknown); len(u) > 0 {
+		out.editExtra().unknown = u
+	} else if out.Extra != nil {
+		out.Extra.unknown = nil
+		out.tidy()
+	}
 	m.mergeState(&out)
 	out.Notes = mergeLog(o.Notes, th.Notes, func(n Note) time.Time { return n.At }, func(n Note) Note { n.At = n.At.UTC(); return n })
 	if len(out.Notes) > MaxNotes {

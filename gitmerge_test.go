@@ -152,7 +152,7 @@ func TestMergeMetadataAndUnknownFieldsKeyByKey(t *testing.T) {
 	got, conflicts := merged(t, baseFile, oursFile, file(t, theirs))
 	assert.Empty(t, conflicts)
 	assert.Equal(t, map[string]any{"a": 2.0, "c": true}, got.Metadata, "a changed by ours, b removed and c added by theirs")
-	assert.Equal(t, json.RawMessage("1"), got.unknown["x-ours"])
+	assert.Equal(t, json.RawMessage("1"), got.unknownFields()["x-ours"])
 }
 
 func TestMergeTwoTasksUnderOneIDIsAConflict(t *testing.T) {

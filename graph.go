@@ -186,7 +186,7 @@ func (g *graph) index(t *Task) {
 		g.children[t.Parent] = insertSorted(g.children[t.Parent], t.ID)
 	}
 	g.maxID = max(g.maxID, t.ID)
-	if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() {
+	if t.Status == InProgress && !t.LapsesAt().IsZero() {
 		g.leased[t.ID] = true
 	} else {
 		delete(g.leased, t.ID)

@@ -304,7 +304,7 @@ func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string
 	var lapsed []*Task
 	for id := range g.leased {
 		t := g.tasks[id]
-		if Rules.Blocked(t, g.status, g.isEarly) == nil && !now.Before(t.LeaseExpiresAt) && hasLabels(t.Labels, labels) &&
+		if Rules.Blocked(t, g.status, g.isEarly) == nil && t.Lapsed(now) && hasLabels(t.Labels, labels) &&
 			(under == 0 || g.under(id, under)) {
 			lapsed = append(lapsed, t)
 		}

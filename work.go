@@ -176,7 +176,7 @@ func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfi
 			return Board{}, err
 		}
 		now := time.Now()
-		lapsed := func(t Task) bool { return t.LeaseExpiresAt.After(since) && !t.LeaseExpiresAt.After(now) }
+		lapsed := func(t Task) bool { at := t.LapsesAt(); return at.After(since) && !at.After(now) }
 		// (A lapse that was due says nothing if the task ended meanwhile:
 		// a board of only ended tasks would read as finished.)
 		if due && !b.Finished() || len(b.Ready) > 0 || slices.ContainsFunc(b.InProgress, lapsed) {
@@ -318,10 +318,11 @@ func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now
 	}
 	toLapse := time.Duration(-1)
 	for _, t := range b.InProgress {
-		if t.LeaseExpiresAt.IsZero() {
+		at := t.LapsesAt()
+		if at.IsZero() {
 			continue
 		}
-		left := t.LeaseExpiresAt.Sub(now)
+		left := at.Sub(now)
 		if left <= 0 {
 			left = lapseRecheck // lapsed already, and ClaimNext did not take it
 		}
@@ -387,7 +388,7 @@ func KeepAlive(ctx context.Context, s Store, id ID, owner string, ttl time.Durat
 				if tctx.Err() != nil {
 					return
 				}
-				if errors.Is(err, ErrClaimed) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
+				if errors.Is(err, ErrClaimed) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) || errors.Is(err, ErrLapsed) {
 					lost = err
 					cancel(fmt.Errorf("taskgraph: the claim on task %d was lost: %w", id, err))
 					return

@@ -409,6 +409,16 @@ func fitsSQL(extra string) string {
 	+ ` + extra + ` + 1024 <= $6)`
 }
 
+// lapsesSQL is when the claim of the row t lapses, as Task.Lapse
+// decides it: the earliest of its lease, claimed_at plus its max
+// runtime, and its last progress (the later of claimed_at and its newest
+// note) plus its progress window; NULL (least and greatest skip NULLs)
+// when it never does.
+const lapsesSQL = `least(t.lease_expires_at,
+		CASE WHEN t.max_runtime_us > 0 THEN t.claimed_at + t.max_runtime_us * interval '1 microsecond' END,
+		CASE WHEN t.progress_window_us > 0 THEN greatest(t.claimed_at, CASE WHEN jsonb_typeof(t.notes) = 'array' THEN (t.notes->-1->>'at')::timestamptz END)
+			+ t.progress_window_us * interval '1 microsecond' END)`
+
 // unlimitedSQL holds when no label of the row t has a concurrency limit,
 // whose holders only the Rulebook's transaction counts.
 const unlimitedSQL = `NOT EXISTS (SELECT 1 FROM taskgraph_limits l WHERE l.graph = $1 AND l.label = ANY(t.labels))`
@@ -429,7 +439,7 @@ func (s *Store) next(ctx context.Context, tx pgx.Tx, labels []string, at *time.T
 		return taskgraph.ID(id), err
 	}
 	err = tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
-		AND lease_expires_at <= `+nowSQL(2)+` AND labels @> $3::text[] AND `+readyCondition+`
+		AND `+lapsesSQL+` <= `+nowSQL(2)+` AND labels @> $3::text[] AND `+readyCondition+`
 		AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at, labels, except, int64(under)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, taskgraph.ErrNoReady

@@ -110,6 +110,9 @@ var cases = []struct {
 	{"DeleteParent", testDeleteParent},
 	{"Reparent", testReparent},
 	{"OutOfOrder", testOutOfOrder},
+	{"LivenessFields", testLivenessFields},
+	{"MaxRuntime", testMaxRuntime},
+	{"ProgressWindow", testProgressWindow},
 }
 
 var ctx = context.Background()
