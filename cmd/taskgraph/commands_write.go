@@ -78,6 +78,8 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 	fs.Var(&parent, "parent", "make the task a child of the task `ID`, which then waits on it")
 	maxAttempts := fs.Int("max-attempts", 0, "give the task `N` attempts: a failure or a lapsed lease uses one, and a failure with attempts left retries after the backoff (default: no limit, a failure is final)")
 	backoff := fs.Duration("backoff", 0, "wait `DURATION` before the first retry, twice as long before each next (with --max-attempts)")
+	maxRuntime := fs.Duration("max-runtime", 0, "end any claim of the task that has run `DURATION`, however its lease is renewed: the attempt lapses and is counted (default: no cap)")
+	window := fs.Duration("progress-window", 0, "end any claim of the task that has gone `DURATION` without progress — the claim, a note — however its lease is renewed (default: none)")
 	var notBefore, due whenFlag
 	fs.Var(&notBefore, "not-before", "defer the task: not ready before `TIME` (RFC 3339, 2006-01-02, 15:04 today, or a duration from now such as 2h)")
 	fs.Var(&due, "due", "when the task should be done, `TIME` as for --not-before: shown, sorted and filtered (list --overdue), never enforced")
@@ -94,6 +96,12 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 		if *backoff < 0 || *backoff > taskgraph.MaxBackoff {
 			return usagef("--backoff %v: want 0 to %v", *backoff, taskgraph.MaxBackoff)
 		}
+		if *maxRuntime < 0 || *maxRuntime > taskgraph.MaxLiveness {
+			return usagef("--max-runtime %v: want 0 (no cap) to %v", *maxRuntime, taskgraph.MaxLiveness)
+		}
+		if *window < 0 || *window > taskgraph.MaxLiveness {
+			return usagef("--progress-window %v: want 0 (none) to %v", *window, taskgraph.MaxLiveness)
+		}
 		return e.withStore(func(s store) error {
 			existed := false
 			if *key != "" {
@@ -105,7 +113,8 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 			}
 			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks,
 				Priority: priority.value(), Labels: labels, Key: *key,
-				MaxAttempts: *maxAttempts, Backoff: *backoff, NotBefore: notBefore.t, Due: due.t, Parent: first(parent)})
+				MaxAttempts: *maxAttempts, Backoff: *backoff, NotBefore: notBefore.t, Due: due.t, Parent: first(parent),
+				MaxRuntime: *maxRuntime, ProgressWindow: *window})
 			if err != nil {
 				return err
 			}
