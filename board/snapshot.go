@@ -99,8 +99,8 @@ type TaskView struct {
 	// nanoseconds (taskgraph.Extra); 0 when unset.
 	MaxRuntime     time.Duration `json:"maxRuntime,omitempty"`
 	ProgressWindow time.Duration `json:"progressWindow,omitempty"`
-	PrevOwner   string `json:"prevOwner,omitempty"`
-	Rev         int64  `json:"rev"`
+	PrevOwner      string        `json:"prevOwner,omitempty"`
+	Rev            int64         `json:"rev"`
 	// NotBefore, Due, Attempts and MaxAttempts are the task's schedule
 	// (taskgraph.Task); zero when unset.
 	// Parent is the task this one is part of (taskgraph.Task.Parent).
