@@ -241,3 +241,38 @@ func TestMergeScheduleAndParent(t *testing.T) {
 	assert.Equal(t, Failed, got.Status)
 	assert.Equal(t, 3, got.Attempts)
 }
+
+// TestMergeLiveness: MaxRuntime and ProgressWindow merge as every other
+// value: the side that changed one wins, both changed it differently the
+// later write; a side that cleared both leaves no Extra; unknown fields
+// beside them are kept. The clean filter keeps them (they do not move on
+// a renewal).
+func TestMergeLiveness(t *testing.T) {
+	base := Task{UpdatedAt: t0, Extra: &Extra{MaxRuntime: time.Hour}}
+	ours := base
+	ours.Extra, ours.UpdatedAt = &Extra{MaxRuntime: 2 * time.Hour}, t0.Add(time.Minute)
+	theirs := base
+	theirs.Extra, theirs.UpdatedAt = &Extra{MaxRuntime: time.Hour, ProgressWindow: 30 * time.Minute}, t0.Add(2*time.Minute)
+	oursFile := []byte(strings.Replace(string(file(t, ours)), "\n}\n", ",\n  \"x-ours\": 1\n}\n", 1))
+	got, conflicts := merged(t, file(t, base), oursFile, file(t, theirs))
+	assert.Empty(t, conflicts)
+	require.NotNil(t, got.Extra)
+	assert.Equal(t, 2*time.Hour, got.Extra.MaxRuntime, "only ours changed it")
+	assert.Equal(t, 30*time.Minute, got.Extra.ProgressWindow, "only theirs set it")
+	assert.Equal(t, json.RawMessage("1"), got.unknownFields()["x-ours"])
+
+	theirs.Extra = &Extra{MaxRuntime: 3 * time.Hour}
+	got, _ = merged(t, file(t, base), file(t, ours), file(t, theirs))
+	assert.Equal(t, 3*time.Hour, got.Extra.MaxRuntime, "both changed it: the later write")
+
+	theirs.Extra = nil
+	got, _ = merged(t, file(t, base), file(t, base), file(t, theirs))
+	assert.Nil(t, got.Extra, "cleared on one side, untouched on the other: no Extra")
+
+	claimed := Task{Status: InProgress, Owner: "ann", ClaimedAt: t0, LeaseExpiresAt: t0.Add(time.Minute), Rev: 4,
+		Extra: &Extra{MaxRuntime: time.Hour, ProgressWindow: time.Minute}}
+	clean, err := decodeTask(7, CleanTaskFile(".tasks/task_7.json", file(t, claimed)))
+	require.NoError(t, err)
+	assert.Equal(t, claimed.Extra, clean.Extra, "the clean filter keeps the limits")
+	assert.True(t, clean.LeaseExpiresAt.IsZero(), "and drops the lease, as before")
+}
