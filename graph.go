@@ -35,6 +35,7 @@ type graph struct {
 	deferred map[ID]bool     // pending tasks with a NotBefore, past or to come
 	running  map[ID]bool     // in_progress tasks
 	limits   map[string]int  // the concurrency limits by label (Limiter); nil: none
+	liveness map[string]LivenessDefault // the liveness defaults by label (LivenessDefaulter); nil: none
 	broken   map[ID]error    // ids whose file exists but is corrupt (FileStore only)
 	keys     map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
 	children map[ID][]ID     // parent -> sorted ids of the tasks that name it (Task.Parent), even if it is missing

@@ -7,8 +7,11 @@
 package taskgraph
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -192,4 +195,88 @@ func setLiveness(t *Task, maxRuntime, window time.Duration) {
 	x := t.editExtra()
 	x.MaxRuntime, x.ProgressWindow = maxRuntime, window
 	t.tidy()
+}
+
+// LivenessDefault is the liveness a label gives the tasks created with
+// it that set none of their own (see LivenessDefaulter).
+type LivenessDefault struct {
+	MaxRuntime     time.Duration
+	ProgressWindow time.Duration
+}
+
+// LivenessDefaulter is implemented by stores that keep a default
+// MaxRuntime and ProgressWindow per label (all of this module's stores),
+// where they keep the label's concurrency limit (Limiter): the meta file
+// of a FileStore, which git commits with the graph, pgstore's table. It
+// is an interface of its own so that Store implementations written
+// before it still compile.
+//
+// A default applies when a task is created (Create, CreatePlan) with the
+// label and without a value of its own; of several labels, the shortest
+// default wins. A change of a default leaves the tasks that exist as they
+// are.
+type LivenessDefaulter interface {
+	// SetLivenessDefault sets label's default; the zero value removes it.
+	SetLivenessDefault(ctx context.Context, label string, d LivenessDefault) error
+	// LivenessDefaults returns every label's default (an empty map if
+	// none).
+	LivenessDefaults(ctx context.Context) (map[string]LivenessDefault, error)
+}
+
+// LivenessDefaultArgs validates a label's default: a label (see Labels),
+// and limits as Liveness allows them.
+func (Rulebook) LivenessDefaultArgs(label string, d LivenessDefault) error {
+	if _, err := Rules.Labels("label", []string{label}); err != nil {
+		return err
+	}
+	return Rules.Liveness("", d.MaxRuntime, d.ProgressWindow)
+}
+
+// DefaultLiveness returns nts with the label defaults applied: each task
+// that sets no MaxRuntime (ProgressWindow) gets the shortest one among
+// its labels' defaults. Stores run it on what Create and CreatePlan are
+// given, before the rule that creates the tasks.
+func (Rulebook) DefaultLiveness(nts []NewTask, defaults map[string]LivenessDefault) []NewTask {
+	if len(defaults) == 0 {
+		return nts
+	}
+	out := slices.Clone(nts)
+	for i := range out {
+		nt := &out[i]
+		for _, l := range nt.Labels {
+			d, ok := defaults[l]
+			if !ok {
+				continue
+			}
+			if nts[i].MaxRuntime == 0 && d.MaxRuntime > 0 && (nt.MaxRuntime == 0 || d.MaxRuntime < nt.MaxRuntime) {
+				nt.MaxRuntime = d.MaxRuntime
+			}
+			if nts[i].ProgressWindow == 0 && d.ProgressWindow > 0 && (nt.ProgressWindow == 0 || d.ProgressWindow < nt.ProgressWindow) {
+				nt.ProgressWindow = d.ProgressWindow
+			}
+		}
+	}
+	return out
+}
+
+// withDefault returns a copy of m with label's default set to d (removed
+// if d is zero); nil when none is left.
+func withDefault(m map[string]LivenessDefault, label string, d LivenessDefault) map[string]LivenessDefault {
+	out := copyLiveness(m)
+	if d == (LivenessDefault{}) {
+		delete(out, label)
+	} else {
+		out[label] = d
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// copyLiveness returns a copy of m, never nil.
+func copyLiveness(m map[string]LivenessDefault) map[string]LivenessDefault {
+	out := make(map[string]LivenessDefault, len(m))
+	maps.Copy(out, m)
+	return out
 }

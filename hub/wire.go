@@ -67,6 +67,13 @@ type (
 		Label string
 		N     int
 	}
+	// LivenessRequest is the body of PUT /v1/liveness: a label's default
+	// liveness (tg.LivenessDefault); zero durations remove it.
+	LivenessRequest struct {
+		Label          string
+		MaxRuntime     time.Duration `json:",omitempty"`
+		ProgressWindow time.Duration `json:",omitempty"`
+	}
 )
 
 // ErrorBody is the body of every refusal: the error's text as the store

@@ -155,3 +155,51 @@ func testProgressWindow(t *testing.T, s tg.Store) {
 	assert.Equal(t, "no progress for 400ms", h.Detail)
 	assert.True(t, at.Equal(h.At))
 }
+
+// testLivenessDefaults: a label's default liveness, kept by the store,
+// applies to the tasks created with the label (Create and CreatePlan)
+// that set none of their own, the shortest of several labels' winning; a
+// task's own value wins; removing a default leaves the tasks as they are;
+// bad arguments are refused.
+func testLivenessDefaults(t *testing.T, s tg.Store) {
+	ld, ok := s.(tg.LivenessDefaulter)
+	require.True(t, ok, "%T does not implement taskgraph.LivenessDefaulter", s)
+	require.NoError(t, ld.SetLivenessDefault(ctx, "slow", tg.LivenessDefault{MaxRuntime: time.Hour}))
+	require.NoError(t, ld.SetLivenessDefault(ctx, "gpu", tg.LivenessDefault{MaxRuntime: 30 * time.Minute, ProgressWindow: 10 * time.Minute}))
+	got, err := ld.LivenessDefaults(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]tg.LivenessDefault{"slow": {MaxRuntime: time.Hour}, "gpu": {MaxRuntime: 30 * time.Minute, ProgressWindow: 10 * time.Minute}}, got)
+
+	both, err := s.Create(ctx, tg.NewTask{Subject: "both", Labels: []string{"slow", "gpu"}})
+	require.NoError(t, err)
+	require.NotNil(t, both.Extra)
+	assert.Equal(t, tg.Extra{MaxRuntime: 30 * time.Minute, ProgressWindow: 10 * time.Minute}, *both.Extra, "the shortest of its labels' defaults")
+	own, err := s.Create(ctx, tg.NewTask{Subject: "own", Labels: []string{"gpu"}, MaxRuntime: 2 * time.Hour})
+	require.NoError(t, err)
+	assert.Equal(t, tg.Extra{MaxRuntime: 2 * time.Hour, ProgressWindow: 10 * time.Minute}, *own.Extra, "its own value wins")
+	plain, err := s.Create(ctx, tg.NewTask{Subject: "no label"})
+	require.NoError(t, err)
+	assert.Nil(t, plain.Extra)
+	planned, err := s.CreatePlan(ctx, []tg.NewTask{{Subject: "planned", Key: "p1", Labels: []string{"slow"}}})
+	require.NoError(t, err)
+	assert.Equal(t, tg.Extra{MaxRuntime: time.Hour}, *planned[0].Extra, "a plan's tasks get them too")
+
+	require.NoError(t, ld.SetLivenessDefault(ctx, "gpu", tg.LivenessDefault{}))
+	got, err = ld.LivenessDefaults(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]tg.LivenessDefault{"slow": {MaxRuntime: time.Hour}}, got, "the zero value removes a default")
+	again, err := s.Get(ctx, both.ID)
+	require.NoError(t, err)
+	assert.Equal(t, both.Extra, again.Extra, "a task keeps what it was created with")
+	later, err := s.Create(ctx, tg.NewTask{Subject: "later", Labels: []string{"gpu"}})
+	require.NoError(t, err)
+	assert.Nil(t, later.Extra)
+
+	for _, c := range []struct {
+		label string
+		d     tg.LivenessDefault
+	}{{"Not A Label", tg.LivenessDefault{MaxRuntime: time.Hour}}, {"gpu", tg.LivenessDefault{MaxRuntime: -time.Second}}, {"gpu", tg.LivenessDefault{ProgressWindow: tg.MaxLiveness + 1}}} {
+		err := ld.SetLivenessDefault(ctx, c.label, c.d)
+		assert.ErrorIs(t, err, tg.ErrInvalid, "%q %+v", c.label, c.d)
+	}
+}

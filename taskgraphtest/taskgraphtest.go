@@ -113,6 +113,7 @@ var cases = []struct {
 	{"LivenessFields", testLivenessFields},
 	{"MaxRuntime", testMaxRuntime},
 	{"ProgressWindow", testProgressWindow},
+	{"LivenessDefaults", testLivenessDefaults},
 }
 
 var ctx = context.Background()
