@@ -31,7 +31,7 @@ var decoders = []decoder{
 	// Appended, so that an operation byte below the length of the table
 	// before them means what it meant; the stored seeds were rewritten to
 	// such bytes when they came (see the commit that added them).
-	(*driver).createLive, (*driver).createLive, (*driver).updateLive,
+	(*driver).createLive, (*driver).createLive, (*driver).updateLive, (*driver).setLivenessDefault,
 }
 
 // decode reads the next operation from the input.
@@ -262,6 +262,30 @@ func (d *driver) setLimit() op {
 				return errResult(err)
 			}
 			return result{text: fmt.Sprint(limits)}
+		},
+	}
+}
+
+// setLivenessDefault sets, changes or removes a label's default liveness
+// (sometimes out of range), which the creates after it apply.
+func (d *driver) setLivenessDefault() op {
+	label := agreeLabels[d.pick(len(agreeLabels))]
+	ld := tg.LivenessDefault{MaxRuntime: livenesses[d.pick(len(livenesses))], ProgressWindow: livenesses[d.pick(len(livenesses))]}
+	return op{
+		name: fmt.Sprintf("SetLivenessDefault(%q, %+v), LivenessDefaults()", label, ld),
+		run: func(s tg.Store) result {
+			l, ok := s.(tg.LivenessDefaulter)
+			if !ok {
+				return errResult(fmt.Errorf("%T does not implement taskgraph.LivenessDefaulter", s))
+			}
+			if err := l.SetLivenessDefault(bg, label, ld); err != nil {
+				return errResult(err)
+			}
+			all, err := l.LivenessDefaults(bg)
+			if err != nil {
+				return errResult(err)
+			}
+			return result{text: fmt.Sprint(all)}
 		},
 	}
 }
