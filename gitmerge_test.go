@@ -276,3 +276,24 @@ func TestMergeLiveness(t *testing.T) {
 	assert.Equal(t, claimed.Extra, clean.Extra, "the clean filter keeps the limits")
 	assert.True(t, clean.LeaseExpiresAt.IsZero(), "and drops the lease, as before")
 }
+
+// TestMergeMetaLiveness: the labels' liveness defaults in the meta file
+// merge label by label: a change on one side is kept, a change on both
+// keeps the stricter (shorter) limit of each, and a removal on one side
+// loses to a change on the other.
+func TestMergeMetaLiveness(t *testing.T) {
+	base := []byte(`{"highWater": 3, "liveness": {"a": {"maxRuntime": "1h"}, "b": {"progressWindow": "10m"}, "c": {"maxRuntime": "2h"}}}`)
+	ours := []byte(`{"highWater": 5, "liveness": {"a": {"maxRuntime": "30m"}, "b": {"progressWindow": "10m"}, "c": {"maxRuntime": "1h"}}}`)
+	theirs := []byte(`{"highWater": 4, "liveness": {"a": {"maxRuntime": "45m", "progressWindow": "5m"}, "c": {"maxRuntime": "2h"}, "d": {"maxRuntime": "3h"}}}`)
+	out, conflicts, err := MergeTaskFiles(".tasks/"+metaFileName, base, ours, theirs)
+	require.NoError(t, err)
+	assert.Empty(t, conflicts)
+	m, err := parseMetaFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, ID(5), m.HighWater)
+	assert.Equal(t, map[string]metaLiveness{
+		"a": {MaxRuntime: "30m", ProgressWindow: "5m"}, // both changed: the stricter of each
+		"c": {MaxRuntime: "1h"},                        // only ours changed it
+		"d": {MaxRuntime: "3h"},                        // theirs added it
+	}, m.Liveness, "b: removed by theirs, unchanged by ours")
+}
