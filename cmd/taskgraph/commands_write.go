@@ -286,6 +286,46 @@ func parseWhen(v string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is not a time: give RFC 3339 (2026-12-05T14:00:00Z), a date (2026-12-05), a time today (14:00) or a duration from now (2h)", v)
 }
 
+func flagsLiveness(fs *flag.FlagSet) func(e *env) error {
+	maxRuntime := fs.Duration("max-runtime", 0, "the label's default max runtime, `DURATION` (0: none)")
+	window := fs.Duration("progress-window", 0, "the label's default no-progress window, `DURATION` (0: none)")
+	return func(e *env) error {
+		switch len(e.args) {
+		case 0:
+			return e.withStore(func(s store) error {
+				all, err := s.LivenessDefaults(e.ctx)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(all)
+				}
+				for _, l := range slices.Sorted(maps.Keys(all)) {
+					fmt.Fprintf(e.stdout, "%s max runtime %v, no-progress window %v\n", l, all[l].MaxRuntime, all[l].ProgressWindow)
+				}
+				return nil
+			})
+		case 1:
+			d := taskgraph.LivenessDefault{MaxRuntime: *maxRuntime, ProgressWindow: *window}
+			if err := taskgraph.Rules.LivenessDefaultArgs(e.args[0], d); err != nil {
+				return usagef("liveness %s: %v", e.args[0], reasonOf(err))
+			}
+			return e.withStore(func(s store) error {
+				if err := s.SetLivenessDefault(e.ctx, e.args[0], d); err != nil {
+					return err
+				}
+				if d == (taskgraph.LivenessDefault{}) {
+					fmt.Fprintf(e.stdout, "No default liveness for %s\n", e.args[0])
+				} else {
+					fmt.Fprintf(e.stdout, "Tasks created with %s get max runtime %v, no-progress window %v (0: none)\n", e.args[0], d.MaxRuntime, d.ProgressWindow)
+				}
+				return nil
+			})
+		}
+		return usagef("want LABEL and --max-runtime, --progress-window, or nothing to list the defaults")
+	}
+}
+
 func cmdLimit(e *env) error {
 	switch len(e.args) {
 	case 0:

@@ -131,3 +131,21 @@ func TestMCPMaxRuntime(t *testing.T) {
 	assert.Equal(t, "ran past its max runtime of 1s", lapse.Detail)
 	assert.Contains(t, ok(t, dir, "show", "1"), "attempts:    1 used of 3", "the attempt that ran too long is counted")
 }
+
+// TestLivenessCommand: `liveness LABEL --max-runtime --progress-window`
+// keeps a label's default with the graph; a task added with the label
+// gets it; `liveness` lists the defaults; both 0 removes one; a bad label
+// is a usage error.
+func TestLivenessCommand(t *testing.T) {
+	dir := project(t)
+	assert.Contains(t, ok(t, dir, "liveness", "gpu", "--max-runtime", "2h", "--progress-window", "15m"), "Tasks created with gpu get max runtime 2h0m0s, no-progress window 15m0s")
+	assert.Equal(t, "gpu max runtime 2h0m0s, no-progress window 15m0s\n", ok(t, dir, "liveness"))
+	ok(t, dir, "add", "train", "--label", "gpu")
+	show := ok(t, dir, "show", "1")
+	assert.Contains(t, show, "max runtime: 2h0m0s")
+	assert.Contains(t, show, "no progress: 15m0s")
+	assert.Contains(t, ok(t, dir, "liveness", "gpu"), "No default liveness for gpu")
+	assert.Equal(t, "", ok(t, dir, "liveness"))
+	r := tg(t, dir, "liveness", "Not A Label", "--max-runtime", "1h")
+	assert.Equal(t, 2, r.code, r.stderr)
+}
