@@ -361,7 +361,9 @@ func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now
 }
 
 // KeepAlive renews owner's lease on task id to ttl every ttl/3 until stop is
-// called, for harnesses that run their own loop. The returned ctx is
+// called, for harnesses that run their own loop; and once more when the
+// claim's MaxRuntime or no-progress window would end it before the next
+// renewal (Task.Lapse), so that its end is known at once. The returned ctx is
 // cancelled, with the renewal error as its cause, if the lease cannot be
 // renewed (the claim was lost); work on the task should then stop. stop
 // ends the renewals, waits for the last one, and returns the error that
@@ -374,28 +376,46 @@ func KeepAlive(ctx context.Context, s Store, id ID, owner string, ttl time.Durat
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(max(ttl/3, time.Millisecond))
-		defer tick.Stop()
+		every := max(ttl/3, time.Millisecond)
+		// A claim that its max runtime or no-progress window ends before
+		// the next renewal is renewed then, so that its holder learns at
+		// once that it lost it (the renewal is refused: ErrLapsed).
+		next := func(t Task) time.Duration {
+			if at, c := t.Lapse(); c != ClockLease && t.Status == InProgress {
+				return min(every, max(time.Until(at), time.Millisecond))
+			}
+			return every
+		}
+		wait := every
+		if t, err := s.Get(tctx, id); err == nil {
+			wait = next(t)
+		}
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
 		for {
 			select {
 			case <-quit:
 				return
 			case <-tctx.Done():
 				return
-			case <-tick.C:
+			case <-timer.C:
 			}
-			if _, err := s.Renew(tctx, id, owner, ttl); err != nil {
-				if tctx.Err() != nil {
-					return
-				}
-				if errors.Is(err, ErrClaimed) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) || errors.Is(err, ErrLapsed) {
-					lost = err
-					cancel(fmt.Errorf("taskgraph: the claim on task %d was lost: %w", id, err))
-					return
-				}
-				// A passing failure (a busy disk, a dropped connection):
-				// the lease still runs; try again on the next tick.
+			t, err := s.Renew(tctx, id, owner, ttl)
+			if err == nil {
+				timer.Reset(next(t))
+				continue
 			}
+			if tctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, ErrClaimed) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) || errors.Is(err, ErrLapsed) {
+				lost = err
+				cancel(fmt.Errorf("taskgraph: the claim on task %d was lost: %w", id, err))
+				return
+			}
+			// A passing failure (a busy disk, a dropped connection):
+			// the lease still runs; try again on the next tick.
+			timer.Reset(every)
 		}
 	}()
 	var once sync.Once
