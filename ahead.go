@@ -56,7 +56,7 @@ type ahead struct {
 // not read yet, writes of several files or that allocate ids, and any
 // failure, which the write under the lock meets again if it matters.
 func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) (*plan, error)) *ahead {
-	if !s.offTheLock() {
+	if !s.cfg.offTheLock() {
 		return nil
 	}
 	select {
@@ -67,13 +67,19 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 	var p *plan
 	var now time.Time
 	var err error
-	ready := !s.closed && s.scanned && s.journalErr == nil && s.metaErr == nil && s.cacheDirReady()
+	ready := !s.closed && s.scanned && s.journalErr == nil && s.metaErr == nil && s.ahead.ready(s.root, s.dirf, s.stamps)
 	cache := s.ahead
 	if ready {
 		now = s.now()
 		p, err = mk(s.g, now)
+		// A task in progress is written by its owner, whom no one else
+		// competes with; any other write is decided ahead only on a cache
+		// that has read every record of the log, since agents that
+		// compete for the same tasks (ClaimNext) would otherwise each
+		// fsync a file that the lock holder finds out of date and writes
+		// again under the lock.
 		ready = err == nil && len(p.put) == 1 && len(p.del) == 0 && p.lastNew == 0 &&
-			(s.held(p.put[0].ID) || s.seenAll())
+			(s.g.inProgress(p.put[0].ID) || s.log.readAll())
 	}
 	<-s.sem
 	if !ready {
@@ -84,7 +90,7 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 		return nil
 	}
 	a := &ahead{now: now, start: time.Now(), id: p.put[0].ID, data: data}
-	if a.temp = s.fillSpare(cache, data); a.temp != "" {
+	if a.temp = s.spares.fill(cache, data); a.temp != "" {
 		return a
 	}
 	name := atomicfile.TempName(taskFileName(a.id))
@@ -112,8 +118,8 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 // lock — their files decided ahead, the old versions freed after it: under
 // the full protocol. Not on Windows, whose renames and sharing rules
 // (docs/windows.md) it has not been tested against.
-func (s *FileStore) offTheLock() bool {
-	return !s.cfg.noSync && runtime.GOOS != "windows"
+func (c *config) offTheLock() bool {
+	return !c.noSync && runtime.GOOS != "windows"
 }
 
 // holdReplaced opens the task file that the single-file write j is about
@@ -125,7 +131,7 @@ func (s *FileStore) offTheLock() bool {
 // writer that dies: the kernel closes its files.
 func (s *FileStore) holdReplaced(j *journal.Journal) *os.File {
 	id, ok := s.replacedTask(j)
-	if !ok || !s.offTheLock() {
+	if !ok || !s.cfg.offTheLock() {
 		return nil
 	}
 	f, err := s.fs.OpenRead(taskFileName(id))
@@ -135,65 +141,47 @@ func (s *FileStore) holdReplaced(j *journal.Journal) *os.File {
 	return f
 }
 
-// held reports whether the cache has task id in progress.
-func (s *FileStore) held(id ID) bool {
-	t := s.g.tasks[id]
-	return t != nil && t.Status == InProgress
-}
-
-// seenAll reports whether the cache has read every record of the change
-// log as it is now, by one fstat. A task in progress is written by its
-// owner, whom no one else competes with; any other write is decided ahead
-// only on a cache that has seen everything, since agents that compete for
-// the same tasks (ClaimNext) would otherwise each fsync a file that the
-// lock holder finds out of date and writes again under the lock.
-func (s *FileStore) seenAll() bool {
-	if s.log.f == nil {
-		return false
-	}
-	fi, err := s.log.f.Stat()
-	return err == nil && fi.Size() == s.log.off
-}
-
-// cacheDirReady reports whether the cache directory can take files decided
-// ahead. Creating it changes the task directory's mtime, which other
-// stores would take for a foreign change and rescan for, so a write that
-// finds it missing has the next commit create it (makeCacheDir), whose log
-// record accounts for that mtime. (The snapshot's writer creates it too,
-// outside the lock, after a scan that read the whole directory anyway.)
-// Called with the semaphore held.
-func (s *FileStore) cacheDirReady() bool {
-	if s.ahead.dirf != nil {
+// ready reports whether the cache directory can take files decided
+// ahead, opening it the first time. Creating it changes the task
+// directory's mtime, which other stores would take for a foreign change
+// and rescan for, so a write that finds it missing has the next commit
+// create it (makeIfWanted), whose log record accounts for that mtime. (The
+// snapshot's writer creates it too, outside the lock, after a scan that
+// read the whole directory anyway.) taskRoot and taskDir are the task
+// directory; stamps the task files as the cache has them (sweep). Called
+// with the store's semaphore held.
+func (d *aheadDir) ready(taskRoot *os.Root, taskDir *os.File, stamps map[ID]stamp) bool {
+	if d.dirf != nil {
 		return true
 	}
-	if s.ahead.failed {
+	if d.failed {
 		return false
 	}
 	// Opened once, through os.Root, so that a symlink out of the task
 	// directory in its place is refused; the handle stays the
 	// directory's whatever happens to its name later.
-	root, err := s.openCache()
+	root, err := openCacheDir(taskRoot)
 	if err != nil {
-		s.wantCacheDir = errors.Is(err, fs.ErrNotExist)
-		s.ahead.failed = !s.wantCacheDir
+		d.want = errors.Is(err, fs.ErrNotExist)
+		d.failed = !d.want
 		return false
 	}
 	dirf, err := root.Open(".")
 	if err != nil {
 		root.Close()
-		s.ahead.failed = true
+		d.failed = true
 		return false
 	}
-	if fi, err := dirf.Stat(); err != nil || sameDir(fi, s.dirf) {
+	if fi, err := dirf.Stat(); err != nil || sameDir(fi, taskDir) {
 		// A symlink to the task directory itself: files made there
 		// would change its mtime, which other stores rescan for.
 		dirf.Close()
 		root.Close()
-		s.ahead.failed = true
+		d.failed = true
 		return false
 	}
-	s.ahead.root, s.ahead.dirf = root, dirf
-	s.sweepAhead()
+	d.root, d.dirf = root, dirf
+	d.sweep(taskRoot, stamps)
 	return true
 }
 
@@ -203,11 +191,13 @@ func sameDir(fi os.FileInfo, d *os.File) bool {
 	return err == nil && os.SameFile(fi, di)
 }
 
-// aheadDir is the cache directory as writes decided ahead use it.
+// aheadDir is the cache directory as writes decided ahead (and spares)
+// use it.
 type aheadDir struct {
 	root   *os.Root
 	dirf   *os.File
 	failed bool // it could not be opened: not tried again by this store
+	want   bool // it is missing: the next commit creates it (makeIfWanted)
 }
 
 func (d *aheadDir) close() error {
@@ -217,13 +207,13 @@ func (d *aheadDir) close() error {
 	return errors.Join(d.dirf.Close(), d.root.Close())
 }
 
-// makeCacheDir creates the cache directory in a commit, under the
-// exclusive lock and before the commit's record, if an earlier write found
-// it missing.
-func (s *FileStore) makeCacheDir() {
-	if s.wantCacheDir {
-		s.wantCacheDir = false
-		_ = s.root.Mkdir(cacheDirName, 0o755)
+// makeIfWanted creates the cache directory in the task directory
+// taskRoot, in a commit, under the exclusive lock and before the commit's
+// record, if an earlier write found it missing.
+func (d *aheadDir) makeIfWanted(taskRoot *os.Root) {
+	if d.want {
+		d.want = false
+		_ = taskRoot.Mkdir(cacheDirName, 0o755)
 	}
 }
 
@@ -260,28 +250,29 @@ func (s *FileStore) unusedAhead(a *ahead) {
 	if a == nil || a.temp == "" {
 		return
 	}
-	if name, ok := strings.CutPrefix(a.temp, cacheDirName+"/"); ok && s.recycles() {
-		s.poolSpares([]string{name})
+	if name, ok := strings.CutPrefix(a.temp, cacheDirName+"/"); ok && s.spares.on {
+		s.spares.pool([]string{name})
 		a.temp = ""
 		return
 	}
 	s.dropAhead(a)
 }
 
-// sweepAhead removes what writers that died between deciding ahead and
+// sweep removes what writers that died between deciding ahead and
 // renaming left in the cache directory, once per store. A file is left
-// alone if its inode is also a task's file with a single link: after a
-// power loss a filesystem without a journal may keep the name a rename
-// moved in both directories without counting both, and removing that name
-// would free the task's file.
-func (s *FileStore) sweepAhead() {
-	cache := s.ahead.root
-	d, err := cache.Open(".")
+// alone if its inode is also a task's file (in taskRoot, or in stamps,
+// the task files as the cache has them) with a single link: after a power
+// loss a filesystem without a journal may keep the name a rename moved in
+// both directories without counting both, and removing that name would
+// free the task's file.
+func (d *aheadDir) sweep(taskRoot *os.Root, stamps map[ID]stamp) {
+	cache := d.root
+	f, err := cache.Open(".")
 	if err != nil {
 		return
 	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
+	names, _ := f.Readdirnames(-1)
+	f.Close()
 	var taskFiles map[uint64]bool // the inodes of the task files, as the cache has them
 	for _, n := range names {
 		target, ok := tempTarget(n)
@@ -297,25 +288,21 @@ func (s *FileStore) sweepAhead() {
 			// replaced in and renamed to any task's file: any task
 			// file may be the other name.
 			if taskFiles == nil {
-				taskFiles = make(map[uint64]bool, len(s.stamps))
-				for _, st := range s.stamps {
+				taskFiles = make(map[uint64]bool, len(stamps))
+				for _, st := range stamps {
 					taskFiles[st.Ino] = true
 				}
 			}
 			if taskFiles[atomicfile.FileID(fi)] {
 				continue
 			}
-			if tfi, err := s.root.Lstat(target); err == nil && atomicfile.FileID(tfi) == atomicfile.FileID(fi) {
+			if tfi, err := taskRoot.Lstat(target); err == nil && atomicfile.FileID(tfi) == atomicfile.FileID(fi) {
 				continue
 			}
 		}
 		_ = cache.Remove(n)
 	}
 }
-
-// afterAhead, if set, runs between a write decided ahead and the lock
-// (tests change the directory there).
-var afterAhead func()
 
 // errNoAhead: there is no file written ahead to rename.
 var errNoAhead = errors.New("taskgraph: no file written ahead")

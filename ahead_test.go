@@ -46,11 +46,11 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// withAfterAhead runs f between every write decided ahead and its lock
-// until the test ends.
-func withAfterAhead(t *testing.T, f func()) {
-	afterAhead = f
-	t.Cleanup(func() { afterAhead = nil })
+// withAfterAhead runs f between every write of s decided ahead and its
+// lock until the test ends.
+func withAfterAhead(t *testing.T, s *FileStore, f func()) {
+	s.cfg.afterAhead = f
+	t.Cleanup(func() { s.cfg.afterAhead = nil })
 }
 
 // cacheEntries lists the cache directory but for the snapshot and the
@@ -64,7 +64,7 @@ func cacheEntries(t *testing.T, dir string, stores ...*FileStore) []string {
 	require.NoError(t, err)
 	kept := map[string]bool{snapshotName: true}
 	for _, s := range stores {
-		s.inflight.Wait() // a top-up may be making spares (topUpSpares)
+		s.inflight.Wait() // a top-up may be making spares (spares.topUp)
 		s.spares.mu.Lock()
 		for _, n := range s.spares.free {
 			kept[n] = true
@@ -142,16 +142,16 @@ func TestAheadDecidedAgain(t *testing.T) {
 	require.NoError(t, err)
 	// ran makes each case prove that its write was decided ahead.
 	var ran bool
-	hook := func(f func()) {
+	hook := func(st *FileStore, f func()) {
 		ran = false
-		withAfterAhead(t, func() {
-			afterAhead, ran = nil, true
+		withAfterAhead(t, st, func() {
+			st.cfg.afterAhead, ran = nil, true
 			f()
 		})
 	}
 
 	t.Run("edited", func(t *testing.T) {
-		hook(func() {
+		hook(s, func() {
 			_, err := other.Update(ctx, a.ID, Patch{Subject: ptr("a, renamed")})
 			require.NoError(t, err)
 		})
@@ -167,7 +167,7 @@ func TestAheadDecidedAgain(t *testing.T) {
 	t.Run("claimed by another", func(t *testing.T) {
 		b, err := s.Create(ctx, NewTask{Subject: "b"})
 		require.NoError(t, err)
-		hook(func() {
+		hook(s, func() {
 			_, err := other.Claim(ctx, b.ID, "bob")
 			require.NoError(t, err)
 		})
@@ -182,7 +182,7 @@ func TestAheadDecidedAgain(t *testing.T) {
 		c, err := s.Create(ctx, NewTask{Subject: "c"})
 		require.NoError(t, err)
 		before := s.Stats().Ahead
-		hook(func() {
+		hook(s, func() {
 			for _, n := range cacheEntries(t, dir) {
 				require.NoError(t, os.Remove(filepath.Join(dir, cacheDirName, n)))
 			}
@@ -204,7 +204,7 @@ func TestAheadDecidedAgain(t *testing.T) {
 		_, err = late.Note(ctx, d.ID, "alice", "a store's first write opens its change log")
 		require.NoError(t, err)
 		var waited time.Time
-		hook(func() {
+		hook(late, func() {
 			clock.Advance(2 * aheadMaxAge)
 			waited = clock.Now()
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	tg "github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/claimbench"
 )
 
 // Hot-path benchmarks for benchstat comparisons in review. The full
@@ -233,5 +234,39 @@ func BenchmarkCatchUp(b *testing.B) {
 			b.Fatal(err)
 		}
 		done += n
+	}
+}
+
+// BenchmarkClaimNextAtScale compares, at 100,000 tasks in the file store,
+// ClaimNext under a limit on a label no task carries, under a reached
+// limit that holds back the most urgent tenth of the ready tasks, and
+// WithUnder the last of 10 epics, with a plain ClaimNext (issue 39,
+// item 3: each ≤ 2×). Each iteration is a round of the four, in an order
+// rotated every round (claimbench.Measure); the metrics are each case's
+// median and its ratio to the plain one's, in one run. The store is
+// durable (sync) as Open makes it, and WithoutSync (nosync), where the
+// choice of the task is the whole cost:
+//
+//	go test -run '^$' -bench ClaimNextAtScale -benchtime 40x .
+func BenchmarkClaimNextAtScale(b *testing.B) {
+	const n = 100_000
+	dir := b.TempDir()
+	fixture := openStore(b, dir, tg.WithoutSync())
+	if err := fixture.Load(ctx, claimbench.Tasks(n)); err != nil {
+		b.Fatal(err)
+	}
+	if err := claimbench.Setup(ctx, fixture); err != nil {
+		b.Fatal(err)
+	}
+	fixture.Close()
+	for _, mode := range []struct {
+		name string
+		opts []tg.Option
+	}{{"sync", nil}, {"nosync", []tg.Option{tg.WithoutSync()}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			s := openStore(b, dir, mode.opts...)
+			defer s.Close()
+			claimbench.Bench(b, s)
+		})
 	}
 }

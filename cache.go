@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"runtime"
 	"slices"
@@ -23,26 +22,15 @@ func (s *FileStore) refresh() error {
 	if !s.scanned {
 		return s.scan()
 	}
-	fi, err := s.root.Lstat(logFileName)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()):
-		if s.log.ino != 0 {
-			// The log was removed (by a writer that could not append
-			// to it) or replaced by something unusable: records may
-			// have been lost.
-			return s.scan()
-		}
-	case err != nil:
-		return fmt.Errorf("taskgraph: %w", err)
-	case atomicfile.FileID(fi) != s.log.ino:
-		// A new log (created or compacted): records may have been lost
-		// in between.
+	news, size, err := s.log.news()
+	if err != nil {
+		return err
+	}
+	switch news {
+	case logLost:
 		return s.scan()
-	case fi.Size() < s.log.off:
-		// Cut short in place, by something other than taskgraph.
-		return s.scan()
-	case fi.Size() > s.log.off:
-		rescan, err := s.readLog(fi.Size())
+	case logGrown:
+		rescan, err := s.readLog(size)
 		if err != nil {
 			return err
 		}
@@ -57,10 +45,7 @@ func (s *FileStore) refresh() error {
 	if dfi.ModTime().UnixNano() != s.dirMtime {
 		return s.scan()
 	}
-	// The log is the one this store has open and ends where this store
-	// stopped reading, at a whole line: while the lock is held, nobody
-	// else appends, so the next append need not look at it again.
-	s.log.checked = s.log.f != nil && err == nil && fi != nil && atomicfile.FileID(fi) == s.log.ino && fi.Size() == s.log.off
+	s.log.caughtUp(size)
 	return nil
 }
 
@@ -72,17 +57,7 @@ func (s *FileStore) scan() error {
 	if err != nil {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
-	prevIno, prevOff := s.log.ino, s.log.off
-	s.log.ino, s.log.off = 0, 0
-	if fi, err := s.root.Lstat(logFileName); err == nil && fi.Mode().IsRegular() {
-		s.log.ino, s.log.off = atomicfile.FileID(fi), s.wholeLines(fi.Size())
-	}
-	if s.log.ino != prevIno || s.log.off < prevOff {
-		// The log open here is not the directory's any more (appending
-		// to it would reach no one), or it was cut short in place by
-		// something other than taskgraph: nothing known of it holds.
-		s.closeLog()
-	}
+	s.log.skipToEnd()
 	// An empty cache is filled from the snapshot while the directory is
 	// listed and every task file stat'ed, in parallel (mostly waiting on
 	// the filesystem: more workers than processors); then only the files
@@ -101,18 +76,7 @@ func (s *FileStore) scan() error {
 	s.temps = temps
 	slices.Sort(ids)
 	workers := max(runtime.GOMAXPROCS(0), 8)
-	stamps := make([]stamp, len(ids))
-	statted := make([]bool, len(ids))
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(ids); i += workers {
-				if ino, size, mtime, err := atomicfile.StatIn(s.dirf, s.root, taskFileName(ids[i])); err == nil {
-					stamps[i], statted[i] = stamp{Ino: ino, Size: size, Mtime: mtime}, true
-				}
-			}
-		})
-	}
-	wg.Wait()
+	stamps, statted := statAll(s.dirf, s.root, ids, workers)
 	snap.Wait()
 	for id := range s.stamps {
 		if _, present := searchIDs(ids, id); !present {
@@ -120,12 +84,7 @@ func (s *FileStore) scan() error {
 			delete(s.stamps, id)
 		}
 	}
-	type loaded struct {
-		fi  os.FileInfo
-		t   *Task
-		err error
-	}
-	results := make([]loaded, len(ids))
+	fis, tasks, errs := make([]os.FileInfo, len(ids)), make([]*Task, len(ids)), make([]error, len(ids))
 	skip := make([]bool, len(ids))
 	// Loading is parallel; installing into the graph is sequential and in
 	// id order, which keeps the sorted index appends cheap.
@@ -136,43 +95,25 @@ func (s *FileStore) scan() error {
 					skip[i] = true
 					continue
 				}
-				r := &results[i]
-				r.fi, r.t, r.err = s.load(ids[i])
+				fis[i], tasks[i], errs[i] = s.load(ids[i])
 			}
 		})
 	}
 	wg.Wait()
 	if cold {
-		// The tasks of a cold scan arrive together: side by side in one
-		// slab, as a snapshot's are (graph.go, "slabs"), sized to the files
-		// read: after a snapshot, few or none (a slab of every task, unused,
-		// was 44 MB at 100,000 tasks).
-		n := 0
-		for i := range results {
-			if results[i].t != nil {
-				n++
-			}
-		}
-		slab := make([]Task, 0, n)
-		for i := range results {
-			if r := &results[i]; r.t != nil {
-				slab = append(slab, *r.t)
-				r.t = &slab[len(slab)-1]
-			}
-		}
+		intoSlab(tasks)
 	}
 	for i, id := range ids {
 		if skip[i] {
 			continue
 		}
-		r := results[i]
-		if r.err != nil && !errors.Is(r.err, ErrCorrupt) {
+		if errs[i] != nil && !errors.Is(errs[i], ErrCorrupt) {
 			// A failure to read, not a verdict on the file: cache
 			// nothing, so that the next scan reads it again.
 			s.scanned = false
-			return r.err
+			return errs[i]
 		}
-		s.install(id, r.fi, r.t, r.err)
+		s.install(id, fis[i], tasks[i], errs[i])
 		s.snapshotLoads++
 	}
 	if err := s.readMeta(); err != nil {
@@ -181,7 +122,7 @@ func (s *FileStore) scan() error {
 	s.dirMtime = dfi.ModTime().UnixNano()
 	// Every task file a finished write left is durable; one a writer that
 	// died left may not be, and this scan may have read it.
-	unfinished, err := s.unfinishedWrite()
+	unfinished, err := s.log.endsUnfinished()
 	if err == nil && unfinished {
 		err = s.syncDir()
 	}
@@ -190,6 +131,45 @@ func (s *FileStore) scan() error {
 	}
 	s.scanned = true
 	return nil
+}
+
+// statAll stats the task files of ids through the directory's handle,
+// workers at a time (mostly waiting on the filesystem): statted[i] says
+// whether stamps[i] is the stamp of ids[i]'s file.
+func statAll(dirf *os.File, root *os.Root, ids []ID, workers int) (stamps []stamp, statted []bool) {
+	stamps, statted = make([]stamp, len(ids)), make([]bool, len(ids))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(ids); i += workers {
+				if ino, size, mtime, err := atomicfile.StatIn(dirf, root, taskFileName(ids[i])); err == nil {
+					stamps[i], statted[i] = stamp{Ino: ino, Size: size, Mtime: mtime}, true
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return stamps, statted
+}
+
+// intoSlab moves the tasks of a cold scan, which arrive together, side by
+// side into one slab, as a snapshot's are (graph.go, "slabs"), sized to
+// the files read: after a snapshot, few or none (a slab of every task,
+// unused, was 44 MB at 100,000 tasks).
+func intoSlab(tasks []*Task) {
+	n := 0
+	for _, t := range tasks {
+		if t != nil {
+			n++
+		}
+	}
+	slab := make([]Task, 0, n)
+	for i, t := range tasks {
+		if t != nil {
+			slab = append(slab, *t)
+			tasks[i] = &slab[len(slab)-1]
+		}
+	}
 }
 
 // readDir lists the task directory: the ids of its task files, and its

@@ -27,14 +27,23 @@ import (
 // here and how far this store has read it. The log is never what makes a
 // write durable — every write is durable in its files before its record is
 // appended — so a record lost costs the other stores a rescan, never a
-// write. Guarded by the store's semaphore.
+// write. It knows lines, not tasks: the store decides what a record says.
+// Guarded by the store's semaphore; nothing else writes its fields.
 type changeLog struct {
-	f   *os.File // the log open here, or nil
-	ino uint64   // the directory's log as last seen (0: none)
-	off int64    // read (and appended) up to here: the end of a whole line
+	fs   fileSystem // the directory's, through which the log is written
+	root *os.Root   // the directory, for Lstat
+	path string     // the log's path, for messages
+	max  int64      // the size at which prepare replaces it
+	f    *os.File   // the log open here, or nil
+	ino  uint64     // the directory's log as last seen (0: none)
+	off  int64      // read (and appended) up to here: the end of a whole line
 	// checked: refresh found the log open here to be the directory's,
 	// read to its end, in the current hold of the lock.
 	checked bool
+}
+
+func newChangeLog(fsys fileSystem, root *os.Root, dir string, max int64) changeLog {
+	return changeLog{fs: fsys, root: root, path: filepath.Join(dir, logFileName), max: max}
 }
 
 // Files that earlier versions kept beside the change log, for group
@@ -53,38 +62,37 @@ func hardLinked(what string, n uint64, until string) error {
 	return fmt.Errorf("the %s has %d hard links, so it may be another file too, which taskgraph would change by writing it: remove it; until then %s", what, n, until)
 }
 
-// openLog opens (creating if needed) the change log the directory has now.
+// open opens (creating if needed) the change log the directory has now.
 // A log that is not a regular file is a *CorruptError: writes refuse until
 // it is removed (reads go on, by the directory's mtime alone).
-func (s *FileStore) openLog() error {
-	if s.log.f != nil {
-		if s.log.checked {
+func (l *changeLog) open() error {
+	if l.f != nil {
+		if l.checked {
 			return nil // refresh just saw it, and the lock is held
 		}
-		if fi, err := s.root.Lstat(logFileName); err == nil && atomicfile.FileID(fi) == s.log.ino {
+		if fi, err := l.root.Lstat(logFileName); err == nil && atomicfile.FileID(fi) == l.ino {
 			return nil
 		}
-		s.log.f.Close()
-		s.log.f = nil
+		l.f.Close()
+		l.f = nil
 	}
-	path := filepath.Join(s.dir, logFileName)
 	unusable := func(m fs.FileMode) error {
-		return &CorruptError{Path: path, Err: fmt.Errorf("the change log is %w: remove it; until then every write is refused (reads go on)", notRegular(m))}
+		return &CorruptError{Path: l.path, Err: fmt.Errorf("the change log is %w: remove it; until then every write is refused (reads go on)", notRegular(m))}
 	}
 	// Through the handle, without following a symlink or blocking on a
 	// FIFO: something put in its place gives an error, not a hang, and
 	// never receives a record.
-	f, err := s.fs.OpenFile(logFileName, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := l.fs.OpenFile(logFileName, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		if fi, lerr := s.root.Lstat(logFileName); lerr == nil && !fi.Mode().IsRegular() {
+		if fi, lerr := l.root.Lstat(logFileName); lerr == nil && !fi.Mode().IsRegular() {
 			return unusable(fi.Mode())
 		}
-		return fmt.Errorf("taskgraph: open change log %s: %w", path, err)
+		return fmt.Errorf("taskgraph: open change log %s: %w", l.path, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("taskgraph: open change log %s: %w", path, err)
+		return fmt.Errorf("taskgraph: open change log %s: %w", l.path, err)
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
@@ -92,48 +100,225 @@ func (s *FileStore) openLog() error {
 	}
 	if n := atomicfile.Links(fi); n > 1 {
 		f.Close()
-		return &CorruptError{Path: path, Err: hardLinked("change log", n, "every write is refused (reads go on)")}
+		return &CorruptError{Path: l.path, Err: hardLinked("change log", n, "every write is refused (reads go on)")}
 	}
-	s.log.f, s.log.ino = f, atomicfile.FileID(fi)
+	l.f, l.ino = f, atomicfile.FileID(fi)
 	return nil
 }
 
-// closeLog closes the change log this store has open.
-func (s *FileStore) closeLog() {
-	if s.log.f != nil {
-		s.log.f.Close()
-		s.log.f = nil
-	}
-	s.log.checked = false
-}
-
-// prepareLog opens the change log, replacing it first if it has grown
-// large. It runs before a commit's files are written so that creating or
-// replacing the log is part of the directory change the commit records.
-func (s *FileStore) prepareLog() error {
-	if err := s.openLog(); err != nil {
-		return err
-	}
-	if s.log.off < maxLogSize {
+// close closes the change log open here.
+func (l *changeLog) close() error {
+	l.checked = false
+	if l.f == nil {
 		return nil
 	}
-	return s.replaceLog()
+	err := l.f.Close()
+	l.f = nil
+	return err
 }
 
-// replaceLog replaces the change log with a new, empty file and opens it.
+// prepare opens the change log, replacing it first if it has grown large.
+// A write prepares it before its files are written, so that creating or
+// replacing the log is part of the directory change the write commits.
+func (l *changeLog) prepare() error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	if l.off < l.max {
+		return nil
+	}
+	return l.replace()
+}
+
+// replace replaces the change log with a new, empty file and opens it.
 // Every other store sees its new inode and rescans the directory, so no
 // record of the old log needs to reach them; this store is current and
 // starts over.
-func (s *FileStore) replaceLog() error {
-	if err := atomicfile.Replace(s.fs, logFileName, nil, 0o644, false); err != nil {
+func (l *changeLog) replace() error {
+	if err := atomicfile.Replace(l.fs, logFileName, nil, 0o644, false); err != nil {
 		return fmt.Errorf("taskgraph: replace change log: %w", err)
 	}
-	s.closeLog()
-	if err := s.openLog(); err != nil {
+	l.close()
+	if err := l.open(); err != nil {
 		return err
 	}
-	s.log.off = 0
+	l.off = 0
 	return nil
+}
+
+// remove removes the change log: without one, every other store rescans
+// the directory. It reports whether the log is gone; either way this
+// store forgets it, and rescans at its next refresh.
+func (l *changeLog) remove() bool {
+	l.close()
+	err := l.fs.Remove(logFileName)
+	l.ino, l.off = 0, 0
+	return err == nil || errors.Is(err, fs.ErrNotExist)
+}
+
+// append appends rec, whole lines, to the change log.
+func (l *changeLog) append(rec []byte) error {
+	if l.f == nil {
+		return errors.New("taskgraph: no change log is open")
+	}
+	size := l.off
+	if !l.checked {
+		lfi, err := l.f.Stat()
+		if err != nil {
+			return fmt.Errorf("taskgraph: change log: %w", err)
+		}
+		size = lfi.Size()
+	}
+	if size > l.off {
+		// Every whole line has been read (refresh comes first): the rest
+		// is the start of a line whose writer died in mid-append. End it,
+		// so that ours stays whole.
+		rec = append([]byte{'\n'}, rec...)
+	}
+	if err := l.fs.Append(l.f, rec); err != nil {
+		return fmt.Errorf("taskgraph: append change log: %w", err)
+	}
+	l.off = size + int64(len(rec))
+	return nil
+}
+
+// logNews is what the directory's change log holds that this store has not
+// read.
+type logNews int
+
+const (
+	logSame  logNews = iota // nothing: the log ends where this store stopped reading
+	logGrown                // records appended since: read them (readNew)
+	logLost                 // removed, replaced or cut short: records may be lost, so rescan
+)
+
+// news compares the directory's change log with what this store has read
+// of it, and returns its size.
+func (l *changeLog) news() (logNews, int64, error) {
+	fi, err := l.root.Lstat(logFileName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()):
+		if l.ino != 0 {
+			// Removed (by a writer that could not append to it) or
+			// replaced by something unusable.
+			return logLost, 0, nil
+		}
+		return logSame, 0, nil
+	case err != nil:
+		return logSame, 0, fmt.Errorf("taskgraph: %w", err)
+	case atomicfile.FileID(fi) != l.ino:
+		return logLost, fi.Size(), nil // a new log, created or compacted
+	case fi.Size() < l.off:
+		return logLost, fi.Size(), nil // cut short in place, by something other than taskgraph
+	case fi.Size() > l.off:
+		return logGrown, fi.Size(), nil
+	}
+	return logSame, fi.Size(), nil
+}
+
+// caughtUp records that this store has read the log to size, as news
+// found it, in the current hold of the lock: while it is held nobody else
+// appends, so the next append need not look at the log again.
+func (l *changeLog) caughtUp(size int64) {
+	l.checked = l.f != nil && l.ino != 0 && size == l.off
+}
+
+// readNew returns the whole lines appended between what this store has
+// read and size, and counts them read. A line not yet whole (its writer
+// is appending, or died in mid-append) is left for later.
+func (l *changeLog) readNew(size int64) ([]byte, error) {
+	if err := l.open(); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, size-l.off)
+	n, err := l.f.ReadAt(buf, l.off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("taskgraph: read change log: %w", err)
+	}
+	whole := changelog.Whole(buf[:n])
+	l.off += int64(len(whole))
+	return whole, nil
+}
+
+// readAll reports, by one fstat, whether this store has read every record
+// of the log open here.
+func (l *changeLog) readAll() bool {
+	if l.f == nil {
+		return false
+	}
+	fi, err := l.f.Stat()
+	return err == nil && fi.Size() == l.off
+}
+
+// skipToEnd takes the directory's log as read to its last whole line: a
+// scan, which reads the files themselves, needs none of its records. If
+// the log open here is not the directory's any more (appending to it would
+// reach no one), or was cut short in place by something other than
+// taskgraph, it is closed: nothing known of it holds.
+func (l *changeLog) skipToEnd() {
+	prevIno, prevOff := l.ino, l.off
+	l.ino, l.off = 0, 0
+	if fi, err := l.root.Lstat(logFileName); err == nil && fi.Mode().IsRegular() {
+		l.ino, l.off = atomicfile.FileID(fi), l.wholeLines(fi.Size())
+	}
+	if l.ino != prevIno || l.off < prevOff {
+		l.close()
+	}
+}
+
+// wholeLines returns where the last whole line of a change log of size
+// bytes ends: before a line a writer was killed in the middle of, so that
+// the next append starts a line of its own instead of ending that one.
+func (l *changeLog) wholeLines(size int64) int64 {
+	if size == 0 {
+		return 0
+	}
+	f, err := l.fs.OpenRead(logFileName)
+	if err != nil {
+		return size
+	}
+	defer f.Close()
+	var last [1]byte
+	if n, _ := f.ReadAt(last[:], size-1); n == 1 && last[0] != '\n' {
+		return size - 1 // append ends the torn line first
+	}
+	return size
+}
+
+// endsUnfinished reports whether the change log, read by a scan rather
+// than record by record, ends in a write that did not finish: a writer
+// killed after its announcement, perhaps before the directory's fsync that
+// made its rename durable. A write's record ends with its M line, and every
+// write fsyncs the directory before it appends it; a write that finished
+// after an unfinished one fsynced the directory too. So only the log's
+// last line matters.
+func (l *changeLog) endsUnfinished() (bool, error) {
+	if l.ino == 0 || l.off == 0 {
+		return false, nil
+	}
+	f, err := l.fs.OpenRead(logFileName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("taskgraph: read change log: %w", err)
+	}
+	defer f.Close()
+	// An M line is short; a line that does not fit in tail is not one.
+	var tail [32]byte
+	at := max(l.off-int64(len(tail)), 0)
+	n, err := f.ReadAt(tail[:l.off-at], at)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("taskgraph: read change log: %w", err)
+	}
+	last := tail[:n]
+	if i := bytes.LastIndexByte(last[:max(len(last)-1, 0)], '\n'); i >= 0 {
+		last = last[i+1:]
+	} else if at > 0 {
+		return true, nil // a line longer than tail
+	}
+	r, ok := changelog.Parse(strings.TrimSuffix(string(last), "\n"))
+	return !ok || r.Kind != changelog.Mtime, nil
 }
 
 // announce appends to the change log, before the commit point, the ids the
@@ -145,23 +330,21 @@ func (s *FileStore) replaceLog() error {
 // only if that fails too is the write refused, before anything of it is
 // written.
 func (s *FileStore) announce(j *journal.Journal) error {
-	ids := append(slices.Sorted(maps.Keys(j.Put)), j.Del...)
-	err := s.appendRecord(changelog.AppendIntent(nil, s.dirMtime, ids))
+	intent := changelog.AppendIntent(nil, s.dirMtime, append(slices.Sorted(maps.Keys(j.Put)), j.Del...))
+	err := s.log.append(intent)
 	if err == nil {
 		return nil
 	}
-	rerr := s.replaceLog()
+	rerr := s.log.replace()
 	if rerr == nil {
 		// In the new log too, so that a scan learns of a writer that
-		// dies before its directory's fsync (unfinishedWrite).
-		_ = s.appendRecord(changelog.AppendIntent(nil, s.dirMtime, ids))
+		// dies before its directory's fsync (endsUnfinished).
+		_ = s.log.append(intent)
 		return nil
 	}
-	if len(j.Put) == 0 && s.fs.Remove(logFileName) == nil {
+	if len(j.Put) == 0 && s.log.remove() {
 		// A delete on a full disk: without a log every other store
 		// rescans, and the delete frees the space the next log needs.
-		s.closeLog()
-		s.log.ino, s.log.off = 0, 0
 		return nil
 	}
 	return fmt.Errorf("taskgraph: the change log takes no record (%w), and cannot be replaced: %w", err, rerr)
@@ -172,32 +355,30 @@ func (s *FileStore) announce(j *journal.Journal) error {
 // replaced (or, failing that, removed) so that every other store sees a
 // new log and rescans the directory rather than trust a log that lacks it.
 func (s *FileStore) recordLog(j *journal.Journal) {
-	if s.appendLog(j) == nil {
+	rec, err := s.record(j)
+	if err == nil && s.log.append(rec) == nil {
 		return
 	}
-	if s.replaceLog() == nil {
-		return
+	if s.log.replace() != nil {
+		s.log.remove()
 	}
-	s.closeLog()
-	_ = s.fs.Remove(logFileName)
-	s.log.ino, s.log.off = 0, 0
 }
 
-// appendLog records which tasks j changed, with their new content and
-// stamps, and the directory mtime after it: one whole record, which tells
+// record is the change-log record of j: which tasks it changed, with their
+// new content and stamps, and the directory mtime after it, which tells
 // the other stores what changed.
-func (s *FileStore) appendLog(j *journal.Journal) error {
+func (s *FileStore) record(j *journal.Journal) ([]byte, error) {
 	var rec []byte
 	for _, id := range slices.Sorted(maps.Keys(j.Put)) {
 		fi, err := s.root.Lstat(taskFileName(ID(id)))
 		if err != nil {
-			return fmt.Errorf("taskgraph: %w", err)
+			return nil, fmt.Errorf("taskgraph: %w", err)
 		}
 		st := stampOf(fi)
 		s.stamps[ID(id)] = st
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, []byte(j.Put[id])); err != nil {
-			return fmt.Errorf("taskgraph: change log: %w", err)
+			return nil, fmt.Errorf("taskgraph: change log: %w", err)
 		}
 		rec = changelog.AppendPut(rec, id, st, compact.Bytes())
 	}
@@ -207,36 +388,10 @@ func (s *FileStore) appendLog(j *journal.Journal) error {
 	}
 	dfi, err := s.dirf.Stat()
 	if err != nil {
-		return fmt.Errorf("taskgraph: %w", err)
+		return nil, fmt.Errorf("taskgraph: %w", err)
 	}
 	s.dirMtime = dfi.ModTime().UnixNano()
-	return s.appendRecord(changelog.AppendMtime(rec, s.dirMtime))
-}
-
-// appendRecord appends rec, whole lines, to the change log.
-func (s *FileStore) appendRecord(rec []byte) error {
-	if s.log.f == nil {
-		return errors.New("taskgraph: no change log is open")
-	}
-	size := s.log.off
-	if !s.log.checked {
-		lfi, err := s.log.f.Stat()
-		if err != nil {
-			return fmt.Errorf("taskgraph: change log: %w", err)
-		}
-		size = lfi.Size()
-	}
-	if size > s.log.off {
-		// Every whole line has been read (refresh comes first): the rest
-		// is the start of a line whose writer died in mid-append. End it,
-		// so that ours stays whole.
-		rec = append([]byte{'\n'}, rec...)
-	}
-	if err := s.fs.Append(s.log.f, rec); err != nil {
-		return fmt.Errorf("taskgraph: append change log: %w", err)
-	}
-	s.log.off = size + int64(len(rec))
-	return nil
+	return changelog.AppendMtime(rec, s.dirMtime), nil
 }
 
 // readLog applies the log records between the last offset read and size.
@@ -245,16 +400,10 @@ func (s *FileStore) appendRecord(rec []byte) error {
 // accounted for, so something changed the directory in between without a
 // record.
 func (s *FileStore) readLog(size int64) (rescan bool, err error) {
-	if err := s.openLog(); err != nil {
+	whole, err := s.log.readNew(size)
+	if err != nil {
 		return false, err
 	}
-	buf := make([]byte, size-s.log.off)
-	n, err := s.log.f.ReadAt(buf, s.log.off)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, fmt.Errorf("taskgraph: read change log: %w", err)
-	}
-	whole := changelog.Whole(buf[:n])
-	s.log.off += int64(len(whole))
 	// The tasks of announced writes whose record has not followed: their
 	// writer died after the announcement, or its record was lost.
 	var pending map[ID]bool
@@ -285,7 +434,7 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 		// Their writer may have died between its rename and the
 		// directory's fsync: what this store now reads of them must
 		// survive a power loss (their files were fsynced before the
-		// rename). A rescan sees to it instead (unfinishedWrite).
+		// rename). A rescan sees to it instead (endsUnfinished).
 		if err := s.syncDir(); err != nil {
 			return false, fmt.Errorf("taskgraph: make an unrecorded write durable: %w", err)
 		}
@@ -313,59 +462,4 @@ func (s *FileStore) applyRecord(r changelog.Record) error {
 		}
 	}
 	return s.reload(id)
-}
-
-// wholeLines returns where the last whole line of a change log of size
-// bytes ends: before a line a writer was killed in the middle of, so that
-// the next append starts a line of its own instead of ending that one.
-func (s *FileStore) wholeLines(size int64) int64 {
-	if size == 0 {
-		return 0
-	}
-	f, err := s.fs.OpenRead(logFileName)
-	if err != nil {
-		return size
-	}
-	defer f.Close()
-	var last [1]byte
-	if n, _ := f.ReadAt(last[:], size-1); n == 1 && last[0] != '\n' {
-		return size - 1 // appendRecord ends the torn line first
-	}
-	return size
-}
-
-// unfinishedWrite reports whether the change log, read by a scan rather
-// than record by record, ends in a write that did not finish: a writer
-// killed after its announcement, perhaps before the directory's fsync that
-// made its rename durable. A write's record ends with its M line, and every
-// write fsyncs the directory before it appends it; a write that finished
-// after an unfinished one fsynced the directory too. So only the log's
-// last line matters.
-func (s *FileStore) unfinishedWrite() (bool, error) {
-	if s.log.ino == 0 || s.log.off == 0 {
-		return false, nil
-	}
-	f, err := s.fs.OpenRead(logFileName)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("taskgraph: read change log: %w", err)
-	}
-	defer f.Close()
-	// An M line is short; a line that does not fit in tail is not one.
-	var tail [32]byte
-	at := max(s.log.off-int64(len(tail)), 0)
-	n, err := f.ReadAt(tail[:s.log.off-at], at)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, fmt.Errorf("taskgraph: read change log: %w", err)
-	}
-	last := tail[:n]
-	if i := bytes.LastIndexByte(last[:max(len(last)-1, 0)], '\n'); i >= 0 {
-		last = last[i+1:]
-	} else if at > 0 {
-		return true, nil // a line longer than tail
-	}
-	r, ok := changelog.Parse(strings.TrimSuffix(string(last), "\n"))
-	return !ok || r.Kind != changelog.Mtime, nil
 }

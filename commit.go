@@ -342,16 +342,16 @@ func (s *FileStore) syncDir() error {
 func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	defer func() {
 		if err != nil {
-			s.dropLinked()
+			s.spares.dropLinked()
 		}
 	}()
 	if len(p.put)+len(p.del) == 0 {
 		return nil
 	}
-	if err := s.prepareLog(); err != nil {
+	if err := s.log.prepare(); err != nil {
 		return err
 	}
-	s.makeCacheDir()
+	s.ahead.makeIfWanted(s.root)
 	j := &journal.Journal{Put: make(map[int64]string, len(p.put))}
 	for i, t := range p.put {
 		if a != nil && t.ID == a.id {
@@ -380,7 +380,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 				s.replaced = append(s.replaced, old) // closed after the lock
 			}
 		}
-		if err := s.renameAhead(a); err != nil && s.renameSpare(j) != nil {
+		if err := s.renameAhead(a); err != nil && s.spares.renameInto(j) != nil {
 			// Nothing was renamed: write the file here.
 			if err := s.applyFiles(j); err != nil {
 				return err
@@ -582,7 +582,7 @@ func validateJournal(fsys fileSystem, root *os.Root, dir string, j *journal.Jour
 // replayJournal finishes the multi-file write of a writer that died. It is
 // a write like any other: announced, then recorded in the change log.
 func (s *FileStore) replayJournal(j *journal.Journal) error {
-	if err := s.prepareLog(); err != nil {
+	if err := s.log.prepare(); err != nil {
 		return err
 	}
 	if err := s.announce(j); err != nil {

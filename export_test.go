@@ -8,13 +8,13 @@ import (
 // This file gives the external tests (package taskgraph_test) what they
 // need of the store's insides; it is the only one that does.
 
-// SetWatchPollOnly makes Watch poll instead of using inotify, for tests of
-// the fallback; the returned function restores the previous setting.
-func SetWatchPollOnly(on bool) (restore func()) {
-	old := watchPollOnly
-	watchPollOnly = on
-	return func() { watchPollOnly = old }
-}
+// WatchPollOnly makes the store's Watch poll instead of using inotify, for
+// tests of the fallback.
+func WatchPollOnly() Option { return func(c *config) { c.watchPollOnly = true } }
+
+// withLogLimit makes the store replace its change log at max bytes, so
+// that a short test crosses many replacements.
+func withLogLimit(max int64) Option { return func(c *config) { c.logLimit = max } }
 
 // KillAtLogAppend makes the process kill itself with SIGKILL at the n-th
 // append to the change log of s: every write appends twice, its
@@ -28,12 +28,20 @@ func KillAtLogAppend(s *FileStore, n int) { KillAt(s, "append", n) }
 // log put in place of the old), "fsync" (of a file written ahead of the
 // lock or under it, or of the directory at a write's commit point).
 func KillAt(s *FileStore, kind string, n int) {
-	s.fs = &killFS{fileSystem: s.fs, kind: kind, at: n}
+	s.useFS(&killFS{fileSystem: s.fs, kind: kind, at: n})
+}
+
+// useFS makes every step s takes on its directory, its change log's
+// included, go through f (a fault-injecting file system).
+func (s *FileStore) useFS(f fileSystem) {
+	s.fs = f
+	s.log.fs = f
+	s.spares.fs = f
 }
 
 // SetLogLimit makes the change log be replaced at max bytes, so that a
 // short test crosses many replacements.
-func SetLogLimit(max int64) { maxLogSize = max }
+func SetLogLimit(s *FileStore, max int64) { s.log.max = max }
 
 type killFS struct {
 	fileSystem

@@ -10,6 +10,7 @@ package taskgraph
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Family returns nts with their parents made edges: a task that names a
@@ -151,4 +152,37 @@ func (g *graph) under(id, root ID) bool {
 		id = t.Parent
 	}
 	return false
+}
+
+// nextUnder returns the first ready task in claim order under root (see
+// under) that carries labels, is not deferred at now and carries no label
+// of full (see nextClaim): it walks the tasks under root by the children
+// index, O(tasks under root), each task found by its node (children have
+// mostly dense ids, side by side in the nodes: no lookup in a map for
+// each but the parents). Each task has one parent, so a walk down from root meets a
+// task twice only through a loop of parent links through root itself:
+// root is then under itself, and its children are not walked again.
+func (g *graph) nextUnder(root ID, labels []string, full map[string]bool, now time.Time) (ID, bool) {
+	var best readyEntry
+	found := false
+	nodes := g.walk()
+	walk := slices.Clone(g.children[root])
+	for k := 0; k < len(walk); k++ { // in id order, mostly: the first found is mostly the best
+		id := walk[k]
+		i, ok := g.search(id)
+		if !ok {
+			continue
+		}
+		if nodes[i].parent && id != root {
+			walk = append(walk, g.children[id]...)
+		}
+		if nodes[i].st != Pending || found && nodes[i].exact && Priority(nodes[i].pri) > best.pri {
+			continue
+		}
+		t := nodes[i].t
+		if e := entryOf(t); (!found || e.less(best)) && hasLabels(t.Labels, labels) && !t.Deferred(now) && !heldBack(t, full) && g.readyTask(t) {
+			best, found = e, true
+		}
+	}
+	return best.id, found
 }

@@ -125,7 +125,7 @@ func (f *faultFS) Append(file *os.File, data []byte) error {
 // injectFaults makes s fail as ffs says.
 func injectFaults(s *FileStore, ffs *faultFS) {
 	ffs.fileSystem = s.fs
-	s.fs = ffs
+	s.useFS(ffs)
 }
 
 var fixedNow = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -370,7 +370,7 @@ func TestJournalThatCannotBeRemoved(t *testing.T) {
 				s, err := Open(dir, WithClock(fixedClock), p.opt)
 				require.NoError(t, err)
 				t.Cleanup(func() { s.Close() })
-				s.fs = stuckJournalFS{s.fs}
+				s.useFS(stuckJournalFS{s.fs})
 				return s
 			}
 			s, other := open(), open()
@@ -400,7 +400,7 @@ func TestJournalThatCannotBeRemoved(t *testing.T) {
 			assert.ErrorIs(t, err, syscall.EIO, "the cause is kept")
 			assert.Equal(t, before, taskFileContents(t, dir), "nothing changed")
 
-			s.fs = s.fs.(stuckJournalFS).fileSystem // the removal works again
+			s.useFS(s.fs.(stuckJournalFS).fileSystem) // the removal works again
 			_, err = s.Update(ctx, 1, Patch{Description: ptr("after")})
 			require.NoError(t, err)
 			assert.NoFileExists(t, filepath.Join(dir, journalFileName))

@@ -36,10 +36,6 @@ const (
 	taskFileSuffix  = ".json"
 )
 
-// maxLogSize is the size at which the change log is replaced by a new one
-// (a variable for tests).
-var maxLogSize int64 = 8 << 20
-
 // FileStore is a Store on a directory of task files, shared safely by every
 // process and goroutine that opens the same directory.
 //
@@ -99,12 +95,11 @@ type FileStore struct {
 	temps               []string // temporary files of dead writers, found by the last scan
 	// Writes decided ahead of the lock (ahead.go): the cache directory,
 	// or that it was found missing (a write creates it).
-	ahead        aheadDir
-	wantCacheDir bool
-	replaced     []*os.File // old versions held open by holdReplaced, closed after the lock
-	spares       spares     // old versions kept to be overwritten (recycle.go)
-	stats        struct{ writes, ahead, scans, recycled atomic.Int64 }
-	hub          hub // this store's watchers, told of every change to the cache
+	ahead    aheadDir
+	replaced []*os.File // old versions held open by holdReplaced, closed after the lock
+	spares   spares     // old versions kept to be overwritten (recycle.go)
+	stats    struct{ writes, ahead, scans, recycled atomic.Int64 }
+	hub      hub // this store's watchers, told of every change to the cache
 
 	exclusive  bool           // how the lock is held now
 	inflight   sync.WaitGroup // operations between acquire and the end of their afterUnlock
@@ -165,7 +160,11 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		fsys.cache = &s.ahead // renames out of it through its handle
 		s.fs = fsys
 	}
+	s.log = newChangeLog(s.fs, root, dir, cfg.logLimit)
 	s.chooseProtocol()
+	sp := &s.spares
+	sp.on, sp.fs, sp.root, sp.cache = atomicfile.CanReuse && s.cfg.offTheLock(), s.fs, root, &s.ahead
+	sp.filePerm, sp.filled, sp.inflight = cfg.filePerm, &s.stats.recycled, &s.inflight
 	if _, err := root.Lstat(idsFileName); err == nil || inGitWorkTree(dir) {
 		s.g.alloc = s.allocator() // ids from this checkout's block
 	}
@@ -187,6 +186,9 @@ func (s *FileStore) chooseProtocol() {
 	info := fsinfo.Probe(s.dirf)
 	s.durability = Durability{Protocol: ProtocolSyncEachWrite, Filesystem: info.String(),
 		Reason: "every write fsyncs its files and the directory before it returns"}
+	if runtime.GOOS == "windows" {
+		s.durability.Reason = "every write fsyncs its files (FlushFileBuffers) before it returns; Windows cannot fsync a directory, so a rename is durable once NTFS commits its own journal, within seconds (docs/windows.md)"
+	}
 	if data, _ := info.Option("data"); info.Type == "ext4" && info.AllOptions && data == "" {
 		s.durability.Reason += " (ext4 without a journal: even so, the power-loss test saw a synced file come back zero-filled after e2fsck: use a journal where a write must survive a power loss; docs/durability.md)"
 	}
@@ -196,7 +198,7 @@ func (s *FileStore) chooseProtocol() {
 	s.cfg.log.Debug("taskgraph: durability protocol chosen", "dir", s.dir, "protocol", string(s.durability.Protocol), "filesystem", s.durability.Filesystem, "reason", s.durability.Reason)
 	// Writes are decided ahead in the cache directory: the first commit
 	// makes sure it exists (ahead.go).
-	s.wantCacheDir = !s.cfg.noSync
+	s.ahead.want = !s.cfg.noSync
 }
 
 // makeDir makes sure dir is a directory, and reports whether it created
@@ -229,16 +231,12 @@ func makeDir(dir string, cfg config) (created bool, err error) {
 		return true, nil
 	}
 	for _, d := range made {
-		if err := syncDirAt(filepath.Dir(d)); err != nil {
+		if err := cfg.syncDir(filepath.Dir(d)); err != nil {
 			return true, fmt.Errorf("taskgraph: open: make the new directory %s durable: %w", d, err)
 		}
 	}
 	return true, nil
 }
-
-// syncDirAt is syncPath; tests replace it to see which directories Open
-// syncs.
-var syncDirAt = syncPath
 
 // syncPath fsyncs the directory at path.
 func syncPath(path string) error {
@@ -286,10 +284,8 @@ func (s *FileStore) Close() error {
 	// versions its write replaced, or pooling its spares.
 	s.inflight.Wait()
 	var errs []error
-	if s.log.f != nil {
-		errs = append(errs, s.log.f.Close())
-	}
-	s.closeSpares()
+	errs = append(errs, s.log.close())
+	s.spares.close()
 	errs = append(errs, s.ahead.close(), s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
 }
@@ -357,10 +353,12 @@ type afterLock struct {
 func (s *FileStore) unlock() afterLock {
 	s.unlockDir()
 	s.unlockDir = nil
-	a := afterLock{replaced: s.replaced, linked: s.takeLinked()}
+	a := afterLock{replaced: s.replaced, linked: s.spares.takeLinked()}
 	s.replaced = nil
 	s.writeSnapshot() // outside the lock: it is this store's cache
-	s.topUpSpares()
+	if !s.closed {
+		s.spares.topUp()
+	}
 	<-s.sem
 	return a
 }
@@ -374,7 +372,7 @@ func (s *FileStore) afterUnlock(a afterLock) {
 	for _, f := range a.replaced {
 		f.Close()
 	}
-	s.poolSpares(a.linked)
+	s.spares.pool(a.linked)
 }
 
 // errNeedExclusive: the directory holds work of a writer that died (a
@@ -463,8 +461,8 @@ func (s *FileStore) write(ctx context.Context, kind writeKind, mk func(*graph, t
 		a = s.decideAhead(ctx, mk)
 	}
 	defer s.unusedAhead(a)
-	if a != nil && afterAhead != nil {
-		afterAhead()
+	if a != nil && s.cfg.afterAhead != nil {
+		s.cfg.afterAhead()
 	}
 	if err := s.acquire(ctx, true); err != nil {
 		return err

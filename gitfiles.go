@@ -1,7 +1,8 @@
 // The .gitignore and .gitattributes a task directory in a git repository
 // needs: the first keeps the files that belong to one machine — the lock,
-// the change log, the sync file, the id file, a journal in flight,
-// temporary files, what a restart set aside — out of commits, so that only
+// the change log, the id file, a journal in flight, temporary files, and
+// what earlier versions kept (the sync file, what a restart set aside) —
+// out of commits, so that only
 // the tasks are shared; the second sends the task files through
 // taskgraph's merge driver and clean filter (gitmerge.go).
 

@@ -36,6 +36,7 @@ type graph struct {
 	running  map[ID]bool                // in_progress tasks
 	limits   map[string]int             // the concurrency limits by label (Limiter); nil: none
 	liveness map[string]LivenessDefault // the liveness defaults by label (LivenessDefaulter); nil: none
+	byLimit  *limitQueues               // the ready tasks split by the limited labels they carry; nil until a ClaimNext needs it
 	broken   map[ID]error               // ids whose file exists but is corrupt (FileStore only)
 	keys     map[string][]ID            // key -> sorted ids of the tasks with it (more than one only if hand-edited)
 	children map[ID][]ID                // parent -> sorted ids of the tasks that name it (Task.Parent), even if it is missing
@@ -73,10 +74,20 @@ type node struct {
 	t          *Task
 	dependents []ID
 	st         Status // t.Status, beside the pointer: a board's first pass reads no task it does not classify further
+	parent     bool   // some task names it as its parent (graph.children): a walk down a tree looks its children up only then
+	// pri is t.Priority when exact (a stored priority is one of five):
+	// a walk down a tree passes over the less urgent tasks without
+	// reading them (nextUnder).
+	pri   int8
+	exact bool
 }
 
 // set makes t the node's task.
-func (n *node) set(t *Task) { n.t, n.st = t, t.Status }
+func (n *node) set(t *Task) {
+	n.t, n.st = t, t.Status
+	n.pri = int8(t.Priority)
+	n.exact = Priority(n.pri) == t.Priority
+}
 
 func newGraph() *graph {
 	return &graph{
@@ -114,7 +125,7 @@ func (g *graph) put(t *Task) {
 		switch {
 		case !fresh:
 		case i == len(g.ids)-1:
-			g.nodes = append(g.nodes, node{dependents: g.dependents[t.ID]})
+			g.nodes = append(g.nodes, node{dependents: g.dependents[t.ID], parent: len(g.children[t.ID]) > 0})
 		default:
 			fresh, g.nodes = false, nil
 		}
@@ -169,6 +180,12 @@ func (g *graph) done(id ID, st Status) bool {
 // order?" (Rules.Blocked).
 func (g *graph) isEarly(id ID) bool { return g.early[id] }
 
+// inProgress reports whether task id is in progress.
+func (g *graph) inProgress(id ID) bool {
+	t := g.tasks[id]
+	return t != nil && t.Status == InProgress
+}
+
 // index enters t in the indexes of one task each — all but the ids, the
 // nodes, the dependents and the ready heap, which put and load keep each
 // their own way. An older version of t must be out of them already.
@@ -185,6 +202,7 @@ func (g *graph) index(t *Task) {
 	}
 	if t.Parent != 0 {
 		g.children[t.Parent] = insertSorted(g.children[t.Parent], t.ID)
+		g.markParent(t.Parent)
 	}
 	g.maxID = max(g.maxID, t.ID)
 	if t.Status == InProgress && !t.LapsesAt().IsZero() {
@@ -338,7 +356,7 @@ func (g *graph) walk() []node {
 	if len(g.nodes) != len(g.ids) {
 		g.nodes = make([]node, len(g.ids))
 		for i, id := range g.ids {
-			g.nodes[i] = node{dependents: g.dependents[id]}
+			g.nodes[i] = node{dependents: g.dependents[id], parent: len(g.children[id]) > 0}
 			g.nodes[i].set(g.tasks[id])
 		}
 	}
@@ -402,6 +420,18 @@ func (g *graph) unparent(t *Task) {
 	} else {
 		delete(g.children, t.Parent)
 	}
+	g.markParent(t.Parent)
+}
+
+// markParent makes p's node say whether p has children, as the children
+// index does.
+func (g *graph) markParent(p ID) {
+	if len(g.nodes) != len(g.ids) {
+		return // dropped: walk builds them from the map
+	}
+	if i, ok := g.search(p); ok {
+		g.nodes[i].parent = len(g.children[p]) > 0
+	}
 }
 
 // keyed is the Rulebook's question "which task has this key?".
@@ -434,7 +464,13 @@ func (g *graph) touch(id ID) {
 	if !g.isReady(id) {
 		return
 	}
-	e := entryOf(g.tasks[id])
+	t := g.tasks[id]
+	e := entryOf(t)
+	if g.byLimit != nil {
+		if g.byLimit.add(t, e); g.byLimit.size > 2*len(g.tasks)+1024 {
+			g.byLimit = nil // stale entries outnumber the tasks: built afresh when next needed
+		}
+	}
 	if q, ok := g.queued[id]; ok && q == e {
 		return
 	}
@@ -448,6 +484,7 @@ func (g *graph) touch(id ID) {
 // requeue rebuilds the ready heap from the tasks.
 func (g *graph) requeue() {
 	g.ready, g.queued = g.ready[:0], make(map[ID]readyEntry)
+	g.byLimit = nil
 	for _, id := range g.ids {
 		if g.isReady(id) {
 			e := entryOf(g.tasks[id])
@@ -493,16 +530,16 @@ func (g *graph) nextReady(now time.Time) (ID, bool) {
 }
 
 // nextReadyWith is nextReady for the tasks that carry every label of the
-// sorted set labels. It scans the ready tasks: O(ready).
-func (g *graph) nextReadyWith(labels []string, now time.Time) (ID, bool) {
-	if len(labels) == 0 {
-		return g.nextReady(now)
-	}
+// sorted set labels and none of full (see nextClaim). It scans the ready
+// tasks: O(ready).
+func (g *graph) nextReadyWith(labels []string, full map[string]bool, now time.Time) (ID, bool) {
 	var best readyEntry
 	found := false
 	for _, e := range g.ready {
-		if (!found || e.less(best)) && g.live(e) && hasLabels(g.tasks[e.id].Labels, labels) && !g.tasks[e.id].Deferred(now) {
-			best, found = e, true
+		if !found || e.less(best) {
+			if t := g.tasks[e.id]; g.live(e) && hasLabels(t.Labels, labels) && !t.Deferred(now) && !heldBack(t, full) {
+				best, found = e, true
+			}
 		}
 	}
 	return best.id, found

@@ -26,7 +26,10 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 		if step > 300 && r.IntN(4) == 0 {
 			g.remove(id)
 		} else {
-			task := &Task{ID: id, Status: Pending}
+			task := &Task{ID: id, Status: Pending, Priority: Priority(r.IntN(5) - 2)}
+			if r.IntN(20) == 0 {
+				task.Priority = 1000 // not one of the five: as a hand-edited file might say, before it is read
+			}
 			if r.IntN(3) == 0 {
 				task.Status = Completed
 			}
@@ -35,6 +38,9 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 			}
 			for range r.IntN(4) {
 				task.BlockedBy = append(task.BlockedBy, ID(1+r.IntN(310)))
+			}
+			if r.IntN(3) == 0 {
+				task.Parent = ID(1 + r.IntN(310))
 			}
 			g.put(task)
 		}
@@ -62,6 +68,12 @@ func TestGraphNodesMirrorMaps(t *testing.T) {
 			}
 			if n.st != n.t.Status {
 				t.Fatalf("step %d: node of %d says %s, its task %s", step, id, n.st, n.t.Status)
+			}
+			if n.exact && Priority(n.pri) != n.t.Priority || !n.exact && n.t.Priority >= -128 && n.t.Priority <= 127 {
+				t.Fatalf("step %d: node of %d says priority %d (exact %v), its task %d", step, id, n.pri, n.exact, n.t.Priority)
+			}
+			if n.parent != (len(g.children[id]) > 0) {
+				t.Fatalf("step %d: node of %d says parent %v, the children index %v", step, id, n.parent, g.children[id])
 			}
 			if !slices.Equal(n.dependents, g.dependents[id]) {
 				t.Fatalf("step %d: node of %d has dependents %v, the map %v", step, id, n.dependents, g.dependents[id])

@@ -27,7 +27,7 @@ func init() {
 func mutateThenKill(s *tg.FileStore, dir, arg string) int {
 	kind, n, _ := strings.Cut(arg, ":")
 	at, _ := strconv.Atoi(n)
-	tg.SetLogLimit(32 << 10)
+	tg.SetLogLimit(s, 32<<10)
 	tg.KillAt(s, kind, at)
 	return mutateForever(s, dir, "")
 }

@@ -5,10 +5,12 @@
 package taskgraph
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -158,22 +160,188 @@ func (g *graph) limitedAt(sel Selection) map[ID]bool {
 	return limitedOf(ready, running, limits, sel.Now)
 }
 
-// readyInOrder returns the ready tasks that carry labels and are not
-// deferred at now, in claim order: ClaimNext's candidates when limits may
-// hold some back. O(ready log ready).
-func (g *graph) readyInOrder(labels []string, now time.Time) []ID {
-	var es []readyEntry
-	for _, e := range g.ready {
-		if g.live(e) && hasLabels(g.tasks[e.id].Labels, labels) && !g.tasks[e.id].Deferred(now) {
-			es = append(es, e)
+// nextClaim returns the task ClaimNext takes among the ready ones: the
+// first in claim order that carries labels, is under under (0: any), is
+// not deferred at now, and that no limit holds back — Rules.Limited,
+// with the tasks holding each label at now — so that planClaim, asked of
+// it, passes the limits. A limit not reached costs nothing: without one,
+// this is the plain ClaimNext. Held-back tasks are passed over without a
+// claim tried on each: by the ready tasks split by the limited labels
+// they carry (limitQueues), O(splits · log ready), or within the scan
+// that labels (O(ready)) or under (O(tasks under it)) make anyway.
+func (g *graph) nextClaim(labels []string, under ID, now time.Time) (ID, bool) {
+	full := g.reached(now)
+	switch {
+	case under != 0:
+		return g.nextUnder(under, labels, full, now)
+	case len(labels) > 0:
+		return g.nextReadyWith(labels, full, now)
+	case len(full) > 0:
+		return g.limitQueuesFor(full).next(g, full, now)
+	}
+	return g.nextReady(now)
+}
+
+// reached returns the limited labels whose limit the tasks holding them at
+// now have reached: a ready task carrying one is held back
+// (Rules.Limited). Nil when none is: O(tasks in progress).
+func (g *graph) reached(now time.Time) map[string]bool {
+	if len(g.limits) == 0 {
+		return nil
+	}
+	held := map[string]int{}
+	for id := range g.running {
+		if t := g.tasks[id]; t.Holds(now) {
+			for _, l := range t.Labels {
+				if _, ok := g.limits[l]; ok {
+					held[l]++
+				}
+			}
 		}
 	}
-	slices.SortFunc(es, readyEntry.compare)
-	out := make([]ID, len(es))
-	for i, e := range es {
-		out[i] = e.id
+	var full map[string]bool
+	for l, h := range held {
+		if h >= g.limits[l] {
+			if full == nil {
+				full = map[string]bool{}
+			}
+			full[l] = true
+		}
 	}
-	return out
+	return full
+}
+
+// heldBack reports whether t carries a label of full (see reached).
+func heldBack(t *Task, full map[string]bool) bool {
+	for _, l := range t.Labels {
+		if full[l] {
+			return true
+		}
+	}
+	return false
+}
+
+// limitQueues holds the ready tasks split by the limited labels each
+// carries (its split: those of its labels that are in labels), each
+// split a heap in claim order: the first ready task no reached limit
+// holds back is the first of a split that carries none of the reached
+// labels. The graph keeps it current from its first use (touch), and
+// builds it anew only when a reached label is not one it splits by.
+type limitQueues struct {
+	labels map[string]bool        // the labels it splits by: a superset of the reached ones
+	splits map[string]*limitSplit // by the split's labels, joined by newlines
+	queued map[ID]limitEntry      // the newest entry of each id, with its split
+	size   int                    // entries in the heaps, stale ones included
+}
+
+// limitSplit is the heap of the ready tasks carrying, among the labels a
+// limitQueues splits by, exactly labels.
+type limitSplit struct {
+	labels []string
+	heap   readyHeap
+}
+
+// limitEntry is an entry of a limitQueues, with the key of its split.
+type limitEntry struct {
+	split string
+	e     readyEntry
+}
+
+// limitQueuesFor returns g's limitQueues, built anew (O(tasks)) if it
+// does not split by every label of full.
+func (g *graph) limitQueuesFor(full map[string]bool) *limitQueues {
+	if q := g.byLimit; q != nil {
+		ok := true
+		for l := range full {
+			ok = ok && q.labels[l]
+		}
+		if ok {
+			return q
+		}
+	}
+	q := &limitQueues{labels: map[string]bool{}, splits: map[string]*limitSplit{}, queued: map[ID]limitEntry{}}
+	for l := range g.limits {
+		q.labels[l] = true
+	}
+	for l := range full {
+		q.labels[l] = true
+	}
+	for _, id := range g.ids {
+		if t := g.tasks[id]; g.readyTask(t) {
+			q.add(t, entryOf(t))
+		}
+	}
+	g.byLimit = q
+	return q
+}
+
+// add queues t, ready, with its entry e in its split, unless it is there
+// with e already.
+func (q *limitQueues) add(t *Task, e readyEntry) {
+	var in []string
+	for _, l := range t.Labels {
+		if q.labels[l] {
+			in = append(in, l)
+		}
+	}
+	key := strings.Join(in, "\n")
+	le := limitEntry{key, e}
+	if q.queued[t.ID] == le {
+		return
+	}
+	q.queued[t.ID] = le
+	sp := q.splits[key]
+	if sp == nil {
+		sp = &limitSplit{labels: in}
+		q.splits[key] = sp
+	}
+	heap.Push(&sp.heap, e)
+	q.size++
+}
+
+// next returns the first ready task in claim order that is not deferred
+// at now and carries no label of full, discarding stale entries and
+// putting back deferred ones, as nextReady does.
+func (q *limitQueues) next(g *graph, full map[string]bool, now time.Time) (ID, bool) {
+	var best readyEntry
+	found := false
+	for key, sp := range q.splits {
+		if slices.ContainsFunc(sp.labels, func(l string) bool { return full[l] }) {
+			continue
+		}
+		if e, ok := q.first(g, key, sp, now); ok && (!found || e.less(best)) {
+			best, found = e, true
+		}
+	}
+	return best.id, found
+}
+
+// first returns the first entry of sp (split key) that stands for a ready
+// task not deferred at now.
+func (q *limitQueues) first(g *graph, key string, sp *limitSplit, now time.Time) (readyEntry, bool) {
+	var deferred []readyEntry
+	defer func() {
+		for _, e := range deferred {
+			heap.Push(&sp.heap, e)
+		}
+	}()
+	for sp.heap.Len() > 0 {
+		e := sp.heap[0]
+		le := limitEntry{key, e}
+		if g.live(e) && q.queued[e.id] == le {
+			if !g.tasks[e.id].Deferred(now) {
+				return e, true
+			}
+			deferred = append(deferred, heap.Pop(&sp.heap).(readyEntry))
+			continue
+		}
+		heap.Pop(&sp.heap)
+		q.size--
+		if q.queued[e.id] == le {
+			delete(q.queued, e.id)
+		}
+	}
+	return readyEntry{}, false
 }
 
 // limitText says which limit holds back t, a ready task of g.

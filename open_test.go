@@ -17,30 +17,31 @@ import (
 // exists, and creates nothing with WithoutCreate.
 func TestOpenSyncsNewDirectories(t *testing.T) {
 	var synced []string
-	defer func(old func(string) error) { syncDirAt = old }(syncDirAt)
-	syncDirAt = func(p string) error {
-		synced = append(synced, p)
-		return syncPath(p)
+	spy := func(c *config) {
+		c.syncDir = func(p string) error {
+			synced = append(synced, p)
+			return syncPath(p)
+		}
 	}
 	base := t.TempDir()
 	dir := filepath.Join(base, "a", "b", ".tasks")
-	_, err := Open(dir, WithoutCreate())
+	_, err := Open(dir, WithoutCreate(), spy)
 	require.ErrorIs(t, err, ErrNotFound)
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	assert.Contains(t, err.Error(), dir)
 	assert.NoDirExists(t, filepath.Join(base, "a"), "WithoutCreate creates nothing")
 	assert.Empty(t, synced)
 
-	s, err := Open(dir)
+	s, err := Open(dir, spy)
 	require.NoError(t, err)
 	s.Close()
 	assert.Equal(t, []string{filepath.Join(base, "a", "b"), filepath.Join(base, "a"), base}, synced, "the parent of each new directory")
 	synced = nil
-	s, err = Open(dir)
+	s, err = Open(dir, spy)
 	require.NoError(t, err)
 	s.Close()
 	assert.Empty(t, synced, "an existing directory needs no sync")
-	s, err = Open(dir, WithoutCreate())
+	s, err = Open(dir, WithoutCreate(), spy)
 	require.NoError(t, err, "WithoutCreate opens a directory that exists")
 	s.Close()
 

@@ -17,10 +17,19 @@ type config struct {
 	noCreate bool
 	filePerm fs.FileMode
 	log      *slog.Logger
+
+	// What tests change, one store at a time (export_test.go).
+	logLimit      int64                   // the change log's size at which it is replaced
+	syncDir       func(path string) error // how Open fsyncs a directory it created
+	watchPollOnly bool                    // Watch polls, as where inotify is missing
+	afterAhead    func()                  // runs between a write decided ahead and its lock
 }
 
+// maxLogSize is the size at which the change log is replaced by a new one.
+const maxLogSize = 8 << 20
+
 func newConfig(opts []Option) config {
-	c := config{now: time.Now, filePerm: 0o644, log: slog.New(slog.DiscardHandler)}
+	c := config{now: time.Now, filePerm: 0o644, log: slog.New(slog.DiscardHandler), logLimit: maxLogSize, syncDir: syncPath}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -284,19 +284,7 @@ func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string
 	if err := g.parent(under); err != nil {
 		return nil, err
 	}
-	if len(g.limits) > 0 || under != 0 {
-		// Limits may hold back the first ready task, and WithUnder
-		// narrows: take the first in claim order that fits them.
-		for _, id := range g.readyInOrder(labels, now) {
-			if under != 0 && !g.under(id, under) {
-				continue
-			}
-			p, err := g.planClaim(id, owner, lease, now)
-			if !errors.Is(err, ErrLimited) {
-				return p, err
-			}
-		}
-	} else if id, ok := g.nextReadyWith(labels, now); ok {
+	if id, ok := g.nextClaim(labels, under, now); ok {
 		return g.planClaim(id, owner, lease, now)
 	}
 	// Tasks whose lease lapsed come after every never-claimed ready task,

@@ -183,7 +183,7 @@ func TestPowerLossKeepsAcknowledgedWrites(t *testing.T) {
 		s, err := Open(dir, WithClock(fixedClock))
 		require.NoError(t, err)
 		pfs := &powerFS{fileSystem: s.fs, dir: dir, stash: t.TempDir(), versions: map[string][]*version{}, synced: map[string]bool{}}
-		s.fs = pfs
+		s.useFS(pfs)
 		for range 30 + rng.IntN(60) {
 			randomWrite(ctx, s, rng)
 		}
@@ -307,10 +307,9 @@ func randomWrite(ctx context.Context, s *FileStore, rng *rand.Rand) {
 // directory at each of them (they did: its records went to the replaced
 // file, and 2 processes at 10,000 tasks made 188 writes/s).
 func TestReplacedLogReachesEveryone(t *testing.T) {
-	smallLogs(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	a, b := openPair(t, dir)
+	a, b := openPair(t, dir, withLogLimit(32<<10))
 	first, err := a.Create(ctx, NewTask{Subject: "first"})
 	require.NoError(t, err)
 	_, err = b.Get(ctx, first.ID)
@@ -332,21 +331,14 @@ func TestReplacedLogReachesEveryone(t *testing.T) {
 }
 
 // openPair opens two stores on dir.
-func openPair(t *testing.T, dir string) (*FileStore, *FileStore) {
-	a, err := Open(dir)
+func openPair(t *testing.T, dir string, opts ...Option) (*FileStore, *FileStore) {
+	a, err := Open(dir, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { a.Close() })
-	b, err := Open(dir)
+	b, err := Open(dir, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	return a, b
-}
-
-// smallLogs makes the change log be replaced at 32 KiB for the test.
-func smallLogs(t *testing.T) {
-	restore := maxLogSize
-	maxLogSize = 32 << 10
-	t.Cleanup(func() { maxLogSize = restore })
 }
 
 // fillUntilReplaced creates tasks through s until the change log of dir

@@ -45,7 +45,7 @@ func TestTransientReadErrorIsNotCached(t *testing.T) {
 			before := filesOf(t, dir)
 			s := openDir(t, dir)
 			rf := &readFault{fileSystem: s.fs}
-			s.fs = rf
+			s.useFS(rf)
 
 			// A cold store: the scan meets the error.
 			rf.set("task_3.json", errno)

@@ -183,7 +183,7 @@ func TestReadsMakeNoFsync(t *testing.T) {
 	reader := func() (*FileStore, *atomic.Int64) {
 		r := openStore(t, dir)
 		n := &atomic.Int64{}
-		r.fs = syncCountFS{r.fs, n}
+		r.useFS(syncCountFS{r.fs, n})
 		return r, n
 	}
 	r, n := reader()

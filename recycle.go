@@ -25,7 +25,7 @@
 //
 // Writes that replace nothing (Creates) give none back: when the pool runs
 // low, the store makes new, empty spares off the writes' path
-// (topUpSpares).
+// (spares.topUp).
 //
 // Spares are per store, so a spare is never filled by a store that did not
 // see the write that made it durable. Those left by a store that died are
@@ -38,6 +38,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
@@ -47,23 +48,30 @@ import (
 // one back, so a few cover writers running at once.
 const maxSpares = 8
 
-// spares are a store's spare files, by name in the cache directory.
+// spares are a store's spare files, by name in the cache directory, and
+// what it needs to fill and make them. Its fields are written by its
+// methods alone; the FileStore decides when a write's old version becomes
+// one (linkReplaced) and when it is pooled (afterUnlock).
 type spares struct {
+	// on: writes keep the versions they replace (atomicfile.CanReuse,
+	// and a store that syncs, off Windows: FileStore.offTheLock).
+	on       bool
+	fs       fileSystem      // a write's steps (fill, rename, remove): the fault tests count them
+	root     *os.Root        // the task directory, for the removals a top-up makes
+	cache    *aheadDir       // the cache directory the spares live in
+	filePerm os.FileMode     // WithFilePerm
+	filled   *atomic.Int64   // Stats.Recycled
+	inflight *sync.WaitGroup // a top-up runs in it, so that Close waits for it
+
 	mu     sync.Mutex
 	free   []string        // durable writes' old versions, to fill
 	linked []string        // linked by the write under the lock; pooled by its release
 	perm   os.FileMode     // of the files this store makes (0: not known yet, or never): a spare must have it
 	told   bool            // perm was asked for
-	wanted bool            // a write nearly emptied the pool (topUpSpares)
+	wanted bool            // a write nearly emptied the pool (topUp)
 	making bool            // new spares are being made
-	fresh  map[string]bool // pooled spares that topUpSpares made
+	fresh  map[string]bool // pooled spares that topUp made
 	barren bool            // a new spare was not reusable: make no more
-}
-
-// recycles reports whether writes keep the versions they replace as
-// spares.
-func (s *FileStore) recycles() bool {
-	return atomicfile.CanReuse && s.offTheLock()
 }
 
 // linkReplaced keeps the version the single-file write j is about to
@@ -72,96 +80,105 @@ func (s *FileStore) recycles() bool {
 // keeps nothing: it is how a full disk gets space back.
 func (s *FileStore) linkReplaced(j *journal.Journal) bool {
 	id, ok := s.replacedTask(j)
-	if !ok || len(j.Del) > 0 || !s.recycles() || s.ahead.dirf == nil {
+	if !ok || len(j.Del) > 0 {
 		return false
 	}
-	name := atomicfile.TempName(taskFileName(id))
+	return s.spares.link(s.dirf, taskFileName(id))
+}
+
+// link keeps the task file name of the directory dirf as a spare, a hard
+// link in the cache directory, until the write is durable (takeLinked).
+func (sp *spares) link(dirf *os.File, name string) bool {
+	if !sp.on || sp.cache.dirf == nil {
+		return false
+	}
+	spare := atomicfile.TempName(name)
 	// Through the directories' handles: two system calls fewer under the
 	// lock than through the path of the cache directory.
-	if err := atomicfile.LinkIn(s.dirf, taskFileName(id), s.ahead.dirf, name); err != nil {
+	if err := atomicfile.LinkIn(dirf, name, sp.cache.dirf, spare); err != nil {
 		return false
 	}
-	s.spares.linked = append(s.spares.linked, name)
+	sp.linked = append(sp.linked, spare)
 	return true
 }
 
 // dropLinked removes the names of the spares linked by a write that
 // failed: the version each holds may still be the one on disk, or its
 // task's file.
-func (s *FileStore) dropLinked() {
-	s.removeSpares(s.spares.linked)
-	s.spares.linked = nil
+func (sp *spares) dropLinked() {
+	sp.remove(sp.linked)
+	sp.linked = nil
 }
 
 // takeLinked hands the spares linked under the lock to afterUnlock, which
-// pools them (poolSpares).
-func (s *FileStore) takeLinked() []string {
-	linked := s.spares.linked
-	s.spares.linked = nil
+// pools them once the write is durable.
+func (sp *spares) takeLinked() []string {
+	linked := sp.linked
+	sp.linked = nil
 	return linked
 }
 
-// poolSpares pools spares, as far as there is room, and removes the rest.
-func (s *FileStore) poolSpares(names []string) {
+// pool pools spares, as far as there is room, and removes the rest.
+func (sp *spares) pool(names []string) {
 	if len(names) == 0 {
 		return
 	}
-	s.spares.mu.Lock()
-	n := min(len(names), maxSpares-len(s.spares.free))
-	s.spares.free = append(s.spares.free, names[:n]...)
-	s.spares.mu.Unlock()
-	s.removeSpares(names[n:])
+	sp.mu.Lock()
+	n := min(len(names), maxSpares-len(sp.free))
+	sp.free = append(sp.free, names[:n]...)
+	sp.mu.Unlock()
+	sp.remove(names[n:])
 }
 
-func (s *FileStore) removeSpares(names []string) {
+func (sp *spares) remove(names []string) {
 	for _, n := range names {
-		_ = s.fs.Remove(cacheDirName + "/" + n)
+		_ = sp.fs.Remove(cacheDirName + "/" + n)
 	}
 }
 
-// fillSpare writes data into a spare and fsyncs it, and returns its name
-// relative to the task directory, or "" if no spare could be filled (the
-// caller makes a new file).
-func (s *FileStore) fillSpare(cache aheadDir, data []byte) string {
-	if cache.dirf == nil || !s.recycles() {
+// fill writes data into a spare of the cache directory cache and fsyncs
+// it, and returns its name relative to the task directory, or "" if no
+// spare could be filled (the caller makes a new file).
+func (sp *spares) fill(cache aheadDir, data []byte) string {
+	if cache.dirf == nil || !sp.on {
 		return ""
 	}
 	for {
-		s.spares.mu.Lock()
-		k := len(s.spares.free)
+		sp.mu.Lock()
+		k := len(sp.free)
 		if k == 0 {
-			s.spares.wanted = true
-			s.spares.mu.Unlock()
+			sp.wanted = true
+			sp.mu.Unlock()
 			return ""
 		}
-		if !s.spares.told {
+		if !sp.told {
 			// What WithFilePerm's permissions become; a spare with
 			// others (someone changed them) is not passed on.
-			s.spares.perm, s.spares.told = atomicfile.CreatedPerm(s.cfg.filePerm), true
+			sp.perm, sp.told = atomicfile.CreatedPerm(sp.filePerm), true
 		}
-		name, perm := s.spares.free[k-1], s.spares.perm
-		s.spares.free = s.spares.free[:k-1]
-		s.spares.wanted = s.spares.wanted || k <= topUpLow
-		fresh := s.spares.fresh[name]
-		delete(s.spares.fresh, name)
-		s.spares.mu.Unlock()
-		filled, refused := s.fill(cache, name, perm, data)
+		name, perm := sp.free[k-1], sp.perm
+		sp.free = sp.free[:k-1]
+		sp.wanted = sp.wanted || k <= topUpLow
+		fresh := sp.fresh[name]
+		delete(sp.fresh, name)
+		sp.mu.Unlock()
+		filled, refused := sp.fillOne(cache, name, perm, data)
 		if filled {
-			s.stats.recycled.Add(1)
+			sp.filled.Add(1)
 			return cacheDirName + "/" + name
 		}
 		if fresh && refused { // no one else can have had it: reuse fails here
-			s.spares.mu.Lock()
-			s.spares.barren = true
-			s.spares.mu.Unlock()
+			sp.mu.Lock()
+			sp.barren = true
+			sp.mu.Unlock()
 		}
-		s.removeSpares([]string{name})
+		sp.remove([]string{name})
 	}
 }
 
-// fill overwrites the spare name with data, if it may be, and fsyncs it.
-// refused reports a spare that opened but that Reusable refused.
-func (s *FileStore) fill(cache aheadDir, name string, perm os.FileMode, data []byte) (filled, refused bool) {
+// fillOne overwrites the spare name with data, if it may be, and fsyncs
+// it. refused reports a spare that opened but that Reusable refused.
+func (sp *spares) fillOne(cache aheadDir, name string, perm os.FileMode, data []byte) (filled, refused bool) {
 	if perm == 0 {
 		return false, true
 	}
@@ -171,13 +188,13 @@ func (s *FileStore) fill(cache aheadDir, name string, perm os.FileMode, data []b
 	}
 	size, ok := atomicfile.Reusable(f, perm)
 	// A spare no longer than data is overwritten whole: no truncate.
-	filled = ok && s.fs.Write(f, data) == nil &&
-		(size <= int64(len(data)) || f.Truncate(int64(len(data))) == nil) && s.fs.Sync(f) == nil
+	filled = ok && sp.fs.Write(f, data) == nil &&
+		(size <= int64(len(data)) || f.Truncate(int64(len(data))) == nil) && sp.fs.Sync(f) == nil
 	return f.Close() == nil && filled, !ok
 }
 
-// topUpSpares makes new, empty spares for the next writes when writes
-// have nearly emptied the pool, off the path of the operation: writes that
+// topUp makes new, empty spares for the next writes when writes have
+// nearly emptied the pool, off the path of the operation: writes that
 // replace nothing (a run of Creates) would otherwise each create a file,
 // the slow step spares exist to take out (see the top of this file). It
 // makes topUpCount files and fsyncs each: on ext4 without a journal a new
@@ -185,16 +202,15 @@ func (s *FileStore) fill(cache aheadDir, name string, perm os.FileMode, data []b
 // otherwise pay for under the lock. A new spare was never any task's file,
 // so it is pooled at once. Where a new spare turns out not to be reusable
 // (leases disabled, say), the store stops making them (barren). Called by
-// an operation's release with the semaphore held, so that Close waits for
-// it (inflight).
-func (s *FileStore) topUpSpares() {
-	s.spares.mu.Lock()
-	start := s.spares.wanted && !s.spares.making && !s.spares.barren && len(s.spares.free) < topUpLow &&
-		s.ahead.dirf != nil && !s.closed && s.recycles()
+// an operation of an open store, with its semaphore held, so that Close
+// waits for it (inflight).
+func (sp *spares) topUp() {
+	sp.mu.Lock()
+	start := sp.wanted && !sp.making && !sp.barren && len(sp.free) < topUpLow && sp.cache.dirf != nil && sp.on
 	if start {
-		s.spares.wanted, s.spares.making = false, true
+		sp.wanted, sp.making = false, true
 	}
-	s.spares.mu.Unlock()
+	sp.mu.Unlock()
 	if !start {
 		return
 	}
@@ -202,60 +218,60 @@ func (s *FileStore) topUpSpares() {
 	// the calls that follow, never reaching another file. What was made
 	// is pooled by name, or removed through the task directory (open
 	// until Close, which waits for this) if it cannot be.
-	cache := s.ahead
-	s.inflight.Add(1)
+	cache := *sp.cache
+	sp.inflight.Add(1)
 	go func() {
-		defer s.inflight.Done()
-		// Not through s.fs: these are no write's steps, which the fault
+		defer sp.inflight.Done()
+		// Not through sp.fs: these are no write's steps, which the fault
 		// tests count.
 		var made []string
 		for range topUpCount {
 			name := atomicfile.TempName(taskFileName(1))
-			f, err := atomicfile.OpenIn(cache.dirf, cache.root, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.cfg.filePerm)
+			f, err := atomicfile.OpenIn(cache.dirf, cache.root, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, sp.filePerm)
 			if err != nil {
 				break
 			}
 			if errors.Join(f.Sync(), f.Close()) != nil {
-				_ = s.root.Remove(cacheDirName + "/" + name)
+				_ = sp.root.Remove(cacheDirName + "/" + name)
 				break
 			}
 			made = append(made, name)
 		}
-		s.spares.mu.Lock()
-		s.spares.making = false
-		n := min(len(made), maxSpares-len(s.spares.free))
-		s.spares.free = append(s.spares.free, made[:n]...)
-		if s.spares.fresh == nil {
-			s.spares.fresh = make(map[string]bool)
+		sp.mu.Lock()
+		sp.making = false
+		n := min(len(made), maxSpares-len(sp.free))
+		sp.free = append(sp.free, made[:n]...)
+		if sp.fresh == nil {
+			sp.fresh = make(map[string]bool)
 		}
 		for _, name := range made[:n] {
-			s.spares.fresh[name] = true
+			sp.fresh[name] = true
 		}
-		s.spares.mu.Unlock()
+		sp.mu.Unlock()
 		for _, name := range made[n:] {
-			_ = s.root.Remove(cacheDirName + "/" + name)
+			_ = sp.root.Remove(cacheDirName + "/" + name)
 		}
 	}()
 }
 
-// topUpCount is how many spares topUpSpares makes at a time, once a write
+// topUpCount is how many spares topUp makes at a time, once a write
 // leaves fewer than topUpLow in the pool.
 const topUpCount, topUpLow = 4, 2
 
-// renameSpare writes the one task file the write j puts, under the lock,
+// renameInto writes the one task file the write j puts, under the lock,
 // into a spare and renames it into place. An error means nothing was
 // renamed.
-func (s *FileStore) renameSpare(j *journal.Journal) error {
-	if len(j.Put) != 1 || len(j.Del) != 0 || !s.recycles() {
+func (sp *spares) renameInto(j *journal.Journal) error {
+	if len(j.Put) != 1 || len(j.Del) != 0 || !sp.on {
 		return errNoSpare
 	}
 	for id, data := range j.Put {
-		name := s.fillSpare(s.ahead, []byte(data))
+		name := sp.fill(*sp.cache, []byte(data))
 		if name == "" {
 			return errNoSpare
 		}
-		if err := s.fs.Rename(name, taskFileName(ID(id))); err != nil {
-			_ = s.fs.Remove(name)
+		if err := sp.fs.Rename(name, taskFileName(ID(id))); err != nil {
+			_ = sp.fs.Remove(name)
 			return err
 		}
 	}
@@ -265,13 +281,13 @@ func (s *FileStore) renameSpare(j *journal.Journal) error {
 // errNoSpare: no spare could take the file.
 var errNoSpare = errors.New("taskgraph: no spare file")
 
-// closeSpares removes the spares of a store that is closing.
-func (s *FileStore) closeSpares() {
-	s.spares.mu.Lock()
-	free := s.spares.free
-	s.spares.free, s.spares.fresh = nil, nil
-	s.spares.mu.Unlock()
-	s.removeSpares(free)
+// close removes the spares of a store that is closing.
+func (sp *spares) close() {
+	sp.mu.Lock()
+	free := sp.free
+	sp.free, sp.fresh = nil, nil
+	sp.mu.Unlock()
+	sp.remove(free)
 }
 
 // replacedTask returns the task whose file the single-file write j

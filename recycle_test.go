@@ -150,7 +150,7 @@ func TestSparesOfEveryLength(t *testing.T) {
 
 // TestCreatesFillSpares: a run of Creates, which replace no file and so
 // give no spare back, still fills spares: the store makes new ones off the
-// writes' path as the pool runs low (topUpSpares), every Create's file is
+// writes' path as the pool runs low (spares.topUp), every Create's file is
 // the task, and Close leaves none behind.
 func TestCreatesFillSpares(t *testing.T) {
 	ctx := context.Background()
@@ -305,8 +305,8 @@ func TestUnusedAheadFileRecycled(t *testing.T) {
 	require.NoError(t, err)
 
 	var aheadFile uint64
-	withAfterAhead(t, func() {
-		afterAhead = nil
+	withAfterAhead(t, s, func() {
+		s.cfg.afterAhead = nil
 		for _, n := range cacheEntries(t, dir, s) { // the file written ahead
 			fi, err := os.Stat(filepath.Join(dir, cacheDirName, n))
 			require.NoError(t, err)
@@ -423,7 +423,7 @@ func TestSweepKeepsAnyTaskFile(t *testing.T) {
 	st := kept
 	st.Ino = ino // as if task 2's file were that inode, one link counted
 	s.stamps[2] = st
-	s.sweepAhead()
+	s.ahead.sweep(s.root, s.stamps)
 	s.stamps[2] = kept
 	<-s.sem
 	assert.FileExists(t, spare, "another task's file")

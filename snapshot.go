@@ -342,7 +342,7 @@ func (d *snapDecoder) time() time.Time {
 // usable one: the scan that follows stats every task file and reads only
 // those whose stamp differs. It reports whether it loaded one.
 func (s *FileStore) loadSnapshot() bool {
-	cache, err := s.openCache()
+	cache, err := openCacheDir(s.root)
 	if err != nil {
 		return false
 	}
@@ -389,7 +389,7 @@ func (s *FileStore) writeSnapshot() {
 	if err := s.root.Mkdir(cacheDirName, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return
 	}
-	cache, err := s.openCache()
+	cache, err := openCacheDir(s.root)
 	if err != nil {
 		return
 	}
@@ -408,12 +408,12 @@ func (s *FileStore) writeSnapshot() {
 	_ = atomicfile.WriteNoSync(cache, snapshotName, encodeSnapshot(s.g, s.stamps), s.cfg.filePerm)
 }
 
-// openCache opens the cache directory. Through "/.", so that the directory
+// openCacheDir opens the cache directory of the task directory taskRoot. Through "/.", so that the directory
 // is opened as one (O_DIRECTORY): os.Root.OpenRoot opens the last element
 // of its path without it, which blocks on a FIFO put in its place.
-func (s *FileStore) openCache() (*os.Root, error) {
+func openCacheDir(taskRoot *os.Root) (*os.Root, error) {
 	if runtime.GOOS == "windows" {
-		return s.root.OpenRoot(cacheDirName)
+		return taskRoot.OpenRoot(cacheDirName)
 	}
-	return s.root.OpenRoot(cacheDirName + "/.")
+	return taskRoot.OpenRoot(cacheDirName + "/.")
 }

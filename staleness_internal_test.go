@@ -32,7 +32,7 @@ func TestDroppedLogRecordIsSeen(t *testing.T) {
 			// The record after the commit point, after the
 			// announcement.
 			df := &dropFS{fileSystem: w.fs, at: 2}
-			w.fs = df
+			w.useFS(df)
 			require.NoError(t, m.do(w))
 			require.Equal(t, 2, df.n, "one announcement, one record")
 

@@ -13,9 +13,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// watchPollOnly makes Watch poll, to test the fallback.
-var watchPollOnly = false
-
 // watchPoll is how often Watch looks at the directory when inotify is not
 // available.
 const watchPoll = 250 * time.Millisecond
@@ -87,7 +84,7 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 // notifier returns an fsnotify watcher of the store's directory and the
 // path it watches, or nil if the watch must poll.
 func (s *FileStore) notifier() (*fsnotify.Watcher, string) {
-	if watchPollOnly {
+	if s.cfg.watchPollOnly {
 		return nil, ""
 	}
 	w, err := fsnotify.NewWatcher()

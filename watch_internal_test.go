@@ -20,7 +20,7 @@ func TestWatchEndsWithItsReason(t *testing.T) {
 	dir := t.TempDir()
 	s := openDir(t, dir)
 	rf := &readFault{fileSystem: s.fs}
-	s.fs = rf
+	s.useFS(rf)
 	events, err := s.Watch(ctx)
 	require.NoError(t, err)
 	rf.set("task_9.json", syscall.EIO)

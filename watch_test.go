@@ -15,9 +15,12 @@ import (
 func TestWatch(t *testing.T) {
 	for _, poll := range []bool{false, true} {
 		t.Run(fmt.Sprint("poll=", poll), func(t *testing.T) {
-			defer tg.SetWatchPollOnly(poll)()
+			var opts []tg.Option
+			if poll {
+				opts = append(opts, tg.WatchPollOnly())
+			}
 			dir := t.TempDir()
-			watcher, err := tg.Open(dir)
+			watcher, err := tg.Open(dir, opts...)
 			require.NoError(t, err)
 			defer watcher.Close()
 			other, err := tg.Open(dir)

@@ -17,11 +17,16 @@
 // offers the same graph under Claude Code's own tool names and argument
 // shapes (TaskCreate, TaskGet, TaskUpdate, TaskList).
 //
-// The tools cost little context: the whole set's definitions are about
-// 1,200 tokens, and task_list shows at most DefaultListLimit tasks (the
-// ones in progress and ready first), filtered by status, owner, label or
-// readiness, and says how many it left out. The token-budget test in
-// agenttools/tokenbudget measures both with a real tokenizer.
+// task_get, task_list, task_claim_next and task_wait also return their
+// result as JSON (Result.Structured, described by Tool.OutputSchema; MCP's
+// structuredContent), each task in it a TaskView.
+//
+// The tools cost little context: the whole set's definitions, output
+// schemas included, are about 1,550 tokens, and task_list shows at most
+// DefaultListLimit tasks (the ones in progress and ready first), filtered
+// by status, owner, label or readiness, and says how many it left out. The
+// token-budget test in agenttools/tokenbudget measures both with a real
+// tokenizer.
 //
 // Claims are safe whatever the model asks. The agent's identity is the one
 // given to New (WithOwner), never an argument the model chooses, and no
@@ -65,6 +70,10 @@ import (
 type Result struct {
 	Text    string
 	IsError bool
+	// Structured is the result as JSON, for tools with an OutputSchema
+	// (MCP's structuredContent): an object that matches the schema, its
+	// tasks as TaskView. Nil for a failed call and for other tools.
+	Structured json.RawMessage
 }
 
 // String returns the text the model sees.
@@ -89,9 +98,12 @@ type Tool struct {
 	Title       string // a short human-readable name, for clients that show one
 	Description string
 	InputSchema json.RawMessage // a JSON Schema object
-	Hints       Hints
-	call        func(ctx context.Context, in json.RawMessage) (string, error)
-	owner       string
+	// OutputSchema is the JSON Schema of Result.Structured, or nil for a
+	// tool that returns text alone.
+	OutputSchema json.RawMessage
+	Hints        Hints
+	call         func(ctx context.Context, in json.RawMessage) (reply, error)
+	owner        string
 }
 
 // Call runs the tool on the model's input. Every problem the model can act
@@ -102,7 +114,11 @@ type Tool struct {
 func (t Tool) Call(ctx context.Context, input json.RawMessage) (Result, error) {
 	out, err := t.call(ctx, input)
 	if err == nil {
-		return Result{Text: out}, nil
+		res := Result{Text: out.text}
+		if out.data != nil {
+			res.Structured, _ = json.Marshal(out.data) // cannot fail: metadata came from JSON
+		}
+		return res, nil
 	}
 	if ctx.Err() != nil || errors.Is(err, taskgraph.ErrClosed) {
 		return Result{}, err

@@ -38,6 +38,11 @@ func TestSchemas(t *testing.T) {
 		var pretty bytes.Buffer
 		require.NoError(t, json.Indent(&pretty, tool.InputSchema, "", "  "), tool.Name)
 		doc := fmt.Sprintf("%s\n%s\n%s\n", tool.Name, tool.Description, pretty.String())
+		if tool.OutputSchema != nil {
+			pretty.Reset()
+			require.NoError(t, json.Indent(&pretty, tool.OutputSchema, "", "  "), tool.Name)
+			doc += "output:\n" + pretty.String() + "\n"
+		}
 		golden(t, "schema_"+tool.Name+".golden", []byte(doc))
 	}
 }

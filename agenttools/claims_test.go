@@ -49,6 +49,7 @@ func call(t *testing.T, tools *agenttools.Tools, name, input string) agenttools.
 	t.Helper()
 	res, err := tools.Call(context.Background(), name, json.RawMessage(input))
 	require.NoError(t, err, "%s %s", name, input)
+	checkStructured(t, tools, name, res)
 	return res
 }
 

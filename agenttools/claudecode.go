@@ -31,15 +31,15 @@ import (
 // in the task's metadata under "activeForm", where the claudecode package
 // puts it on import. Status "deleted" deletes the task and takes it out of
 // the blockedBy of the tasks it blocked, as Claude Code does. TaskList
-// shows at most DefaultListLimit tasks, in progress and ready first, and
-// says how many it left out.
+// shows at most 50 tasks, in progress and ready first, and says how many
+// it left out.
 func ClaudeCode(store taskgraph.Store, opts ...Option) *Tools {
 	h := newHandlers(store, opts)
 	return h.bind([]Tool{
-		{"TaskCreate", "Create task", "Create a task in the shared task list. It starts pending, with no owner.", schemaCCCreate, Hints{}, h.ccCreate, ""},
-		{"TaskGet", "Get task", "Get a task by ID: description, status, owner, dependencies, and why it cannot start if it cannot.", schemaCCGet, Hints{ReadOnly: true, Idempotent: true}, h.ccGet, ""},
-		{"TaskUpdate", "Update task", "Update a task. Status in_progress claims it for you; you can complete or give back only tasks you hold. Status deleted deletes it and its dependency edges.", schemaCCUpdate, Hints{Destructive: true, Idempotent: true}, h.ccUpdate, ""},
-		{"TaskList", "List tasks", "List the tasks: id, status, subject, owner and unfinished blockers.", schemaCCList, Hints{ReadOnly: true, Idempotent: true}, h.ccList, ""},
+		{"TaskCreate", "Create task", "Create a task in the shared task list. It starts pending, with no owner.", schemaCCCreate, nil, Hints{}, plain(h.ccCreate), ""},
+		{"TaskGet", "Get task", "Get a task by ID: description, status, owner, dependencies, and why it cannot start if it cannot.", schemaCCGet, nil, Hints{ReadOnly: true, Idempotent: true}, plain(h.ccGet), ""},
+		{"TaskUpdate", "Update task", "Update a task. Status in_progress claims it for you; you can complete or give back only tasks you hold. Status deleted deletes it and its dependency edges.", schemaCCUpdate, nil, Hints{Destructive: true, Idempotent: true}, plain(h.ccUpdate), ""},
+		{"TaskList", "List tasks", "List the tasks: id, status, subject, owner and unfinished blockers.", schemaCCList, nil, Hints{ReadOnly: true, Idempotent: true}, plain(h.ccList), ""},
 	})
 }
 
@@ -301,7 +301,7 @@ func (h handlers) ccList(ctx context.Context, raw json.RawMessage) (string, erro
 	if len(all) == 0 && corrupt == nil {
 		return "No tasks found", nil
 	}
-	sel := selectTasks(all, listInput{limit: DefaultListLimit})
+	sel := selectTasks(all, listInput{limit: ccListLimit})
 	var lines []string
 	for _, t := range sel.shown {
 		line := fmt.Sprintf("#%d [%s] %s", t.ID, t.Status, t.Subject)

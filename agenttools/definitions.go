@@ -14,20 +14,20 @@ func (h handlers) taskTools() []Tool {
 		destroying = Hints{Destructive: true, Idempotent: true}
 	)
 	return []Tool{
-		{"task_create", "Create task", "Create a pending task. blockedBy: tasks that must complete first. A key names it: creating a key again returns the existing task.", schemaCreate, additive, h.create, ""},
-		{"task_update", "Update task", "Update a task. Status in_progress claims it for you; you can complete or give back only tasks you hold, and no one else's claim can be changed.", schemaUpdate, once, h.update, ""},
-		{"task_list", "List tasks", "List tasks, one a line; in progress and ready first when not all fit.", schemaList, read, h.list, ""},
-		{"task_get", "Get task", "Get a task in full, and why it cannot start if it cannot.", schemaTaskID, read, byID(h.get), ""},
-		{"task_plan", "Create plan", "Create many tasks in one call, all or none. Tasks name their blockers in after by key (or existing id). Keys that exist are not created again.", schemaPlan, once, h.plan, ""},
-		{"task_claim", "Claim task", "Claim a ready task: it becomes in_progress with you as owner.", schemaTaskID, once, byID(h.claim), ""},
-		{"task_claim_next", "Claim next ready task", "Claim the most urgent ready task; else says if all is finished or what it waits on.", schemaClaimNext, additive, h.claimNext, ""},
-		{"task_wait", "Wait for a task", "Wait until a task is ready for you or all is finished (under a minute); says which.", schemaClaimNext, read, h.wait, ""},
-		{"task_complete", "Complete task", "Complete a task you hold; says which tasks this unblocked.", schemaComplete, once, h.complete, ""},
-		{"task_fail", "Fail task", "Give up on a task you hold, saying why. Tasks that depend on it cannot start until it is reopened.", schemaFail, once, h.fail, ""},
-		{"task_note", "Note on task", "Leave a note on a task for whoever takes it next: what you tried, found, or where you stopped.", schemaNote, additive, h.note, ""},
-		{"task_release", "Release task", "Give back a task you hold, for someone else to take.", schemaTaskID, once, byID(h.release), ""},
-		{"task_renew", "Renew lease", "Extend the lease on a task you hold, so that no one else takes it; call it now and then during long work.", schemaRenew, additive, h.renew, ""},
-		{"task_delete", "Delete task", "Delete a task no one else holds. detach: true also removes it from the tasks it blocks.", schemaDelete, destroying, h.delete, ""},
+		{"task_create", "Create task", "Create a pending task. blockedBy: tasks that must complete first. A key names it: creating a key again returns the existing task.", schemaCreate, nil, additive, plain(h.create), ""},
+		{"task_update", "Update task", "Update a task. Status in_progress claims it for you; you can complete or give back only tasks you hold, and no one else's claim can be changed.", schemaUpdate, nil, once, plain(h.update), ""},
+		{"task_list", "List tasks", "List tasks, one a line; in progress and ready first when not all fit.", schemaList, schemaListOut, read, h.list, ""},
+		{"task_get", "Get task", "Get a task in full, and why it cannot start if it cannot.", schemaTaskID, schemaGetOut, read, byID(h.get), ""},
+		{"task_plan", "Create plan", "Create many tasks in one call, all or none. Tasks name their blockers in after by key (or existing id). Keys that exist are not created again.", schemaPlan, nil, once, plain(h.plan), ""},
+		{"task_claim", "Claim task", "Claim a ready task: it becomes in_progress with you as owner.", schemaTaskID, nil, once, plain(byID(h.claim)), ""},
+		{"task_claim_next", "Claim next ready task", "Claim the most urgent ready task; else says if all is finished or what it waits on.", schemaClaimNext, schemaNextOut, additive, h.claimNext, ""},
+		{"task_wait", "Wait for a task", "Wait until a task is ready for you or all is finished (under a minute); says which.", schemaClaimNext, schemaWaitOut, read, h.wait, ""},
+		{"task_complete", "Complete task", "Complete a task you hold; says which tasks this unblocked.", schemaComplete, nil, once, plain(h.complete), ""},
+		{"task_fail", "Fail task", "Give up on a task you hold, saying why. Tasks that depend on it cannot start until it is reopened.", schemaFail, nil, once, plain(h.fail), ""},
+		{"task_note", "Note on task", "Leave a note on a task for whoever takes it next: what you tried, found, or where you stopped.", schemaNote, nil, additive, plain(h.note), ""},
+		{"task_release", "Release task", "Give back a task you hold, for someone else to take.", schemaTaskID, nil, once, plain(byID(h.release)), ""},
+		{"task_renew", "Renew lease", "Extend the lease on a task you hold, so that no one else takes it; call it now and then during long work.", schemaRenew, nil, additive, plain(h.renew), ""},
+		{"task_delete", "Delete task", "Delete a task no one else holds. detach: true also removes it from the tasks it blocks.", schemaDelete, nil, destroying, plain(h.delete), ""},
 	}
 }
 
@@ -37,7 +37,7 @@ var (
 		`"owner":{"type":"string"},` +
 		`"label":{"type":"string"},` +
 		`"ready":{"type":"boolean","description":"Only tasks that can start now."},` +
-		`"limit":{"type":"integer","description":"Default 50."}}}`)
+		`"limit":{"type":"integer","description":"Default 15."}}}`)
 	schemaTaskID = json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"integer"}},"required":["task_id"]}`)
 	// priority and labels are the same on every tool that sets them.
 	schemaPriority = `"priority":{"type":"integer","minimum":0,"maximum":4,"description":"0 most urgent, 4 least; default 2."}`

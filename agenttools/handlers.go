@@ -23,11 +23,12 @@ type handlers struct {
 
 // byID makes a tool whose only input is a task_id out of f, which is given
 // the decoded id.
-func byID(f func(ctx context.Context, id taskgraph.ID) (string, error)) func(context.Context, json.RawMessage) (string, error) {
-	return func(ctx context.Context, raw json.RawMessage) (string, error) {
+func byID[R any](f func(ctx context.Context, id taskgraph.ID) (R, error)) func(context.Context, json.RawMessage) (R, error) {
+	return func(ctx context.Context, raw json.RawMessage) (R, error) {
 		tid, err := decodeID(raw, "task_id", taskID)
 		if err != nil {
-			return "", err
+			var none R
+			return none, err
 		}
 		return f(ctx, tid)
 	}
@@ -96,10 +97,10 @@ func claimed(t taskgraph.Task) string {
 	return fmt.Sprintf("Claimed #%d: %s\n%s", t.ID, t.Subject, render(t))
 }
 
-func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, error) {
+func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (reply, error) {
 	labels, under, err := h.decodeWhere(raw)
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
 	opts := h.claimOpts()
 	all := append(slices.Clone(h.cfg.labels), labels...) // the agent's role, then the model's
@@ -115,9 +116,10 @@ func (h handlers) claimNext(ctx context.Context, raw json.RawMessage) (string, e
 		return h.nothingReady(ctx, sorted, under)
 	}
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
-	return claimed(t), nil
+	v := viewOf(t, "", true)
+	return reply{claimed(t), nextOutput{Outcome: outcomeClaimed, Task: &v}}, nil
 }
 
 func (h handlers) complete(ctx context.Context, raw json.RawMessage) (string, error) {

@@ -16,8 +16,13 @@ import (
 )
 
 // DefaultListLimit is how many tasks task_list shows unless the model
-// asks for another limit: about 900 tokens of a realistic plan.
-const DefaultListLimit = 50
+// asks for another limit: with its structured output, about 750 tokens of
+// a realistic plan whose ids have twelve digits.
+const DefaultListLimit = 15
+
+// ccListLimit is how many tasks Claude Code's TaskList shows, which has no
+// structured output: about 900 tokens of a realistic plan.
+const ccListLimit = 50
 
 // maxListLimit bounds the limit a model may ask for.
 const maxListLimit = 10000
@@ -78,16 +83,24 @@ func decodeList(raw json.RawMessage) (listInput, error) {
 // statuses are every status a task can have, in lifecycle order.
 var statuses = []taskgraph.Status{taskgraph.Pending, taskgraph.InProgress, taskgraph.Completed, taskgraph.Failed, taskgraph.Cancelled}
 
-func (h handlers) list(ctx context.Context, raw json.RawMessage) (string, error) {
+func (h handlers) list(ctx context.Context, raw json.RawMessage) (reply, error) {
 	in, err := decodeList(raw)
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
 	all, corrupt, err := h.listAll(ctx)
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
-	return renderList(all, in, corrupt), nil
+	sel := selectTasks(all, in)
+	out := listOutput{Tasks: make([]TaskView, len(sel.shown)), More: len(sel.hidden)}
+	for i, t := range sel.shown {
+		out.Tasks[i] = viewOf(t, sel.board.state[t.ID], false)
+	}
+	if corrupt != nil {
+		out.Warning = unreadable(corrupt)
+	}
+	return reply{renderSelection(sel, corrupt), out}, nil
 }
 
 // listAll returns every task the store can read. corrupt is the store's
@@ -133,16 +146,23 @@ func listRank(t taskgraph.Task, b *board) int {
 // board is what the listings need to know of the whole graph.
 type board struct {
 	status     map[taskgraph.ID]taskgraph.Status
+	state      map[taskgraph.ID]taskgraph.State
 	ready      map[taskgraph.ID]bool
 	strandedBy map[taskgraph.ID]taskgraph.ID
 }
 
 func boardOf(all []taskgraph.Task) *board {
-	b := &board{status: make(map[taskgraph.ID]taskgraph.Status, len(all)), ready: map[taskgraph.ID]bool{}}
+	b := &board{status: make(map[taskgraph.ID]taskgraph.Status, len(all)), state: make(map[taskgraph.ID]taskgraph.State, len(all)),
+		ready: map[taskgraph.ID]bool{}}
 	for _, t := range all {
 		b.status[t.ID] = t.Status
 	}
 	r := taskgraph.Resolve(all)
+	for _, l := range r.Lists() {
+		for _, t := range l.Tasks {
+			b.state[t.ID] = l.State
+		}
+	}
 	for _, t := range r.Ready {
 		b.ready[t.ID] = true
 	}
@@ -187,11 +207,11 @@ func selectTasks(all []taskgraph.Task, in listInput) selection {
 	return sel
 }
 
-// renderList prints the tasks of all that in selects as the reference's
-// list_all does, one a line by id, showing only the blockers that are not
-// completed yet, and ends with a line that says how many it left out.
-func renderList(all []taskgraph.Task, in listInput, corrupt error) string {
-	sel := selectTasks(all, in)
+// renderSelection prints sel's tasks as the reference's list_all does,
+// one a line by id, showing only the blockers that are not completed yet,
+// and ends with a line that says how many it left out; corrupt is
+// listAll's.
+func renderSelection(sel selection, corrupt error) string {
 	var lines []string
 	switch {
 	case sel.all == 0 && corrupt == nil:

@@ -17,20 +17,26 @@ import (
 
 // get shows a task in full and, for one that cannot start now, the line
 // that says why.
-func (h handlers) get(ctx context.Context, id taskgraph.ID) (string, error) {
+func (h handlers) get(ctx context.Context, id taskgraph.ID) (reply, error) {
 	t, err := h.store.Get(ctx, id)
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
-	why, err := h.whyNot(ctx, t)
+	ex, err := h.explainPending(ctx, t)
 	if err != nil {
-		return "", err
+		return reply{}, err
+	}
+	v := viewOf(t, taskgraph.StateReady, true)
+	why := ""
+	if ex != nil {
+		why = whyText(ex)
+		v.State, v.Why = ex.State, why
 	}
 	out := render(t)
 	if len(t.BlockedBy) > 0 { // a parent's children are among its blockers
 		all, _, err := h.listAll(ctx)
 		if err != nil {
-			return "", err
+			return reply{}, err
 		}
 		if r, children := taskgraph.RollupOf(all, t.ID); r.Total > 0 {
 			out += fmt.Sprintf("\nChildren %s: %s", FormatIDs(children), r)
@@ -39,17 +45,7 @@ func (h handlers) get(ctx context.Context, id taskgraph.ID) (string, error) {
 	if why != "" {
 		out += "\n" + why
 	}
-	return out, nil
-}
-
-// whyNot returns the line that says why t, a pending task, cannot start,
-// or "" if it can (or is not pending).
-func (h handlers) whyNot(ctx context.Context, t taskgraph.Task) (string, error) {
-	ex, err := h.explainPending(ctx, t)
-	if err != nil || ex == nil {
-		return "", err
-	}
-	return whyText(ex), nil
+	return reply{out, getOutput{Task: v}}, nil
 }
 
 // explainPending explains t if it is a pending task that cannot start,

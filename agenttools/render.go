@@ -84,21 +84,29 @@ const (
 	maxNoteShown  = 500
 )
 
-// renderedNotes returns the latest notes of t within the budget, the
-// latest first.
-func renderedNotes(t taskgraph.Task) []noteJSON {
-	var out []noteJSON
+// latestNotes returns the latest notes of t within the budget, the latest
+// first, each cut at maxNoteShown bytes.
+func latestNotes(t taskgraph.Task) []taskgraph.Note {
+	var out []taskgraph.Note
 	for i := len(t.Notes) - 1; i >= 0 && len(out) < maxNotesShown; i-- {
 		n := t.Notes[i]
-		text := n.Text
-		if len(text) > maxNoteShown {
+		if len(n.Text) > maxNoteShown {
 			cut := maxNoteShown
-			for cut > 0 && !utf8.RuneStart(text[cut]) {
+			for cut > 0 && !utf8.RuneStart(n.Text[cut]) {
 				cut--
 			}
-			text = text[:cut] + "…"
+			n.Text = n.Text[:cut] + "…"
 		}
-		out = append(out, noteJSON{Author: n.Author, At: n.At.UTC().Format(time.RFC3339), Text: text})
+		out = append(out, n)
+	}
+	return out
+}
+
+// renderedNotes returns latestNotes as the text writes them.
+func renderedNotes(t taskgraph.Task) []noteJSON {
+	var out []noteJSON
+	for _, n := range latestNotes(t) {
+		out = append(out, noteJSON{Author: n.Author, At: n.At.UTC().Format(time.RFC3339), Text: n.Text})
 	}
 	return out
 }

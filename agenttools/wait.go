@@ -56,14 +56,14 @@ func (h handlers) decodeWhere(raw json.RawMessage) (labels []string, under taskg
 // wait waits until a task for the agent can be claimed, the graph (or
 // what is under the task the model names) is finished, or the bound of
 // WithWait passes, and says which.
-func (h handlers) wait(ctx context.Context, raw json.RawMessage) (string, error) {
+func (h handlers) wait(ctx context.Context, raw json.RawMessage) (reply, error) {
 	model, under, err := h.decodeWhere(raw)
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
 	labels, err := h.labelsFor(model)
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
 	bound := h.cfg.wait
 	if bound <= 0 {
@@ -78,14 +78,14 @@ func (h handlers) wait(ctx context.Context, raw json.RawMessage) (string, error)
 	case ctx.Err() == nil && wctx.Err() != nil:
 		// The bound passed: say where things stand now.
 		if b, err = h.store.Board(ctx, taskgraph.Under(under)); err != nil {
-			return "", err
+			return reply{}, err
 		}
 		if b.Finished() {
 			return finished(b, under), nil
 		}
-		return fmt.Sprintf("Still nothing ready%s after %s: %s Call task_wait again to go on waiting.", underText(under), roundDuration(time.Since(start)), h.standing(b, labels, time.Now())), nil
+		return waiting(fmt.Sprintf("Still nothing ready%s after %s: %s Call task_wait again to go on waiting.", underText(under), roundDuration(time.Since(start)), h.standing(b, labels, time.Now()))), nil
 	default:
-		return "", err
+		return reply{}, err
 	}
 	if b.Finished() {
 		return finished(b, under), nil
@@ -94,7 +94,7 @@ func (h handlers) wait(ctx context.Context, raw json.RawMessage) (string, error)
 	forMe := taskgraph.Selection{Labels: labels} // labels sorted, as Rules.Labels returns them
 	for _, t := range b.Ready {
 		if forMe.Match(&t, true) {
-			return fmt.Sprintf("Ready: #%d %s. Claim it with task_claim_next.", t.ID, t.Subject), nil
+			return ready(t, fmt.Sprintf("Ready: #%d %s. Claim it with task_claim_next.", t.ID, t.Subject)), nil
 		}
 	}
 	for _, t := range b.InProgress {
@@ -103,25 +103,35 @@ func (h handlers) wait(ctx context.Context, raw json.RawMessage) (string, error)
 			if _, c := t.Lapse(); c != taskgraph.ClockLease {
 				what = "the claim" // its max runtime or no-progress window ran out
 			}
-			return fmt.Sprintf("Ready: #%d %s (%s of %q lapsed). Claim it with task_claim_next.", t.ID, t.Subject, what, t.Owner), nil
+			return ready(t, fmt.Sprintf("Ready: #%d %s (%s of %q lapsed). Claim it with task_claim_next.", t.ID, t.Subject, what, t.Owner)), nil
 		}
 	}
 	// Await saw something claimable that is gone by now: taken by another.
-	return fmt.Sprintf("Nothing ready%s now: %s Call task_wait again.", underText(under), h.standing(b, labels, now)), nil
+	return waiting(fmt.Sprintf("Nothing ready%s now: %s Call task_wait again.", underText(under), h.standing(b, labels, now))), nil
 }
 
 // nothingReady is task_claim_next's answer when ClaimNext found no task:
 // the graph (or what is under the task under, if not 0) is finished (and
 // how), or what the agent waits on.
-func (h handlers) nothingReady(ctx context.Context, labels []string, under taskgraph.ID) (string, error) {
+func (h handlers) nothingReady(ctx context.Context, labels []string, under taskgraph.ID) (reply, error) {
 	b, err := h.store.Board(ctx, taskgraph.Under(under))
 	if err != nil {
-		return "", err
+		return reply{}, err
 	}
 	if b.Finished() {
 		return finished(b, under), nil
 	}
-	return "Nothing ready" + underText(under) + " now: " + h.standing(b, labels, time.Now()), nil
+	return waiting("Nothing ready" + underText(under) + " now: " + h.standing(b, labels, time.Now())), nil
+}
+
+// waiting is the reply that there is nothing for the agent now: text says
+// what it waits on.
+func waiting(text string) reply { return reply{text, nextOutput{Outcome: outcomeWait}} }
+
+// ready is task_wait's reply that t can be claimed now.
+func ready(t taskgraph.Task, text string) reply {
+	v := viewOf(t, taskgraph.StateReady, true)
+	return reply{text, nextOutput{Outcome: outcomeReady, Task: &v}}
 }
 
 // underText is " under #5" for a claim or wait under task 5, "" for one
@@ -136,10 +146,10 @@ func underText(under taskgraph.ID) string {
 // finished describes a finished graph (Board.Finished), or what is under
 // the task under if not 0: all done, or stalled on failed and stranded
 // tasks.
-func finished(b taskgraph.Board, under taskgraph.ID) string {
+func finished(b taskgraph.Board, under taskgraph.ID) reply {
 	var s *taskgraph.StalledError
 	if !errors.As(b.Stall(), &s) {
-		return "Finished" + underText(under) + ": nothing left to do."
+		return reply{"Finished" + underText(under) + ": nothing left to do.", nextOutput{Outcome: outcomeFinished}}
 	}
 	n := len(s.Failed) + len(s.Stranded)
 	var parts []string
@@ -153,7 +163,8 @@ func finished(b taskgraph.Board, under taskgraph.ID) string {
 	if n == 1 {
 		verb = "task failed or is"
 	}
-	return fmt.Sprintf("Finished%s, but %d %s stranded: %s.", underText(under), n, verb, strings.Join(parts, "; "))
+	return reply{fmt.Sprintf("Finished%s, but %d %s stranded: %s.", underText(under), n, verb, strings.Join(parts, "; ")),
+		nextOutput{Outcome: outcomeStalled, Failed: s.Failed, Stranded: s.Stranded}}
 }
 
 // standing says what keeps a graph that is not finished from having a

@@ -6,6 +6,7 @@
 //	go run ./bench -quick     # N = 100 and 1,000, under a minute
 //	go run ./bench -n 10000 -shapes chain -json out.json
 //	go run ./bench -pg-only -pg postgres://…/bench_new -pg-old postgres://…/bench_old
+//	go run ./bench -hub-only   # the hub's rows (issue 41): through a hub against the store's own
 //
 // The floor swings 2× within minutes on a shared machine, so it is
 // measured beside every group, not once: each kind of operation of a
@@ -49,6 +50,7 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/claimbench"
 )
 
 var ctx = context.Background()
@@ -74,8 +76,8 @@ type Result struct {
 type Report struct {
 	GoVersion string  `json:"go"`
 	CPUs      int     `json:"cpus"`
+	Machine   string  `json:"machine"` // host, CPU model and kernel: where the figures hold
 	FloorUS   float64 `json:"floor_write_us"`
-	AppendUS  float64 `json:"floor_append_us"` // a 300-byte append and fdatasync: the floor of a group-committed write
 	ReadUS    float64 `json:"floor_read_us"`
 	// SyscallsPerWrite is the I/O system calls of one ClaimNext or
 	// Complete (strace -c; 0 without strace), by kind in SyscallKinds.
@@ -94,6 +96,7 @@ func main() {
 		workers  = flag.String("workers", "1,2,4,8", "worker process counts for the throughput run")
 		jsonOut  = flag.String("json", "", "also write the results as JSON to this file")
 		baseDir  = flag.String("dir", "", "directory for the benchmark's files (default: a new temporary directory)")
+		image    = flag.String("image", "", "filesystem image to mount and measure on, made (ext4 with its defaults) if missing; Linux, as root")
 		coldOnly = flag.String("cold", "", "internal: cold Open+Board of this directory, print micros and RSS")
 		readOnly = flag.String("readloop", "", "internal: os.ReadFile every task file of this directory, print micros")
 		workDir  = flag.String("work", "", "internal: ClaimNext+Complete on this directory until none is ready")
@@ -104,6 +107,9 @@ func main() {
 		pgOnly   = flag.Bool("pg-only", false, "only the pgstore rows (with -pg)")
 		rounds   = flag.Int("rounds", 3, "rounds of every measured group, each between two floor measurements")
 		svgOut   = flag.String("svg", "", "also draw how the median cost of each write grows with N, as SVG, to this file")
+		hubRows  = flag.Bool("hub", true, "also measure the hub: each operation through it at N = 10,000 (-quick: 1,000), 8 processes through it, a Watch subscriber")
+		hubOnly  = flag.Bool("hub-only", false, "only the hub's rows")
+		workHubU = flag.String("work-hub", "", "internal: ClaimNext+Complete through the hub at this URL ($TASKGRAPH_TOKEN) until none is ready")
 	)
 	flag.Parse()
 	switch {
@@ -115,6 +121,9 @@ func main() {
 		return
 	case *workDir != "":
 		work(*workDir)
+		return
+	case *workHubU != "":
+		workHub(*workHubU)
 		return
 	}
 
@@ -131,6 +140,17 @@ func main() {
 		pgNs = parseSizes(*pgSizes)
 	}
 	root := *baseDir
+	if *image != "" {
+		if root != "" {
+			log.Fatal("-image and -dir: give one (the image is mounted on a directory of its own)")
+		}
+		mnt, unmount, err := mountImage(*image)
+		if err != nil {
+			log.Fatalf("-image: %v", err)
+		}
+		defer unmount()
+		root = mnt
+	}
 	if root == "" {
 		var err error
 		if root, err = os.MkdirTemp("", "taskgraph-bench-"); err != nil {
@@ -139,8 +159,8 @@ func main() {
 		defer os.RemoveAll(root)
 	}
 
-	rep := Report{GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Rounds: *rounds}
-	var floors, appends, reads []time.Duration
+	rep := Report{GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Machine: machine(), Rounds: *rounds}
+	var floors, reads []time.Duration
 	// floorIn returns a function that measures the floor in dir, beside
 	// each measured group: a group's ratio is to the mean of the floors
 	// measured right before and right after it (see interleave).
@@ -148,12 +168,12 @@ func main() {
 		return func() float64 {
 			w, r := floor(filepath.Join(dir, ".floor"), floorWrites)
 			floors, reads = append(floors, w...), append(reads, r...)
-			appends = append(appends, appendFloor(filepath.Join(dir, ".floor"), floorWrites)...)
 			return median(w)
 		}
 	}
-	fmt.Printf("floor: durable write %.0f µs, durable append %.0f µs (medians of %d, 300 bytes; re-measured beside every measured group, %d rounds)\n",
-		floorIn(root)(), median(appends), floorWrites, *rounds)
+	fmt.Printf("machine: %s\n", rep.Machine)
+	fmt.Printf("floor: durable write %.0f µs (median of %d, 300 bytes; re-measured beside every measured group, %d rounds)\n",
+		floorIn(root)(), floorWrites, *rounds)
 	if s, err := taskgraph.Open(root); err == nil {
 		rep.Durability = s.Durability().String()
 		s.Close()
@@ -172,7 +192,7 @@ func main() {
 		}
 		ps = append(ps, p)
 	}
-	if *pgOnly {
+	if *pgOnly || *hubOnly {
 		*shapes, ps = "", ps[:0:0]
 	}
 	for _, shape := range strings.Split(*shapes, ",") {
@@ -193,9 +213,18 @@ func main() {
 			}
 		}
 	}
+	// ClaimNext under limits and WithUnder at the largest size, against a
+	// plain ClaimNext (issue 39, item 3).
+	if !*pgOnly {
+		n := ns[len(ns)-1]
+		dir := filepath.Join(root, fmt.Sprintf("claims-%d", n))
+		for _, r := range claimsAtScale(dir, n, *rounds, floorIn(dir)) {
+			add(r)
+		}
+	}
 	// WithoutSync gives up durability; measured apart so no one mistakes it
 	// for the durable figures.
-	if !*pgOnly {
+	if !*pgOnly && !*hubOnly {
 		nosyncN := min(ns[len(ns)-1], 10000)
 		dir := filepath.Join(root, fmt.Sprintf("nosync-%d", nosyncN))
 		build(dir, "chain", nosyncN)
@@ -239,17 +268,26 @@ func main() {
 			Ratio: pct(lat, 50) / medianOf(tpFloors[p]),
 			Note:  fmt.Sprintf("one ClaimNext or Complete; p99 %.0f µs", pct(lat, 99))})
 	}
-	if _, err := exec.LookPath("strace"); err == nil && !*pgOnly {
+	if _, err := exec.LookPath("strace"); err == nil && !*pgOnly && !*hubOnly {
 		rep.SyscallsPerWrite, rep.SyscallKinds = syscallsPerWrite(root)
 		fmt.Printf("I/O system calls per write: %.1f (%s)\n", rep.SyscallsPerWrite, rep.SyscallKinds)
 	}
 
-	if *pgURL != "" {
+	if (*hubRows || *hubOnly) && !*pgOnly {
+		hubN := 10000
+		if *quick {
+			hubN = 1000
+		}
+		for _, r := range benchHub(root, hubN, samples, *rounds, throughputTasks, 8, floorIn(root)) {
+			add(r)
+		}
+	}
+	if *pgURL != "" && !*hubOnly {
 		for _, r := range benchPostgres(*pgURL, *pgOld, *baseline, root, pgNs, samples, *rounds, throughputTasks, parseSizes(*workers), floorIn(root)) {
 			add(r)
 		}
 	}
-	rep.FloorUS, rep.AppendUS, rep.ReadUS = median(floors), median(appends), median(reads)
+	rep.FloorUS, rep.ReadUS = median(floors), median(reads)
 	if *svgOut != "" {
 		if err := os.WriteFile(*svgOut, []byte(chart(rep)), 0o644); err != nil {
 			log.Fatal(err)
@@ -372,6 +410,51 @@ func buildReady(dir string, n int) {
 			log.Fatal(err)
 		}
 	}
+}
+
+// claimsAtScale times ClaimNext on claimbench's fixture of n tasks in a
+// durable store in dir, each case of claimbench.Cases five times a round,
+// every round between two floors; the note gives each case's median
+// against the plain ClaimNext's.
+func claimsAtScale(dir string, n, rounds int, floor func() float64) []Result {
+	s, err := taskgraph.Open(dir, taskgraph.WithoutSync())
+	if err == nil {
+		if err = s.Load(ctx, claimbench.Tasks(n)); err == nil {
+			err = claimbench.Setup(ctx, s)
+		}
+		s.Close()
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	if s, err = taskgraph.Open(dir); err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := claimbench.Measure(ctx, s, 0); err != nil { // warm the cache
+		log.Fatal(err)
+	}
+	times := map[string][]time.Duration{}
+	floors := interleave(floor, rounds, []int{0}, func(round, _ int) {
+		for k := range 5 {
+			m, err := claimbench.Measure(ctx, s, round*5+k)
+			if err != nil {
+				log.Fatal(err)
+			}
+			for c, d := range m {
+				times[c] = append(times[c], d.Wall)
+			}
+		}
+	})
+	plain := median(times["plain"])
+	var out []Result
+	for _, c := range claimbench.Cases {
+		ds := times[c.Name]
+		m := median(ds)
+		out = append(out, Result{Shape: "claims", N: n, Op: "ClaimNext " + c.Name, Median: m, P90: pct(ds, 90), Samples: len(ds),
+			Ratio: m / medianOf(floors[0]), Note: fmt.Sprintf("%.2f× plain ClaimNext (goal ≤ 2×)", m/plain)})
+	}
+	return out
 }
 
 // measure times each operation on a warm, durable store.
@@ -772,29 +855,6 @@ func drain(s taskgraph.Store) []time.Duration {
 	}
 }
 
-// appendFloor measures the floor of a group-committed write: append 300
-// bytes to a file and fdatasync it, n times.
-func appendFloor(dir string, n int) []time.Duration {
-	f, err := os.OpenFile(filepath.Join(dir, "journal"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer f.Close()
-	data := []byte(strings.Repeat("x", 299) + "\n")
-	var ds []time.Duration
-	for range n {
-		start := time.Now()
-		if _, err := f.Write(data); err != nil {
-			log.Fatal(err)
-		}
-		if err := datasync(f); err != nil {
-			log.Fatal(err)
-		}
-		ds = append(ds, time.Since(start))
-	}
-	return ds
-}
-
 // syscallsPerWrite counts the I/O system calls of one ClaimNext or Complete
 // with strace -c: a worker drains 200 ready tasks, another 1,200, and the
 // difference is divided by the 2,000 writes between them, so that opening
@@ -844,7 +904,7 @@ func syscallsPerWrite(root string) (float64, string) {
 }
 
 func printTable(rep Report) {
-	fmt.Printf("\ntaskgraph benchmark (%s, %d CPUs); floor = durable write %.0f µs, durable append %.0f µs, read %.0f µs\n", rep.GoVersion, rep.CPUs, rep.FloorUS, rep.AppendUS, rep.ReadUS)
+	fmt.Printf("\ntaskgraph benchmark (%s, %d CPUs, %s); floor = durable write %.0f µs, read %.0f µs\n", rep.GoVersion, rep.CPUs, rep.Machine, rep.FloorUS, rep.ReadUS)
 	if rep.SyscallsPerWrite > 0 {
 		fmt.Printf("I/O system calls per write: %.1f (%s)\n", rep.SyscallsPerWrite, rep.SyscallKinds)
 	}

@@ -103,7 +103,7 @@ func TestAccessMatrix(t *testing.T) {
 		other bool     // names another owner
 	}
 	add := func(tokens *hub.MemTokens, name string, role hub.Role) string {
-		tok, err := tokens.Add(name, role)
+		tok, err := tokens.Add(ctx, name, role)
 		require.NoError(t, err)
 		return tok
 	}
@@ -112,7 +112,7 @@ func TestAccessMatrix(t *testing.T) {
 		{"wrong token", func(*hub.MemTokens) string { return "tgh_" + strings.Repeat("A", 43) }, "", false},
 		{"revoked token", func(ts *hub.MemTokens) string {
 			tok := add(ts, "me", hub.Admin)
-			require.NoError(t, ts.Revoke("me"))
+			require.NoError(t, ts.Revoke(ctx, "me"))
 			return tok
 		}, "", false},
 		{"viewer", func(ts *hub.MemTokens) string { return add(ts, "me", hub.Viewer) }, hub.Viewer, false},

@@ -52,7 +52,7 @@ func TestManyAgentsOverHTTP(t *testing.T) {
 	errs := make([]error, agents)
 	for a := range agents {
 		name := "agent-" + itoa(a)
-		tok, err := tokens.Add(name, hub.Agent)
+		tok, err := tokens.Add(ctx, name, hub.Agent)
 		require.NoError(t, err)
 		c, err := hub.NewClient(ts.URL, tok)
 		require.NoError(t, err)

@@ -29,7 +29,7 @@ func BenchmarkHub(b *testing.B) {
 	_, err = store.CreatePlan(ctx, plan)
 	require.NoError(b, err)
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("bench", hub.Admin)
+	tok, err := tokens.Add(ctx, "bench", hub.Admin)
 	require.NoError(b, err)
 	api := hub.NewServer(store, tokens, hub.WithRate(0, 0))
 	defer api.Close()

@@ -61,8 +61,8 @@
 // only as its own owner: an owner (or note author) in a request that
 // differs is refused with ErrForbidden and nothing changes, and an empty
 // one is the token's name. Tokens live in a TokenFile beside a task
-// directory, or in MemTokens; only their SHA-256 is kept, compared in
-// constant time.
+// directory, in a PostgreSQL graph's database (package hub/pgtokens), or
+// in MemTokens; only their SHA-256 is kept, compared in constant time.
 //
 // # Idempotency
 //
@@ -85,7 +85,13 @@
 // where the hub cannot resume (it restarted, or the client missed more),
 // it sends "resync" and the Client re-reads by itself.
 //
+// # MCP
+//
+// WithMCP serves MCP over Streamable HTTP at MCPPath ("/mcp") on the
+// same server: each session is bound to its token's identity and its
+// tools act on As(store, who), the store as that identity may use it,
+// so the API and MCP enforce the same rules.
+//
 // Not built yet: keys recorded in the store (so that they survive a
-// restart of the hub), MCP over HTTP, a table of tokens in PostgreSQL.
-// See docs/hub.md.
+// restart of the hub). See docs/hub.md.
 package hub

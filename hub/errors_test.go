@@ -80,7 +80,7 @@ func TestErrorsCrossTyped(t *testing.T) {
 // failure that says it did not happen; a read is just a failure.
 func TestLostAnswerIsUnknownOutcome(t *testing.T) {
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("me", hub.Admin)
+	tok, err := tokens.Add(ctx, "me", hub.Admin)
 	require.NoError(t, err)
 	mem := tg.NewMemStore()
 	api := hub.NewServer(mem, tokens)
@@ -128,7 +128,7 @@ func TestLostAnswerIsUnknownOutcome(t *testing.T) {
 // refused with ErrInvalid or ErrNotFound, and change nothing.
 func TestBadRequests(t *testing.T) {
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("me", hub.Admin)
+	tok, err := tokens.Add(ctx, "me", hub.Admin)
 	require.NoError(t, err)
 	mem := tg.NewMemStore()
 	api := hub.NewServer(mem, tokens)
@@ -169,9 +169,9 @@ func TestBadRequests(t *testing.T) {
 // its call succeeds.
 func TestRate(t *testing.T) {
 	tokens := &hub.MemTokens{}
-	fast, err := tokens.Add("fast", hub.Agent)
+	fast, err := tokens.Add(ctx, "fast", hub.Agent)
 	require.NoError(t, err)
-	other, err := tokens.Add("other", hub.Agent)
+	other, err := tokens.Add(ctx, "other", hub.Agent)
 	require.NoError(t, err)
 	mem := tg.NewMemStore()
 	api := hub.NewServer(mem, tokens, hub.WithRate(2, 2))

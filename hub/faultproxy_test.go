@@ -158,7 +158,7 @@ func TestFaultProxy(t *testing.T) {
 	completed := make([]map[tg.ID]bool, agents)
 	for a := range agents {
 		name := fmt.Sprintf("agent-%d", a)
-		tok, err := tokens.Add(name, hub.Agent)
+		tok, err := tokens.Add(ctx, name, hub.Agent)
 		require.NoError(t, err)
 		// A connection a request: the proxy's fault is the request's.
 		hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

@@ -32,7 +32,7 @@ func serve(t testing.TB, store hub.Store) *hub.Client {
 func serveAs(t testing.TB, store hub.Store, role hub.Role) (*hub.Client, *hub.MemTokens) {
 	t.Helper()
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("me", role)
+	tok, err := tokens.Add(ctx, "me", role)
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 	api := hub.NewServer(store, tokens, hub.WithRate(0, 0)) // the suites measure the store, not the rate

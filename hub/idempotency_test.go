@@ -57,7 +57,7 @@ func (g *gatedStore) Create(ctx context.Context, nt tg.NewTask) (tg.Task, error)
 // (the second ready task stays pending), a Create makes one task.
 func TestRetryAfterLostAnswerAppliesOnce(t *testing.T) {
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("me", hub.Admin)
+	tok, err := tokens.Add(ctx, "me", hub.Admin)
 	require.NoError(t, err)
 	mem := tg.NewMemStore()
 	for _, s := range []string{"a", "b"} {
@@ -99,7 +99,7 @@ func TestRetryAfterLostAnswerAppliesOnce(t *testing.T) {
 // applied a second time.
 func TestRetryAfterRestartIsUnknownOutcome(t *testing.T) {
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("me", hub.Admin)
+	tok, err := tokens.Add(ctx, "me", hub.Admin)
 	require.NoError(t, err)
 	mem := tg.NewMemStore()
 	d := &dropFirst{}
@@ -124,9 +124,9 @@ func TestRetryAfterRestartIsUnknownOutcome(t *testing.T) {
 // and gets its answer; another token's same key is another write.
 func TestKeys(t *testing.T) {
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("me", hub.Admin)
+	tok, err := tokens.Add(ctx, "me", hub.Admin)
 	require.NoError(t, err)
-	other, err := tokens.Add("other", hub.Admin)
+	other, err := tokens.Add(ctx, "other", hub.Admin)
 	require.NoError(t, err)
 	mem := &gatedStore{MemStore: tg.NewMemStore()}
 	ts := httptest.NewServer(hub.NewServer(mem, tokens))

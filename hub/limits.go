@@ -16,13 +16,14 @@ var (
 	// ErrRateLimited is matched by the error of a request past its
 	// token's rate (WithRate).
 	ErrRateLimited = errors.New("hub: too many requests with this token")
-	// ErrBusy is matched by the error of an event stream past
-	// MaxSessions.
+	// ErrBusy is matched by the error of an event stream, or of a new
+	// MCP session, past MaxSessions.
 	ErrBusy = errors.New("hub: too many event streams")
 )
 
 // MaxSessions bounds the event streams a hub keeps at once (each runs a
-// watch of the store, and outlives its connection by a minute).
+// watch of the store, and outlives its connection by a minute), and,
+// apart, its MCP sessions.
 const MaxSessions = 1024
 
 // The default rate of each token: enough for an agent's loop many times

@@ -50,6 +50,7 @@ type Server struct {
 	rate     *rate
 	mux      *http.ServeMux
 	routes   []string // every pattern handled, for the access-matrix test
+	mcp      *mcpHub  // nil without WithMCP
 }
 
 // NewServer returns a server of store for the holders of tokens. It does
@@ -61,14 +62,18 @@ func NewServer(store Store, tokens Tokens, opts ...Option) *Server {
 		o(s)
 	}
 	s.route()
+	s.routeMCP()
 	return s
 }
 
 // Close ends the event streams and the store's watch that feeds them,
-// so that an http.Server's Shutdown need not wait for them. Later
-// streams are refused.
+// and the MCP sessions, so that an http.Server's Shutdown need not wait
+// for them. Later streams and sessions are refused.
 func (s *Server) Close() error {
 	s.sessions.close()
+	if s.mcp != nil {
+		s.mcp.close()
+	}
 	return nil
 }
 
@@ -85,6 +90,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type request struct {
 	*http.Request
 	who    Identity
+	st     Store // the store as who may use it (As)
 	id     tg.ID
 	data   []byte // the body
 	marked bool   // the body holds a floatMarker
@@ -99,44 +105,32 @@ func (r *request) unmark(m map[string]any) map[string]any {
 	return unmarkMeta(m)
 }
 
-// need is what a route needs of a token's role.
-type need int
-
-const (
-	read  need = iota // any role
-	write             // an agent or an admin
-	admin             // an admin only
-)
-
 func (s *Server) route() {
-	s.handle("GET /v1/tasks/{id}", read, func(r *request) (any, error) { return s.store.Get(r.Context(), r.id) })
+	s.handle("GET /v1/tasks/{id}", read, func(r *request) (any, error) { return r.st.Get(r.Context(), r.id) })
 	s.handle("GET /v1/tasks", read, func(r *request) (any, error) {
 		fs, err := queryFilters(r.URL.Query())
 		if err != nil {
 			return nil, err
 		}
-		return s.store.List(r.Context(), fs...)
+		return r.st.List(r.Context(), fs...)
 	})
 	s.handle("GET /v1/board", read, func(r *request) (any, error) {
 		fs, err := queryFilters(r.URL.Query())
 		if err != nil {
 			return nil, err
 		}
-		return s.store.Board(r.Context(), fs...)
+		return r.st.Board(r.Context(), fs...)
 	})
 	s.handle("GET /v1/whoami", read, func(r *request) (any, error) { return r.who, nil })
-	s.handle("GET /v1/limits", read, func(r *request) (any, error) { return s.store.Limits(r.Context()) })
-	s.handle("GET /v1/liveness", read, func(r *request) (any, error) { return s.store.LivenessDefaults(r.Context()) })
+	s.handle("GET /v1/limits", read, func(r *request) (any, error) { return r.st.Limits(r.Context()) })
+	s.handle("GET /v1/liveness", read, func(r *request) (any, error) { return r.st.LivenessDefaults(r.Context()) })
 	s.handle("POST /v1/tasks", write, func(r *request) (any, error) {
 		var nt tg.NewTask
 		if err := r.decode(&nt); err != nil {
 			return nil, err
 		}
 		nt.Metadata = r.unmark(nt.Metadata)
-		if err := r.who.owns("Owner", nt.Owner); err != nil {
-			return nil, err
-		}
-		return s.store.Create(r.Context(), nt)
+		return r.st.Create(r.Context(), nt)
 	})
 	s.handle("POST /v1/plans", write, func(r *request) (any, error) {
 		var nts []tg.NewTask
@@ -145,11 +139,8 @@ func (s *Server) route() {
 		}
 		for i, nt := range nts {
 			nts[i].Metadata = r.unmark(nt.Metadata)
-			if err := r.who.owns(fmt.Sprintf("[%d].Owner", i), nt.Owner); err != nil {
-				return nil, err
-			}
 		}
-		return s.store.CreatePlan(r.Context(), nts)
+		return r.st.CreatePlan(r.Context(), nts)
 	})
 	s.handle("POST /v1/load", admin, func(r *request) (any, error) {
 		var ts []tg.Task
@@ -159,7 +150,7 @@ func (s *Server) route() {
 		for i := range ts {
 			ts[i].Metadata = r.unmark(ts[i].Metadata)
 		}
-		return nil, s.store.Load(r.Context(), ts)
+		return nil, r.st.Load(r.Context(), ts)
 	})
 	s.handle("PATCH /v1/tasks/{id}", write, func(r *request) (any, error) {
 		var p tg.Patch
@@ -167,76 +158,73 @@ func (s *Server) route() {
 			return nil, err
 		}
 		p.Metadata = r.unmark(p.Metadata)
-		if r.who.Role != Admin && (p.Status != nil || p.Owner != nil) {
-			return nil, fmt.Errorf("%w: an agent's token may not set a task's status or owner with an edit: claim, complete, fail or release it", ErrForbidden)
-		}
-		return s.store.Update(r.Context(), r.id, p)
+		return r.st.Update(r.Context(), r.id, p)
 	})
 	s.handle("POST /v1/tasks/{id}/claim", write, func(r *request) (any, error) {
 		var c ClaimRequest
-		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+		if err := r.decode(&c); err != nil {
 			return nil, err
 		}
-		return s.store.Claim(r.Context(), r.id, c.Owner, claimOptions(c)...)
+		return r.st.Claim(r.Context(), r.id, c.Owner, claimOptions(c)...)
 	})
 	s.handle("POST /v1/claim-next", write, func(r *request) (any, error) {
 		var c ClaimRequest
-		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+		if err := r.decode(&c); err != nil {
 			return nil, err
 		}
-		return s.store.ClaimNext(r.Context(), c.Owner, claimOptions(c)...)
+		return r.st.ClaimNext(r.Context(), c.Owner, claimOptions(c)...)
 	})
 	s.handle("POST /v1/tasks/{id}/renew", write, func(r *request) (any, error) {
 		var c RenewRequest
-		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+		if err := r.decode(&c); err != nil {
 			return nil, err
 		}
-		return s.store.Renew(r.Context(), r.id, c.Owner, c.TTL)
+		return r.st.Renew(r.Context(), r.id, c.Owner, c.TTL)
 	})
 	s.handle("POST /v1/tasks/{id}/complete", write, func(r *request) (any, error) {
 		var c CompleteRequest
-		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+		if err := r.decode(&c); err != nil {
 			return nil, err
 		}
 		var opts []tg.CompleteOption
 		if c.Result != "" {
 			opts = append(opts, tg.WithResult(c.Result))
 		}
-		return s.store.Complete(r.Context(), r.id, c.Owner, opts...)
+		return r.st.Complete(r.Context(), r.id, c.Owner, opts...)
 	})
 	s.handle("POST /v1/tasks/{id}/fail", write, func(r *request) (any, error) {
 		var c FailRequest
-		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+		if err := r.decode(&c); err != nil {
 			return nil, err
 		}
-		return s.store.Fail(r.Context(), r.id, c.Owner, c.Reason)
+		return r.st.Fail(r.Context(), r.id, c.Owner, c.Reason)
 	})
 	s.handle("POST /v1/tasks/{id}/release", write, func(r *request) (any, error) {
 		var c ReleaseRequest
-		if err := r.decodeOwner(&c, &c.Owner); err != nil {
+		if err := r.decode(&c); err != nil {
 			return nil, err
 		}
-		return s.store.Release(r.Context(), r.id, c.Owner)
+		return r.st.Release(r.Context(), r.id, c.Owner)
 	})
 	s.handle("POST /v1/tasks/{id}/notes", write, func(r *request) (any, error) {
 		var c NoteRequest
-		if err := r.decodeOwner(&c, &c.Author); err != nil {
+		if err := r.decode(&c); err != nil {
 			return nil, err
 		}
-		return s.store.Note(r.Context(), r.id, c.Author, c.Text)
+		return r.st.Note(r.Context(), r.id, c.Author, c.Text)
 	})
 	s.handle("POST /v1/tasks/{id}/cancel", admin, func(r *request) (any, error) {
 		var c CancelRequest
 		if err := r.decode(&c); err != nil {
 			return nil, err
 		}
-		return s.store.Cancel(r.Context(), r.id, c.Reason)
+		return r.st.Cancel(r.Context(), r.id, c.Reason)
 	})
 	s.handle("POST /v1/tasks/{id}/reopen", admin, func(r *request) (any, error) {
 		if err := r.decode(&struct{}{}); err != nil {
 			return nil, err
 		}
-		return s.store.Reopen(r.Context(), r.id)
+		return r.st.Reopen(r.Context(), r.id)
 	})
 	s.handle("DELETE /v1/tasks/{id}", admin, func(r *request) (any, error) {
 		var opts []tg.DeleteOption
@@ -249,21 +237,21 @@ func (s *Server) route() {
 				opts = append(opts, tg.Detach())
 			}
 		}
-		return nil, s.store.Delete(r.Context(), r.id, opts...)
+		return nil, r.st.Delete(r.Context(), r.id, opts...)
 	})
 	s.handle("PUT /v1/limits", admin, func(r *request) (any, error) {
 		var c LimitRequest
 		if err := r.decode(&c); err != nil {
 			return nil, err
 		}
-		return nil, s.store.SetLimit(r.Context(), c.Label, c.N)
+		return nil, r.st.SetLimit(r.Context(), c.Label, c.N)
 	})
 	s.handle("PUT /v1/liveness", admin, func(r *request) (any, error) {
 		var c LivenessRequest
 		if err := r.decode(&c); err != nil {
 			return nil, err
 		}
-		return nil, s.store.SetLivenessDefault(r.Context(), c.Label, tg.LivenessDefault{MaxRuntime: c.MaxRuntime, ProgressWindow: c.ProgressWindow})
+		return nil, r.st.SetLivenessDefault(r.Context(), c.Label, tg.LivenessDefault{MaxRuntime: c.MaxRuntime, ProgressWindow: c.ProgressWindow})
 	})
 	s.routes = append(s.routes, "GET /v1/events")
 	s.mux.HandleFunc("GET /v1/events", s.handleEvents)
@@ -301,7 +289,7 @@ func (s *Server) handle(pattern string, n need, h func(r *request) (any, error))
 			writeError(w, err)
 			return
 		}
-		r := &request{Request: hr, who: who}
+		r := &request{Request: hr, who: who, st: As(s.store, who)}
 		if r.data, err = io.ReadAll(http.MaxBytesReader(w, hr.Body, s.maxBody)); err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
@@ -386,7 +374,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request) (Identity, err
 	if !ok && auth != "" {
 		return Identity{}, fmt.Errorf("%w: the Authorization header must be \"Bearer TOKEN\"", ErrUnauthorized)
 	}
-	who, err := s.tokens.Identify(strings.TrimSpace(tok))
+	who, err := s.tokens.Identify(r.Context(), strings.TrimSpace(tok))
 	if err != nil {
 		return who, err
 	}
@@ -395,26 +383,6 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request) (Identity, err
 		return who, fmt.Errorf("%w: %q is past %g requests a second; wait %v", ErrRateLimited, who.Name, s.rate.perSecond, wait.Round(time.Millisecond))
 	}
 	return who, nil
-}
-
-// may checks that who's role allows what a route needs.
-func (who Identity) may(n need) error {
-	switch {
-	case n == write && who.Role == Viewer:
-		return fmt.Errorf("%w: %q is a viewer's token, which reads only", ErrForbidden, who.Name)
-	case n == admin && who.Role != Admin:
-		return fmt.Errorf("%w: only an admin's token may do this, and %q's role is %s", ErrForbidden, who.Name, who.Role)
-	}
-	return nil
-}
-
-// owns checks that an agent acts as itself: owner must be "" or its
-// name. An admin may name anyone.
-func (who Identity) owns(field, owner string) error {
-	if who.Role == Agent && owner != "" && owner != who.Name {
-		return fmt.Errorf("%w: %s %q: an agent's token acts only as its own owner, %q (or give none)", ErrForbidden, field, owner, who.Name)
-	}
-	return nil
 }
 
 // decode reads the body into v: one JSON value, unknown fields refused.
@@ -432,21 +400,6 @@ func (r *request) decode(v any) error {
 	}
 	if dec.More() {
 		return &tg.InvalidError{Field: "body", Reason: "more than one JSON value"}
-	}
-	return nil
-}
-
-// decodeOwner decodes v and resolves the owner it names: an agent's
-// token acts as itself ("" is its name), an admin's as anyone.
-func (r *request) decodeOwner(v any, owner *string) error {
-	if err := r.decode(v); err != nil {
-		return err
-	}
-	if err := r.who.owns("Owner", *owner); err != nil {
-		return err
-	}
-	if r.who.Role == Agent {
-		*owner = r.who.Name
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ package hub
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -58,7 +59,22 @@ type Tokens interface {
 	// Identify returns the identity of token, or an error matching
 	// ErrUnauthorized if no valid token is token. It compares in
 	// constant time.
-	Identify(token string) (Identity, error)
+	Identify(ctx context.Context, token string) (Identity, error)
+}
+
+// TokenStore keeps tokens: MemTokens, TokenFile, and the table of
+// package hub/pgtokens. `taskgraph token` manages any of them.
+type TokenStore interface {
+	Tokens
+	// Add makes a token named name with role, keeps its hash and
+	// returns it: the only time it is seen. A name that exists is
+	// refused with a *tg.InvalidError (revoke it first).
+	Add(ctx context.Context, name string, role Role) (string, error)
+	// List returns every token's name, role and creation time, by name.
+	List(ctx context.Context) ([]TokenInfo, error)
+	// Revoke removes the token named name; it returns an error matching
+	// tg.ErrNotFound if there is none.
+	Revoke(ctx context.Context, name string) error
 }
 
 // TokenInfo is what is kept of a token: never the token itself.
@@ -79,8 +95,11 @@ const tokenPrefix = "tgh_"
 // owner: short, printable, without spaces.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
-// newToken returns a new token and what is kept of it.
-func newToken(name string, role Role, now time.Time) (string, TokenInfo, error) {
+// NewToken returns a new token named name with role, and what is to be
+// kept of it (never the token): for a TokenStore. A name or role that is
+// not valid is refused with a *tg.InvalidError.
+func NewToken(name string, role Role) (string, TokenInfo, error) {
+	now := time.Now()
 	if !namePattern.MatchString(name) {
 		return "", TokenInfo{}, &tg.InvalidError{Field: "name", Reason: fmt.Sprintf("%q: a token's name is 1 to 64 letters, digits and . _ @ -, starting with a letter or digit", name)}
 	}
@@ -100,10 +119,11 @@ func hashToken(tok string) string {
 	return fmt.Sprintf("%x", sum)
 }
 
-// identify finds token among infos, comparing its hash with every one
-// in constant time: how long it takes says nothing of how close a guess
-// came.
-func identify(infos []TokenInfo, token string) (Identity, error) {
+// IdentifyAmong finds token among infos, comparing its hash with every
+// one in constant time: how long it takes says nothing of how close a
+// guess came. It returns an error matching ErrUnauthorized if token is
+// none of them: for a TokenStore.
+func IdentifyAmong(infos []TokenInfo, token string) (Identity, error) {
 	if token == "" {
 		return Identity{}, fmt.Errorf("%w: send Authorization: Bearer TOKEN (taskgraph token add NAME prints one)", ErrUnauthorized)
 	}
@@ -127,9 +147,8 @@ type MemTokens struct {
 	infos []TokenInfo
 }
 
-// Add makes a token named name with role and returns it: the only time
-// it is seen. A name that exists is refused (revoke it first).
-func (m *MemTokens) Add(name string, role Role) (string, error) {
+// Add implements TokenStore.
+func (m *MemTokens) Add(_ context.Context, name string, role Role) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	tok, info, err := addTo(m.infos, name, role)
@@ -140,9 +159,15 @@ func (m *MemTokens) Add(name string, role Role) (string, error) {
 	return tok, nil
 }
 
-// Revoke removes the token named name; it returns an error matching
-// tg.ErrNotFound if there is none.
-func (m *MemTokens) Revoke(name string) error {
+// List implements TokenStore.
+func (m *MemTokens) List(context.Context) ([]TokenInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return sortedInfos(slices.Clone(m.infos)), nil
+}
+
+// Revoke implements TokenStore.
+func (m *MemTokens) Revoke(_ context.Context, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	infos, err := revokeFrom(m.infos, name)
@@ -153,10 +178,10 @@ func (m *MemTokens) Revoke(name string) error {
 }
 
 // Identify implements Tokens.
-func (m *MemTokens) Identify(token string) (Identity, error) {
+func (m *MemTokens) Identify(_ context.Context, token string) (Identity, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return identify(m.infos, token)
+	return IdentifyAmong(m.infos, token)
 }
 
 // addTo returns a new token named name, refusing a name infos has.
@@ -164,7 +189,7 @@ func addTo(infos []TokenInfo, name string, role Role) (string, TokenInfo, error)
 	if slices.ContainsFunc(infos, func(i TokenInfo) bool { return i.Name == name }) {
 		return "", TokenInfo{}, &tg.InvalidError{Field: "name", Reason: fmt.Sprintf("a token named %q exists: revoke it first", name)}
 	}
-	return newToken(name, role, time.Now())
+	return NewToken(name, role)
 }
 
 // revokeFrom returns infos without the token named name.
@@ -195,9 +220,8 @@ func OpenTokenFile(dir string) *TokenFile {
 	return OpenTokenFileAt(filepath.Join(dir, tg.TokensFileName))
 }
 
-// OpenTokenFileAt returns the tokens kept in the file path: for a hub in
-// front of a store without a directory (PostgreSQL, until it keeps them
-// itself).
+// OpenTokenFileAt returns the tokens kept in the file path: for tokens
+// kept apart from the graph (taskgraph serve --tokens).
 func OpenTokenFileAt(path string) *TokenFile {
 	return &TokenFile{path: path}
 }
@@ -241,16 +265,20 @@ func (f *TokenFile) write(infos []TokenInfo) error {
 	return atomicfile.WriteDurable(root, filepath.Base(f.path), append(data, '\n'), 0o600)
 }
 
-// List returns every token's name, role and creation time, by name.
-func (f *TokenFile) List() ([]TokenInfo, error) {
+// List implements TokenStore.
+func (f *TokenFile) List(context.Context) ([]TokenInfo, error) {
 	infos, err := f.read()
-	slices.SortFunc(infos, func(a, b TokenInfo) int { return strings.Compare(a.Name, b.Name) })
-	return infos, err
+	return sortedInfos(infos), err
 }
 
-// Add makes a token named name with role, stores its hash and returns
-// it: the only time it is seen. A name that exists is refused.
-func (f *TokenFile) Add(name string, role Role) (string, error) {
+// sortedInfos sorts infos by name.
+func sortedInfos(infos []TokenInfo) []TokenInfo {
+	slices.SortFunc(infos, func(a, b TokenInfo) int { return strings.Compare(a.Name, b.Name) })
+	return infos
+}
+
+// Add implements TokenStore.
+func (f *TokenFile) Add(_ context.Context, name string, role Role) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	infos, err := f.read()
@@ -264,9 +292,8 @@ func (f *TokenFile) Add(name string, role Role) (string, error) {
 	return tok, f.write(append(infos, info))
 }
 
-// Revoke removes the token named name; it returns an error matching
-// tg.ErrNotFound if there is none.
-func (f *TokenFile) Revoke(name string) error {
+// Revoke implements TokenStore.
+func (f *TokenFile) Revoke(_ context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	infos, err := f.read()
@@ -281,10 +308,10 @@ func (f *TokenFile) Revoke(name string) error {
 
 // Identify implements Tokens. A file that cannot be read refuses every
 // token.
-func (f *TokenFile) Identify(token string) (Identity, error) {
+func (f *TokenFile) Identify(_ context.Context, token string) (Identity, error) {
 	infos, err := f.read()
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: the tokens file cannot be read: %v", ErrUnauthorized, err)
 	}
-	return identify(infos, token)
+	return IdentifyAmong(infos, token)
 }

@@ -72,7 +72,7 @@ func expectEvents(t *testing.T, events <-chan tg.Event, want ...string) {
 func TestWatchResumesAfterABrokenStream(t *testing.T) {
 	mem := tg.NewMemStore()
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("me", hub.Viewer)
+	tok, err := tokens.Add(ctx, "me", hub.Viewer)
 	require.NoError(t, err)
 	api := hub.NewServer(mem, tokens)
 	defer api.Close()
@@ -107,7 +107,7 @@ func TestWatchResumesAfterABrokenStream(t *testing.T) {
 func TestWatchResyncsAfterAHubRestart(t *testing.T) {
 	mem := tg.NewMemStore()
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("me", hub.Viewer)
+	tok, err := tokens.Add(ctx, "me", hub.Viewer)
 	require.NoError(t, err)
 	sw := &swappable{h: hub.NewServer(mem, tokens)}
 	ts := httptest.NewServer(sw)
@@ -158,7 +158,7 @@ func TestWatchEnds(t *testing.T) {
 
 	mem = tg.NewMemStore()
 	tokens := &hub.MemTokens{}
-	tok, err := tokens.Add("me", hub.Viewer)
+	tok, err := tokens.Add(ctx, "me", hub.Viewer)
 	require.NoError(t, err)
 	api := hub.NewServer(mem, tokens)
 	defer api.Close()
@@ -168,7 +168,7 @@ func TestWatchEnds(t *testing.T) {
 	require.NoError(t, err)
 	events, err = c.Watch(ctx)
 	require.NoError(t, err)
-	require.NoError(t, tokens.Revoke("me"))
+	require.NoError(t, tokens.Revoke(ctx, "me"))
 	ts.CloseClientConnections()
 	last = drain(t, events)
 	require.Equal(t, tg.Ended, last.Kind)

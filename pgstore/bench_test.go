@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/claimbench"
 )
 
 // BenchmarkClaimNext measures ClaimNext's one-statement claim of a ready
@@ -91,4 +92,18 @@ func BenchmarkWorkLayered(b *testing.B) {
 		require.NoError(b, err)
 		done++
 	}
+}
+
+// BenchmarkClaimNextAtScale compares, at 100,000 tasks, ClaimNext under a
+// limit on a label no task carries, under a reached limit that holds back
+// the most urgent tenth of the ready tasks, and WithUnder the last of 10
+// epics, with a plain ClaimNext, in one run, as the file store's
+// benchmark of the same name does (claimbench):
+//
+//	go test -run '^$' -bench ClaimNextAtScale -benchtime 40x ./pgstore
+func BenchmarkClaimNextAtScale(b *testing.B) {
+	s := open(b, pool(b), graphName(b))
+	require.NoError(b, s.Load(ctx, claimbench.Tasks(100_000)))
+	require.NoError(b, claimbench.Setup(ctx, s))
+	claimbench.Bench(b, s)
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -354,7 +355,8 @@ func appendHistorySQL(n int) string {
 }
 
 // pickReady selects and locks the first ready task in claim order that
-// carries the labels $7, skipping rows others have locked.
+// carries the labels $7 and no label whose limit is reached
+// (reachedSQL), skipping rows others have locked.
 //
 // The label filter is wrapped in coalesce (labels is never NULL, so it
 // means the same) so that PostgreSQL plans the statement once per
@@ -365,8 +367,20 @@ func appendHistorySQL(n int) string {
 // estimate, half the rows, and the generic plan is the index walk
 // (TestClaimNextPlannedOnce, TestClaimNextIndexed).
 var pickReady = `SELECT t.id FROM taskgraph_tasks t
-	WHERE graph = $1 AND status = 'pending' AND coalesce(labels @> $7::text[], false) AND ` + blockersCompleted + ` AND ` + undeferred(4) + `
+	WHERE graph = $1 AND status = 'pending' AND coalesce(labels @> $7::text[], false) AND NOT (labels && ` + reachedSQL(4) + `) AND ` + blockersCompleted + ` AND ` + undeferred(4) + `
 	` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
+
+// reachedSQL is the labels of the graph $1 whose limit the tasks holding
+// them at the time $n (see nowSQL) reach: a ready task carrying one is held
+// back (taskgraph.Rules.Limited), and ClaimNext passes over it without a
+// claim tried (the claim, which counts the holders under the labels'
+// locks, stays the judge). It is computed once per statement, from the
+// limits and the tasks in progress (the index taskgraph_tasks_running):
+// with no limit, one probe of the limits' key.
+func reachedSQL(n int) string {
+	return `(SELECT coalesce(array_agg(l.label), '{}') FROM taskgraph_limits l WHERE l.graph = $1 AND l.max <= (SELECT count(*) FROM taskgraph_tasks h
+		WHERE h.graph = $1 AND h.status = 'in_progress' AND (` + lapsesOf("h") + ` IS NULL OR ` + lapsesOf("h") + ` > ` + nowSQL(n) + `) AND h.labels @> ARRAY[l.label]))`
+}
 
 // unchangedSQL holds when the row t is the version the statement's
 // snapshot saw, false when a transaction that committed after the
@@ -414,10 +428,15 @@ func fitsSQL(extra string) string {
 // runtime, and its last progress (the later of claimed_at and its newest
 // note) plus its progress window; NULL (least and greatest skip NULLs)
 // when it never does.
-const lapsesSQL = `least(t.lease_expires_at,
+var lapsesSQL = lapsesOf("t")
+
+// lapsesOf is lapsesSQL of the row named alias.
+func lapsesOf(alias string) string {
+	return strings.NewReplacer("t.", alias+".").Replace(`least(t.lease_expires_at,
 		CASE WHEN t.max_runtime_us > 0 THEN t.claimed_at + t.max_runtime_us * interval '1 microsecond' END,
 		CASE WHEN t.progress_window_us > 0 THEN greatest(t.claimed_at, CASE WHEN jsonb_typeof(t.notes) = 'array' THEN (t.notes->-1->>'at')::timestamptz END)
-			+ t.progress_window_us * interval '1 microsecond' END)`
+			+ t.progress_window_us * interval '1 microsecond' END)`)
+}
 
 // unlimitedSQL holds when no label of the row t has a concurrency limit,
 // whose holders only the Rulebook's transaction counts.
@@ -426,20 +445,24 @@ const unlimitedSQL = `NOT EXISTS (SELECT 1 FROM taskgraph_limits l WHERE l.graph
 // next returns the task that ClaimNext claims by the Rulebook, among those
 // that carry labels and are not in except: the most urgent ready pending
 // task, or if none is left, the most urgent whose lease has lapsed (in
-// claim order). Rows others have locked are skipped.
+// claim order), passing over those a reached limit holds back
+// (reachedSQL) — but for a lapsed task on its last attempt, which the
+// claim fails instead (it gave up: no limit applies), as the Rulebook's
+// ClaimNext does in every store. Rows others have locked are skipped.
 func (s *Store) next(ctx context.Context, tx pgx.Tx, labels []string, at *time.Time, except []int64, under taskgraph.ID) (taskgraph.ID, error) {
 	var id int64
 	if except == nil {
 		except = []int64{}
 	}
-	err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[] AND `+readyCondition+`
-		AND `+undeferred(3)+` AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`,
+	err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[] AND NOT (labels && `+reachedSQL(3)+`)
+		AND `+readyCondition+` AND `+undeferred(3)+` AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`,
 		s.graph, labels, at, except, int64(under)).Scan(&id)
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return taskgraph.ID(id), err
 	}
 	err = tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
 		AND `+lapsesSQL+` <= `+nowSQL(2)+` AND labels @> $3::text[] AND `+readyCondition+`
+		AND (NOT (labels && `+reachedSQL(2)+`) OR max_attempts > 0 AND attempts + 1 >= max_attempts)
 		AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at, labels, except, int64(under)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, taskgraph.ErrNoReady

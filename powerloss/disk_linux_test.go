@@ -2,9 +2,9 @@ package powerloss
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,13 +15,17 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // workRoot holds everything a run makes: images, mount points, ledgers.
-// It is on tmpfs, so the images cost no disk and copy fast. A run lives
-// in run-<pid>, so the next run can tell (and clean) what a killed one
-// left behind.
+// It is on tmpfs, so the images cost no disk. A run lives in run-<pid>,
+// so the next run can tell (and clean) what a killed one left behind.
 const workRoot = "/dev/shm/taskgraph-powerloss"
+
+// hostSize is the size of a run's host filesystem (see runDir): sparse,
+// and mounted with discard, so it costs what the images in it hold.
+const hostSize = 8 << 30
 
 // failuresDir keeps the images of failed rounds for a person to look at.
 const failuresDir = "/dev/shm/powerloss-failures"
@@ -107,14 +111,28 @@ func run(t *testing.T, name string, args ...string) string {
 
 // runDir makes this run's directory under workRoot, after cleaning what
 // earlier runs left, and removes it (with every mount and loop device in
-// it) when the test ends.
+// it) when the test ends. It returns the run's host filesystem, mounted
+// in that directory: an XFS with reflinks, in an image on tmpfs, which
+// holds every image, ledger and mount point of the run, so that a cut can
+// clone an image in one step (see cut).
 func runDir(t *testing.T) string {
 	t.Helper()
 	cleanStale()
 	dir := filepath.Join(workRoot, fmt.Sprintf("run-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	t.Cleanup(func() { releaseUnder(dir); _ = os.RemoveAll(dir) })
-	return dir
+	img, host := filepath.Join(dir, "host.img"), filepath.Join(dir, "host")
+	f, err := os.Create(img)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(hostSize))
+	require.NoError(t, f.Close())
+	_, err = exec.LookPath("mkfs.xfs")
+	require.NoError(t, err, "mkfs.xfs is missing: the power-loss test's images live on XFS, which clones a file in one step: run bash scripts/install-fstools")
+	run(t, "mkfs.xfs", "-q", "-f", "-m", "reflink=1", img)
+	loop := run(t, "losetup", "--find", "--show", img)
+	require.NoError(t, os.MkdirAll(host, 0o755))
+	run(t, "mount", "-t", "xfs", "-o", "discard", loop, host)
+	return host
 }
 
 // cleanStale releases the mounts and loop devices of runs whose process is
@@ -141,23 +159,26 @@ func runPid(name string) (int, bool) {
 	return pid, err == nil
 }
 
-// releaseUnder unmounts every mount point under dir (deepest first) and
-// detaches every loop device whose backing file is under dir.
+// releaseUnder detaches every loop device whose backing file is under dir
+// and unmounts every mount point under dir (deepest first). The detaching
+// comes first: a loop device still mounted is detached once its mount
+// goes, and the images of a run's rounds are named through its host
+// filesystem, whose path is gone once that is unmounted.
 func releaseUnder(dir string) {
-	mounts, _ := os.ReadFile("/proc/self/mounts")
-	lines := strings.Split(string(mounts), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		f := strings.Fields(lines[i])
-		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
-			_ = exec.Command("umount", "-l", f[1]).Run()
-		}
-	}
 	loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	for _, bf := range loops {
 		data, _ := os.ReadFile(bf)
 		if strings.HasPrefix(string(data), dir+"/") {
 			dev := "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(bf)))
 			_ = exec.Command("losetup", "-d", dev).Run()
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	lines := strings.Split(string(mounts), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			_ = exec.Command("umount", "-l", f[1]).Run()
 		}
 	}
 }
@@ -255,100 +276,73 @@ func (d *disk) release() {
 	}
 }
 
-// ioCounters returns the loop device's requests in flight and the
-// counters that move with every write it completes: writes, sectors
-// written, discards, flushes (see Documentation/block/stat.rst).
-func (d *disk) ioCounters() (inflight string, writes string, err error) {
-	name := filepath.Base(d.loop)
-	in, err := os.ReadFile("/sys/block/" + name + "/inflight")
-	if err != nil {
-		return "", "", err
-	}
-	st, err := os.ReadFile("/sys/block/" + name + "/stat")
-	if err != nil {
-		return "", "", err
-	}
-	f := strings.Fields(string(st))
-	if len(f) < 17 {
-		return "", "", fmt.Errorf("short stat: %q", st)
-	}
-	return strings.Join(strings.Fields(string(in)), " "), strings.Join([]string{f[4], f[6], f[11], f[15]}, " "), nil
-}
+// cutFile, in the ledgers' directory, says where each ledger stood at the
+// cut (see cut and readLedgers).
+const cutFile = "cut.json"
 
-// quiet waits, up to a second, until the device has nothing in flight and
-// its counters hold still for 20 ms, and returns the counters.
-func (d *disk) quiet() (string, bool) {
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
-		in1, w1, err1 := d.ioCounters()
-		time.Sleep(20 * time.Millisecond)
-		in2, w2, err2 := d.ioCounters()
-		if err1 == nil && err2 == nil && in1 == "0 0" && in2 == "0 0" && w1 == w2 {
-			return w2, true
-		}
-	}
-	return "", false
-}
+// ledgerCut is where a ledger stood at the cut: Before bytes of it were
+// written before the clone began, After before it had ended.
+type ledgerCut struct{ Before, After int64 }
 
-// snapshot copies the image to dst while nothing writes to the device —
-// the power cut. It reports false (and why) if the device was not quiet
-// or wrote during the copy: then the copy may mix two moments.
-func (d *disk) snapshot(dst string) (bool, string) {
-	before, ok := d.quiet()
-	if !ok {
-		return false, "the device did not become idle"
-	}
-	if err := copySparse(d.image, dst); err != nil {
-		return false, "copy: " + err.Error()
-	}
-	in, after, err := d.ioCounters()
-	if err != nil || in != "0 0" || after != before {
-		return false, fmt.Sprintf("I/O during the copy (inflight %q, counters %q then %q)", in, before, after)
-	}
-	return true, ""
-}
-
-// copySparse copies src to dst, keeping holes (an image is mostly holes).
-func copySparse(src, dst string) error {
-	in, err := os.Open(src)
+// cut is the power cut: it clones the image to dst in one step while the
+// processes go on (FICLONE: the host filesystem holds off the loop
+// device's writes meanwhile), so the copy holds exactly the writes the
+// device had completed — what a disk that keeps every write it receives
+// holds at a power cut, everything still in the page cache or on its way
+// lost, an fsync in flight cut short. It records in ledgers/cutFile where
+// each ledger stood just before and just after, so that the checker takes
+// nothing written after the clone began as having happened before it.
+func (d *disk) cut(dst, ledgers string) error {
+	before, err := ledgerSizes(ledgers)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	src, err := os.Open(d.image)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
 	out, err := os.Create(dst)
 	if err != nil {
 		return err
 	}
-	fi, err := in.Stat()
+	err = unix.IoctlFileClone(int(out.Fd()), int(src.Fd()))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		out.Close()
+		return fmt.Errorf("clone %s: %w", d.image, err)
+	}
+	after, err := ledgerSizes(ledgers)
+	if err != nil {
 		return err
 	}
-	buf := make([]byte, 1<<20)
-	zero := make([]byte, len(buf))
-	var off int64
-	for {
-		n, rerr := io.ReadFull(in, buf)
-		if n > 0 && !bytes.Equal(buf[:n], zero[:n]) {
-			if _, err := out.WriteAt(buf[:n], off); err != nil {
-				out.Close()
-				return err
-			}
-		}
-		off += int64(n)
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			out.Close()
-			return rerr
-		}
+	cuts := map[string]ledgerCut{}
+	for name, n := range after {
+		cuts[name] = ledgerCut{Before: before[name], After: n}
 	}
-	if err := out.Truncate(fi.Size()); err != nil {
-		out.Close()
+	data, err := json.Marshal(cuts)
+	if err != nil {
 		return err
 	}
-	return out.Close()
+	return os.WriteFile(filepath.Join(ledgers, cutFile), data, 0o644)
+}
+
+// ledgerSizes returns the size of every ledger in dir.
+func ledgerSizes(dir string) (map[string]int64, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.ledger"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, name := range names {
+		fi, err := os.Stat(name)
+		if err != nil {
+			return nil, err
+		}
+		out[filepath.Base(name)] = fi.Size()
+	}
+	return out, nil
 }
 
 // stopAll sends SIGSTOP to the process group of every process (each leads

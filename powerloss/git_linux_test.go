@@ -40,10 +40,10 @@ const cloneName = "clone"
 // has taskgraph's .gitignore and .gitattributes, and the merge driver
 // registered (this test binary in the role merge-file); no clean filter,
 // so git's versions carry the rev, as in a clone that never ran init.
-func setUpGit(t *testing.T, tasks, mode, ledgers string) {
+func setUpGit(t *testing.T, tasks, ledgers string) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := openStore(tasks, mode)
+	s, err := taskgraph.Open(tasks)
 	require.NoError(t, err)
 	l, err := openLedger(filepath.Join(ledgers, "seed.ledger"), "seed")
 	require.NoError(t, err)

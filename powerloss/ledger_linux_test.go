@@ -1,11 +1,13 @@
 package powerloss
 
 import (
-	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -166,6 +168,7 @@ type write struct {
 	// operation cut by the power.
 	any      bool
 	wildcard bool // a store operation without an id (create, plan, claimnext): it may have written any task
+	plan     bool // a plan: a write of several files, whose journal a store replays after its commit point
 	restore  bool // a failed merge that put back a version the file held while it ran (Restore)
 	rev      int64
 	sum      string
@@ -204,8 +207,12 @@ type read struct {
 	rev int64
 }
 
-// readLedgers reads every *.ledger file in dir. A last line cut short (a
-// process killed in mid-write) is ignored.
+// readLedgers reads every *.ledger file in dir as it stood at the cut
+// (cutFile, if there is one): a line written before the clone began
+// stands; of the lines written while it ran, only intents (the operation
+// may have reached the disk before the clone, its outcome came too late
+// to count); nothing written after it. A last line cut short (a process
+// killed in mid-write) is ignored.
 func readLedgers(dir string) (*history, error) {
 	h := &history{writes: map[int64][]write{}, reads: map[int64][]read{}, lines: map[int64][]string{}, recycled: map[string]int64{},
 		lastIntent: map[string]pending{}, hasPending: map[string]bool{}, storeDelete: map[int64]bool{}, gitUnfinished: map[int64]bool{}}
@@ -213,24 +220,39 @@ func readLedgers(dir string) (*history, error) {
 	if err != nil {
 		return nil, err
 	}
+	var cuts map[string]ledgerCut
+	if data, err := os.ReadFile(filepath.Join(dir, cutFile)); err == nil {
+		if err := json.Unmarshal(data, &cuts); err != nil {
+			return nil, fmt.Errorf("%s: %w", cutFile, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	sort.Strings(files)
 	for _, name := range files {
-		f, err := os.Open(name)
+		data, err := os.ReadFile(name)
 		if err != nil {
 			return nil, err
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
+		c, ok := cuts[filepath.Base(name)]
+		if cuts != nil && !ok {
+			c = ledgerCut{} // made after the cut
+		} else if !ok {
+			c = ledgerCut{Before: int64(len(data)), After: int64(len(data))}
+		}
+		var off int64
+		for len(data) > 0 {
+			line, rest, found := bytes.Cut(data, []byte("\n"))
+			end := off + int64(len(line)) + 1
+			data, off = rest, end
+			if !found || end > c.After {
+				break
+			}
 			var e entry
-			if json.Unmarshal(sc.Bytes(), &e) != nil {
+			if json.Unmarshal(line, &e) != nil || (end > c.Before && e.Kind != "intent") {
 				continue
 			}
-			h.add(e, sc.Text())
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			return nil, err
+			h.add(e, string(line))
 		}
 	}
 	// An intent without its outcome: the operation was in flight when
@@ -253,6 +275,10 @@ func (h *history) add(e entry, line string) {
 	}
 	switch e.Kind {
 	case "intent":
+		if open {
+			// Its outcome was written after the cut began.
+			h.unfinishedWrites(p, math.MaxInt64)
+		}
 		h.lastIntent[e.Who], h.hasPending[e.Who] = pending{e, line}, true
 		for _, id := range append([]int64{e.ID}, e.IDs...) {
 			if id != 0 {
@@ -266,6 +292,10 @@ func (h *history) add(e entry, line string) {
 	case "error":
 		switch {
 		case open && e.Restore:
+			// git rewrote the files in place and no sync followed: until
+			// one does, a power loss may leave them anything, empty too,
+			// as after an operation that did not finish.
+			h.unfinishedWrites(p, e.T)
 			for _, v := range e.Maybe {
 				h.writes[v.ID] = append(h.writes[v.ID], write{who: e.Who, git: true, start: p.e.T, end: e.T, gone: v.Sum == "", sum: v.Sum, line: line})
 			}
@@ -336,13 +366,13 @@ func (h *history) unfinishedWrites(p pending, end int64) {
 		w.gone = e.Op == "delete"
 		h.writes[e.ID] = append(h.writes[e.ID], w)
 	default:
-		w.wildcard = true
+		w.wildcard, w.plan = true, e.Op == "plan"
 		h.wildcards = append(h.wildcards, w)
 	}
 }
 
 // found is a task file after the restart, as the checker read it once the
-// store had opened the directory (and replayed its log).
+// store had opened the directory.
 type found struct {
 	exists bool
 	task   *taskgraph.Task // nil if the store could not read it
@@ -363,9 +393,8 @@ type verdict struct {
 	// GitDamaged is what a person would have to repair in files git was
 	// writing when the power went (see gitDamage).
 	GitDamaged []string
-	Log        string               // the change log's tail as found, when something was lost
-	Chosen     taskgraph.Durability // what taskgraph.Open(dir) chooses here
-	Before     map[int64]string     // the task files as found, before the store opened them
+	Log        string           // the change log's tail as found, when something was lost
+	Before     map[int64]string // the task files as found, before the store opened them
 }
 
 // The rule the checker applies, in one place.
@@ -389,6 +418,10 @@ type verdict struct {
 // following). So git's version wins over every store write acknowledged
 // before git began, and a store write acknowledged after git's sync wins
 // over git's version; writes whose times overlap may end either way.
+// A plan that did not finish may also have made, byte for byte, a new task
+// that no store acknowledged and that is found as git wrote it, if the
+// plan began before git first wrote it: its journal, replayed after the
+// restart, rewrites the tasks git copied from it.
 //
 // The demanded writes the found version fails are reported: the store's
 // as lost acknowledged writes, git's as overwritten git versions (one of
@@ -554,6 +587,25 @@ func (h *history) matching(ws []write, f found) []write {
 			if !x.any && x.start <= r.end {
 				x.git, x.end, x.line = true, max(x.end, r.end), r.line
 				exact = append(exact, x)
+			}
+		}
+	}
+	// A plan that did not finish may be replayed from its journal after
+	// its commit point, rewriting its new tasks byte for byte: the same
+	// bytes as git's copies of them, if git committed and checked them
+	// out meanwhile. So a new task no store acknowledged, found as git
+	// wrote it, may also be that plan's, if the plan began before git
+	// first wrote it.
+	if f.task != nil && f.task.Rev == 1 && !slices.ContainsFunc(exact, func(w write) bool { return !w.git && !w.any }) {
+		first := int64(math.MaxInt64)
+		for _, w := range exact {
+			if w.git && !w.any {
+				first = min(first, w.start)
+			}
+		}
+		for _, w := range h.wildcards {
+			if w.plan && w.start < first && first < math.MaxInt64 {
+				exact = append(exact, w.as(f))
 			}
 		}
 	}

@@ -22,24 +22,10 @@ const (
 	roleEnv   = "TASKGRAPH_POWERLOSS_ROLE"
 	dirEnv    = "TASKGRAPH_POWERLOSS_DIR"    // the task directory
 	ledgerEnv = "TASKGRAPH_POWERLOSS_LEDGER" // the ledger file (the checker: the ledgers' directory)
-	modeEnv   = "TASKGRAPH_POWERLOSS_MODE"   // modeChosen or modeGroupCommit
 	seedEnv   = "TASKGRAPH_POWERLOSS_SEED"
 	outEnv    = "TASKGRAPH_POWERLOSS_OUT" // where the checker writes its verdict
 	opEnv     = "TASKGRAPH_POWERLOSS_OP"  // the deterministic cases' one operation
 )
-
-// The two ways a round opens the store.
-const (
-	modeChosen      = "chosen"       // taskgraph.Open(dir): the protocol the store chooses
-	modeGroupCommit = "group-commit" // taskgraph.WithGroupCommit()
-)
-
-func openStore(dir, mode string) (*taskgraph.FileStore, error) {
-	if mode == modeGroupCommit {
-		return taskgraph.Open(dir, taskgraph.WithGroupCommit())
-	}
-	return taskgraph.Open(dir)
-}
 
 // TestMain runs a child's role instead of the tests when roleEnv is set.
 func TestMain(m *testing.M) {
@@ -64,7 +50,7 @@ func TestMain(m *testing.M) {
 // recording each intent and each acknowledgement in its ledger.
 func writer() error {
 	ctx := context.Background()
-	s, err := openStore(os.Getenv(dirEnv), os.Getenv(modeEnv))
+	s, err := taskgraph.Open(os.Getenv(dirEnv))
 	if err != nil {
 		return err
 	}
@@ -117,8 +103,7 @@ func writer() error {
 				mine = removeID(mine, id)
 			}
 		case k < 16:
-			// A plan writes several files: the journal protocol, and a
-			// checkpoint (a syncfs) before it.
+			// A plan writes several files: the journal protocol.
 			l.add(entry{Kind: "intent", Op: "plan"})
 			key := fmt.Sprintf("%s-%d", who, n)
 			nts := []taskgraph.NewTask{{Subject: "plan a", Key: key + "a", Description: text(r)}, {Subject: "plan b", Key: key + "b", After: []string{key + "a"}}}
@@ -172,8 +157,8 @@ func report(err error) bool {
 	return false
 }
 
-// text returns a description of random length, up to 3 KiB: long enough
-// that the log grows and checkpoints come by size too.
+// text returns a description of random length, up to 3 KiB: records of
+// many sizes in the change log, task files that span several blocks.
 func text(r *rand.Rand) string {
 	n := 8 + r.IntN(3<<10)
 	if r.IntN(4) != 0 {
@@ -201,7 +186,7 @@ func removeID(ids []taskgraph.ID, id taskgraph.ID) []taskgraph.ID {
 // with the time the call began).
 func reader() error {
 	ctx := context.Background()
-	s, err := openStore(os.Getenv(dirEnv), os.Getenv(modeEnv))
+	s, err := taskgraph.Open(os.Getenv(dirEnv))
 	if err != nil {
 		return err
 	}
@@ -285,22 +270,13 @@ func checker() error {
 		data, _ := json.MarshalIndent(v, "", "  ")
 		_ = os.WriteFile(os.Getenv(outEnv), data, 0o644)
 	}()
-	s, err := openStore(dir, os.Getenv(modeEnv))
+	s, err := taskgraph.Open(dir)
 	if err != nil {
 		v.NeedsPerson = append(v.NeedsPerson, "Open: "+err.Error())
 		return nil
 	}
 	defer s.Close()
 	v.Durability = s.Durability()
-	v.Chosen = v.Durability
-	if os.Getenv(modeEnv) != modeChosen {
-		// What Open would choose here, for the table: Open reads nothing
-		// of the directory until the first operation.
-		if c, err := taskgraph.Open(dir); err == nil {
-			v.Chosen = c.Durability()
-			c.Close()
-		}
-	}
 	// List returns the tasks it could read even when it fails on a
 	// corrupt file: the acknowledged writes are judged on those.
 	ts, err := s.List(ctx)
@@ -311,8 +287,9 @@ func checker() error {
 	for _, t := range ts {
 		files[int64(t.ID)] = found{task: &t}
 	}
-	// The files as the store left them after its replay: git's versions
-	// are compared byte for byte.
+	// The files as the store left them after it opened the directory
+	// (moving aside what no write explains): git's versions are compared
+	// byte for byte.
 	names, _ := filepath.Glob(filepath.Join(dir, "task_*.json"))
 	for _, name := range names {
 		id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(name), "task_"), ".json"), 10, 64)

@@ -229,3 +229,52 @@ func testLimitedBySelection(t *testing.T, s tg.Store) {
 	require.NoError(t, err)
 	assert.Equal(t, []tg.ID{elsewhere.ID}, ids(b.Limited))
 }
+
+// testLimitsClaimOrder: ClaimNext passes over the tasks a reached limit
+// holds back and takes the next in claim order — ties in priority broken
+// by creation, alone, with WithUnder and with WithLabels — and takes a
+// held-back task again, in its place in the order, once it loses the
+// limited label or the limit is raised (no holder finishing).
+func testLimitsClaimOrder(t *testing.T, s tg.Store) {
+	l := limiter(t, s)
+	require.NoError(t, l.SetLimit(ctx, "gpu", 1))
+	epic := create(t, s, "epic")
+	mk := func(subject string, p tg.Priority, parent tg.ID, labels ...string) tg.Task {
+		task, err := s.Create(ctx, tg.NewTask{Subject: subject, Priority: p, Parent: parent, Labels: labels})
+		require.NoError(t, err)
+		return task
+	}
+	g1 := mk("g1", tg.P1, epic.ID, "gpu")
+	g2 := mk("g2", tg.P1, epic.ID, "gpu")
+	x1 := mk("x1", tg.P1, epic.ID) // ties with g1 and g2, created after them
+	y := mk("y", tg.P0, 0, "gpu", "ml")
+	z := mk("z", tg.P2, 0)
+	next := func(owner string, opts ...tg.ClaimOption) tg.ID {
+		t.Helper()
+		task, err := s.ClaimNext(ctx, owner, opts...)
+		require.NoError(t, err)
+		return task.ID
+	}
+	release := func(id tg.ID, owner string) {
+		t.Helper()
+		_, err := s.Release(ctx, id, owner)
+		require.NoError(t, err)
+	}
+
+	assert.Equal(t, y.ID, next("holder"), "the most urgent; gpu's limit is now reached")
+	assert.Equal(t, x1.ID, next("w", tg.WithUnder(epic.ID)), "g1 and g2, as urgent and older, are held back")
+	release(x1.ID, "w")
+	_, err := s.ClaimNext(ctx, "w", tg.WithLabels("gpu"))
+	assert.ErrorIs(t, err, tg.ErrNoReady, "every ready gpu task is held back")
+	assert.Equal(t, x1.ID, next("w"))
+	release(x1.ID, "w")
+
+	_, err = s.Update(ctx, g2.ID, tg.Patch{Labels: &[]string{}})
+	require.NoError(t, err)
+	assert.Equal(t, g2.ID, next("w"), "without the label it is not held back, and older than x1")
+	release(g2.ID, "w")
+
+	require.NoError(t, l.SetLimit(ctx, "gpu", 2))
+	assert.Equal(t, []tg.ID{g1.ID, g2.ID, x1.ID, z.ID}, []tg.ID{next("a"), next("b"), next("c"), next("d")},
+		"the limit raised: g1 first again, then the claim order")
+}

@@ -106,6 +106,7 @@ var cases = []struct {
 	{"LimitsRace", testLimitsRace},
 	{"AwaitRaisedLimit", testAwaitRaisedLimit},
 	{"LimitedBySelection", testLimitedBySelection},
+	{"LimitsClaimOrder", testLimitsClaimOrder},
 	{"Parents", testParents},
 	{"DeleteParent", testDeleteParent},
 	{"Reparent", testReparent},

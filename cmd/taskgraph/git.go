@@ -56,7 +56,7 @@ func (e *env) setUpGit(dir string) error {
 		return fmt.Errorf("write %s so that git leaves out this machine's files: %w", filepath.Join(dir, taskgraph.GitIgnoreName), err)
 	}
 	if changed {
-		fmt.Fprintf(e.stderr, "note: %s lists this machine's files (lock, change log, sync file) for git to leave out; commit it with the task files\n", filepath.Join(dir, taskgraph.GitIgnoreName))
+		fmt.Fprintf(e.stderr, "note: %s lists this machine's files (lock, change log, id file, cache) for git to leave out; commit it with the task files\n", filepath.Join(dir, taskgraph.GitIgnoreName))
 	}
 	changed, err = taskgraph.WriteGitAttributes(dir)
 	if err != nil {
@@ -90,7 +90,7 @@ func (e *env) gitWarnings(dir string) ([]string, error) {
 			what = fmt.Sprintf("%s lacks %s", name, strings.Join(missing, " "))
 		}
 		if len(missing) > 0 {
-			warnings = append(warnings, fmt.Sprintf("%s, so `git add -A` would commit this machine's files (lock, change log, sync file) with the tasks; run `%s` (safe to run again: it only adds what is missing)", what, e.initCommand(dir)))
+			warnings = append(warnings, fmt.Sprintf("%s, so `git add -A` would commit this machine's files (lock, change log, id file, cache) with the tasks; run `%s` (safe to run again: it only adds what is missing)", what, e.initCommand(dir)))
 		}
 		if missing, err := taskgraph.GitAttributesMissing(dir); errors.Is(err, taskgraph.ErrInvalid) {
 			warnings = append(warnings, strings.TrimPrefix(err.Error(), "taskgraph: "))

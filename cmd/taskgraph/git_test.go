@@ -68,7 +68,7 @@ func TestInitIgnoresMachineFilesInGit(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	require.Subset(t, names, []string{".taskgraph.lock", ".taskgraph.log", ".taskgraph.sync"}, "the sidecars are there to be left out")
+	require.Subset(t, names, []string{".taskgraph.lock", ".taskgraph.log", ".taskgraph.ids", ".taskgraph.cache"}, "the sidecars are there to be left out")
 
 	gitIn(t, dir, "add", "-A")
 	assert.Equal(t, []string{

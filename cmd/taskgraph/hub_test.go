@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -135,12 +136,19 @@ func TestHubClientRefusesPlainHTTPBeyondLoopback(t *testing.T) {
 // and returns their files and a pool that trusts it.
 func selfSigned(t *testing.T) (string, string, *x509.CertPool) {
 	t.Helper()
+	return selfSignedFor(t, net.IPv4(127, 0, 0, 1))
+}
+
+// selfSignedFor writes a self-signed certificate for the address ip and
+// its key, and returns their files and a pool that trusts it.
+func selfSignedFor(t *testing.T, ip net.IP) (string, string, *x509.CertPool) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "taskgraph test hub"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		IPAddresses: []net.IP{ip}, KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -176,9 +184,55 @@ func TestHubKilledDuringWritesPostgres(t *testing.T) {
 	graph := fmt.Sprintf("hub-kill-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() { dropGraph(url, graph) })
 	dir := repo(t)
-	store := []string{"--store", url, "--graph", graph, "--tokens", filepath.Join(dir, "tokens")}
+	store := []string{"--store", url, "--graph", graph} // the tokens in the database
 	ok(t, dir, "init", "--store", url, "--graph", graph)
 	hubKilledDuringWrites(t, dir, store)
+}
+
+// With --store postgres://…, taskgraph token keeps the tokens in the
+// database beside the graph (hashes only), and taskgraph serve reads them
+// there: an agent's token is its owner, and a token revoked by another
+// process is refused at its next request, without a restart. A graph that
+// does not exist has no tokens.
+func TestHubTokensInPostgres(t *testing.T) {
+	url := os.Getenv("TASKGRAPH_POSTGRES_URL")
+	if url == "" {
+		t.Skip("set TASKGRAPH_POSTGRES_URL to run the PostgreSQL tests; .ci/run sets it")
+	}
+	graph := fmt.Sprintf("hub-tokens-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { dropGraph(url, graph) })
+	dir := repo(t)
+	store := []string{"--store", url, "--graph", graph}
+	r := tg(t, dir, append([]string{"token", "add", "early"}, store...)...)
+	require.Equal(t, 4, r.code, "no graph, no tokens: %s", r.stderr)
+	assert.Contains(t, r.stderr, "taskgraph init")
+	ok(t, dir, "init", "--store", url, "--graph", graph)
+	agent := strings.TrimSpace(ok(t, dir, append([]string{"token", "add", "builder"}, store...)...))
+	ok(t, dir, append([]string{"token", "add", "lead", "--role", "admin"}, store...)...)
+	assert.Contains(t, ok(t, dir, append([]string{"token", "list"}, store...)...), "builder\tagent")
+	assert.NoFileExists(t, filepath.Join(dir, taskgraph.DirName, taskgraph.TokensFileName), "nothing beside the files")
+
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	defer pool.Close()
+	var rows string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT string_agg(t::text, ' ') FROM taskgraph_hub_tokens t WHERE graph = $1`, graph).Scan(&rows))
+	assert.Contains(t, rows, "builder")
+	assert.NotContains(t, rows, agent[4:], "only hashes are kept")
+
+	addr := freeAddr(t)
+	startHub(t, dir, addr, store...)
+	c, err := hub.NewClient("http://"+addr, agent)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Create(ctx, taskgraph.NewTask{Subject: "a"})
+	require.NoError(t, err)
+	got, err := c.ClaimNext(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, "builder", got.Owner)
+	ok(t, dir, append([]string{"token", "revoke", "builder"}, store...)...)
+	_, err = c.Get(ctx, got.ID)
+	require.ErrorIs(t, err, hub.ErrUnauthorized, "revoked at the next request")
 }
 
 // hubKilledDuringWrites runs the test on the graph of dir, or of the

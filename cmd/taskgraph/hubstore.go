@@ -4,6 +4,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 
@@ -55,4 +56,22 @@ func (e *env) besideFiles(name string) error {
 		return usagef("%s works beside the graph's files, and --store %s is a hub: run it on the machine the hub serves from", name, e.storeURL)
 	}
 	return nil
+}
+
+// hubOwner is the name of the token of the hub g serves: the owner an
+// MCP server on it acts as unless --owner says otherwise.
+func hubOwner(e *env, g *mcpGraph) (string, error) {
+	s, err := g.open(e.ctx, false)
+	if err != nil {
+		return "", err
+	}
+	c, ok := s.(*hub.Client)
+	if !ok {
+		return "", fmt.Errorf("--store %s: not a hub's client", e.storeURL)
+	}
+	who, err := c.Whoami(e.ctx)
+	if err != nil {
+		return "", err
+	}
+	return who.Name, nil
 }

@@ -27,7 +27,8 @@ import (
 )
 
 // newMCPServer serves the agenttools task tools — the same names, schemas,
-// texts and error flags — as MCP tools, with their titles and annotations.
+// texts and error flags — as MCP tools, with their titles and annotations,
+// and the output schema and structured content of those that have them.
 func newMCPServer(store taskgraph.Store, opts ...agenttools.Option) *mcp.Server {
 	return mcpServerOf(agenttools.New(store, opts...).List(), nil, nil)
 }
@@ -47,7 +48,7 @@ func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}, calls *lastCall
 	server := mcp.NewServer(&mcp.Implementation{Name: "taskgraph", Title: "taskgraph task graph", Version: version()}, opts)
 	closed := false
 	for _, tool := range tools {
-		server.AddTool(&mcp.Tool{
+		def := &mcp.Tool{
 			Name: tool.Name, Title: tool.Title, Description: tool.Description, InputSchema: tool.InputSchema,
 			Annotations: &mcp.ToolAnnotations{
 				Title:           tool.Title,
@@ -56,7 +57,11 @@ func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}, calls *lastCall
 				IdempotentHint:  tool.Hints.Idempotent,
 				OpenWorldHint:   &closed,
 			},
-		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		}
+		if tool.OutputSchema != nil {
+			def.OutputSchema = tool.OutputSchema
+		}
+		server.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			calls.touch()
 			if tool.Hints.ReadOnly && ended != nil {
 				var cancel context.CancelFunc
@@ -74,7 +79,11 @@ func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}, calls *lastCall
 			if err != nil {
 				return nil, unfinished(tool.Name, err, ended)
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}, nil
+			out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}
+			if res.Structured != nil {
+				out.StructuredContent = res.Structured
+			}
+			return out, nil
 		})
 	}
 	return server
@@ -165,6 +174,13 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 			return err
 		}
 		defer g.Close()
+		if e.isHub() && !e.ownerFlag {
+			// An agent's token acts only as its own name: on a hub, that
+			// is the session's identity.
+			if owner, err = hubOwner(e, g); err != nil {
+				return err
+			}
+		}
 		tools, err := mcpTools(*sets, g, agenttools.WithOwner(owner), agenttools.WithLease(ttl))
 		if err != nil {
 			return err
@@ -177,7 +193,7 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 		ctx, stop := context.WithCancel(e.ctx)
 		defer stop()
 		calls := newLastCall()
-		go keepClaims(ctx, g, owner, ttl, calls, *window, e.stderr)
+		go keepClaims(ctx, g, owner, ttl, nil, calls, *window, e.stderr)
 		ended := make(chan struct{})
 		return serveMCP(ctx, mcpServerOf(tools, ended, calls), e.stdin, e.stdout, ended)
 	}

@@ -369,11 +369,15 @@ func noteIdle(ctx context.Context, s taskgraph.Store, owner string, window time.
 // in progress under owner any more, and is left alone; a claim made
 // without a lease is not given one; a longer lease is not shortened.
 //
+// With lastSeen (a hub's MCP sessions, where the server outlives its
+// clients), it renews only while owner's client was seen within ttl:
+// the tasks of a client that vanished are free again within two ttl.
+//
 // Once the session has made no tool call for window (if not 0), it stops
 // renewing, and says so on log once: a session whose model hangs — its
 // client connected, calling nothing — holds its tasks no longer than the
 // window and one lease. The next call renews again.
-func keepClaims(ctx context.Context, s taskgraph.Store, owner string, ttl time.Duration, calls *lastCall, window time.Duration, log io.Writer) {
+func keepClaims(ctx context.Context, s taskgraph.Store, owner string, ttl time.Duration, lastSeen func() time.Time, calls *lastCall, window time.Duration, log io.Writer) {
 	tick := time.NewTicker(max(ttl/3, time.Millisecond))
 	defer tick.Stop()
 	idle := false
@@ -382,6 +386,9 @@ func keepClaims(ctx context.Context, s taskgraph.Store, owner string, ttl time.D
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if lastSeen != nil && time.Since(lastSeen()) > ttl {
+			continue
 		}
 		if window > 0 {
 			since := calls.since()

@@ -52,6 +52,12 @@ func TestMCPInMemory(t *testing.T) {
 		var want any
 		require.NoError(t, json.Unmarshal(tool.InputSchema, &want))
 		assert.Equal(t, want, got.InputSchema, "same schema as agenttools for %s", tool.Name)
+		if tool.OutputSchema == nil {
+			assert.Nil(t, got.OutputSchema, tool.Name)
+		} else {
+			require.NoError(t, json.Unmarshal(tool.OutputSchema, &want))
+			assert.Equal(t, want, got.OutputSchema, "same output schema as agenttools for %s", tool.Name)
+		}
 		require.NotNil(t, got.Annotations, tool.Name)
 		assert.Equal(t, tool.Title, got.Annotations.Title)
 		require.NotNil(t, got.Annotations.OpenWorldHint)
@@ -83,13 +89,17 @@ func TestMCPInMemory(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.IsError)
 	assert.Contains(t, text(res), `"subject": "via mcp"`)
+	assert.Nil(t, res.StructuredContent, "task_create has no output schema")
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "task_claim_next", Arguments: map[string]any{}})
 	require.NoError(t, err)
 	assert.Contains(t, text(res), `"owner": "mcp-agent"`)
+	assert.Equal(t, map[string]any{"outcome": "claimed", "task": map[string]any{"id": 1.0, "subject": "via mcp", "status": "in_progress", "owner": "mcp-agent"}},
+		res.StructuredContent, "the claim as structured content")
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "task_get", Arguments: map[string]any{"task_id": 9}})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
 	assert.Equal(t, "Error: task 9 not found", text(res))
+	assert.Nil(t, res.StructuredContent, "a failed call has none")
 }
 
 // mcpProc is a `taskgraph mcp` process spoken to in raw JSON-RPC lines.
@@ -177,6 +187,10 @@ func TestMCPBinary(t *testing.T) {
 	assert.Contains(t, text, `"leaseExpiresAt"`, "--lease leases the claims")
 	text, _ = p.call(4, "task_list", `{}`)
 	assert.Equal(t, "[>] #1: existing task @stdio-agent", text)
+	p.send(`{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"task_list","arguments":{}}}`)
+	structured := p.reply()["result"].(map[string]any)["structuredContent"].(map[string]any)["tasks"].([]any)
+	require.Len(t, structured, 1)
+	assert.Equal(t, "stdio-agent", structured[0].(map[string]any)["owner"], "task_list's structuredContent, on the wire")
 	text, isErr = p.call(5, "task_renew", `{"task_id":1}`)
 	assert.False(t, isErr, text)
 	assert.Contains(t, text, "Renewed #1: existing task")

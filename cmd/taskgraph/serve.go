@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/taskgraph-dev/taskgraph/agenttools"
 	"github.com/taskgraph-dev/taskgraph/board"
 	"github.com/taskgraph-dev/taskgraph/hub"
 )
@@ -34,10 +38,14 @@ serves the tasks by state, the lapsed leases and the pages following the
 board in the Prometheus text format. Interrupt to stop.
 
 Beside the board it serves the hub's API under /v1/: the whole Store as
-JSON over HTTP, for agents elsewhere (Go: package hub; docs/hub.md). Every
+JSON over HTTP, for agents elsewhere (Go: package hub; docs/hub.md), and at
+/mcp the tools of taskgraph mcp over MCP's Streamable HTTP, each session
+acting as its token's name, its claims leased for --lease and renewed while
+its client is there (docs/mcp.md). Every
 request needs a token of taskgraph token add, kept in the directory's
-.taskgraph.tokens (with --store, in the file --tokens names). Beyond
-loopback the API, and the page's writes, are served only over TLS
+.taskgraph.tokens (with --store, in the database beside the graph, or in
+the file --tokens names). Beyond
+loopback the API, MCP, and the page's writes, are served only over TLS
 (--tls-cert and --tls-key), or behind a proxy that terminates TLS
 (--behind-tls-proxy). Each token may
 make --rate requests a second (default 200), in bursts of twice that.`
@@ -47,13 +55,18 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 	writes := fs.Bool("allow-writes", false, "let the page release claims, reopen tasks, add edges and create tasks")
 	remote := fs.Bool("allow-remote", false, "allow an --addr that is not loopback: anyone who reaches it can read the board")
 	streams := fs.Int("max-streams", board.DefaultMaxStreams, "follow at most `N` pages live at once; one more is refused with 503 until another closes")
-	tokensFile := fs.String("tokens", "", "the API's tokens `FILE` (default the task directory's .taskgraph.tokens; needed with --store)")
+	tokensFile := fs.String("tokens", "", "the API's tokens `FILE` (default the task directory's .taskgraph.tokens, or with --store the database's)")
 	cert := fs.String("tls-cert", "", "serve HTTPS with the certificate in `FILE` (with --tls-key)")
 	key := fs.String("tls-key", "", "the private key of --tls-cert, in `FILE`")
 	proxy := fs.Bool("behind-tls-proxy", false, "serve the API beyond loopback over plain HTTP: a proxy in front terminates TLS")
 	rate := fs.Float64("rate", hub.DefaultRate, "bound each token at `N` API requests a second, in bursts of twice that (0: no bound)")
+	lease := leaseFlag(fs, "lease every claim made through /mcp for this `DURATION` (default 5m); the hub renews them while the client that made them is there")
 	return func(e *env) error {
 		if err := e.wantArgs(0); err != nil {
+			return err
+		}
+		ttl, err := mcpLease(lease)
+		if err != nil {
 			return err
 		}
 		if err := e.besideFiles("serve"); err != nil {
@@ -91,10 +104,14 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			defer b.Close()
 			mux := http.NewServeMux()
 			mux.Handle("/", b)
-			api, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy, hub.WithRate(*rate, int(2**rate)))
+			ctx, stop := context.WithCancel(e.ctx)
+			defer stop() // ends the renewals of the MCP sessions' claims
+			api, releaseTokens, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy, hub.WithRate(*rate, int(2**rate)), hub.WithMCP(hubMCP(ctx, ttl)))
+			defer releaseTokens()
 			if api != nil {
 				defer api.Close()
 				mux.Handle("/v1/", api)
+				mux.Handle(hub.MCPPath, api)
 			}
 			ln, err := net.Listen("tcp", *addr)
 			if err != nil {
@@ -145,21 +162,21 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 }
 
 // hubAPI returns the API of s for the holders of the tokens in file (or
-// the directory's), or nil if it must not be served; and a line that says
-// which, and why.
-func (e *env) hubAPI(s store, file string, safe bool, opts ...hub.Option) (*hub.Server, string) {
+// the graph's, e.tokenStore), or nil if it must not be served; a func
+// that releases the tokens; and a line that says which, and why.
+func (e *env) hubAPI(s store, file string, safe bool, opts ...hub.Option) (*hub.Server, func(), string) {
 	if !safe {
-		return nil, "Not serving the API (/v1/): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
+		return nil, func() {}, "Not serving the API (/v1/) nor MCP (/mcp): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
 	}
-	tokens, err := e.tokenFile(file)
+	tokens, done, err := e.tokenStore(file)
 	if err != nil {
-		return nil, "Not serving the API (/v1/): " + err.Error()
+		return nil, nil, "Not serving the API (/v1/) nor MCP (/mcp): " + err.Error()
 	}
-	msg := "Serving the API under /v1/; every request needs a token (taskgraph token add NAME)"
-	if infos, err := tokens.List(); err == nil && len(infos) == 0 {
+	msg := "Serving the API under /v1/ and MCP at /mcp; every request needs a token (taskgraph token add NAME)"
+	if infos, err := tokens.List(e.ctx); err == nil && len(infos) == 0 {
 		msg += ": there is none yet, so every request is refused"
 	}
-	return hub.NewServer(s, tokens, opts...), msg
+	return hub.NewServer(s, tokens, opts...), done, msg
 }
 
 // isLoopback reports whether host (of --addr) names only this machine. An
@@ -187,4 +204,16 @@ func (e *env) graphName() string {
 		dir = filepath.Dir(dir)
 	}
 	return filepath.Base(dir)
+}
+
+// hubMCP returns the MCP servers of a hub's /mcp: the tools of taskgraph
+// mcp, each identity's acting as its token's name, its claims leased for
+// ttl and renewed, until ctx ends, while its client is there.
+func hubMCP(ctx context.Context, ttl time.Duration) hub.MCPServer {
+	return func(st hub.Store, who hub.Identity, lastSeen func() time.Time) *mcp.Server {
+		if who.Role != hub.Viewer {
+			go keepClaims(ctx, st, who.Name, ttl, lastSeen, nil, 0, io.Discard)
+		}
+		return newMCPServer(st, agenttools.WithOwner(who.Name), agenttools.WithLease(ttl))
+	}
 }

@@ -1,20 +1,26 @@
 // taskgraph token: the tokens of a hub (taskgraph serve's API), kept as
-// hashes in a git-ignored file beside the task directory.
+// hashes in a git-ignored file beside the task directory, or in the
+// --store database beside the graph.
 
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/hub"
+	"github.com/taskgraph-dev/taskgraph/hub/pgtokens"
 )
 
 // tokenHelp is the help of taskgraph token.
-const tokenHelp = `Manage the tokens of the hub's API (taskgraph serve): every request to
-/v1/ must carry one, as "Authorization: Bearer TOKEN".
+const tokenHelp = `Manage the tokens of the hub's API and MCP (taskgraph serve): every
+request to /v1/ and /mcp must carry one, as "Authorization: Bearer TOKEN".
 
   token add NAME [--role agent|viewer|admin]   print a new token, once
   token list                                   the tokens' names and roles
@@ -24,23 +30,25 @@ An agent's token (the default role) acts only as its own owner, NAME: a
 request naming another owner is refused. A viewer reads; an admin may also
 set limits, delete, cancel, reopen, edit status and owner, and release
 others' claims. Only a hash of each token is kept, in the task directory's
-git-ignored .taskgraph.tokens (with --store, the file --tokens names). A
-running hub sees a change at its next request.`
+git-ignored .taskgraph.tokens; with --store, in the database, beside the
+graph (or in the file --tokens names). A running hub sees a change at its
+next request.`
 
 func flagsToken(fs *flag.FlagSet) func(e *env) error {
 	role := fs.String("role", string(hub.Agent), "the new token's `ROLE`: agent, viewer or admin")
-	file := fs.String("tokens", "", "the tokens `FILE` (default the task directory's .taskgraph.tokens; needed with --store)")
+	file := fs.String("tokens", "", "keep the tokens in `FILE` (default the task directory's .taskgraph.tokens, or with --store the database)")
 	return func(e *env) error {
 		if len(e.args) == 0 {
 			return usagef("want add NAME, list or revoke NAME")
 		}
-		tokens, err := e.tokenFile(*file)
+		tokens, done, err := e.tokenStore(*file)
 		if err != nil {
 			return err
 		}
+		defer done()
 		switch sub := e.args[0]; {
 		case sub == "add" && len(e.args) == 2:
-			tok, err := tokens.Add(e.args[1], hub.Role(*role))
+			tok, err := tokens.Add(e.ctx, e.args[1], hub.Role(*role))
 			if err != nil {
 				return err
 			}
@@ -51,7 +59,7 @@ func flagsToken(fs *flag.FlagSet) func(e *env) error {
 			fmt.Fprintf(e.stderr, "Token %q (%s) added; it is shown only now: give it to the agent as TASKGRAPH_TOKEN\n", e.args[1], *role)
 			return nil
 		case sub == "list" && len(e.args) == 1:
-			infos, err := tokens.List()
+			infos, err := tokens.List(e.ctx)
 			if err != nil {
 				return err
 			}
@@ -72,7 +80,7 @@ func flagsToken(fs *flag.FlagSet) func(e *env) error {
 			}
 			return nil
 		case sub == "revoke" && len(e.args) == 2:
-			if err := tokens.Revoke(e.args[1]); err != nil {
+			if err := tokens.Revoke(e.ctx, e.args[1]); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stderr, "Token %q revoked\n", e.args[1])
@@ -82,22 +90,41 @@ func flagsToken(fs *flag.FlagSet) func(e *env) error {
 	}
 }
 
-// tokenFile returns the tokens of the graph: file if given, else the
-// sidecar of the task directory. A --store graph has no directory: it
-// needs file.
-func (e *env) tokenFile(file string) (*hub.TokenFile, error) {
+// tokenStore returns the tokens of the graph — file if given, else the
+// sidecar of the task directory, or the table of the --store database
+// (package hub/pgtokens) — and a func that releases them.
+func (e *env) tokenStore(file string) (hub.TokenStore, func(), error) {
+	nothing := func() {}
 	if err := e.besideFiles("token"); err != nil {
-		return nil, err
+		return nil, nothing, err
 	}
 	if file != "" {
-		return hub.OpenTokenFileAt(file), nil
+		return hub.OpenTokenFileAt(file), nothing, nil
 	}
 	if e.storeURL != "" {
-		return nil, usagef("with --store, say where the tokens are kept with --tokens FILE (PostgreSQL does not keep them yet)")
+		cfg, err := pgxpool.ParseConfig(e.storeURL)
+		if err != nil {
+			return nil, nothing, usagef("--store: %v", err)
+		}
+		cfg.MaxConns = 2 // a few small queries; the graph has its own pool
+		pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
+		if err != nil {
+			return nil, nothing, fmt.Errorf("--store: %w", err)
+		}
+		tokens, err := pgtokens.Open(e.ctx, pool, e.graph)
+		if errors.Is(err, taskgraph.ErrNotFound) {
+			pool.Close()
+			return nil, nothing, noGraphError{fmt.Sprintf("no graph %q in the --store database, so no tokens for it; run `taskgraph init` with the same --store and --graph", e.graph)}
+		}
+		if err != nil {
+			pool.Close()
+			return nil, nothing, err
+		}
+		return tokens, pool.Close, nil
 	}
 	dir, err := e.taskDir()
 	if err != nil {
-		return nil, err
+		return nil, nothing, err
 	}
-	return hub.OpenTokenFile(dir), nil
+	return hub.OpenTokenFile(dir), nothing, nil
 }

@@ -110,3 +110,21 @@ func TestDesignWithoutReadingPath(t *testing.T) {
 	})
 	expect(t, checkDesign(root), `no section "## Reading the source"`)
 }
+
+// TestTestNames: a page that names a test no _test.go file declares is
+// found; one declared anywhere in the tree is fine.
+func TestTestNames(t *testing.T) {
+	root := write(t, map[string]string{
+		"README.md":     "Proven by `TestThere` and TestGone.\n",
+		"docs/a.md":     "`TestDeep` and `TestGone` again; TestingT is no test name.\n",
+		"x_test.go":     "package x\n\nfunc TestThere(t *testing.T) {}\n",
+		"sub/y_test.go": "package y\n\nfunc TestDeep(t *testing.T) {}\n",
+		"sub/z.go":      "package y\n\nfunc TestNotATest() {}\n",
+		"docs/b.md":     "TestNotATest\n",
+	})
+	expect(t, checkTestNames(root),
+		"README.md:1: names TestGone",
+		"docs/a.md:1: names TestGone",
+		"docs/b.md:1: names TestNotATest",
+	)
+}

@@ -6,7 +6,8 @@
 //   - docs/design.md's map names every non-test .go file of the root
 //     package exactly once, and no file that is not there;
 //   - every step of its "Reading the source" path, `file.go:Type.method`
-//     or `file.go:Func`, is declared in that file.
+//     or `file.go:Func`, is declared in that file;
+//   - every test a page names (TestX) is declared in a _test.go file.
 //
 // It prints each finding and exits 1 if there is any. Run from anywhere in
 // the repository: go run ./scripts/doccheck
@@ -26,6 +27,7 @@ func main() {
 	}
 	findings := checkLinks(root)
 	findings = append(findings, checkDesign(root)...)
+	findings = append(findings, checkTestNames(root)...)
 	for _, f := range findings {
 		fmt.Println(f)
 	}
@@ -33,7 +35,7 @@ func main() {
 		fmt.Printf("doccheck: %d finding(s)\n", len(findings))
 		os.Exit(1)
 	}
-	fmt.Println("doccheck: links, anchors, the design map and its reading path are alive")
+	fmt.Println("doccheck: links, anchors, the design map, its reading path and the tests the pages name are alive")
 }
 
 // repoRoot returns the nearest directory upward that holds go.mod.

@@ -3,8 +3,13 @@
 //   1. the official TypeScript SDK (@modelcontextprotocol/sdk), through its
 //      StdioClientTransport, with the taskgraph tools and with
 //      --tools claude-code;
-//   2. the MCP Inspector's CLI mode (@modelcontextprotocol/inspector --cli),
-//      run as a separate process, its JSON output checked.
+//   2. the MCP Inspector's CLI (@modelcontextprotocol/inspector-cli, the
+//      program `npx @modelcontextprotocol/inspector --cli` runs), run as a
+//      separate process, its JSON output checked;
+//   3. both again over Streamable HTTP, against the /mcp of a `taskgraph
+//      serve` (the hub), with a bearer token in the Authorization header:
+//      the session acts as the token's name, a viewer's token cannot write,
+//      no token and another token on the session are refused.
 //
 // It builds nothing: it is given the path to a built taskgraph binary.
 //
@@ -14,8 +19,8 @@
 // failed". Any failed check (or a client that errs or hangs) exits 1.
 // Versions are pinned exactly in package.json / package-lock.json.
 
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,6 +28,7 @@ import { promisify } from "node:util";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const run = promisify(execFile);
@@ -126,6 +132,13 @@ async function sdkTaskgraph(work) {
     eq(S, "task_delete is annotated destructive", byName.task_delete?.annotations?.destructiveHint, true);
     check(S, "task_create requires subject", byName.task_create?.inputSchema?.required?.includes("subject"),
       JSON.stringify(byName.task_create?.inputSchema));
+    // Structured output: the SDK's callTool validates structuredContent
+    // against the outputSchema (and fails a result without it), so every
+    // call below of these four also checks that.
+    const STRUCTURED = ["task_claim_next", "task_get", "task_list", "task_wait"];
+    eq(S, "outputSchema (type object) on exactly task_get, task_list, task_claim_next and task_wait",
+      tools.filter((t) => t.outputSchema?.type === "object").map((t) => t.name).sort().join(","), STRUCTURED.join(","));
+    eq(S, "no other tool declares an outputSchema", tools.filter((t) => t.outputSchema && !STRUCTURED.includes(t.name)).length, 0);
 
     const call = async (name, args = {}) => client.callTool({ name, arguments: args });
 
@@ -144,6 +157,9 @@ async function sdkTaskgraph(work) {
 
     r = await call("task_list", {});
     eq(S, "task_list shows #2 blocked by #1", textOf(r), "[ ] #1: write the parser\n[ ] #2: test the parser (blocked by: [1])");
+    eq(S, "task_list's structuredContent: the same tasks, with their state", JSON.stringify(r.structuredContent),
+      JSON.stringify({ tasks: [{ id: 1, subject: "write the parser", status: "pending", state: "ready" },
+        { id: 2, subject: "test the parser", status: "pending", state: "blocked", blockedBy: [1] }] }));
     r = await call("task_list", { ready: true });
     eq(S, "task_list ready:true shows only #1", textOf(r), "[ ] #1: write the parser");
 
@@ -153,6 +169,10 @@ async function sdkTaskgraph(work) {
     eq(S, "claimed #1 is in_progress", claimed.status, "in_progress");
     check(S, "claimed #1 has the server's session identity as owner", /^mcp-.+-\d+-[0-9a-f]{6}$/.test(claimed.owner), claimed.owner);
     check(S, "the claim reply carries leaseExpiresAt", !!claimed.leaseExpiresAt, textOf(r));
+    eq(S, "task_claim_next's structuredContent: outcome claimed", r.structuredContent?.outcome, "claimed");
+    eq(S, "task_claim_next's structuredContent: the task claimed, owner and lease as in the text",
+      JSON.stringify([r.structuredContent?.task?.id, r.structuredContent?.task?.owner, Date.parse(r.structuredContent?.task?.leaseExpiresAt)]),
+      JSON.stringify([1, claimed.owner, Date.parse(claimed.leaseExpiresAt)]));
 
     // The lease, as the graph stores it: the task file's JSON in the directory.
     const file = JSON.parse(readFileSync(join(dir, "task_1.json"), "utf8"));
@@ -165,6 +185,7 @@ async function sdkTaskgraph(work) {
 
     r = await call("task_claim_next", {});
     eq(S, "task_claim_next with #1 held and #2 blocked says so", textOf(r), "Nothing ready now: 1 held by you, 1 blocked.");
+    eq(S, "task_claim_next's structuredContent: outcome wait", JSON.stringify(r.structuredContent), JSON.stringify({ outcome: "wait" }));
 
     r = await call("task_note", { task_id: 1, text: "the grammar is in docs/grammar.md" });
     eq(S, "task_note on #1", textOf(r), "Noted on #1: write the parser");
@@ -172,6 +193,8 @@ async function sdkTaskgraph(work) {
     const noted = JSON.parse(textOf(r));
     eq(S, "task_get shows the note, by its author", JSON.stringify(noted.notes?.map((n) => [n.author, n.text])),
       JSON.stringify([[claimed.owner, "the grammar is in docs/grammar.md"]]));
+    eq(S, "task_get's structuredContent: the task with its note", JSON.stringify([r.structuredContent?.task?.id, r.structuredContent?.task?.blocks,
+      r.structuredContent?.task?.notes?.map((n) => [n.author, n.text])]), JSON.stringify([1, [2], [[claimed.owner, "the grammar is in docs/grammar.md"]]]));
     const history = JSON.parse(readFileSync(join(dir, "task_1.json"), "utf8")).history;
     eq(S, "task_1.json: the history records the claim and the note", JSON.stringify(history?.map((h) => h.event)), JSON.stringify(["claimed", "noted"]));
 
@@ -190,6 +213,7 @@ async function sdkTaskgraph(work) {
     const started = Date.now();
     r = await withTimeout(call("task_wait", {}), 10e3, "task_wait on a finished graph");
     eq(S, "task_wait on a finished graph", textOf(r), "Finished: nothing left to do.");
+    eq(S, "task_wait's structuredContent: outcome finished", JSON.stringify(r.structuredContent), JSON.stringify({ outcome: "finished" }));
     check(S, "task_wait on a finished graph answers at once (< 2 s)", Date.now() - started < 2000, `${Date.now() - started} ms`);
     r = await call("task_claim_next", {});
     eq(S, "task_claim_next on a finished graph", textOf(r), "Finished: nothing left to do.");
@@ -197,6 +221,7 @@ async function sdkTaskgraph(work) {
     r = await call("task_get", { task_id: 99 });
     eq(S, "task_get of a missing id is flagged isError", r.isError, true);
     eq(S, "task_get of a missing id says why", textOf(r), "Error: task 99 not found");
+    eq(S, "task_get of a missing id has no structuredContent", r.structuredContent, undefined);
     r = await call("task_get", { task_id: 1 });
     check(S, "task_get of #1 is not flagged isError", r.isError !== true, JSON.stringify(r));
   } catch (err) {
@@ -250,12 +275,19 @@ async function sdkClaudeCode(work) {
   }
 }
 
-// inspector runs the MCP Inspector's CLI mode as its own process, the way a
+// inspector runs the MCP Inspector's CLI as its own process, the way a
 // person would (npx @modelcontextprotocol/inspector --cli ...), from the
-// pinned install, and parses the JSON it prints.
+// pinned install, on `taskgraph mcp --dir dir`, and parses the JSON it
+// prints.
 async function inspector(dir, ...args) {
-  const cli = join(here, "node_modules", "@modelcontextprotocol", "inspector", "cli", "build", "cli.js");
-  const argv = [cli, "--cli", bin, "mcp", "--dir", dir, ...args];
+  return inspectorRun(bin, "mcp", "--dir", dir, ...args);
+}
+
+// inspectorRun runs the Inspector's CLI on a target: a command and its
+// arguments, or a URL.
+async function inspectorRun(...args) {
+  const cli = join(here, "node_modules", "@modelcontextprotocol", "inspector-cli", "build", "cli.js");
+  const argv = [cli, "--cli", ...args];
   let out;
   try {
     out = await run(process.execPath, argv, { timeout: 30e3, maxBuffer: 16 << 20 });
@@ -267,6 +299,144 @@ async function inspector(dir, ...args) {
   } catch {
     throw new Error(`inspector ${args.join(" ")} printed no JSON: ${out.stdout}\n${out.stderr}`);
   }
+}
+
+// startHub runs `taskgraph init`, `taskgraph token add` for an agent and a
+// viewer, and `taskgraph serve` on a free loopback port in a directory of
+// its own; it returns the URL of /mcp, the tokens, the directory and a stop.
+async function startHub(work) {
+  const dir = join(work, "hub");
+  mkdirSync(dir, { recursive: true });
+  await run(bin, ["init"], { cwd: dir });
+  const token = async (name, role) =>
+    (await run(bin, ["token", "add", name, "--role", role], { cwd: dir })).stdout.trim();
+  const agent = await token("builder", "agent");
+  const viewer = await token("watcher", "viewer");
+  const proc = spawn(bin, ["serve", "--addr", "127.0.0.1:0"], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  proc.stderr.on("data", (d) => (stderr += d));
+  const base = await withTimeout(new Promise((resolveURL, reject) => {
+    let out = "";
+    proc.stdout.on("data", (d) => {
+      out += d;
+      const nl = out.indexOf("\n");
+      if (nl >= 0) resolveURL(out.slice(0, nl).trim());
+    });
+    proc.on("exit", (code) => reject(new Error(`taskgraph serve exited (${code}): ${stderr}`)));
+  }), 10e3, "taskgraph serve printing its URL");
+  const stop = () => new Promise((done) => {
+    if (proc.exitCode !== null) return done();
+    proc.on("exit", done);
+    proc.kill("SIGINT");
+  });
+  return { url: new URL("mcp", base).href, agent, viewer, dir, stop, stderr: () => stderr };
+}
+
+// connectHTTP opens a session at url with the SDK's Streamable HTTP
+// transport, sending token as a bearer header, as an HTTP-only host does.
+async function connectHTTP(url, token) {
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  const client = new Client({ name: "taskgraph-mcpclients", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+// sdkHTTP: the taskgraph tools through the SDK's Streamable HTTP client,
+// against the hub's /mcp.
+async function sdkHTTP(hub) {
+  const S = "sdk http";
+  let refused = null;
+  try {
+    const { client } = await connectHTTP(hub.url, "");
+    await client.close();
+  } catch (err) {
+    refused = err;
+  }
+  check(S, "no token: initialize is refused (401, kind unauthorized)",
+    refused?.code === 401 && String(refused?.message).includes('"kind":"unauthorized"'), `${refused?.code} ${refused}`);
+
+  const { client, transport } = await connectHTTP(hub.url, hub.agent);
+  try {
+    eq(S, "server names itself taskgraph in initialize", client.getServerVersion()?.name, "taskgraph");
+    const { tools } = await client.listTools();
+    checkToolList(S, tools, TASKGRAPH_TOOLS);
+    const call = async (name, args = {}) => client.callTool({ name, arguments: args });
+
+    let r = await call("task_create", { subject: "write the parser" });
+    check(S, "task_create is not an error", !r.isError, textOf(r));
+    eq(S, "task_create answers id 1", JSON.parse(textOf(r)).id, 1);
+    r = await call("task_claim_next", {});
+    has(S, "task_claim_next claims #1", textOf(r), "Claimed #1: write the parser");
+    const claimed = JSON.parse(textOf(r).split("\n").slice(1).join("\n"));
+    eq(S, "the claim's owner is the token's name", claimed.owner, "builder");
+    const file = JSON.parse(readFileSync(join(hub.dir, ".tasks", "task_1.json"), "utf8"));
+    eq(S, "task_1.json (the hub's directory): owner builder", file.owner, "builder");
+    check(S, "task_1.json: leaseExpiresAt set (the hub's MCP lease)", !!file.leaseExpiresAt && Date.parse(file.leaseExpiresAt) > Date.now(),
+      JSON.stringify(file.leaseExpiresAt));
+    r = await call("task_note", { task_id: 1, text: "grammar in docs/grammar.md" });
+    eq(S, "task_note on #1", textOf(r), "Noted on #1: write the parser");
+
+    // Another token on this session: refused, nothing done.
+    const hijack = await fetch(hub.url, {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json", Accept: "application/json, text/event-stream",
+        Authorization: `Bearer ${hub.viewer}`, "Mcp-Session-Id": transport.sessionId,
+        "Mcp-Protocol-Version": transport.protocolVersion ?? "2025-06-18",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 99, method: "tools/call", params: { name: "task_complete", arguments: { task_id: 1 } } }),
+    });
+    eq(S, "another token on the session is refused (403)", hijack.status, 403);
+
+    r = await call("task_complete", { task_id: 1 });
+    eq(S, "task_complete #1", textOf(r), "Completed #1: write the parser");
+    const started = Date.now();
+    r = await withTimeout(call("task_wait", {}), 10e3, "task_wait on a finished graph");
+    eq(S, "task_wait on a finished graph", textOf(r), "Finished: nothing left to do.");
+    check(S, "task_wait answers at once (< 2 s)", Date.now() - started < 2000, `${Date.now() - started} ms`);
+    r = await call("task_get", { task_id: 99 });
+    eq(S, "task_get of a missing id is flagged isError", r.isError, true);
+    eq(S, "task_get of a missing id says why", textOf(r), "Error: task 99 not found");
+  } finally {
+    await client.close();
+  }
+
+  const viewer = await connectHTTP(hub.url, hub.viewer);
+  try {
+    let r = await viewer.client.callTool({ name: "task_list", arguments: {} });
+    has(S, "a viewer's token reads", textOf(r), "#1: write the parser");
+    r = await viewer.client.callTool({ name: "task_create", arguments: { subject: "not mine to add" } });
+    eq(S, "a viewer's task_create is flagged isError", r.isError, true);
+    has(S, "a viewer's task_create says it may not", textOf(r), "the token may not do this");
+    r = await viewer.client.callTool({ name: "task_list", arguments: {} });
+    check(S, "and nothing was created", !textOf(r).includes("not mine to add"), textOf(r));
+  } finally {
+    await viewer.client.close();
+  }
+}
+
+// inspectorHTTP: the Inspector's CLI against the hub's /mcp, the token in
+// --header, as an HTTP-only host is configured.
+async function inspectorHTTP(hub) {
+  const S = "inspector http";
+  const auth = ["--transport", "http", "--header", `Authorization: Bearer ${hub.agent}`];
+  const list = await inspectorRun(hub.url, ...auth, "--method", "tools/list");
+  checkToolList(S, list.tools ?? [], TASKGRAPH_TOOLS);
+  let r = await inspectorRun(hub.url, ...auth, "--method", "tools/call", "--tool-name", "task_create",
+    "--tool-arg", "subject=ship it", "--tool-arg", "priority=0", "--tool-arg", 'labels=["release"]');
+  check(S, "task_create is not an error", r.isError !== true, JSON.stringify(r));
+  const created = JSON.parse(textOf(r));
+  eq(S, "task_create took the labels array", JSON.stringify(created.labels), '["release"]');
+  r = await inspectorRun(hub.url, ...auth, "--method", "tools/call", "--tool-name", "task_claim", "--tool-arg", `task_id=${created.id}`);
+  has(S, "task_claim in another session claims it", textOf(r), `"owner": "builder"`);
+  let refused = null;
+  try {
+    await inspectorRun(hub.url, "--transport", "http", "--method", "tools/list");
+  } catch (err) {
+    refused = err;
+  }
+  check(S, "without the header the Inspector is refused", refused !== null, "it listed the tools");
 }
 
 async function inspectorCLI(work) {
@@ -292,22 +462,33 @@ async function inspectorCLI(work) {
 }
 
 const work = mkdtempSync(join(tmpdir(), "taskgraph-mcpclients-"));
-const versions = `@modelcontextprotocol/sdk ${pkgVersion("@modelcontextprotocol/sdk")}, @modelcontextprotocol/inspector ${pkgVersion("@modelcontextprotocol/inspector")}, node ${process.version}`;
+const versions = `@modelcontextprotocol/sdk ${pkgVersion("@modelcontextprotocol/sdk")}, @modelcontextprotocol/inspector-cli ${pkgVersion("@modelcontextprotocol/inspector-cli")}, node ${process.version}`;
 console.log(`mcpclients: ${bin} against ${versions}`);
 const sections = [
   ["TypeScript SDK, taskgraph tools", sdkTaskgraph],
   ["TypeScript SDK, --tools claude-code", sdkClaudeCode],
   ["MCP Inspector --cli", inspectorCLI],
 ];
-for (const [name, fn] of sections) {
+async function runSection(name, fn) {
   const started = Date.now();
   try {
-    await withTimeout(fn(work), 60e3, name);
+    await withTimeout(fn(), 60e3, name);
   } catch (err) {
     failed++;
     console.log(`FAIL [${name}] ${process.env.MCPCLIENTS_STACK ? err?.stack : err?.message ?? err}`);
   }
   console.log(`--   ${name}: ${Date.now() - started} ms`);
+}
+for (const [name, fn] of sections) {
+  await runSection(name, () => fn(work));
+}
+let hub = null;
+await runSection("taskgraph serve, the hub", async () => { hub = await startHub(work); });
+if (hub) {
+  await runSection("TypeScript SDK over Streamable HTTP, the hub's /mcp", () => sdkHTTP(hub));
+  await runSection("MCP Inspector --cli over Streamable HTTP, the hub's /mcp", () => inspectorHTTP(hub));
+  await runSection("taskgraph serve stops on an interrupt, sessions open or not", () => withTimeout(hub.stop(), 10e3, "stopping taskgraph serve"));
+  if (failed > 0) console.log(`--- taskgraph serve stderr:\n${hub.stderr()}`);
 }
 rmSync(work, { recursive: true, force: true });
 console.log(`mcpclients: ${passed} passed, ${failed} failed`);

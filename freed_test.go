@@ -8,60 +8,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 )
-
-// slowDirSyncFS makes every fsync of the directory take a while, as a busy
-// disk does: writers arrive while it is in flight.
-type slowDirSyncFS struct {
-	fileSystem
-	dirf *os.File
-}
-
-func (f slowDirSyncFS) Sync(file *os.File) error {
-	if file == f.dirf {
-		time.Sleep(5 * time.Millisecond)
-	}
-	return f.fileSystem.Sync(file)
-}
-
-// gateDirSyncFS fails the first fsync of the directory (after blocking
-// until released) and every syncfs: a directory whose writeback failed,
-// where a second fsync on the same descriptor reports nothing (errseq).
-type gateDirSyncFS struct {
-	fileSystem
-	dirf              *os.File
-	entered, released chan struct{}
-	first             bool
-	mu                sync.Mutex
-}
-
-func (g *gateDirSyncFS) Sync(f *os.File) error {
-	if f == g.dirf {
-		g.mu.Lock()
-		first := !g.first
-		g.first = true
-		g.mu.Unlock()
-		if first {
-			close(g.entered)
-			<-g.released
-			return &os.PathError{Op: "sync", Path: f.Name(), Err: syscall.EIO}
-		}
-	}
-	return g.fileSystem.Sync(f)
-}
-
-func (g *gateDirSyncFS) SyncFS(d *os.File) error {
-	return &os.PathError{Op: "syncfs", Path: d.Name(), Err: syscall.EIO}
-}
 
 // heldDeleted lists this process's descriptors of files since deleted or
 // replaced whose name ends with suffix.
@@ -119,7 +72,7 @@ func TestOldVersionFreedAfterLock(t *testing.T) {
 	} {
 		old := inode(filepath.Join(dir, name))
 		var held, spare []string
-		s.fs = renameWatchFS{s.fs, func(newname string) {
+		s.useFS(renameWatchFS{s.fs, func(newname string) {
 			if newname == name {
 				held, spare = heldDeleted(t, name), nil
 				entries, _ := os.ReadDir(filepath.Join(dir, cacheDirName))
@@ -129,15 +82,15 @@ func TestOldVersionFreedAfterLock(t *testing.T) {
 					}
 				}
 			}
-		}}
+		}})
 		recycled := s.Stats().Recycled
 		require.NoError(t, write())
-		s.fs = s.fs.(renameWatchFS).fileSystem
+		s.useFS(s.fs.(renameWatchFS).fileSystem)
 		assert.Len(t, append(held, spare...), 1, "write %d: the old version is held open or linked as a spare across the rename", i)
 		assert.Empty(t, heldDeleted(t, name), "and closed when the write returns")
 		if i > 0 {
 			assert.Len(t, spare, 1, "write %d: once the cache directory exists, the old version is a spare", i)
-			s.inflight.Wait() // a top-up may be adding spares (topUpSpares)
+			s.inflight.Wait() // a top-up may be adding spares (spares.topUp)
 			s.spares.mu.Lock()
 			free := slices.Clone(s.spares.free)
 			s.spares.mu.Unlock()

@@ -1,4 +1,4 @@
--- Version 14: a default liveness per label (taskgraph.LivenessDefaulter),
+-- Version 15: a default liveness per label (taskgraph.LivenessDefaulter),
 -- beside the label's concurrency limit: the max runtime and progress
 -- window, in microseconds (0: none), that a task created with the label
 -- and without its own gets.

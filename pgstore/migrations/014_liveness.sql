@@ -1,4 +1,4 @@
--- Version 13: a task's liveness limits (taskgraph.Extra.MaxRuntime,
+-- Version 14: a task's liveness limits (taskgraph.Extra.MaxRuntime,
 -- ProgressWindow), in microseconds, 0 for none, at most
 -- taskgraph.MaxLiveness (a week). A claim lapses at the earliest of its
 -- lease, claimed_at plus max_runtime_us, and its last progress (the

@@ -1,0 +1,157 @@
+// Command surface keeps the root package from growing back into one type,
+// for .ci/run: it counts, with go/ast, the methods of FileStore and the
+// root package's exported names — functions, types, constants, variables
+// and the exported methods of exported types, leaving out those marked
+// Deprecated (aliases kept for one minor version) — and fails when either
+// is past its limit.
+//
+// The limits are where the code is, not where it was: lower them when a
+// change takes names out, never raise them to let a change in. Run from
+// anywhere in the repository: go run ./scripts/surface
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const (
+	// maxFileStoreMethods: each mechanism of the file store is a type of
+	// its own (the change log, spares, the cache directory), not a set of
+	// FileStore methods.
+	maxFileStoreMethods = 80
+	// maxExports: the root's exported names. Issue 40 set out to take 40
+	// of its 332 out (CLI-only helpers to packages of their own); this is
+	// the count today, so that nothing grows it meanwhile.
+	maxExports = 342
+)
+
+func main() {
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "surface:", err)
+		os.Exit(2)
+	}
+	c, err := count(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "surface:", err)
+		os.Exit(2)
+	}
+	fails := c.check(maxFileStoreMethods, maxExports)
+	for _, f := range fails {
+		fmt.Println(f)
+	}
+	if len(fails) > 0 {
+		os.Exit(1)
+	}
+	fmt.Printf("surface: FileStore has %d methods (at most %d), the root exports %d names (at most %d)\n",
+		c.methods["FileStore"], maxFileStoreMethods, c.exports, maxExports)
+}
+
+// counts is what count found in a package.
+type counts struct {
+	methods map[string]int // by receiver type
+	exports int
+}
+
+func (c counts) check(maxMethods, maxExports int) []string {
+	var fails []string
+	if n := c.methods["FileStore"]; n > maxMethods {
+		fails = append(fails, fmt.Sprintf("FileStore has %d methods, more than %d: give the mechanism you added a type of its own (as changeLog, spares, aheadDir)", n, maxMethods))
+	}
+	if c.exports > maxExports {
+		fails = append(fails, fmt.Sprintf("the root package exports %d names, more than %d: keep helpers unexported, or put what only the CLI needs in a package of its own", c.exports, maxExports))
+	}
+	return fails
+}
+
+// count counts the non-test Go files of the package in dir.
+func count(dir string) (counts, error) {
+	c := counts{methods: map[string]int{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return c, err
+	}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return c, err
+		}
+		for _, d := range f.Decls {
+			c.add(d)
+		}
+	}
+	return c, nil
+}
+
+func (c *counts) add(d ast.Decl) {
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if d.Recv == nil {
+			if d.Name.IsExported() && !deprecated(d.Doc) {
+				c.exports++
+			}
+			return
+		}
+		recv := d.Recv.List[0].Type
+		if star, ok := recv.(*ast.StarExpr); ok {
+			recv = star.X
+		}
+		if generic, ok := recv.(*ast.IndexExpr); ok {
+			recv = generic.X
+		}
+		if id, ok := recv.(*ast.Ident); ok {
+			c.methods[id.Name]++
+			if id.IsExported() && d.Name.IsExported() && !deprecated(d.Doc) {
+				c.exports++
+			}
+		}
+	case *ast.GenDecl:
+		for _, spec := range d.Specs {
+			switch s := spec.(type) {
+			case *ast.TypeSpec:
+				if s.Name.IsExported() && !deprecated(d.Doc) && !deprecated(s.Doc) {
+					c.exports++
+				}
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					if n.IsExported() && !deprecated(d.Doc) && !deprecated(s.Doc) {
+						c.exports++
+					}
+				}
+			}
+		}
+	}
+}
+
+func deprecated(doc *ast.CommentGroup) bool {
+	return doc != nil && strings.Contains(doc.Text(), "Deprecated:")
+}
+
+// repoRoot returns the nearest directory upward that holds go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
