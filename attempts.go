@@ -79,12 +79,16 @@ func failAttempt(t *Task, now time.Time, reason string) (retry bool) {
 // lapseAttempt counts the attempt of t whose lease lapsed, for the claim
 // that takes t over, and reports whether that claim may go on: if the
 // lapse used the last attempt, t is failed instead.
-func lapseAttempt(t *Task) (claim bool) {
+func lapseAttempt(t *Task, why string) (claim bool) {
 	countAttempt(t)
 	if t.Attempts < t.MaxAttempts {
 		return true
 	}
-	giveUp(t, fmt.Sprintf("the lease of %s lapsed", t.Owner))
+	if why == "" {
+		giveUp(t, fmt.Sprintf("the lease of %s lapsed", t.Owner))
+	} else {
+		giveUp(t, fmt.Sprintf("the claim of %s lapsed: %s", t.Owner, why))
+	}
 	return false
 }
 

@@ -18,7 +18,8 @@ const maxBy = max(MaxOwner, MaxAuthor)
 // key of at most MaxKey, at most MaxNotes notes, each by an author of at
 // most MaxAuthor bytes and at most MaxNoteText long, at most MaxHistory
 // entries of history, each by at most MaxOwner or MaxAuthor bytes, with
-// a count that is not negative.
+// a count that is not negative, a MaxRuntime and a ProgressWindow from 0
+// to MaxLiveness.
 //
 // Within them no count overflows, RetryDelay and the history's summary
 // stay cheap, and no write of the task grows it by more than its own
@@ -56,6 +57,11 @@ func (Rulebook) Bounded(t *Task) error {
 	}
 	if err := Rules.Schedule("", t.MaxAttempts, t.Backoff); err != nil {
 		return err
+	}
+	if x := t.extra(); x.MaxRuntime != 0 || x.ProgressWindow != 0 {
+		if err := Rules.Liveness("", x.MaxRuntime, x.ProgressWindow); err != nil {
+			return err
+		}
 	}
 	if err := nameLength("owner", t.Owner, MaxOwner, "MaxOwner"); err != nil {
 		return err

@@ -287,8 +287,12 @@ func (c *checker) checkTasks(now time.Time) {
 		if t.Status == InProgress && t.Owner == "" {
 			c.add(ProblemNoOwner, name, id, "in_progress with no owner; release it or set an owner")
 		}
-		if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt) {
-			c.add(ProblemExpiredLease, name, id, "the lease of %q expired at %s; anyone may claim the task", t.Owner, t.LeaseExpiresAt.Format(time.RFC3339))
+		if t.Lapsed(now) {
+			if at, clock := t.Lapse(); clock == ClockLease {
+				c.add(ProblemExpiredLease, name, id, "the lease of %q expired at %s; anyone may claim the task", t.Owner, at.Format(time.RFC3339))
+			} else {
+				c.add(ProblemExpiredLease, name, id, "the claim of %q lapsed at %s (%s); anyone may claim the task", t.Owner, at.Format(time.RFC3339), lapseReason(t))
+			}
 		}
 	}
 }

@@ -32,6 +32,10 @@ var knownFields = map[string]bool{
 	"parent": true, "notBefore": true, "due": true, "maxAttempts": true, "attempts": true, "backoff": true,
 }
 
+// rareFields are known fields that only the slow path decodes (the fast
+// paths leave a file holding one to it): those of Task.Extra.
+var rareFields = map[string]bool{"maxRuntime": true, "progressWindow": true}
+
 // encodeTask renders t as the bytes of its task file: JSON as
 // encoding/json writes it (HTML left unescaped), indented by two spaces,
 // fields in a fixed order. The plain fields — ids, numbers, times, strings
@@ -91,14 +95,21 @@ func encodeTask(t *Task) ([]byte, error) {
 	if t.Backoff != 0 {
 		e.string("backoff", t.Backoff.String())
 	}
+	if x := t.extra(); x.MaxRuntime != 0 {
+		e.string("maxRuntime", x.MaxRuntime.String())
+	}
+	if x := t.extra(); x.ProgressWindow != 0 {
+		e.string("progressWindow", x.ProgressWindow.String())
+	}
 	if len(t.Notes) > 0 {
 		e.value("notes", t.Notes)
 	}
 	if len(t.History) > 0 {
 		e.value("history", t.History)
 	}
-	for _, k := range slices.Sorted(maps.Keys(t.unknown)) {
-		e.value(k, t.unknown[k])
+	unknown := t.unknownFields()
+	for _, k := range slices.Sorted(maps.Keys(unknown)) {
+		e.value(k, unknown[k])
 	}
 	if e.err != nil {
 		return nil, e.err
@@ -532,6 +543,25 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 			return nil, fmt.Errorf("field \"backoff\" is %q, not a duration such as \"30s\" or \"5m\"", b)
 		}
 	}
+	var maxRuntime, window time.Duration
+	for _, f := range []struct {
+		k string
+		p *time.Duration
+	}{{"maxRuntime", &maxRuntime}, {"progressWindow", &window}} {
+		d, err := decodeString(raw, f.k, false)
+		if err != nil {
+			return nil, err
+		}
+		if d == "" {
+			continue
+		}
+		if *f.p, err = time.ParseDuration(d); err != nil || *f.p < 0 {
+			return nil, fmt.Errorf("field %q is %q, not a duration such as \"30m\" or \"2h\"", f.k, d)
+		}
+	}
+	if maxRuntime != 0 || window != 0 {
+		setLiveness(t, maxRuntime, window)
+	}
 	if t.Notes, err = decodeArray[Note](raw, "notes", "notes ({at, author, text})"); err != nil {
 		return nil, err
 	}
@@ -539,11 +569,12 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 		return nil, err
 	}
 	for k, v := range raw {
-		if !knownFields[k] {
-			if t.unknown == nil {
-				t.unknown = make(map[string]json.RawMessage)
+		if !knownFields[k] && !rareFields[k] {
+			x := t.editExtra()
+			if x.unknown == nil {
+				x.unknown = make(map[string]json.RawMessage)
 			}
-			t.unknown[k] = v
+			x.unknown[k] = v
 		}
 	}
 	return t, nil

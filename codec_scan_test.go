@@ -165,7 +165,7 @@ func FuzzDecodeWritten(f *testing.F) {
 	for i := range 200 {
 		task := randomTask(r, ID(1+i), i%2 == 0, true)
 		if i%10 == 0 {
-			task.unknown = map[string]json.RawMessage{"x-extra": json.RawMessage(`{"k": [1, 2]}`)}
+			task.Extra = &Extra{unknown: map[string]json.RawMessage{"x-extra": json.RawMessage(`{"k": [1, 2]}`)}}
 		}
 		data, err := encodeTask(&task)
 		require.NoError(f, err)

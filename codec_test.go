@@ -33,7 +33,8 @@ func TestEncodeTaskAsJSONWrites(t *testing.T) {
 		NotBefore: at, Due: at.Add(time.Hour), MaxAttempts: 3, Attempts: 2, Backoff: 90 * time.Second,
 		Notes:   []Note{{At: at, Author: "a", Text: "note \"x\" <y>"}},
 		History: []Transition{{At: at, Event: HistoryClaimed, By: "me", Detail: "lease 1m0s"}},
-		unknown: map[string]json.RawMessage{"x-extra": json.RawMessage(`{"k":[1,2]}`), "ünï": json.RawMessage(`"v"`)},
+		Extra: &Extra{MaxRuntime: 2 * time.Hour, ProgressWindow: 30 * time.Minute,
+			unknown: map[string]json.RawMessage{"x-extra": json.RawMessage(`{"k":[1,2]}`), "ünï": json.RawMessage(`"v"`)}},
 	}
 	tasks = append(tasks, full, Task{ID: 2, Subject: "nil blockers", Status: Completed, Priority: P4})
 	for _, task := range tasks {
@@ -113,6 +114,8 @@ func jsonTaskFile(t *Task) ([]byte, error) {
 		{"maxAttempts", t.MaxAttempts, t.MaxAttempts == 0},
 		{"attempts", t.Attempts, t.Attempts == 0},
 		{"backoff", t.Backoff.String(), t.Backoff == 0},
+		{"maxRuntime", t.extra().MaxRuntime.String(), t.extra().MaxRuntime == 0},
+		{"progressWindow", t.extra().ProgressWindow.String(), t.extra().ProgressWindow == 0},
 		{"notes", t.Notes, len(t.Notes) == 0},
 		{"history", t.History, len(t.History) == 0},
 	}
@@ -124,8 +127,8 @@ func jsonTaskFile(t *Task) ([]byte, error) {
 			return nil, err
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(t.unknown)) {
-		if err := field(k, t.unknown[k]); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(t.unknownFields())) {
+		if err := field(k, t.unknownFields()[k]); err != nil {
 			return nil, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
@@ -124,6 +125,63 @@ func notRegular(m fs.FileMode) error { return fmt.Errorf("not a regular file (%s
 type meta struct {
 	HighWater ID             `json:"highWater"`
 	Limits    map[string]int `json:"limits,omitempty"`
+	// Liveness holds the labels' default liveness (LivenessDefaulter).
+	Liveness map[string]metaLiveness `json:"liveness,omitempty"`
+}
+
+// metaLiveness is a label's LivenessDefault in the meta file: durations
+// as Go writes them ("30m"), as a task file holds its own.
+type metaLiveness struct {
+	MaxRuntime     string `json:"maxRuntime,omitempty"`
+	ProgressWindow string `json:"progressWindow,omitempty"`
+}
+
+// livenessOf returns the defaults of the meta file, validated.
+func livenessOf(m map[string]metaLiveness) (map[string]LivenessDefault, error) {
+	var out map[string]LivenessDefault
+	for l, ml := range m {
+		var d LivenessDefault
+		for _, f := range []struct {
+			s string
+			p *time.Duration
+		}{{ml.MaxRuntime, &d.MaxRuntime}, {ml.ProgressWindow, &d.ProgressWindow}} {
+			if f.s == "" {
+				continue
+			}
+			v, err := time.ParseDuration(f.s)
+			if err != nil {
+				return nil, fmt.Errorf("liveness: %q: %q is not a duration such as \"30m\"", l, f.s)
+			}
+			*f.p = v
+		}
+		if err := Rules.LivenessDefaultArgs(l, d); err != nil || d == (LivenessDefault{}) {
+			return nil, fmt.Errorf("liveness: %q: not a label with a max runtime or a progress window from 0 to %v", l, MaxLiveness)
+		}
+		if out == nil {
+			out = map[string]LivenessDefault{}
+		}
+		out[l] = d
+	}
+	return out, nil
+}
+
+// metaLivenessOf is m as the meta file holds it; nil if empty.
+func metaLivenessOf(m map[string]LivenessDefault) map[string]metaLiveness {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]metaLiveness, len(m))
+	for l, d := range m {
+		var ml metaLiveness
+		if d.MaxRuntime != 0 {
+			ml.MaxRuntime = d.MaxRuntime.String()
+		}
+		if d.ProgressWindow != 0 {
+			ml.ProgressWindow = d.ProgressWindow.String()
+		}
+		out[l] = ml
+	}
+	return out
 }
 
 // parseMetaFile decodes and validates the content of the meta file.
@@ -143,6 +201,9 @@ func parseMetaFile(data []byte) (meta, error) {
 	if len(m.Limits) == 0 {
 		m.Limits = nil
 	}
+	if _, err := livenessOf(m.Liveness); err != nil {
+		return meta{}, err
+	}
 	return m, nil
 }
 
@@ -161,7 +222,7 @@ const metaProblem = `it records the highest task id ever allocated and the label
 func (s *FileStore) readMeta() error {
 	fi, data, err := readFile(s.fs, s.root, s.dir, metaFileName, maxFileSize)
 	if fi == nil && err == nil {
-		s.metaErr, s.g.limits = nil, nil
+		s.metaErr, s.g.limits, s.g.liveness = nil, nil, nil
 		return nil
 	}
 	if err == nil {
@@ -170,6 +231,7 @@ func (s *FileStore) readMeta() error {
 			err = &CorruptError{Path: filepath.Join(s.dir, metaFileName), Err: err}
 		} else {
 			s.hwm, s.g.limits = m.HighWater, m.Limits
+			s.g.liveness, _ = livenessOf(m.Liveness) // valid: parseMetaFile
 			s.g.maxID = max(s.g.maxID, m.HighWater)
 		}
 	}
@@ -233,7 +295,7 @@ func (s *FileStore) raiseHighWater(id ID) error {
 // writeMeta durably writes the meta file with high-water mark id and the
 // graph's limits.
 func (s *FileStore) writeMeta(id ID) error {
-	data, _ := json.Marshal(meta{HighWater: id, Limits: s.g.limits})
+	data, _ := json.Marshal(meta{HighWater: id, Limits: s.g.limits, Liveness: metaLivenessOf(s.g.liveness)})
 	if err := s.writeFile(metaFileName, append(data, '\n')); err != nil {
 		return err
 	}

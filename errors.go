@@ -281,3 +281,25 @@ func (e *LimitError) Error() string {
 
 // Is reports whether target is ErrLimited.
 func (e *LimitError) Is(target error) bool { return target == ErrLimited }
+
+// ErrLapsed is matched by the error of a Renew of a claim that its
+// MaxRuntime or its no-progress window has ended (Task.Lapse): no renewal
+// brings it back, and anyone may claim the task. See LapsedError.
+var ErrLapsed = errors.New("the claim lapsed")
+
+// LapsedError says that Owner's claim of task ID ended At, by Clock
+// (ClockRuntime or ClockProgress), for Reason. It matches ErrLapsed.
+type LapsedError struct {
+	ID     ID
+	Owner  string
+	Clock  Clock
+	At     time.Time
+	Reason string
+}
+
+func (e *LapsedError) Error() string {
+	return fmt.Sprintf("task %d: the claim of %s lapsed at %s (%s): a renewal does not bring it back; claim the task again for a new attempt", e.ID, e.Owner, e.At.UTC().Format(time.RFC3339), e.Reason)
+}
+
+// Is reports whether target is ErrLapsed.
+func (e *LapsedError) Is(target error) bool { return target == ErrLapsed }

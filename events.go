@@ -278,7 +278,7 @@ func (l *Leases) Track(e Event, now time.Time) {
 	delete(l.deferred, t.ID)
 	switch {
 	case e.Kind == Deleted:
-	case t.Status == InProgress && !t.LeaseExpiresAt.IsZero():
+	case t.Status == InProgress && !t.LapsesAt().IsZero():
 		l.leased = put(l.leased, t)
 	case t.Status == Pending && t.NotBefore.After(now):
 		l.deferred = put(l.deferred, t)
@@ -299,7 +299,7 @@ func put(m map[ID]Task, t Task) map[ID]Task {
 func (l *Leases) Lapsed(now time.Time) []Event {
 	var evs []Event
 	for id, t := range l.leased {
-		if !t.LeaseExpiresAt.After(now) {
+		if !t.LapsesAt().After(now) {
 			evs = append(evs, Event{Kind: Lapsed, Task: t})
 			delete(l.leased, id)
 		}
@@ -319,8 +319,8 @@ func (l *Leases) Lapsed(now time.Time) []Event {
 func (l *Leases) Next(now time.Time) (time.Duration, bool) {
 	var first time.Time
 	for _, t := range l.leased {
-		if first.IsZero() || t.LeaseExpiresAt.Before(first) {
-			first = t.LeaseExpiresAt
+		if at := t.LapsesAt(); first.IsZero() || at.Before(first) {
+			first = at
 		}
 	}
 	for _, t := range l.deferred {

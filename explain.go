@@ -74,8 +74,8 @@ func Explain(tasks []Task, id ID, now time.Time, filters ...Filter) (Explanation
 				e.Missing = append(e.Missing, b)
 			case !g.done(b, bt.Status):
 				w := Blocker{ID: b, Subject: bt.Subject, Status: bt.Status, Owner: bt.Owner}
-				if bt.Status == InProgress && !bt.LeaseExpiresAt.IsZero() {
-					w.LeaseLeft = bt.LeaseExpiresAt.Sub(now)
+				if at := bt.LapsesAt(); bt.Status == InProgress && !at.IsZero() {
+					w.LeaseLeft = at.Sub(now)
 				}
 				if bt.Status == Completed {
 					w.Before = Rules.OutOfOrder(bt, g.status)
@@ -125,6 +125,9 @@ func explainText(g *graph, e *Explanation, strandedBy map[ID]ID, now time.Time) 
 		lookup := func(id ID) *Task { return g.tasks[id] }
 		return string(AppendWhyNotReady(nil, t, lookup, func(id ID) ID { return strandedBy[id] }, now))
 	case StateInProgress:
+		if _, c := t.Lapse(); c != ClockLease { // say which clock runs
+			return fmt.Sprintf("task %d is in progress, held by %s; its %s", t.ID, t.Owner, t.ClockText(now))
+		}
 		return fmt.Sprintf("task %d is %s", t.ID, holding(InProgress, t.Owner, leaseLeft(t, now)))
 	case StateCompleted:
 		s := fmt.Sprintf("task %d is completed", t.ID)
@@ -268,10 +271,11 @@ func holding(st Status, owner string, left time.Duration) string {
 }
 
 func leaseLeft(t *Task, now time.Time) time.Duration {
-	if t.LeaseExpiresAt.IsZero() {
+	at := t.LapsesAt()
+	if at.IsZero() {
 		return 0
 	}
-	return t.LeaseExpiresAt.Sub(now)
+	return at.Sub(now)
 }
 
 // short cuts s to 120 characters for a one-line text.

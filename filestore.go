@@ -777,6 +777,46 @@ func (s *FileStore) setLimitLocked(label string, n int) error {
 	return nil
 }
 
+// SetLivenessDefault sets label's default liveness; see
+// [LivenessDefaulter]. The defaults are kept in the meta file, beside the
+// limits.
+func (s *FileStore) SetLivenessDefault(ctx context.Context, label string, d LivenessDefault) error {
+	if err := Rules.LivenessDefaultArgs(label, d); err != nil {
+		return err
+	}
+	if err := s.acquire(ctx, true); err != nil {
+		return err
+	}
+	err := func() error {
+		if err := s.readMeta(); err != nil {
+			return err
+		}
+		if s.metaErr != nil {
+			return s.metaErr
+		}
+		old := s.g.liveness
+		s.g.liveness = withDefault(old, label, d)
+		if err := s.writeMeta(s.hwm); err != nil {
+			s.g.liveness = old // not written: as before
+			return err
+		}
+		return nil
+	}()
+	s.afterUnlock(s.unlock())
+	return err
+}
+
+// LivenessDefaults returns the liveness defaults by label; see
+// [LivenessDefaulter].
+func (s *FileStore) LivenessDefaults(ctx context.Context) (map[string]LivenessDefault, error) {
+	var out map[string]LivenessDefault
+	err := s.read(ctx, nil, func(g *graph) error {
+		out = copyLiveness(g.liveness)
+		return nil
+	})
+	return out, err
+}
+
 // Limits returns the concurrency limits by label; see [Limiter].
 func (s *FileStore) Limits(ctx context.Context) (map[string]int, error) {
 	var out map[string]int

@@ -59,16 +59,16 @@ func normal(t *Task) Task {
 	if len(c.BlockedBy) == 0 {
 		c.BlockedBy = nil
 	}
-	if c.unknown != nil { // compare unknown values as JSON, not as layout
+	if c.unknownFields() != nil { // compare unknown values as JSON, not as layout
 		u := map[string]json.RawMessage{}
-		for k, v := range c.unknown {
+		for k, v := range c.unknownFields() {
 			var b bytes.Buffer
 			if json.Compact(&b, v) != nil {
 				b.Write(v)
 			}
 			u[k] = b.Bytes()
 		}
-		c.unknown = u
+		c.Extra.unknown = u
 	}
 	return c
 }

@@ -188,7 +188,15 @@ func (m *merger) merge() *Task {
 		out.Labels = nil
 	}
 	out.Metadata = mergeMap(m, "metadata", b.Metadata, o.Metadata, th.Metadata)
-	out.unknown = mergeMap(m, "field", b.unknown, o.unknown, th.unknown)
+	bx, ox, tx := b.extra(), o.extra(), th.extra()
+	setLiveness(&out, pick(m, "maxRuntime", bx.MaxRuntime, ox.MaxRuntime, tx.MaxRuntime, same),
+		pick(m, "progressWindow", bx.ProgressWindow, ox.ProgressWindow, tx.ProgressWindow, same))
+	if u := mergeMap(m, "field", bx.unknown, ox.unknown, tx.unknown); len(u) > 0 {
+		out.editExtra().unknown = u
+	} else if out.Extra != nil {
+		out.Extra.unknown = nil
+		out.tidy()
+	}
 	m.mergeState(&out)
 	out.Notes = mergeLog(o.Notes, th.Notes, func(n Note) time.Time { return n.At }, func(n Note) Note { n.At = n.At.UTC(); return n })
 	if len(out.Notes) > MaxNotes {
@@ -377,6 +385,42 @@ func mergeMeta(base, ours, theirs []byte) ([]byte, []string, error) {
 			}
 		}
 	}
+	bl, ol, tl := ms[0].Liveness, ms[1].Liveness, ms[2].Liveness
+	for _, side := range []map[string]metaLiveness{ol, tl} {
+		for l := range side {
+			bv, ov, tv := bl[l], ol[l], tl[l]
+			v := ov
+			switch {
+			case ov == tv, tv == bv:
+			case ov == bv:
+				v = tv
+			default: // both changed it: the stricter limit of each, a removal losing to a change
+				v = metaLiveness{stricter(ov.MaxRuntime, tv.MaxRuntime), stricter(ov.ProgressWindow, tv.ProgressWindow)}
+			}
+			if v != (metaLiveness{}) {
+				if out.Liveness == nil {
+					out.Liveness = map[string]metaLiveness{}
+				}
+				out.Liveness[l] = v
+			}
+		}
+	}
 	data, _ := json.Marshal(out)
 	return append(data, '\n'), nil, nil
+}
+
+// stricter is the shorter of two durations of the meta file ("" none),
+// a duration winning over none.
+func stricter(a, b string) string {
+	da, ea := time.ParseDuration(a)
+	db, eb := time.ParseDuration(b)
+	switch {
+	case a == "" || ea != nil:
+		return b
+	case b == "" || eb != nil:
+		return a
+	case db < da:
+		return b
+	}
+	return a
 }

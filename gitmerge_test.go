@@ -152,7 +152,7 @@ func TestMergeMetadataAndUnknownFieldsKeyByKey(t *testing.T) {
 	got, conflicts := merged(t, baseFile, oursFile, file(t, theirs))
 	assert.Empty(t, conflicts)
 	assert.Equal(t, map[string]any{"a": 2.0, "c": true}, got.Metadata, "a changed by ours, b removed and c added by theirs")
-	assert.Equal(t, json.RawMessage("1"), got.unknown["x-ours"])
+	assert.Equal(t, json.RawMessage("1"), got.unknownFields()["x-ours"])
 }
 
 func TestMergeTwoTasksUnderOneIDIsAConflict(t *testing.T) {
@@ -240,4 +240,60 @@ func TestMergeScheduleAndParent(t *testing.T) {
 	got, _ = merged(t, file(t, base), file(t, failed), file(t, claimed))
 	assert.Equal(t, Failed, got.Status)
 	assert.Equal(t, 3, got.Attempts)
+}
+
+// TestMergeLiveness: MaxRuntime and ProgressWindow merge as every other
+// value: the side that changed one wins, both changed it differently the
+// later write; a side that cleared both leaves no Extra; unknown fields
+// beside them are kept. The clean filter keeps them (they do not move on
+// a renewal).
+func TestMergeLiveness(t *testing.T) {
+	base := Task{UpdatedAt: t0, Extra: &Extra{MaxRuntime: time.Hour}}
+	ours := base
+	ours.Extra, ours.UpdatedAt = &Extra{MaxRuntime: 2 * time.Hour}, t0.Add(time.Minute)
+	theirs := base
+	theirs.Extra, theirs.UpdatedAt = &Extra{MaxRuntime: time.Hour, ProgressWindow: 30 * time.Minute}, t0.Add(2*time.Minute)
+	oursFile := []byte(strings.Replace(string(file(t, ours)), "\n}\n", ",\n  \"x-ours\": 1\n}\n", 1))
+	got, conflicts := merged(t, file(t, base), oursFile, file(t, theirs))
+	assert.Empty(t, conflicts)
+	require.NotNil(t, got.Extra)
+	assert.Equal(t, 2*time.Hour, got.Extra.MaxRuntime, "only ours changed it")
+	assert.Equal(t, 30*time.Minute, got.Extra.ProgressWindow, "only theirs set it")
+	assert.Equal(t, json.RawMessage("1"), got.unknownFields()["x-ours"])
+
+	theirs.Extra = &Extra{MaxRuntime: 3 * time.Hour}
+	got, _ = merged(t, file(t, base), file(t, ours), file(t, theirs))
+	assert.Equal(t, 3*time.Hour, got.Extra.MaxRuntime, "both changed it: the later write")
+
+	theirs.Extra = nil
+	got, _ = merged(t, file(t, base), file(t, base), file(t, theirs))
+	assert.Nil(t, got.Extra, "cleared on one side, untouched on the other: no Extra")
+
+	claimed := Task{Status: InProgress, Owner: "ann", ClaimedAt: t0, LeaseExpiresAt: t0.Add(time.Minute), Rev: 4,
+		Extra: &Extra{MaxRuntime: time.Hour, ProgressWindow: time.Minute}}
+	clean, err := decodeTask(7, CleanTaskFile(".tasks/task_7.json", file(t, claimed)))
+	require.NoError(t, err)
+	assert.Equal(t, claimed.Extra, clean.Extra, "the clean filter keeps the limits")
+	assert.True(t, clean.LeaseExpiresAt.IsZero(), "and drops the lease, as before")
+}
+
+// TestMergeMetaLiveness: the labels' liveness defaults in the meta file
+// merge label by label: a change on one side is kept, a change on both
+// keeps the stricter (shorter) limit of each, and a removal on one side
+// loses to a change on the other.
+func TestMergeMetaLiveness(t *testing.T) {
+	base := []byte(`{"highWater": 3, "liveness": {"a": {"maxRuntime": "1h"}, "b": {"progressWindow": "10m"}, "c": {"maxRuntime": "2h"}}}`)
+	ours := []byte(`{"highWater": 5, "liveness": {"a": {"maxRuntime": "30m"}, "b": {"progressWindow": "10m"}, "c": {"maxRuntime": "1h"}}}`)
+	theirs := []byte(`{"highWater": 4, "liveness": {"a": {"maxRuntime": "45m", "progressWindow": "5m"}, "c": {"maxRuntime": "2h"}, "d": {"maxRuntime": "3h"}}}`)
+	out, conflicts, err := MergeTaskFiles(".tasks/"+metaFileName, base, ours, theirs)
+	require.NoError(t, err)
+	assert.Empty(t, conflicts)
+	m, err := parseMetaFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, ID(5), m.HighWater)
+	assert.Equal(t, map[string]metaLiveness{
+		"a": {MaxRuntime: "30m", ProgressWindow: "5m"}, // both changed: the stricter of each
+		"c": {MaxRuntime: "1h"},                        // only ours changed it
+		"d": {MaxRuntime: "3h"},                        // theirs added it
+	}, m.Liveness, "b: removed by theirs, unchanged by ours")
 }

@@ -31,14 +31,15 @@ type graph struct {
 	// alloc, if set, gives the first of n new ids (FileStore.allocator);
 	// else they follow the highest id ever seen.
 	alloc    func(g *graph, n int) (ID, error)
-	leased   map[ID]bool     // in_progress tasks with a lease
-	deferred map[ID]bool     // pending tasks with a NotBefore, past or to come
-	running  map[ID]bool     // in_progress tasks
-	limits   map[string]int  // the concurrency limits by label (Limiter); nil: none
-	byLimit  *limitQueues    // the ready tasks split by the limited labels they carry; nil until a ClaimNext needs it
-	broken   map[ID]error    // ids whose file exists but is corrupt (FileStore only)
-	keys     map[string][]ID // key -> sorted ids of the tasks with it (more than one only if hand-edited)
-	children map[ID][]ID     // parent -> sorted ids of the tasks that name it (Task.Parent), even if it is missing
+	leased   map[ID]bool                // in_progress tasks with a lease
+	deferred map[ID]bool                // pending tasks with a NotBefore, past or to come
+	running  map[ID]bool                // in_progress tasks
+	limits   map[string]int             // the concurrency limits by label (Limiter); nil: none
+	liveness map[string]LivenessDefault // the liveness defaults by label (LivenessDefaulter); nil: none
+	byLimit  *limitQueues               // the ready tasks split by the limited labels they carry; nil until a ClaimNext needs it
+	broken   map[ID]error               // ids whose file exists but is corrupt (FileStore only)
+	keys     map[string][]ID            // key -> sorted ids of the tasks with it (more than one only if hand-edited)
+	children map[ID][]ID                // parent -> sorted ids of the tasks that name it (Task.Parent), even if it is missing
 	// early holds the completed tasks out of order (Rules.OutOfOrder):
 	// they do not count as completed for their dependents. Empty but
 	// after a merge or a hand edit, so readiness checks it only then.
@@ -204,7 +205,7 @@ func (g *graph) index(t *Task) {
 		g.markParent(t.Parent)
 	}
 	g.maxID = max(g.maxID, t.ID)
-	if t.Status == InProgress && !t.LeaseExpiresAt.IsZero() {
+	if t.Status == InProgress && !t.LapsesAt().IsZero() {
 		g.leased[t.ID] = true
 	} else {
 		delete(g.leased, t.ID)

@@ -66,9 +66,9 @@ func (Rulebook) Limited(t *Task, limits map[string]int, held func(label string) 
 }
 
 // Holds reports whether t, at now, counts against its labels' limits: it
-// is in progress, and its lease (if any) has not lapsed.
+// is in progress, and its claim has not lapsed (see Lapse).
 func (t *Task) Holds(now time.Time) bool {
-	return t.Status == InProgress && (t.LeaseExpiresAt.IsZero() || now.Before(t.LeaseExpiresAt))
+	return t.Status == InProgress && !t.Lapsed(now)
 }
 
 // WithLimits makes Board (and Resolve) hold back the ready tasks whose

@@ -141,6 +141,29 @@ func (m *MemStore) Limits(ctx context.Context) (map[string]int, error) {
 	return out, err
 }
 
+// SetLivenessDefault sets label's default liveness; see
+// [LivenessDefaulter].
+func (m *MemStore) SetLivenessDefault(ctx context.Context, label string, d LivenessDefault) error {
+	if err := Rules.LivenessDefaultArgs(label, d); err != nil {
+		return err
+	}
+	return m.read(ctx, nil, func(g *graph) error {
+		g.liveness = withDefault(g.liveness, label, d)
+		return nil
+	})
+}
+
+// LivenessDefaults returns the liveness defaults by label; see
+// [LivenessDefaulter].
+func (m *MemStore) LivenessDefaults(ctx context.Context) (map[string]LivenessDefault, error) {
+	var out map[string]LivenessDefault
+	err := m.read(ctx, nil, func(g *graph) error {
+		out = copyLiveness(g.liveness)
+		return nil
+	})
+	return out, err
+}
+
 // Note appends a note to a task; see [Noter].
 func (m *MemStore) Note(ctx context.Context, id ID, author, text string) (Task, error) {
 	return ops{m}.Note(ctx, id, author, text)

@@ -105,6 +105,7 @@ func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
 	if err := Rules.CreateArgs(nt); err != nil {
 		return nil, err
 	}
+	nt = Rules.DefaultLiveness([]NewTask{nt}, g.liveness)[0]
 	family, err := Rules.Family([]NewTask{nt})
 	if err != nil {
 		return nil, err
@@ -149,7 +150,7 @@ func (g *graph) planCreatePlan(nts []NewTask, now time.Time) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl, err := Rules.Plan(nts, first, now, g.exists, g.keyed)
+	pl, err := Rules.Plan(Rules.DefaultLiveness(nts, g.liveness), first, now, g.exists, g.keyed)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +293,7 @@ func (g *graph) planClaimNext(owner string, lease time.Duration, labels []string
 	var lapsed []*Task
 	for id := range g.leased {
 		t := g.tasks[id]
-		if Rules.Blocked(t, g.status, g.isEarly) == nil && !now.Before(t.LeaseExpiresAt) && hasLabels(t.Labels, labels) &&
+		if Rules.Blocked(t, g.status, g.isEarly) == nil && t.Lapsed(now) && hasLabels(t.Labels, labels) &&
 			(under == 0 || g.under(id, under)) {
 			lapsed = append(lapsed, t)
 		}

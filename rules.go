@@ -206,6 +206,9 @@ func (Rulebook) CreateArgs(nt NewTask) error {
 	if err := Rules.Schedule("", nt.MaxAttempts, nt.Backoff); err != nil {
 		return err
 	}
+	if err := Rules.Liveness("", nt.MaxRuntime, nt.ProgressWindow); err != nil {
+		return err
+	}
 	if err := underArgs(nt); err != nil {
 		return err
 	}
@@ -422,6 +425,16 @@ func (Rulebook) PatchArgs(p Patch) error {
 			return err
 		}
 	}
+	if p.MaxRuntime != nil {
+		if err := Rules.Liveness("", *p.MaxRuntime, 0); err != nil {
+			return err
+		}
+	}
+	if p.ProgressWindow != nil {
+		if err := Rules.Liveness("", 0, *p.ProgressWindow); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -532,13 +545,17 @@ func create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(st
 	}
 	labels, _ := Rules.Labels("labels", nt.Labels) // valid: CreateArgs
 	prio := nt.Priority                            // the zero value is DefaultPriority
-	return &Task{
+	t := &Task{
 		ID: id, Subject: nt.Subject, Description: nt.Description, Status: Pending, Owner: nt.Owner,
 		BlockedBy: addIDs(addIDs(nil, nt.BlockedBy), after), Metadata: meta,
 		CreatedAt: now, UpdatedAt: now, Rev: 1,
 		Priority: prio, Labels: labels, Key: nt.Key, Parent: parent,
 		MaxAttempts: nt.MaxAttempts, Backoff: nt.Backoff, NotBefore: nt.NotBefore, Due: nt.Due,
-	}, nil
+	}
+	if nt.MaxRuntime != 0 || nt.ProgressWindow != 0 {
+		setLiveness(t, nt.MaxRuntime.Truncate(time.Microsecond), nt.ProgressWindow.Truncate(time.Microsecond))
+	}
+	return t, nil
 }
 
 // resolveAfter returns the ids that the references of NewTask.After name,
@@ -778,6 +795,16 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 	if p.Backoff != nil {
 		t.Backoff = *p.Backoff
 	}
+	if p.MaxRuntime != nil || p.ProgressWindow != nil {
+		x := t.extra()
+		if p.MaxRuntime != nil {
+			x.MaxRuntime = p.MaxRuntime.Truncate(time.Microsecond)
+		}
+		if p.ProgressWindow != nil {
+			x.ProgressWindow = p.ProgressWindow.Truncate(time.Microsecond)
+		}
+		setLiveness(t, x.MaxRuntime, x.ProgressWindow)
+	}
 	if p.Status == nil || *p.Status == t.Status {
 		return false, nil
 	}
@@ -838,7 +865,7 @@ func patchedFields(p Patch) []string {
 		{"blockedBy", len(p.AddBlockedBy)+len(p.RemoveBlockedBy) > 0}, {"blocks", len(p.AddBlocks)+len(p.RemoveBlocks) > 0},
 		{"metadata", p.Metadata != nil}, {"priority", p.Priority != nil}, {"labels", p.Labels != nil},
 		{"notBefore", p.NotBefore != nil}, {"due", p.Due != nil}, {"maxAttempts", p.MaxAttempts != nil}, {"backoff", p.Backoff != nil},
-		{"parent", p.Parent != nil},
+		{"parent", p.Parent != nil}, {"maxRuntime", p.MaxRuntime != nil}, {"progressWindow", p.ProgressWindow != nil},
 	} {
 		if f.set {
 			out = append(out, f.name)
@@ -933,14 +960,15 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 			return false, &DeferredError{ID: t.ID, Until: t.NotBefore}
 		}
 	case InProgress:
-		expired := !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt)
+		expired := t.Lapsed(now) // its lease, its MaxRuntime or its ProgressWindow
 		switch {
 		case t.Owner == owner && lease == 0 && !expired:
 			return false, nil // already ours: nothing to write
 		case t.Owner == owner && !expired:
 		case expired: // by anyone, its holder too: a restarted agent of the same name is a new attempt
-			record(t, t.LeaseExpiresAt, HistoryLapsed, t.Owner, "")
-			if t.MaxAttempts > 0 && !lapseAttempt(t) {
+			why := lapseReason(t)
+			record(t, t.LapsesAt(), HistoryLapsed, t.Owner, why)
+			if t.MaxAttempts > 0 && !lapseAttempt(t, why) {
 				advance(t, now)
 				record(t, now, HistoryFailed, "", t.Reason)
 				return true, &GaveUpError{ID: t.ID, Attempts: t.Attempts, Reason: t.Reason}
@@ -977,12 +1005,21 @@ func (Rulebook) ClaimTransition(owner string, lease time.Duration, now time.Time
 }
 
 // Renew extends the lease of t, which owner must hold, to ttl from now.
+// A claim its MaxRuntime or its no-progress window has ended is not
+// renewed (*LapsedError): only the lease is extended by renewals.
 func (Rulebook) Renew(t *Task, owner string, ttl time.Duration, now time.Time) error {
 	if err := Rules.RenewArgs(ttl); err != nil {
 		return err
 	}
 	if err := holder(t, owner, true); err != nil {
 		return err
+	}
+	// A lease that expired may be renewed until someone else claims the
+	// task; a claim that ran past its MaxRuntime or went without progress
+	// for its window may not: renewing is what a hung agent's harness
+	// keeps doing.
+	if at, clock := t.Lapse(); clock != ClockLease && !now.Before(at) {
+		return &LapsedError{ID: t.ID, Owner: t.Owner, Clock: clock, At: at, Reason: lapseReason(t)}
 	}
 	// A new version, but not a change of the task: UpdatedAt stays, so
 	// that only the lease (which a graph kept in git leaves out of its

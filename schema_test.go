@@ -61,7 +61,7 @@ func TestTaskFileSchema(t *testing.T) {
 		NotBefore: at, Due: at.Add(time.Hour), MaxAttempts: 3, Attempts: 2, Backoff: 90 * time.Second,
 		Notes:   []Note{{At: at, Author: "a", Text: "tried x"}},
 		History: []Transition{{At: at, Event: HistoryClaimed, By: "me", Detail: "lease 1m0s"}, {At: at, Event: HistoryEarlier, Count: 4}},
-		unknown: map[string]json.RawMessage{"x-extra": json.RawMessage(`{"k":[1,2]}`)},
+		Extra:   &Extra{MaxRuntime: 2 * time.Hour, ProgressWindow: 30 * time.Minute, unknown: map[string]json.RawMessage{"x-extra": json.RawMessage(`{"k":[1,2]}`)}},
 	}
 	for _, task := range []Task{full, {ID: 2, Subject: "bare", Status: Completed, Priority: P4}} {
 		data, err := encodeTask(&task)

@@ -37,7 +37,7 @@ const (
 // snapshotMagic starts a snapshot; the version changes with the encoding,
 // and with what a read of a task file accepts (3: Rules.Bounded, UTF-8
 // only), so that no snapshot hands out a task its file no longer gives.
-const snapshotMagic = "taskgraph snapshot 3\n"
+const snapshotMagic = "taskgraph snapshot 4\n"
 
 // snapshotMin is how many task files a scan must have read (not taken
 // from the snapshot) before it writes a new one: below it, reading them
@@ -102,10 +102,11 @@ func encodeSnapshot(g *graph, stamps map[ID]stamp) []byte {
 			data, _ := json.Marshal(x) // plain values: it marshals
 			e.str(string(data))
 		}
-		e.uint(uint64(len(t.unknown)))
-		for _, k := range slices.Sorted(maps.Keys(t.unknown)) {
+		unknown := t.unknownFields()
+		e.uint(uint64(len(unknown)))
+		for _, k := range slices.Sorted(maps.Keys(unknown)) {
 			e.str(k)
-			e.str(string(t.unknown[k]))
+			e.str(string(unknown[k]))
 		}
 	}
 	return binary.LittleEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
@@ -122,19 +123,26 @@ type snapExtras struct {
 	Attempts    int           `json:"a,omitempty"`
 	Backoff     time.Duration `json:"b,omitempty"`
 	Parent      ID            `json:"p,omitempty"`
+	MaxRuntime  time.Duration `json:"mr,omitempty"`
+	Window      time.Duration `json:"pw,omitempty"`
 }
 
 func extrasOf(t *Task) snapExtras {
-	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent}
+	x := t.extra()
+	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent, x.MaxRuntime, x.ProgressWindow}
 }
 
 func (x snapExtras) empty() bool {
-	return len(x.Notes)+len(x.History) == 0 && x.NotBefore.IsZero() && x.Due.IsZero() && x.MaxAttempts == 0 && x.Attempts == 0 && x.Backoff == 0 && x.Parent == 0
+	return len(x.Notes)+len(x.History) == 0 && x.NotBefore.IsZero() && x.Due.IsZero() && x.MaxAttempts == 0 && x.Attempts == 0 && x.Backoff == 0 && x.Parent == 0 &&
+		x.MaxRuntime == 0 && x.Window == 0
 }
 
 func (x snapExtras) apply(t *Task) {
 	t.Notes, t.History = nilIfEmpty(x.Notes), nilIfEmpty(x.History)
 	t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent = x.NotBefore, x.Due, x.MaxAttempts, x.Attempts, x.Backoff, x.Parent
+	if x.MaxRuntime != 0 || x.Window != 0 {
+		setLiveness(t, x.MaxRuntime, x.Window)
+	}
 }
 
 // decodeSnapshot returns the entries of a snapshot, or an error if it is
@@ -189,10 +197,11 @@ func decodeSnapshot(data []byte) ([]snapshotEntry, error) {
 			x.apply(t)
 		}
 		if k := d.uint(); k > 0 && k <= uint64(len(d.b)) {
-			t.unknown = make(map[string]json.RawMessage, k)
+			x := t.editExtra()
+			x.unknown = make(map[string]json.RawMessage, k)
 			for range k {
 				key := d.str()
-				t.unknown[key] = json.RawMessage(d.str())
+				x.unknown[key] = json.RawMessage(d.str())
 			}
 		}
 		if d.err != nil {

@@ -27,7 +27,7 @@ func snapshotTasks() []*Task {
 			BlockedBy: []ID{1}, Labels: []string{"a", "b"}, Key: "k", Priority: P0, Rev: 7,
 			CreatedAt: at, UpdatedAt: at.In(plus2), ClaimedAt: at, LeaseExpiresAt: at.Add(time.Hour),
 			Metadata: map[string]any{"n": 1.5, "s": "x", "nested": map[string]any{"l": []any{true, nil, "y"}}},
-			unknown:  map[string]json.RawMessage{"x-extra": json.RawMessage(`{"a": [1, 2]}`)}},
+			Extra:    &Extra{MaxRuntime: time.Hour, ProgressWindow: time.Minute, unknown: map[string]json.RawMessage{"x-extra": json.RawMessage(`{"a": [1, 2]}`)}}},
 		{ID: 3, Subject: "empty edges", Status: Failed, Reason: "r", BlockedBy: []ID{}, Priority: P4},
 		{ID: 482193000001, Subject: "a clone's id", Status: Completed, Result: "done", Priority: DefaultPriority},
 	}

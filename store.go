@@ -589,8 +589,10 @@ const (
 	Updated   EventKind = "updated"
 	Deleted   EventKind = "deleted"
 	Unblocked EventKind = "unblocked" // became ready: pending with every blocker completed
-	// Lapsed reports that a claim's lease expired: anyone may now claim the
-	// task. Nothing was written; the watcher computes it from the lease.
+	// Lapsed reports that a claim lapsed — its lease expired, or its max
+	// runtime or no-progress window ran out, which Task.Lapse of the
+	// event's task names — and anyone may now claim the task. Nothing was
+	// written; the watcher computes it from the task.
 	Lapsed EventKind = "lapsed"
 	// Undeferred reports that a deferred task's NotBefore has come (a
 	// deferral, or a retry's backoff): it is ready now unless a blocker

@@ -116,7 +116,6 @@
 package taskgraph
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -304,9 +303,10 @@ type Task struct {
 	// (Overdue), never enforced. Zero: none.
 	Due time.Time
 
-	// unknown holds the JSON fields of the task file that taskgraph does
-	// not know, so that rewriting the file keeps them.
-	unknown map[string]json.RawMessage
+	// Extra holds what few tasks set (liveness limits: MaxRuntime,
+	// ProgressWindow), behind one pointer so that a task without any
+	// costs one word; nil when none is set. See [Extra].
+	Extra *Extra `json:",omitempty"`
 }
 
 // NewTask describes a task to create.
@@ -343,6 +343,10 @@ type NewTask struct {
 	// task, or an existing id written "#12" or "12". They are added to
 	// BlockedBy.
 	After []string
+	// MaxRuntime and ProgressWindow are the task's liveness limits (see
+	// Extra); 0: none.
+	MaxRuntime     time.Duration
+	ProgressWindow time.Duration
 }
 
 // Patch is a partial update: nil pointers and empty slices leave a field as
@@ -374,6 +378,11 @@ type Patch struct {
 	Due         *time.Time
 	MaxAttempts *int
 	Backoff     *time.Duration
+	// MaxRuntime and ProgressWindow, if not nil, set the task's liveness
+	// limits (see Extra); 0 clears one. A claim in progress is judged by
+	// the new values from then on.
+	MaxRuntime     *time.Duration
+	ProgressWindow *time.Duration
 
 	// Parent, if not nil, makes the task a child of that task (one that
 	// exists, not the task itself), or of none if it is 0: in the same
@@ -455,7 +464,11 @@ func (t Task) clone() Task {
 	t.Labels = slices.Clone(t.Labels)
 	t.Notes = slices.Clone(t.Notes)
 	t.History = slices.Clone(t.History)
-	return t // unknown is never modified in place, so it may be shared
+	if t.Extra != nil {
+		x := *t.Extra // its unknown fields are never modified in place, so they may be shared
+		t.Extra = &x
+	}
+	return t
 }
 
 // normalizeMetadata returns m as JSON would read it back (numbers as

@@ -176,7 +176,7 @@ func awaitWork(ctx context.Context, s Store, events *<-chan Event, cfg workConfi
 			return Board{}, err
 		}
 		now := time.Now()
-		lapsed := func(t Task) bool { return t.LeaseExpiresAt.After(since) && !t.LeaseExpiresAt.After(now) }
+		lapsed := func(t Task) bool { at := t.LapsesAt(); return at.After(since) && !at.After(now) }
 		// (A lapse that was due says nothing if the task ended meanwhile:
 		// a board of only ended tasks would read as finished.)
 		if due && !b.Finished() || len(b.Ready) > 0 || slices.ContainsFunc(b.InProgress, lapsed) {
@@ -318,10 +318,11 @@ func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now
 	}
 	toLapse := time.Duration(-1)
 	for _, t := range b.InProgress {
-		if t.LeaseExpiresAt.IsZero() {
+		at := t.LapsesAt()
+		if at.IsZero() {
 			continue
 		}
-		left := t.LeaseExpiresAt.Sub(now)
+		left := at.Sub(now)
 		if left <= 0 {
 			left = lapseRecheck // lapsed already, and ClaimNext did not take it
 		}
@@ -360,7 +361,9 @@ func wait(ctx context.Context, events <-chan Event, b Board, cfg workConfig, now
 }
 
 // KeepAlive renews owner's lease on task id to ttl every ttl/3 until stop is
-// called, for harnesses that run their own loop. The returned ctx is
+// called, for harnesses that run their own loop; and once more when the
+// claim's MaxRuntime or no-progress window would end it before the next
+// renewal (Task.Lapse), so that its end is known at once. The returned ctx is
 // cancelled, with the renewal error as its cause, if the lease cannot be
 // renewed (the claim was lost); work on the task should then stop. stop
 // ends the renewals, waits for the last one, and returns the error that
@@ -373,28 +376,46 @@ func KeepAlive(ctx context.Context, s Store, id ID, owner string, ttl time.Durat
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(max(ttl/3, time.Millisecond))
-		defer tick.Stop()
+		every := max(ttl/3, time.Millisecond)
+		// A claim that its max runtime or no-progress window ends before
+		// the next renewal is renewed then, so that its holder learns at
+		// once that it lost it (the renewal is refused: ErrLapsed).
+		next := func(t Task) time.Duration {
+			if at, c := t.Lapse(); c != ClockLease && t.Status == InProgress {
+				return min(every, max(time.Until(at), time.Millisecond))
+			}
+			return every
+		}
+		wait := every
+		if t, err := s.Get(tctx, id); err == nil {
+			wait = next(t)
+		}
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
 		for {
 			select {
 			case <-quit:
 				return
 			case <-tctx.Done():
 				return
-			case <-tick.C:
+			case <-timer.C:
 			}
-			if _, err := s.Renew(tctx, id, owner, ttl); err != nil {
-				if tctx.Err() != nil {
-					return
-				}
-				if errors.Is(err, ErrClaimed) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
-					lost = err
-					cancel(fmt.Errorf("taskgraph: the claim on task %d was lost: %w", id, err))
-					return
-				}
-				// A passing failure (a busy disk, a dropped connection):
-				// the lease still runs; try again on the next tick.
+			t, err := s.Renew(tctx, id, owner, ttl)
+			if err == nil {
+				timer.Reset(next(t))
+				continue
 			}
+			if tctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, ErrClaimed) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) || errors.Is(err, ErrLapsed) {
+				lost = err
+				cancel(fmt.Errorf("taskgraph: the claim on task %d was lost: %w", id, err))
+				return
+			}
+			// A passing failure (a busy disk, a dropped connection):
+			// the lease still runs; try again on the next tick.
+			timer.Reset(every)
 		}
 	}()
 	var once sync.Once

@@ -98,8 +98,12 @@ func (h handlers) wait(ctx context.Context, raw json.RawMessage) (reply, error) 
 		}
 	}
 	for _, t := range b.InProgress {
-		if forMe.Match(&t, false) && !t.LeaseExpiresAt.IsZero() && !t.LeaseExpiresAt.After(now) {
-			return ready(t, fmt.Sprintf("Ready: #%d %s (the lease of %q lapsed). Claim it with task_claim_next.", t.ID, t.Subject, t.Owner)), nil
+		if forMe.Match(&t, false) && t.Lapsed(now) {
+			what := "the lease"
+			if _, c := t.Lapse(); c != taskgraph.ClockLease {
+				what = "the claim" // its max runtime or no-progress window ran out
+			}
+			return ready(t, fmt.Sprintf("Ready: #%d %s (%s of %q lapsed). Claim it with task_claim_next.", t.ID, t.Subject, what, t.Owner)), nil
 		}
 	}
 	// Await saw something claimable that is gone by now: taken by another.
@@ -176,7 +180,7 @@ func (h handlers) standing(b taskgraph.Board, labels []string, now time.Time) st
 			continue
 		}
 		others++
-		if e := t.LeaseExpiresAt; e.After(now) && (next.IsZero() || e.Before(next)) {
+		if e := t.LapsesAt(); e.After(now) && (next.IsZero() || e.Before(next)) {
 			next = e
 		}
 	}

@@ -247,6 +247,21 @@ func (st *state) appendTask(b []byte, e *entry) []byte {
 	if d.lapsed {
 		b = append(b, `,"leaseLapsed":true`...)
 	}
+	if at, c := clockOf(t); c != "" {
+		b = tm(b, "lapsesAt", at)
+		b = str(b, "clock", c, true)
+	}
+	if t.Extra != nil {
+		for _, n := range []struct {
+			name string
+			d    time.Duration
+		}{{"maxRuntime", t.Extra.MaxRuntime}, {"progressWindow", t.Extra.ProgressWindow}} {
+			if n.d != 0 {
+				b = append(b, `,"`+n.name+`":`...)
+				b = strconv.AppendInt(b, int64(n.d), 10)
+			}
+		}
+	}
 	b = str(b, "prevOwner", t.PrevOwner, true)
 	b = append(b, `,"rev":`...)
 	b = strconv.AppendInt(b, t.Rev, 10)

@@ -44,7 +44,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	lapsed := 0
 	now := time.Now()
 	for _, t := range b.InProgress {
-		if !t.LeaseExpiresAt.IsZero() && !t.LeaseExpiresAt.After(now) {
+		if t.Lapsed(now) {
 			lapsed++
 		}
 	}

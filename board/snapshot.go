@@ -86,11 +86,21 @@ type TaskView struct {
 	UpdatedAt      time.Time      `json:"updatedAt,omitzero"`
 	ClaimedAt      time.Time      `json:"claimedAt,omitzero"`
 	LeaseExpiresAt time.Time      `json:"leaseExpiresAt,omitzero"`
-	// LeaseLapsed is set when the claim's lease has expired: anyone may
-	// claim the task, and its owner may be gone.
-	LeaseLapsed bool   `json:"leaseLapsed,omitempty"`
-	PrevOwner   string `json:"prevOwner,omitempty"`
-	Rev         int64  `json:"rev"`
+	// LeaseLapsed is set when the claim has lapsed (taskgraph.Task.Lapse):
+	// its lease expired, or its max runtime or no-progress window ran
+	// out; anyone may claim the task, and its owner may be gone.
+	LeaseLapsed bool `json:"leaseLapsed,omitempty"`
+	// LapsesAt and Clock say, for a claim that its max runtime or its
+	// no-progress window ends before its lease (Clock "runtime" or
+	// "progress"), when it lapses; unset when the lease is what ends it.
+	LapsesAt time.Time `json:"lapsesAt,omitzero"`
+	Clock    string    `json:"clock,omitempty"`
+	// MaxRuntime and ProgressWindow are the task's liveness limits, in
+	// nanoseconds (taskgraph.Extra); 0 when unset.
+	MaxRuntime     time.Duration `json:"maxRuntime,omitempty"`
+	ProgressWindow time.Duration `json:"progressWindow,omitempty"`
+	PrevOwner      string        `json:"prevOwner,omitempty"`
+	Rev            int64         `json:"rev"`
 	// NotBefore, Due, Attempts and MaxAttempts are the task's schedule
 	// (taskgraph.Task); zero when unset.
 	// Parent is the task this one is part of (taskgraph.Task.Parent).
@@ -147,6 +157,18 @@ func (s *Server) Snapshot(ctx context.Context) (Snapshot, error) {
 	return st.snapshot(s), nil
 }
 
+// clockOf returns when the claim of t lapses and by which clock, if it
+// is in progress and a clock other than its lease ends it first.
+func clockOf(t *taskgraph.Task) (time.Time, string) {
+	if t.Status != taskgraph.InProgress || t.Extra == nil {
+		return time.Time{}, ""
+	}
+	if at, c := t.Lapse(); c != taskgraph.ClockLease {
+		return at, string(c)
+	}
+	return time.Time{}, ""
+}
+
 func view(t taskgraph.Task, state taskgraph.State, status map[taskgraph.ID]taskgraph.Status, now time.Time) TaskView {
 	v := TaskView{
 		ID: t.ID, Subject: t.Subject, Description: t.Description, Status: t.Status, State: state,
@@ -157,8 +179,10 @@ func view(t taskgraph.Task, state taskgraph.State, status map[taskgraph.ID]taskg
 		Parent: t.Parent, NotBefore: t.NotBefore, Due: t.Due, Attempts: t.Attempts, MaxAttempts: t.MaxAttempts,
 		Notes: tail(t.Notes, detailNotes), History: tail(t.History, detailHistory),
 	}
-	if t.Status == taskgraph.InProgress && !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt) {
-		v.LeaseLapsed = true
+	v.LeaseLapsed = t.Lapsed(now)
+	v.LapsesAt, v.Clock = clockOf(&t)
+	if t.Extra != nil {
+		v.MaxRuntime, v.ProgressWindow = t.Extra.MaxRuntime, t.Extra.ProgressWindow
 	}
 	if t.Status == taskgraph.Pending && status != nil {
 		for _, b := range t.BlockedBy {

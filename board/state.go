@@ -254,9 +254,7 @@ func (st *state) derive() {
 func (st *state) deriveOne(e *entry, strands []taskgraph.ID, buf *[]byte) derived {
 	t := e.t
 	var d derived
-	if t.Status == taskgraph.InProgress && !t.LeaseExpiresAt.IsZero() && !st.now.Before(t.LeaseExpiresAt) {
-		d.lapsed = true
-	}
+	d.lapsed = t.Lapsed(st.now)
 	if t.Status == taskgraph.Pending {
 		for _, b := range t.BlockedBy {
 			bt := st.task(b)

@@ -200,6 +200,17 @@ func (g *guarded) SetLimit(ctx context.Context, label string, n int) error {
 	return g.s.SetLimit(ctx, label, n)
 }
 
+func (g *guarded) LivenessDefaults(ctx context.Context) (map[string]tg.LivenessDefault, error) {
+	return g.s.LivenessDefaults(ctx)
+}
+
+func (g *guarded) SetLivenessDefault(ctx context.Context, label string, d tg.LivenessDefault) error {
+	if err := g.who.may(admin); err != nil {
+		return err
+	}
+	return g.s.SetLivenessDefault(ctx, label, d)
+}
+
 func (g *guarded) Load(ctx context.Context, ts []tg.Task) error {
 	if err := g.who.may(admin); err != nil {
 		return err

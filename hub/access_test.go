@@ -34,6 +34,7 @@ var endpoints = []endpoint{
 	{"GET /v1/tasks", "GET", "/v1/tasks?status=pending", "", "", hub.Viewer},
 	{"GET /v1/board", "GET", "/v1/board", "", "", hub.Viewer},
 	{"GET /v1/limits", "GET", "/v1/limits", "", "", hub.Viewer},
+	{"GET /v1/liveness", "GET", "/v1/liveness", "", "", hub.Viewer},
 	{"GET /v1/events", "GET", "/v1/events", "", "", hub.Viewer},
 	{"GET /v1/whoami", "GET", "/v1/whoami", "", "", hub.Viewer},
 	{"POST /v1/tasks", "POST", "/v1/tasks", `{"Subject":"new","Owner":"me"}`, `{"Subject":"new","Owner":"bob"}`, hub.Agent},
@@ -50,6 +51,7 @@ var endpoints = []endpoint{
 	{"POST /v1/tasks/{id}/reopen", "POST", "/v1/tasks/4/reopen", `{}`, "", hub.Admin},
 	{"DELETE /v1/tasks/{id}", "DELETE", "/v1/tasks/1", "", "", hub.Admin},
 	{"PUT /v1/limits", "PUT", "/v1/limits", `{"Label":"db","N":2}`, "", hub.Admin},
+	{"PUT /v1/liveness", "PUT", "/v1/liveness", `{"Label":"db","MaxRuntime":3600000000000}`, "", hub.Admin},
 	{"POST /v1/load", "POST", "/v1/load", `[{"ID":100,"Subject":"loaded","Status":"pending"}]`, "", hub.Admin},
 }
 
@@ -80,7 +82,9 @@ func state(t *testing.T, s *tg.MemStore) string {
 	require.NoError(t, err)
 	limits, err := s.Limits(ctx)
 	require.NoError(t, err)
-	return fmt.Sprintf("%+v %v", all, limits)
+	defaults, err := s.LivenessDefaults(ctx)
+	require.NoError(t, err)
+	return fmt.Sprintf("%+v %v %v", all, limits, defaults)
 }
 
 // The access matrix: through every endpoint, a request without a token,

@@ -46,12 +46,13 @@ type Client struct {
 }
 
 var (
-	_ tg.Store   = (*Client)(nil)
-	_ tg.Loader  = (*Client)(nil)
-	_ tg.Noter   = (*Client)(nil)
-	_ tg.Limiter = (*Client)(nil)
-	_ tg.Watcher = (*Client)(nil)
-	_ Store      = (*Client)(nil)
+	_ tg.Store             = (*Client)(nil)
+	_ tg.Loader            = (*Client)(nil)
+	_ tg.Noter             = (*Client)(nil)
+	_ tg.Limiter           = (*Client)(nil)
+	_ tg.LivenessDefaulter = (*Client)(nil)
+	_ tg.Watcher           = (*Client)(nil)
+	_ Store                = (*Client)(nil)
 )
 
 // ClientOption configures a Client.
@@ -295,6 +296,19 @@ func (c *Client) Note(ctx context.Context, id tg.ID, author, text string) (tg.Ta
 func (c *Client) SetLimit(ctx context.Context, label string, n int) error {
 	return c.call(ctx, http.MethodPut, "/v1/limits", nil, LimitRequest{Label: label, N: n}, nil,
 		func() error { return tg.Rules.LimitArgs(label, n) })
+}
+
+// SetLivenessDefault implements tg.LivenessDefaulter.
+func (c *Client) SetLivenessDefault(ctx context.Context, label string, d tg.LivenessDefault) error {
+	return c.call(ctx, http.MethodPut, "/v1/liveness", nil, LivenessRequest{Label: label, MaxRuntime: d.MaxRuntime, ProgressWindow: d.ProgressWindow}, nil,
+		func() error { return tg.Rules.LivenessDefaultArgs(label, d) })
+}
+
+// LivenessDefaults implements tg.LivenessDefaulter.
+func (c *Client) LivenessDefaults(ctx context.Context) (map[string]tg.LivenessDefault, error) {
+	var m map[string]tg.LivenessDefault
+	err := c.call(ctx, http.MethodGet, "/v1/liveness", nil, nil, &m, nil)
+	return m, err
 }
 
 // Limits implements tg.Limiter.

@@ -28,6 +28,7 @@ type Store interface {
 	tg.Loader
 	tg.Noter
 	tg.Limiter
+	tg.LivenessDefaulter
 	tg.Watcher
 }
 
@@ -122,6 +123,7 @@ func (s *Server) route() {
 	})
 	s.handle("GET /v1/whoami", read, func(r *request) (any, error) { return r.who, nil })
 	s.handle("GET /v1/limits", read, func(r *request) (any, error) { return r.st.Limits(r.Context()) })
+	s.handle("GET /v1/liveness", read, func(r *request) (any, error) { return r.st.LivenessDefaults(r.Context()) })
 	s.handle("POST /v1/tasks", write, func(r *request) (any, error) {
 		var nt tg.NewTask
 		if err := r.decode(&nt); err != nil {
@@ -243,6 +245,13 @@ func (s *Server) route() {
 			return nil, err
 		}
 		return nil, r.st.SetLimit(r.Context(), c.Label, c.N)
+	})
+	s.handle("PUT /v1/liveness", admin, func(r *request) (any, error) {
+		var c LivenessRequest
+		if err := r.decode(&c); err != nil {
+			return nil, err
+		}
+		return nil, r.st.SetLivenessDefault(r.Context(), c.Label, tg.LivenessDefault{MaxRuntime: c.MaxRuntime, ProgressWindow: c.ProgressWindow})
 	})
 	s.routes = append(s.routes, "GET /v1/events")
 	s.mux.HandleFunc("GET /v1/events", s.handleEvents)

@@ -67,6 +67,13 @@ type (
 		Label string
 		N     int
 	}
+	// LivenessRequest is the body of PUT /v1/liveness: a label's default
+	// liveness (tg.LivenessDefault); zero durations remove it.
+	LivenessRequest struct {
+		Label          string
+		MaxRuntime     time.Duration `json:",omitempty"`
+		ProgressWindow time.Duration `json:",omitempty"`
+	}
 )
 
 // ErrorBody is the body of every refusal: the error's text as the store
@@ -110,6 +117,7 @@ var kinds = []struct {
 	{"deferred", tg.ErrDeferred, http.StatusConflict},
 	{"limited", tg.ErrLimited, http.StatusConflict},
 	{"gave_up", tg.ErrGaveUp, http.StatusConflict},
+	{"lapsed", tg.ErrLapsed, http.StatusConflict},
 	{"no_ready", tg.ErrNoReady, http.StatusConflict},
 	{"corrupt", tg.ErrCorrupt, http.StatusInternalServerError},
 	{"unknown_outcome", tg.ErrUnknownOutcome, http.StatusInternalServerError},
@@ -159,6 +167,7 @@ func typedOf(err error) (string, any) {
 		de  *tg.DeferredError
 		gu  *tg.GaveUpError
 		li  *tg.LimitError
+		la  *tg.LapsedError
 		cor *tg.CorruptError
 	)
 	switch {
@@ -180,6 +189,8 @@ func typedOf(err error) (string, any) {
 		return "GaveUpError", gu
 	case errors.As(err, &li):
 		return "LimitError", li
+	case errors.As(err, &la):
+		return "LapsedError", la
 	case errors.As(err, &cor):
 		cause := ""
 		if cor.Err != nil {
@@ -254,6 +265,8 @@ func decodeTyped(typ string, detail json.RawMessage) error {
 		err = decodeAs[tg.GaveUpError](detail)
 	case "LimitError":
 		err = decodeAs[tg.LimitError](detail)
+	case "LapsedError":
+		err = decodeAs[tg.LapsedError](detail)
 	case "CorruptError":
 		var d corruptDetail
 		if json.Unmarshal(detail, &d) == nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -378,7 +379,7 @@ var pickReady = `SELECT t.id FROM taskgraph_tasks t
 // with no limit, one probe of the limits' key.
 func reachedSQL(n int) string {
 	return `(SELECT coalesce(array_agg(l.label), '{}') FROM taskgraph_limits l WHERE l.graph = $1 AND l.max <= (SELECT count(*) FROM taskgraph_tasks h
-		WHERE h.graph = $1 AND h.status = 'in_progress' AND (h.lease_expires_at IS NULL OR h.lease_expires_at > ` + nowSQL(n) + `) AND h.labels @> ARRAY[l.label]))`
+		WHERE h.graph = $1 AND h.status = 'in_progress' AND (` + lapsesOf("h") + ` IS NULL OR ` + lapsesOf("h") + ` > ` + nowSQL(n) + `) AND h.labels @> ARRAY[l.label]))`
 }
 
 // unchangedSQL holds when the row t is the version the statement's
@@ -422,6 +423,21 @@ func fitsSQL(extra string) string {
 	+ ` + extra + ` + 1024 <= $6)`
 }
 
+// lapsesSQL is when the claim of the row t lapses, as Task.Lapse
+// decides it: the earliest of its lease, claimed_at plus its max
+// runtime, and its last progress (the later of claimed_at and its newest
+// note) plus its progress window; NULL (least and greatest skip NULLs)
+// when it never does.
+var lapsesSQL = lapsesOf("t")
+
+// lapsesOf is lapsesSQL of the row named alias.
+func lapsesOf(alias string) string {
+	return strings.NewReplacer("t.", alias+".").Replace(`least(t.lease_expires_at,
+		CASE WHEN t.max_runtime_us > 0 THEN t.claimed_at + t.max_runtime_us * interval '1 microsecond' END,
+		CASE WHEN t.progress_window_us > 0 THEN greatest(t.claimed_at, CASE WHEN jsonb_typeof(t.notes) = 'array' THEN (t.notes->-1->>'at')::timestamptz END)
+			+ t.progress_window_us * interval '1 microsecond' END)`)
+}
+
 // unlimitedSQL holds when no label of the row t has a concurrency limit,
 // whose holders only the Rulebook's transaction counts.
 const unlimitedSQL = `NOT EXISTS (SELECT 1 FROM taskgraph_limits l WHERE l.graph = $1 AND l.label = ANY(t.labels))`
@@ -430,7 +446,9 @@ const unlimitedSQL = `NOT EXISTS (SELECT 1 FROM taskgraph_limits l WHERE l.graph
 // that carry labels and are not in except: the most urgent ready pending
 // task, or if none is left, the most urgent whose lease has lapsed (in
 // claim order), passing over those a reached limit holds back
-// (reachedSQL). Rows others have locked are skipped.
+// (reachedSQL) — but for a lapsed task on its last attempt, which the
+// claim fails instead (it gave up: no limit applies), as the Rulebook's
+// ClaimNext does in every store. Rows others have locked are skipped.
 func (s *Store) next(ctx context.Context, tx pgx.Tx, labels []string, at *time.Time, except []int64, under taskgraph.ID) (taskgraph.ID, error) {
 	var id int64
 	if except == nil {
@@ -443,7 +461,8 @@ func (s *Store) next(ctx context.Context, tx pgx.Tx, labels []string, at *time.T
 		return taskgraph.ID(id), err
 	}
 	err = tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
-		AND lease_expires_at <= `+nowSQL(2)+` AND labels @> $3::text[] AND NOT (labels && `+reachedSQL(2)+`) AND `+readyCondition+`
+		AND `+lapsesSQL+` <= `+nowSQL(2)+` AND labels @> $3::text[] AND `+readyCondition+`
+		AND (NOT (labels && `+reachedSQL(2)+`) OR max_attempts > 0 AND attempts + 1 >= max_attempts)
 		AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at, labels, except, int64(under)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, taskgraph.ErrNoReady

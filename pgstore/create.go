@@ -44,7 +44,11 @@ func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Tas
 		if err != nil {
 			return taskgraph.Task{}, err
 		}
-		t, err := taskgraph.Rules.Create(first, nt, now, st.exists, keys.id)
+		live, err := s.withLivenessDefaults(ctx, tx, []taskgraph.NewTask{nt})
+		if err != nil {
+			return taskgraph.Task{}, err
+		}
+		t, err := taskgraph.Rules.Create(first, live[0], now, st.exists, keys.id)
 		if err != nil {
 			return taskgraph.Task{}, err
 		}
@@ -102,6 +106,9 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, nts []taskgraph.NewTask) (*
 	}
 	first, now, st, err := s.allocate(ctx, tx, fresh, refIDs)
 	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if nts, err = s.withLivenessDefaults(ctx, tx, nts); err != nil {
 		return nil, time.Time{}, err
 	}
 	pl, err := taskgraph.Rules.Plan(nts, first, now, st.exists, keys.id)

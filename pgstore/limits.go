@@ -122,8 +122,8 @@ func (s *Store) checkLimits(ctx context.Context, tx pgx.Tx, now time.Time, ts ..
 			continue
 		}
 		var n int64
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM taskgraph_tasks WHERE graph = $1 AND status = 'in_progress'
-			AND labels @> ARRAY[$2::text] AND NOT (id = ANY($3)) AND (lease_expires_at IS NULL OR lease_expires_at > $4)`,
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
+			AND labels @> ARRAY[$2::text] AND NOT (id = ANY($3)) AND (`+lapsesSQL+` IS NULL OR `+lapsesSQL+` > $4)`,
 			s.graph, l, ids, now).Scan(&n); err != nil {
 			return err
 		}

@@ -19,7 +19,8 @@ import (
 )
 
 const columns = `id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-	priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent`
+	priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent,
+	max_runtime_us, progress_window_us`
 
 // blocksOf selects the ids of the tasks blocked by the row t, in order.
 //
@@ -63,6 +64,7 @@ func collectTasks(rows pgx.Rows, r *taskRow) ([]taskgraph.Task, error) {
 type taskRow struct {
 	t                              taskgraph.Task
 	id, backoff, parent            int64
+	maxRuntime, window             int64
 	by, blocks                     []int64
 	meta, notes, history           []byte
 	claimed, lease, notBefore, due *time.Time
@@ -77,7 +79,8 @@ func newTaskRow(extra ...any) *taskRow {
 	r := &taskRow{}
 	t := &r.t
 	r.dest = append([]any{&r.id, &t.Subject, &t.Description, &r.status, &t.Owner, &r.by, &r.meta, &t.CreatedAt, &t.UpdatedAt, &t.Rev, &r.claimed, &r.lease, &t.PrevOwner,
-		&r.prio, &t.Labels, &t.Key, &t.Reason, &t.Result, &r.notes, &r.history, &r.notBefore, &r.due, &r.maxAttempts, &r.attempts, &r.backoff, &r.parent}, extra...)
+		&r.prio, &t.Labels, &t.Key, &t.Reason, &t.Result, &r.notes, &r.history, &r.notBefore, &r.due, &r.maxAttempts, &r.attempts, &r.backoff, &r.parent,
+		&r.maxRuntime, &r.window}, extra...)
 	return r
 }
 
@@ -123,6 +126,9 @@ func (r *taskRow) scan(row pgx.Row) (taskgraph.Task, error) {
 	t.ClaimedAt, t.LeaseExpiresAt, t.NotBefore, t.Due = utc(r.claimed), utc(r.lease), utc(r.notBefore), utc(r.due)
 	t.MaxAttempts, t.Attempts, t.Backoff = int(r.maxAttempts), int(r.attempts), time.Duration(r.backoff)*time.Microsecond
 	t.Parent = taskgraph.ID(r.parent)
+	if r.maxRuntime != 0 || r.window != 0 {
+		t.Extra = &taskgraph.Extra{MaxRuntime: time.Duration(r.maxRuntime) * time.Microsecond, ProgressWindow: time.Duration(r.window) * time.Microsecond}
+	}
 	return t, nil
 }
 
@@ -369,12 +375,12 @@ func (s *Store) withBlocks(ctx context.Context, tx pgx.Tx, t *taskgraph.Task) (t
 
 const (
 	taskColumns = `(graph, id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent)`
+		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent, max_runtime_us, progress_window_us)`
 	insertTask = `INSERT INTO taskgraph_tasks AS t ` + taskColumns + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`
+		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
 	updateTask = `UPDATE taskgraph_tasks t SET (subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent)
-		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) WHERE t.graph = $1 AND t.id = $2`
+		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent, max_runtime_us, progress_window_us)
+		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29) WHERE t.graph = $1 AND t.id = $2`
 	deleteTask = `DELETE FROM taskgraph_tasks WHERE graph = $1 AND id = $2`
 	returning  = ` RETURNING ` + columns + `, ` + blocksOf
 )
@@ -396,10 +402,15 @@ func (w *writes) put(q string, t *taskgraph.Task) *pgx.QueuedQuery {
 	if labels == nil {
 		labels = []string{}
 	}
+	var live taskgraph.Extra
+	if t.Extra != nil {
+		live = *t.Extra
+	}
 	return w.b.Queue(q, w.s.graph, t.ID, t.Subject, t.Description, string(t.Status), t.Owner, int64s(t.BlockedBy), jsonText(meta),
 		t.CreatedAt, t.UpdatedAt, t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner,
 		int16(t.Priority.Level()), labels, t.Key, t.Reason, t.Result, jsonText(marshalList(t.Notes)), jsonText(marshalList(t.History)),
-		nullTime(t.NotBefore), nullTime(t.Due), int32(t.MaxAttempts), int32(t.Attempts), t.Backoff.Microseconds(), int64(t.Parent))
+		nullTime(t.NotBefore), nullTime(t.Due), int32(t.MaxAttempts), int32(t.Attempts), t.Backoff.Microseconds(), int64(t.Parent),
+		live.MaxRuntime.Microseconds(), live.ProgressWindow.Microseconds())
 }
 
 // view queues the statement q storing t and reads back into out the task

@@ -28,6 +28,10 @@ var decoders = []decoder{
 	(*driver).createKeyed, (*driver).createKeyed, (*driver).createPlan, (*driver).createPlan,
 	(*driver).fail, (*driver).cancel, (*driver).reopen, (*driver).updateRouting, (*driver).listFiltered,
 	(*driver).note, (*driver).scheduled, (*driver).reschedule, (*driver).setLimit,
+	// Appended, so that an operation byte below the length of the table
+	// before them means what it meant; the stored seeds were rewritten to
+	// such bytes when they came (see the commit that added them).
+	(*driver).createLive, (*driver).createLive, (*driver).updateLive, (*driver).setLivenessDefault,
 }
 
 // decode reads the next operation from the input.
@@ -42,7 +46,35 @@ func taskOp(name string, call func(s tg.Store) (tg.Task, error)) op {
 }
 
 // Creating: Create with fields, with edges, with keys and references;
-// CreatePlan.
+// CreatePlan; with liveness limits.
+
+// livenesses are the MaxRuntime and ProgressWindow the operations give:
+// whole milliseconds, as the clock moves, some out of range.
+var livenesses = []time.Duration{0, 0, time.Millisecond, 500 * time.Millisecond, time.Second, time.Second, 5 * time.Second, -time.Second, tg.MaxLiveness + time.Millisecond}
+
+// createLive creates a task with a MaxRuntime, a ProgressWindow, or both,
+// and some attempts: the clock (advance), claims, notes and renewals then
+// lapse it by either.
+func (d *driver) createLive() op {
+	nt := tg.NewTask{Subject: d.subject(), Labels: d.labels(), MaxAttempts: d.pick(3)}
+	nt.MaxRuntime = livenesses[d.pick(len(livenesses))]
+	nt.ProgressWindow = livenesses[d.pick(len(livenesses))]
+	return createOp(nt)
+}
+
+// updateLive sets or clears a task's MaxRuntime or ProgressWindow.
+func (d *driver) updateLive() op {
+	id := d.id()
+	var p tg.Patch
+	if d.pick(2) == 0 {
+		p.MaxRuntime = ptr(livenesses[d.pick(len(livenesses))])
+	}
+	if d.pick(2) == 0 {
+		p.ProgressWindow = ptr(livenesses[d.pick(len(livenesses))])
+	}
+	p.IfRev = d.ifRev(id)
+	return updateOp(id, p)
+}
 
 func (d *driver) create() op {
 	nt := tg.NewTask{Subject: d.subject()}
@@ -230,6 +262,30 @@ func (d *driver) setLimit() op {
 				return errResult(err)
 			}
 			return result{text: fmt.Sprint(limits)}
+		},
+	}
+}
+
+// setLivenessDefault sets, changes or removes a label's default liveness
+// (sometimes out of range), which the creates after it apply.
+func (d *driver) setLivenessDefault() op {
+	label := agreeLabels[d.pick(len(agreeLabels))]
+	ld := tg.LivenessDefault{MaxRuntime: livenesses[d.pick(len(livenesses))], ProgressWindow: livenesses[d.pick(len(livenesses))]}
+	return op{
+		name: fmt.Sprintf("SetLivenessDefault(%q, %+v), LivenessDefaults()", label, ld),
+		run: func(s tg.Store) result {
+			l, ok := s.(tg.LivenessDefaulter)
+			if !ok {
+				return errResult(fmt.Errorf("%T does not implement taskgraph.LivenessDefaulter", s))
+			}
+			if err := l.SetLivenessDefault(bg, label, ld); err != nil {
+				return errResult(err)
+			}
+			all, err := l.LivenessDefaults(bg)
+			if err != nil {
+				return errResult(err)
+			}
+			return result{text: fmt.Sprint(all)}
 		},
 	}
 }
@@ -539,7 +595,8 @@ func (d *driver) loadOp(tasks []tg.Task) op {
 
 var jumps = []time.Duration{0, time.Millisecond, 999 * time.Millisecond, time.Second, 5 * time.Second, time.Minute}
 
-// advance moves the clock: to exactly the next lease expiry, or on.
+// advance moves the clock: to exactly the next lease expiry (or lapse),
+// or on.
 func (d *driver) advance() op {
 	now := d.clock.now()
 	v := d.pick(len(jumps))
@@ -548,7 +605,11 @@ func (d *driver) advance() op {
 		to = now.Add(time.Second)
 		all, _ := d.ref.List(bg)
 		for _, t := range all {
-			if l := t.LeaseExpiresAt; l.After(now) && l.Before(to) {
+			l := t.LeaseExpiresAt
+			if t.Extra != nil && t.Status == tg.InProgress {
+				l = t.LapsesAt() // its runtime or its window may end the claim first
+			}
+			if l.After(now) && l.Before(to) {
 				to = l
 			}
 		}

@@ -178,6 +178,10 @@ func fmtTask(t tg.Task) string {
 			for _, h := range x {
 				fmt.Fprintf(&b, "[%s %s %q %q %d]", fmtTime(h.At), h.Event, h.By, h.Detail, h.Count)
 			}
+		case *tg.Extra:
+			if x != nil { // its fields, not its address
+				fmt.Fprintf(&b, "{MaxRuntime:%v ProgressWindow:%v}", x.MaxRuntime, x.ProgressWindow)
+			}
 		default:
 			fmt.Fprint(&b, x)
 		}
@@ -225,6 +229,9 @@ func fmtNewTask(nt tg.NewTask) string {
 	if nt.After != nil {
 		f = append(f, fmt.Sprintf("After:%q", nt.After))
 	}
+	if nt.MaxRuntime != 0 || nt.ProgressWindow != 0 {
+		f = append(f, fmt.Sprintf("MaxRuntime:%v ProgressWindow:%v", nt.MaxRuntime, nt.ProgressWindow))
+	}
 	return "{" + strings.Join(f, " ") + "}"
 }
 
@@ -266,6 +273,12 @@ func fmtPatch(p tg.Patch) string {
 	}
 	if p.Backoff != nil {
 		f = append(f, fmt.Sprintf("Backoff:%v", *p.Backoff))
+	}
+	if p.MaxRuntime != nil {
+		f = append(f, fmt.Sprintf("MaxRuntime:%v", *p.MaxRuntime))
+	}
+	if p.ProgressWindow != nil {
+		f = append(f, fmt.Sprintf("ProgressWindow:%v", *p.ProgressWindow))
 	}
 	if p.Metadata != nil {
 		f = append(f, "Metadata:"+fmtMeta(p.Metadata))

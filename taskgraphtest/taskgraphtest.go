@@ -111,6 +111,10 @@ var cases = []struct {
 	{"DeleteParent", testDeleteParent},
 	{"Reparent", testReparent},
 	{"OutOfOrder", testOutOfOrder},
+	{"LivenessFields", testLivenessFields},
+	{"MaxRuntime", testMaxRuntime},
+	{"ProgressWindow", testProgressWindow},
+	{"LivenessDefaults", testLivenessDefaults},
 }
 
 var ctx = context.Background()

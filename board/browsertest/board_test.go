@@ -69,6 +69,8 @@ func seed(t *testing.T, dir string) {
 	do(s.Complete(ctx, 1, "alice", taskgraph.WithResult("schema.sql: 6 tables")))
 	do(s.Claim(ctx, 2, "bob"))
 	do(s.Complete(ctx, 2, "bob"))
+	window := 10 * time.Minute // carol's claim ends by it before her 30m lease
+	do(s.Update(ctx, 3, taskgraph.Patch{ProgressWindow: &window}))
 	do(s.Claim(ctx, 3, "carol", taskgraph.WithLease(30*time.Minute)))
 	do(s.Claim(ctx, 4, "dave", taskgraph.WithLease(time.Millisecond)))
 	do(s.Claim(ctx, 13, "frank"))
@@ -138,8 +140,8 @@ func TestBoard(t *testing.T) {
 			t.Errorf("column %s counts %q, want %d", state, counts[state], len(ids))
 		}
 	}
-	if meta := eval[string](t, ctx, `document.querySelector('.card[data-id="3"] .card-meta').textContent`); !strings.Contains(meta, "carol") || !strings.Contains(meta, "claimed") || !strings.Contains(meta, "left") {
-		t.Errorf("card 3 (carol, 30m lease) says %q", meta)
+	if meta := eval[string](t, ctx, `document.querySelector('.card[data-id="3"] .card-meta').textContent`); !strings.Contains(meta, "carol") || !strings.Contains(meta, "claimed") || !(strings.Contains(meta, "no-progress window 9m left") || strings.Contains(meta, "no-progress window 10m left")) {
+		t.Errorf("card 3 (carol, 30m lease, 10m no-progress window) says %q", meta)
 	}
 	if meta := eval[string](t, ctx, `document.querySelector('.card[data-id="4"].is-lapsed .card-meta').textContent`); !strings.Contains(meta, "dave") || !strings.Contains(meta, "lease lapsed") {
 		t.Errorf("card 4 (dave, lapsed lease) says %q", meta)

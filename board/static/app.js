@@ -328,10 +328,11 @@
       case "in_progress": {
         const bits = [el("span", { class: "owner" }, t.owner || "no owner")];
         if (t.claimedAt) bits.push(" · claimed ", el("time", { "data-since": t.claimedAt }, ago(now - Date.parse(t.claimedAt))), " ago");
-        if (t.leaseExpiresAt) {
-          const left = Date.parse(t.leaseExpiresAt) - now;
-          if (left <= 0) bits.push(el("span", { class: "lapsed", title: "The lease has lapsed: anyone may claim this task" }, " · ⚠ lease lapsed ", el("time", { "data-since": t.leaseExpiresAt }, ago(-left)), " ago"));
-          else bits.push(" · lease ", el("time", { "data-until": t.leaseExpiresAt }, ago(left)), " left");
+        const end = claimEnd(t);
+        if (end) {
+          const left = Date.parse(end.at) - now;
+          if (left <= 0) bits.push(el("span", { class: "lapsed", title: "The claim has lapsed (" + end.what + "): anyone may claim this task" }, " · ⚠ " + end.what + " lapsed ", el("time", { "data-since": end.at }, ago(-left)), " ago"));
+          else bits.push(" · " + end.what + " ", el("time", { "data-until": end.at }, ago(left)), " left");
         }
         return bits;
       }
@@ -531,7 +532,16 @@
   // ---- needs attention: what a person watching the agents acts on first
 
   function lapsed(t) {
-    return t.state === "in_progress" && !!t.leaseExpiresAt && Date.parse(t.leaseExpiresAt) <= serverNow();
+    const end = claimEnd(t);
+    return t.state === "in_progress" && !!end && Date.parse(end.at) <= serverNow();
+  }
+
+  // claimEnd says which clock ends a claim, and when: the max runtime or
+  // the no-progress window when one runs out before the lease (the
+  // server sends lapsesAt and clock then), else the lease; null if none.
+  function claimEnd(t) {
+    if (t.lapsesAt) return { at: t.lapsesAt, what: t.clock === "runtime" ? "max runtime" : "no-progress window" };
+    return t.leaseExpiresAt ? { at: t.leaseExpiresAt, what: "lease" } : null;
   }
 
   function overdue(t) {
@@ -596,8 +606,8 @@
       return el("li", { class: "lane" + (anyLapsed ? " is-lapsed" : ""), "data-agent": name },
         el("div", { class: "agent" }, name, el("span", { class: "muted" }, " · active ", el("time", { "data-since": new Date(a.last).toISOString() }, ago(serverNow() - a.last)), " ago")),
         a.held.map((t) => el("div", { class: "held", "data-held": t.id }, el("a", { href: "#", "data-goto": t.id }, "#" + t.id + " " + clip(t.subject, 38)),
-          t.leaseExpiresAt ? (lapsed(t) ? el("span", { class: "lapsed" }, " · ⚠ lease lapsed")
-            : [" · lease ", el("time", { "data-until": t.leaseExpiresAt }, ago(Date.parse(t.leaseExpiresAt) - serverNow())), " left"]) : null)),
+          claimEnd(t) ? (lapsed(t) ? el("span", { class: "lapsed" }, " · ⚠ " + claimEnd(t).what + " lapsed")
+            : [" · " + claimEnd(t).what + " ", el("time", { "data-until": claimEnd(t).at }, ago(Date.parse(claimEnd(t).at) - serverNow())), " left"]) : null)),
         a.note ? el("div", { class: "note" }, "“" + clip(a.note.text, 90) + "” on #" + a.note.id) : null);
     }) : [el("li", { class: "lane muted" }, "No agent holds a task.")]));
   }
@@ -1144,10 +1154,11 @@
       case "in_progress": {
         const bits = ["Held by ", el("b", {}, t.owner || "no owner")];
         if (t.claimedAt) bits.push(" for ", el("time", { "data-since": t.claimedAt }, ago(now - Date.parse(t.claimedAt))));
-        if (t.leaseExpiresAt) {
-          const left = Date.parse(t.leaseExpiresAt) - now;
-          bits.push(left > 0 ? ["; the lease runs ", el("time", { "data-until": t.leaseExpiresAt }, ago(left)), " more."]
-            : el("span", { class: "lapsed" }, "; ⚠ the lease lapsed ", el("time", { "data-since": t.leaseExpiresAt }, ago(-left)), " ago: the owner may be gone, and anyone may claim it."));
+        const end = claimEnd(t);
+        if (end) {
+          const left = Date.parse(end.at) - now;
+          bits.push(left > 0 ? ["; the " + end.what + " runs ", el("time", { "data-until": end.at }, ago(left)), " more."]
+            : el("span", { class: "lapsed" }, "; ⚠ the " + end.what + " ran out ", el("time", { "data-since": end.at }, ago(-left)), " ago: the owner may be gone or stuck, and anyone may claim it."));
         } else bits.push("; the claim has no lease.");
         return el("p", {}, bits);
       }
@@ -1164,6 +1175,7 @@
   }
 
   function fmtTime(s) { return s ? new Date(s).toLocaleString() : ""; }
+  function fmtDuration(ns) { return ago(ns / 1e6); } // a duration in nanoseconds, as the server sends it
 
   let detailSig = "";
   function renderDetail() {
@@ -1200,6 +1212,9 @@
     if (t.maxAttempts) row("Attempts", t.attempts + " used of " + t.maxAttempts);
     row("Claimed", fmtTime(t.claimedAt));
     row("Lease until", fmtTime(t.leaseExpiresAt));
+    if (t.maxRuntime) row("Max runtime", fmtDuration(t.maxRuntime));
+    if (t.progressWindow) row("No-progress window", fmtDuration(t.progressWindow));
+    if (t.lapsesAt) row("Claim ends", fmtTime(t.lapsesAt) + " (" + claimEnd(t).what + ")");
     row("Created", fmtTime(t.createdAt));
     row("Updated", fmtTime(t.updatedAt));
     row("Rev", String(t.rev));

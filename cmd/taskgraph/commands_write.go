@@ -78,6 +78,8 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 	fs.Var(&parent, "parent", "make the task a child of the task `ID`, which then waits on it")
 	maxAttempts := fs.Int("max-attempts", 0, "give the task `N` attempts: a failure or a lapsed lease uses one, and a failure with attempts left retries after the backoff (default: no limit, a failure is final)")
 	backoff := fs.Duration("backoff", 0, "wait `DURATION` before the first retry, twice as long before each next (with --max-attempts)")
+	maxRuntime := fs.Duration("max-runtime", 0, "end any claim of the task that has run `DURATION`, however its lease is renewed: the attempt lapses and is counted (default: no cap)")
+	window := fs.Duration("progress-window", 0, "end any claim of the task that has gone `DURATION` without progress — the claim, a note — however its lease is renewed (default: none)")
 	var notBefore, due whenFlag
 	fs.Var(&notBefore, "not-before", "defer the task: not ready before `TIME` (RFC 3339, 2006-01-02, 15:04 today, or a duration from now such as 2h)")
 	fs.Var(&due, "due", "when the task should be done, `TIME` as for --not-before: shown, sorted and filtered (list --overdue), never enforced")
@@ -94,6 +96,12 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 		if *backoff < 0 || *backoff > taskgraph.MaxBackoff {
 			return usagef("--backoff %v: want 0 to %v", *backoff, taskgraph.MaxBackoff)
 		}
+		if *maxRuntime < 0 || *maxRuntime > taskgraph.MaxLiveness {
+			return usagef("--max-runtime %v: want 0 (no cap) to %v", *maxRuntime, taskgraph.MaxLiveness)
+		}
+		if *window < 0 || *window > taskgraph.MaxLiveness {
+			return usagef("--progress-window %v: want 0 (none) to %v", *window, taskgraph.MaxLiveness)
+		}
 		return e.withStore(func(s store) error {
 			existed := false
 			if *key != "" {
@@ -105,7 +113,8 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 			}
 			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks,
 				Priority: priority.value(), Labels: labels, Key: *key,
-				MaxAttempts: *maxAttempts, Backoff: *backoff, NotBefore: notBefore.t, Due: due.t, Parent: first(parent)})
+				MaxAttempts: *maxAttempts, Backoff: *backoff, NotBefore: notBefore.t, Due: due.t, Parent: first(parent),
+				MaxRuntime: *maxRuntime, ProgressWindow: *window})
 			if err != nil {
 				return err
 			}
@@ -275,6 +284,46 @@ func parseWhen(v string, now time.Time) (time.Time, error) {
 		return time.Date(y, m, d, t.Hour(), t.Minute(), 0, 0, now.Location()), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not a time: give RFC 3339 (2026-12-05T14:00:00Z), a date (2026-12-05), a time today (14:00) or a duration from now (2h)", v)
+}
+
+func flagsLiveness(fs *flag.FlagSet) func(e *env) error {
+	maxRuntime := fs.Duration("max-runtime", 0, "the label's default max runtime, `DURATION` (0: none)")
+	window := fs.Duration("progress-window", 0, "the label's default no-progress window, `DURATION` (0: none)")
+	return func(e *env) error {
+		switch len(e.args) {
+		case 0:
+			return e.withStore(func(s store) error {
+				all, err := s.LivenessDefaults(e.ctx)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(all)
+				}
+				for _, l := range slices.Sorted(maps.Keys(all)) {
+					fmt.Fprintf(e.stdout, "%s max runtime %v, no-progress window %v\n", l, all[l].MaxRuntime, all[l].ProgressWindow)
+				}
+				return nil
+			})
+		case 1:
+			d := taskgraph.LivenessDefault{MaxRuntime: *maxRuntime, ProgressWindow: *window}
+			if err := taskgraph.Rules.LivenessDefaultArgs(e.args[0], d); err != nil {
+				return usagef("liveness %s: %v", e.args[0], reasonOf(err))
+			}
+			return e.withStore(func(s store) error {
+				if err := s.SetLivenessDefault(e.ctx, e.args[0], d); err != nil {
+					return err
+				}
+				if d == (taskgraph.LivenessDefault{}) {
+					fmt.Fprintf(e.stdout, "No default liveness for %s\n", e.args[0])
+				} else {
+					fmt.Fprintf(e.stdout, "Tasks created with %s get max runtime %v, no-progress window %v (0: none)\n", e.args[0], d.MaxRuntime, d.ProgressWindow)
+				}
+				return nil
+			})
+		}
+		return usagef("want LABEL and --max-runtime, --progress-window, or nothing to list the defaults")
+	}
 }
 
 func cmdLimit(e *env) error {

@@ -103,6 +103,7 @@ type store interface {
 	taskgraph.Watcher
 	taskgraph.Noter
 	taskgraph.Limiter
+	taskgraph.LivenessDefaulter
 }
 
 // withStore opens the task graph — the directory found or named, the

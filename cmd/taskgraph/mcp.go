@@ -30,15 +30,17 @@ import (
 // texts and error flags — as MCP tools, with their titles and annotations,
 // and the output schema and structured content of those that have them.
 func newMCPServer(store taskgraph.Store, opts ...agenttools.Option) *mcp.Server {
-	return mcpServerOf(agenttools.New(store, opts...).List(), nil)
+	return mcpServerOf(agenttools.New(store, opts...).List(), nil, nil)
 }
 
 // mcpServerOf serves tools as MCP tools. Once ended is closed — the input
 // ended, and the server exits as soon as every call read is answered — the
 // calls of read-only tools still running are cancelled: task_wait may
 // otherwise hold the exit back for most of a minute, and a read cut short
-// loses nothing. A nil ended is never closed.
-func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}) *mcp.Server {
+// loses nothing. A nil ended is never closed. Every call, of any tool,
+// is recorded in calls (if not nil): the session's sign of life, which
+// --progress-window reads.
+func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}, calls *lastCall) *mcp.Server {
 	opts := &mcp.ServerOptions{Logger: logger}
 	if slices.ContainsFunc(tools, func(t agenttools.Tool) bool { return t.Name == "task_claim_next" }) {
 		opts.Instructions = agenttools.Instructions // they name the task tools
@@ -60,6 +62,7 @@ func mcpServerOf(tools []agenttools.Tool, ended <-chan struct{}) *mcp.Server {
 			def.OutputSchema = tool.OutputSchema
 		}
 		server.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.touch()
 			if tool.Hints.ReadOnly && ended != nil {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
@@ -147,10 +150,14 @@ func sessionOwner() string {
 func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 	lease := leaseFlag(fs, "lease every claim for this `DURATION` (default 5m); the server renews its claims' leases while it runs, so a session that dies lets go of its tasks within one lease")
 	sets := fs.String("tools", "taskgraph", "the tool `SET`s to serve: taskgraph (task_create, task_list, ...), claude-code (Claude Code's TaskCreate, TaskGet, TaskUpdate, TaskList), or taskgraph,claude-code")
+	window := fs.Duration("progress-window", defaultProgressWindow, "stop renewing the server's claims once its session has made no tool call for `DURATION` (any tool counts), so that a hung session's tasks lapse with their lease and come back; 0 renews for as long as the server runs")
 	return func(e *env) error {
 		ttl, err := mcpLease(lease)
 		if err != nil {
 			return err
+		}
+		if *window < 0 {
+			return usagef("--progress-window %v: want a positive duration such as 60m (the default), or 0 to renew for as long as the server runs", *window)
 		}
 		if _, err := mcpTools(*sets, taskgraph.NewMemStore()); err != nil {
 			return err
@@ -185,9 +192,10 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 		}
 		ctx, stop := context.WithCancel(e.ctx)
 		defer stop()
-		go keepClaims(ctx, g, owner, ttl, nil)
+		calls := newLastCall()
+		go keepClaims(ctx, g, owner, ttl, nil, calls, *window, e.stderr)
 		ended := make(chan struct{})
-		return serveMCP(ctx, mcpServerOf(tools, ended), e.stdin, e.stdout, ended)
+		return serveMCP(ctx, mcpServerOf(tools, ended, calls), e.stdin, e.stdout, ended)
 	}
 }
 

@@ -8,9 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -314,6 +316,51 @@ func (g *mcpGraph) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
 	return w.Watch(ctx)
 }
 
+// defaultProgressWindow is how long taskgraph mcp renews its claims
+// after the session's last tool call (--progress-window).
+const defaultProgressWindow = 60 * time.Minute
+
+// lastCall is when the MCP session last called a tool; nil records
+// nothing.
+type lastCall struct{ at atomic.Int64 }
+
+// newLastCall returns a lastCall that counts from now: the session's
+// start is its first sign of life.
+func newLastCall() *lastCall {
+	c := &lastCall{}
+	c.touch()
+	return c
+}
+
+func (c *lastCall) touch() {
+	if c != nil {
+		c.at.Store(time.Now().UnixNano())
+	}
+}
+
+// since is how long ago the last call was.
+func (c *lastCall) since() time.Duration { return time.Since(time.Unix(0, c.at.Load())) }
+
+// noteIdle leaves a note on each task owner holds, saying why its lease
+// is no longer renewed: the history then tells whoever takes the task
+// over why it came back. A failure leaves the task as it is: the lease
+// lapses all the same.
+func noteIdle(ctx context.Context, s taskgraph.Store, owner string, window time.Duration) {
+	n, ok := s.(taskgraph.Noter)
+	if !ok {
+		return
+	}
+	tasks, err := s.List(ctx, taskgraph.WithStatus(taskgraph.InProgress), taskgraph.WithOwner(owner))
+	if err != nil {
+		return
+	}
+	for _, t := range tasks {
+		if t.Owner == owner && !t.LeaseExpiresAt.IsZero() {
+			_, _ = n.Note(ctx, t.ID, owner, fmt.Sprintf("taskgraph mcp: this session made no tool call for %v (--progress-window), so its lease is no longer renewed and lapses at %s", window, t.LeaseExpiresAt.UTC().Format(time.RFC3339)))
+		}
+	}
+}
+
 // keepClaims renews, every third of ttl until ctx is done, the lease of
 // every task owner holds on s whose lease would end within ttl: a server
 // that lives never loses a claim to a lapsed lease, and the tasks of one
@@ -325,9 +372,15 @@ func (g *mcpGraph) Watch(ctx context.Context) (<-chan taskgraph.Event, error) {
 // With lastSeen (a hub's MCP sessions, where the server outlives its
 // clients), it renews only while owner's client was seen within ttl:
 // the tasks of a client that vanished are free again within two ttl.
-func keepClaims(ctx context.Context, s taskgraph.Store, owner string, ttl time.Duration, lastSeen func() time.Time) {
+//
+// Once the session has made no tool call for window (if not 0), it stops
+// renewing, and says so on log once: a session whose model hangs — its
+// client connected, calling nothing — holds its tasks no longer than the
+// window and one lease. The next call renews again.
+func keepClaims(ctx context.Context, s taskgraph.Store, owner string, ttl time.Duration, lastSeen func() time.Time, calls *lastCall, window time.Duration, log io.Writer) {
 	tick := time.NewTicker(max(ttl/3, time.Millisecond))
 	defer tick.Stop()
+	idle := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -336,6 +389,18 @@ func keepClaims(ctx context.Context, s taskgraph.Store, owner string, ttl time.D
 		}
 		if lastSeen != nil && time.Since(lastSeen()) > ttl {
 			continue
+		}
+		if window > 0 {
+			since := calls.since()
+			if was := idle; since >= window {
+				idle = true
+				if !was {
+					fmt.Fprintf(log, "taskgraph mcp: no tool call for %v (--progress-window %v): the server stops renewing the leases of %q, so its tasks come back when they lapse; a tool call renews them again\n", since.Round(time.Second), window, owner)
+					noteIdle(ctx, s, owner, window)
+				}
+				continue
+			}
+			idle = false
 		}
 		tasks, err := s.List(ctx, taskgraph.WithStatus(taskgraph.InProgress), taskgraph.WithOwner(owner))
 		if readFailed(err) {

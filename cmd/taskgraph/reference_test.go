@@ -85,7 +85,7 @@ func TestBashCompletion(t *testing.T) {
 	}
 	assert.Equal(t, []string{"next"}, complete("nex"))
 	assert.ElementsMatch(t, []string{"note"}, complete("no"))
-	assert.ElementsMatch(t, []string{"--max-attempts"}, complete("add", "x", "--max"))
+	assert.ElementsMatch(t, []string{"--max-attempts", "--max-runtime"}, complete("add", "x", "--max"))
 	assert.ElementsMatch(t, []string{"--parent"}, complete("--dir", "d", "add", "--pa"))
 	assert.ElementsMatch(t, []string{"--owner", "--owned-by"}, complete("list", "--ow"))
 	assert.Empty(t, complete("claim", "--max"), "claim has no --max-attempts")

@@ -374,6 +374,15 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 	row("owner", t.Owner)
 	row("claimed", stamp(t.ClaimedAt))
 	row("lease until", stamp(t.LeaseExpiresAt))
+	if t.Extra != nil && t.Extra.MaxRuntime > 0 {
+		row("max runtime", t.Extra.MaxRuntime.String())
+	}
+	if t.Extra != nil && t.Extra.ProgressWindow > 0 {
+		row("no progress", t.Extra.ProgressWindow.String()+" ends a claim (a claim or a note is progress)")
+	}
+	if _, c := t.Lapse(); c != taskgraph.ClockLease {
+		row("claim ends", t.ClockText(time.Now()))
+	}
 	row("prev owner", t.PrevOwner)
 	if t.Status == taskgraph.Pending {
 		row("not before", stamp(t.NotBefore))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -211,7 +212,7 @@ func (e *env) graphName() string {
 func hubMCP(ctx context.Context, ttl time.Duration) hub.MCPServer {
 	return func(st hub.Store, who hub.Identity, lastSeen func() time.Time) *mcp.Server {
 		if who.Role != hub.Viewer {
-			go keepClaims(ctx, st, who.Name, ttl, lastSeen)
+			go keepClaims(ctx, st, who.Name, ttl, lastSeen, nil, 0, io.Discard)
 		}
 		return newMCPServer(st, agenttools.WithOwner(who.Name), agenttools.WithLease(ttl))
 	}

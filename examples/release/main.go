@@ -1,8 +1,10 @@
 // Command release runs a small team of agents through an epic with what a
 // team needs past a flat list: the epic waits on its steps and rolls them
 // up, a label limit keeps two GPU jobs from running at once, a flaky
-// upload is retried with a backoff, and the note of an agent that died
-// mid-task reaches the agent that takes the task over.
+// upload is retried with a backoff, the note of an agent that died
+// mid-task reaches the agent that takes the task over, and the task of an
+// agent that hangs — alive, renewing its lease, making no progress — comes
+// back once its no-progress window has passed.
 //
 //	go run ./examples/release
 package main
@@ -41,6 +43,8 @@ type report struct {
 	upload   taskgraph.Task
 	train    taskgraph.Task
 	handover string // the note the agent that took the task over read
+	docs     taskgraph.Task
+	hung     error // why the hung agent's claim ended
 	all      []taskgraph.Task
 }
 
@@ -62,7 +66,9 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 		{Key: "distill", Subject: "distill the model", Labels: []string{"gpu"}, Under: "release"},
 		{Key: "upload", Subject: "upload the weights", After: []string{"train", "distill"}, Under: "release",
 			MaxAttempts: 3, Backoff: 50 * time.Millisecond},
-		{Key: "docs", Subject: "write the release notes", Under: "release"},
+		// A claim of the release notes that goes 300ms without progress
+		// (the claim, a note) lapses, however its lease is renewed.
+		{Key: "docs", Subject: "write the release notes", Under: "release", ProgressWindow: 300 * time.Millisecond},
 	})
 	if err != nil {
 		return nil, err
@@ -80,6 +86,15 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 		return nil, err
 	}
 	fmt.Fprintf(out, "agent-0 took #%d (%s), left a note, and died\n", crashed.ID, crashed.Subject)
+
+	// Another agent takes the release notes and hangs: its harness keeps
+	// renewing the lease, but the agent never reports progress.
+	docs := plan[4]
+	if _, err := store.Claim(ctx, docs.ID, "agent-hung", taskgraph.WithLease(time.Minute)); err != nil {
+		return nil, err
+	}
+	hungCtx, stopHung := taskgraph.KeepAlive(ctx, store, docs.ID, "agent-hung", time.Minute)
+	fmt.Fprintf(out, "agent-hung took #%d (%s) and hangs, its lease renewed\n", docs.ID, docs.Subject)
 
 	rep := &report{}
 	var mu sync.Mutex
@@ -111,6 +126,9 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	<-hungCtx.Done() // cancelled once a renewal was refused: the claim lapsed
+	rep.hung = stopHung()
+	fmt.Fprintf(out, "agent-hung lost #%d: %v\n", docs.ID, rep.hung)
 
 	rep.all, err = store.List(ctx)
 	if err != nil {
@@ -125,6 +143,8 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 			rep.upload = t
 		case train.ID:
 			rep.train = t
+		case docs.ID:
+			rep.docs = t
 		}
 	}
 	fmt.Fprintf(out, "epic #%d is %s: its steps %s\n", rep.epic.ID, rep.epic.Status, rep.rollup)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -27,6 +28,16 @@ func TestRelease(t *testing.T) {
 	assert.Equal(t, "agent-0", rep.train.PrevOwner)
 	assert.Equal(t, taskgraph.Completed, rep.upload.Status)
 	assert.Equal(t, 2, rep.upload.Attempts, "two failures retried, the third attempt done")
+	assert.Equal(t, taskgraph.Completed, rep.docs.Status, "the hung agent's task came back and was done")
+	assert.True(t, errors.Is(rep.hung, taskgraph.ErrLapsed) || errors.Is(rep.hung, taskgraph.ErrClaimed),
+		"the hung agent's renewal was refused, the claim lapsed (or, first, taken over): %v", rep.hung)
+	var lapse []string
+	for _, h := range rep.docs.History {
+		if h.Event == taskgraph.HistoryLapsed {
+			lapse = append(lapse, h.By+": "+h.Detail)
+		}
+	}
+	assert.Equal(t, []string{"agent-hung: no progress for 300ms"}, lapse)
 
 	// The gpu tasks never ran at once: their claims and completions,
 	// written under the store's lock, do not overlap (a lapsed claim ends
