@@ -55,30 +55,40 @@ func countingFS(s *FileStore) dirSyncFS {
 	return dirSyncFS{fileSystem: s.fs, dirf: s.dirf, syncs: &atomic.Int64{}}
 }
 
-// SetLimit writes the meta file alone: it is announced, and durable
-// (the directory fsynced) before it returns, as any write.
-func TestSetLimitCommitsLikeAnyWrite(t *testing.T) {
+// SetLimit and SetLivenessDefault write the meta file alone: announced,
+// and durable (the directory fsynced) before they return, as any write.
+func TestMetaWritesCommitLikeAnyWrite(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openStore(t, dir)
-	_, err := s.Create(ctx, NewTask{Subject: "a"})
-	require.NoError(t, err)
-	fsys := countingFS(s)
-	s.useFS(fsys)
-	before, err := os.ReadFile(filepath.Join(dir, logFileName))
-	require.NoError(t, err)
-	require.NoError(t, s.SetLimit(ctx, "gpu", 2))
-	assert.EqualValues(t, 1, fsys.syncs.Load(), "the directory fsynced once, at the commit point")
-	after, err := os.ReadFile(filepath.Join(dir, logFileName))
-	require.NoError(t, err)
-	assert.Regexp(t, `^I -?\d+\nM \d+\n$`, string(after[len(before):]), "announced, then recorded")
+	for name, set := range map[string]func(s *FileStore, n int) error{
+		"SetLimit": func(s *FileStore, n int) error { return s.SetLimit(ctx, "gpu", n) },
+		"SetLivenessDefault": func(s *FileStore, n int) error {
+			return s.SetLivenessDefault(ctx, "gpu", LivenessDefault{MaxRuntime: time.Duration(n) * time.Hour})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir)
+			_, err := s.Create(ctx, NewTask{Subject: "a"})
+			require.NoError(t, err)
+			fsys := countingFS(s)
+			s.useFS(fsys)
+			before, err := os.ReadFile(filepath.Join(dir, logFileName))
+			require.NoError(t, err)
+			require.NoError(t, set(s, 2))
+			assert.EqualValues(t, 1, fsys.syncs.Load(), "the directory fsynced once, at the commit point")
+			after, err := os.ReadFile(filepath.Join(dir, logFileName))
+			require.NoError(t, err)
+			assert.Regexp(t, `^I -?\d+\nM \d+\n$`, string(after[len(before):]), "announced, then recorded")
 
-	// Its directory fsync failing leaves its outcome unknown, once: it
-	// is not retried (a second fsync after a failed one proves nothing).
-	fsys.failDir, fsys.syncs = true, &atomic.Int64{}
-	s.useFS(fsys)
-	require.ErrorIs(t, s.SetLimit(ctx, "gpu", 3), ErrUnknownOutcome)
-	assert.EqualValues(t, 1, fsys.syncs.Load())
+			// Its directory fsync failing leaves its outcome unknown,
+			// once: it is not retried (a second fsync after a failed one
+			// proves nothing).
+			fsys.failDir, fsys.syncs = true, &atomic.Int64{}
+			s.useFS(fsys)
+			require.ErrorIs(t, set(s, 3), ErrUnknownOutcome)
+			assert.EqualValues(t, 1, fsys.syncs.Load())
+		})
+	}
 }
 
 // A write whose announcement the change log cannot take is refused before

@@ -735,39 +735,45 @@ func (s *FileStore) SetLimit(ctx context.Context, label string, n int) error {
 	if err := s.acquire(ctx, true); err != nil {
 		return err
 	}
-	err := s.setLimitLocked(label, n)
+	err := s.commitMeta(func() (undo func()) {
+		old := s.g.limits
+		limits := copyLimits(old)
+		if n == 0 {
+			delete(limits, label)
+		} else {
+			limits[label] = n
+		}
+		if len(limits) == 0 {
+			limits = nil
+		}
+		s.g.limits = limits
+		return func() { s.g.limits = old }
+	})
 	s.afterUnlock(s.unlock())
 	return err
 }
 
-func (s *FileStore) setLimitLocked(label string, n int) error {
+// commitMeta writes the meta file alone (the limits, the liveness
+// defaults), with the commit point of any write: announced, renamed into
+// place, the directory fsynced, then recorded. change makes the new
+// settings the graph's, on the meta file as just read, and returns what
+// undoes that if the file is not written.
+func (s *FileStore) commitMeta(change func() (undo func())) error {
 	if err := s.readMeta(); err != nil {
 		return err
 	}
 	if s.metaErr != nil {
 		return s.metaErr
 	}
-	old := s.g.limits
-	limits := copyLimits(old)
-	if n == 0 {
-		delete(limits, label)
-	} else {
-		limits[label] = n
-	}
-	if len(limits) == 0 {
-		limits = nil
-	}
-	// A write of the meta file alone, with the commit point of any write:
-	// announced, renamed, the directory fsynced, then recorded.
 	if err := s.log.prepare(); err != nil {
 		return err
 	}
 	if err := s.announce(nil); err != nil {
 		return err
 	}
-	s.g.limits = limits
+	undo := change()
 	if err := s.writeMeta(s.hwm); err != nil {
-		s.g.limits = old // not written: as before
+		undo() // not written: as before
 		return err
 	}
 	if err := s.commitPoint(s.syncDir); err != nil {
@@ -787,21 +793,11 @@ func (s *FileStore) SetLivenessDefault(ctx context.Context, label string, d Live
 	if err := s.acquire(ctx, true); err != nil {
 		return err
 	}
-	err := func() error {
-		if err := s.readMeta(); err != nil {
-			return err
-		}
-		if s.metaErr != nil {
-			return s.metaErr
-		}
+	err := s.commitMeta(func() (undo func()) {
 		old := s.g.liveness
 		s.g.liveness = withDefault(old, label, d)
-		if err := s.writeMeta(s.hwm); err != nil {
-			s.g.liveness = old // not written: as before
-			return err
-		}
-		return nil
-	}()
+		return func() { s.g.liveness = old }
+	})
 	s.afterUnlock(s.unlock())
 	return err
 }
