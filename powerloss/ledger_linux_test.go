@@ -15,8 +15,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -522,19 +524,36 @@ func (h *history) verify(files map[int64]found, before map[int64]string, v *verd
 }
 
 // gitDamage splits what a person would have to repair into the store's
-// part and git's: a complaint about a file that a git operation which did
-// not finish may have been writing (a task file it may write, the meta
-// file for a checkout or a merge). git writes files in place without
-// fsync: after a power loss in its midst they may be empty, and an empty
-// meta file also keeps the store from moving empty task files aside.
-func (h *history) gitDamage(needs []string) (store, git []string) {
+// part and git's. git's is a complaint about a file that a git operation
+// which did not finish may have been writing (a task file it may write,
+// the meta file for a checkout or a merge): git writes files in place
+// without fsync, so after a power loss in its midst they may be empty,
+// and an empty meta file also keeps the store from moving empty task
+// files aside. It is git's too when the task file is found holding, byte
+// for byte, a version git wrote (files: as found, by id): git committed
+// it unreadable, as `git add` may while the store renames a new version
+// into place (it reads as many bytes of the new file as the old one's
+// lstat said: the new version cut short), and a checkout then wrote it
+// back — the store only ever renames whole files into place.
+func (h *history) gitDamage(needs []string, files map[int64]found) (store, git []string) {
+	gits := map[int64]bool{}
+	for id := range h.gitUnfinished {
+		gits[id] = true
+	}
+	for id, f := range files {
+		for _, w := range h.writes[id] {
+			if f.exists && w.git && w.sum != "" && w.sum == f.sum {
+				gits[id] = true
+			}
+		}
+	}
 	for _, s := range needs {
 		if h.gitMeta && strings.Contains(s, ".taskgraph.meta") {
 			git = append(git, s)
 			continue
 		}
 		mine := false
-		for id := range h.gitUnfinished {
+		for id := range gits {
 			if strings.Contains(s, fmt.Sprintf("/task_%d.json", id)) {
 				mine = true
 				break
@@ -698,4 +717,31 @@ func lastLines[S any](lines []S, n int) []S {
 		return lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// TestGitDamageTornCommit: a task file found holding, byte for byte, an
+// unreadable version git wrote is git's damage (git committed a file the
+// store was renaming a new version over, then checked it out: the kept
+// round ext4-noauto_da_alloc-1796647803028578858 of docs/powerloss.md);
+// the same complaint about a file git did not write so stays the store's.
+func TestGitDamageTornCommit(t *testing.T) {
+	dir := t.TempDir()
+	torn := []byte("{\n  \"id\": 1,\n  \"subject\": \"committed #0\",\n  \"history\": [\n    {\n ")
+	lines := `{"who":"git","k":"intent","t":10,"op":"git-checkout","ids":[1,2],"meta":true}
+{"who":"git","k":"git","t":20,"op":"git-checkout","git":[{"id":1,"sum":"` + bytesDigest(torn) + `"},{"id":2,"sum":"` + bytesDigest([]byte("{}")) + `"}]}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "git.ledger"), []byte(lines), 0o644))
+	h, err := readLedgers(dir)
+	require.NoError(t, err)
+	needs := []string{
+		"List: corrupt task file /mnt/tasks/task_1.json: invalid JSON: unexpected end of JSON input",
+		"Check: /mnt/tasks/task_2.json: corrupt: invalid JSON: unexpected end of JSON input",
+	}
+	files := map[int64]found{
+		1: {exists: true, sum: bytesDigest(torn)},              // as git wrote it
+		2: {exists: true, sum: bytesDigest([]byte("{\"id\""))}, // not what git wrote
+	}
+	store, git := h.gitDamage(needs, files)
+	require.Equal(t, needs[:1], git)
+	require.Equal(t, needs[1:], store)
 }

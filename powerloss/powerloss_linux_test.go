@@ -223,7 +223,7 @@ func round(t *testing.T, cfg fsConfig, dir string, r *rand.Rand, rw *row) {
 	}
 	if len(v.GitDamaged) > 0 {
 		rw.GitDamaged++
-		t.Logf("git's operation in flight at the cut left files it was writing damaged (not the store's failure):\n%s", strings.Join(lastLines(v.GitDamaged, 3), "\n"))
+		t.Logf("git left files damaged (an operation in flight at the cut, or a version it committed unreadable and wrote back): not the store's failure:\n%s", strings.Join(lastLines(v.GitDamaged, 3), "\n"))
 	}
 	if len(v.Lost)+len(v.Overwritten)+len(v.Undone)+len(v.NeedsPerson) > 0 {
 		c.release()

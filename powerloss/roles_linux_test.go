@@ -265,8 +265,9 @@ func checker() error {
 	}
 	before, tail := rawTasks(dir), logTail(dir)
 	v := verdict{Before: before}
+	files := map[int64]found{}
 	defer func() {
-		v.NeedsPerson, v.GitDamaged = h.gitDamage(v.NeedsPerson)
+		v.NeedsPerson, v.GitDamaged = h.gitDamage(v.NeedsPerson, files)
 		data, _ := json.MarshalIndent(v, "", "  ")
 		_ = os.WriteFile(os.Getenv(outEnv), data, 0o644)
 	}()
@@ -283,7 +284,6 @@ func checker() error {
 	if err != nil {
 		v.NeedsPerson = append(v.NeedsPerson, "List: "+err.Error())
 	}
-	files := map[int64]found{}
 	for _, t := range ts {
 		files[int64(t.ID)] = found{task: &t}
 	}
