@@ -304,6 +304,8 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) error {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-s.done:
+		return ErrClosed // Close holds the semaphore while it waits for what is in flight
 	}
 	if s.closed {
 		<-s.sem

@@ -40,6 +40,10 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 	// starts from is published to it.
 	err := s.read(ctx, nil, func(g *graph) error {
 		events, end = s.hub.watch(ctx, g.timedTasks(), s.cfg.now, s.done)
+		// Close waits for the watch's two goroutines, so that the
+		// notifier's handle on the directory is gone when it returns
+		// (Windows cannot remove a directory a handle is open on).
+		s.inflight.Add(2)
 		return nil
 	})
 	if err != nil {
@@ -59,8 +63,12 @@ func (s *FileStore) Watch(ctx context.Context) (<-chan Event, error) {
 	}
 	stop := make(chan struct{})
 	w, path := s.notifier()
-	go s.wakeUp(w, path, poke, stop)
 	go func() {
+		defer s.inflight.Done()
+		s.wakeUp(w, path, poke, stop)
+	}()
+	go func() {
+		defer s.inflight.Done()
 		defer close(stop)
 		for {
 			select {
