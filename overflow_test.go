@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/taskgraph-dev/taskgraph/internal/cputime"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -128,9 +129,9 @@ func wideTask(n int) []byte {
 func fastest(fn func()) time.Duration {
 	best := time.Duration(math.MaxInt64)
 	for range 3 {
-		start := cpuNow()
+		start := cputime.Now()
 		fn()
-		best = min(best, cpuNow()-start)
+		best = min(best, cputime.Now()-start)
 	}
 	return best
 }

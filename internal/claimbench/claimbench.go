@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/cputime"
 )
 
 // Epics is the number of epics of the fixture: tasks 1 to Epics, each the
@@ -146,9 +147,9 @@ func Measure(ctx context.Context, s taskgraph.Store, round int) (map[string]Samp
 // claim times a ClaimNext of case c on s, checks the task it claims and
 // releases it.
 func claim(ctx context.Context, s taskgraph.Store, c Case) (Sample, error) {
-	start, cpu := time.Now(), cpuNow()
+	start, cpu := time.Now(), cputime.Now()
 	t, err := s.ClaimNext(ctx, "bench", c.Opts...)
-	d := Sample{Wall: time.Since(start), CPU: cpuNow() - cpu}
+	d := Sample{Wall: time.Since(start), CPU: cputime.Now() - cpu}
 	if err != nil {
 		return d, fmt.Errorf("claimbench: %s: %w", c.Name, err)
 	}

@@ -1,15 +1,16 @@
 //go:build unix
 
-package claimbench
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuNow returns the CPU time this process has used: other processes on a
-// shared machine, which stretch a claim's wall time, do not count in it.
-func cpuNow() time.Duration {
+// Now returns the CPU time this process has used (user and system), or
+// the wall clock if it cannot be read. Only differences of two readings
+// mean anything.
+func Now() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return time.Duration(time.Now().UnixNano())
