@@ -349,7 +349,8 @@ func mergeMap[V any](m *merger, what string, base, ours, theirs map[string]V) ma
 
 // mergeMeta merges the meta file: the higher high-water mark; the limits
 // label by label, the side that changed one, and where both did, the
-// lower limit (the safer), a removal counting as no limit.
+// lower limit (the safer), a removal counting as no limit; the liveness
+// defaults the same way, the shorter of each clock.
 func mergeMeta(base, ours, theirs []byte) ([]byte, []string, error) {
 	var ms [3]meta
 	for i, data := range [][]byte{base, ours, theirs} {
@@ -363,50 +364,47 @@ func mergeMeta(base, ours, theirs []byte) ([]byte, []string, error) {
 		ms[i] = m
 	}
 	out := meta{HighWater: max(ms[0].HighWater, ms[1].HighWater, ms[2].HighWater)}
-	b, o, t := ms[0].Limits, ms[1].Limits, ms[2].Limits
-	for _, side := range []map[string]int{o, t} {
-		for l := range side {
-			bv, ov, tv := b[l], o[l], t[l]
-			n := ov
-			switch {
-			case ov == tv, tv == bv:
-			case ov == bv:
-				n = tv
-			case ov == 0 || tv == 0:
-				n = max(ov, tv) // one side removed it, the other changed it: keep a limit
-			default:
-				n = min(ov, tv)
-			}
-			if n > 0 {
-				if out.Limits == nil {
-					out.Limits = map[string]int{}
-				}
-				out.Limits[l] = n
-			}
+	out.Limits = mergeLabels(ms[0].Limits, ms[1].Limits, ms[2].Limits, func(o, t int) int {
+		if o == 0 || t == 0 {
+			return max(o, t) // one side removed it, the other changed it: keep a limit
 		}
-	}
-	bl, ol, tl := ms[0].Liveness, ms[1].Liveness, ms[2].Liveness
-	for _, side := range []map[string]metaLiveness{ol, tl} {
+		return min(o, t)
+	})
+	out.Liveness = mergeLabels(ms[0].Liveness, ms[1].Liveness, ms[2].Liveness, func(o, t metaLiveness) metaLiveness {
+		// The stricter limit of each, a removal losing to a change.
+		return metaLiveness{stricter(o.MaxRuntime, t.MaxRuntime), stricter(o.ProgressWindow, t.ProgressWindow)}
+	})
+	data, _ := json.Marshal(out)
+	return append(data, '\n'), nil, nil
+}
+
+// mergeLabels merges a setting kept per label (a limit, a liveness
+// default; the zero value: none) from base, ours and theirs, label by
+// label: the side that changed it, and where both did, both(ours,
+// theirs). Nil if no label keeps a setting.
+func mergeLabels[V comparable](base, ours, theirs map[string]V, both func(o, t V) V) map[string]V {
+	var out map[string]V
+	for _, side := range []map[string]V{ours, theirs} {
 		for l := range side {
-			bv, ov, tv := bl[l], ol[l], tl[l]
+			bv, ov, tv := base[l], ours[l], theirs[l]
 			v := ov
 			switch {
 			case ov == tv, tv == bv:
 			case ov == bv:
 				v = tv
-			default: // both changed it: the stricter limit of each, a removal losing to a change
-				v = metaLiveness{stricter(ov.MaxRuntime, tv.MaxRuntime), stricter(ov.ProgressWindow, tv.ProgressWindow)}
+			default:
+				v = both(ov, tv)
 			}
-			if v != (metaLiveness{}) {
-				if out.Liveness == nil {
-					out.Liveness = map[string]metaLiveness{}
+			var zero V
+			if v != zero {
+				if out == nil {
+					out = map[string]V{}
 				}
-				out.Liveness[l] = v
+				out[l] = v
 			}
 		}
 	}
-	data, _ := json.Marshal(out)
-	return append(data, '\n'), nil, nil
+	return out
 }
 
 // stricter is the shorter of two durations of the meta file ("" none),
