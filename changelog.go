@@ -467,7 +467,7 @@ func (s *FileStore) readLog(size int64) (rescan bool, err error) {
 			return false, err
 		}
 	}
-	return rescan, nil
+	return false, nil
 }
 
 // applyRecord applies one change-log record. A Put carries the file's new

@@ -16,11 +16,12 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/taskgraph-dev/taskgraph/scripts/internal/repo"
 )
 
 func main() {
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "doccheck:", err)
 		os.Exit(2)
@@ -36,22 +37,4 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("doccheck: links, anchors, the design map, its reading path and the tests the pages name are alive")
-}
-
-// repoRoot returns the nearest directory upward that holds go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

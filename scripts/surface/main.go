@@ -18,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/taskgraph-dev/taskgraph/scripts/internal/repo"
 )
 
 const (
@@ -34,7 +36,7 @@ const (
 )
 
 func main() {
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "surface:", err)
 		os.Exit(2)
@@ -138,22 +140,4 @@ func (c *counts) add(d ast.Decl) {
 
 func deprecated(doc *ast.CommentGroup) bool {
 	return doc != nil && strings.Contains(doc.Text(), "Deprecated:")
-}
-
-// repoRoot returns the nearest directory upward that holds go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
