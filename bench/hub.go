@@ -67,6 +67,26 @@ func benchHub(root string, n, samples, rounds, tasks, p int, floor func() float6
 	return out
 }
 
+// openBehindHub opens the FileStore of dir, starts a hub in front of it
+// and returns both the store and a client of the hub, with what closes
+// all three.
+func openBehindHub(dir string) (*taskgraph.FileStore, *hub.Client, func()) {
+	s, err := taskgraph.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	url, tok, stop := startHub(s)
+	c, err := hub.NewClient(url, tok)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return s, c, func() {
+		c.Close()
+		stop()
+		s.Close()
+	}
+}
+
 // hubOps times Get, Claim, ClaimNext, Complete and Update on one
 // FileStore of n tasks, directly and through a client of a hub in front
 // of it, one after the other in every round (the order swapped each
@@ -75,18 +95,8 @@ func benchHub(root string, n, samples, rounds, tasks, p int, floor func() float6
 func hubOps(root string, n, samples, rounds int, floor func() float64) []Result {
 	dir := filepath.Join(root, fmt.Sprintf("hub-dag-%d", n))
 	build(dir, "dag", n)
-	s, err := taskgraph.Open(dir)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
-	url, tok, stop := startHub(s)
-	defer stop()
-	c, err := hub.NewClient(url, tok)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
+	s, c, closeAll := openBehindHub(dir)
+	defer closeAll()
 	if _, err := c.Board(ctx); err != nil { // warm both
 		log.Fatal(err)
 	}
@@ -238,18 +248,8 @@ func workHub(url string) {
 func hubWatch(root string, n, samples int) []Result {
 	dir := filepath.Join(root, fmt.Sprintf("hub-watch-%d", n))
 	buildReady(dir, n)
-	s, err := taskgraph.Open(dir)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
-	url, tok, stop := startHub(s)
-	defer stop()
-	c, err := hub.NewClient(url, tok)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
+	s, c, closeAll := openBehindHub(dir)
+	defer closeAll()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	direct, err := s.Watch(wctx)
