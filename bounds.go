@@ -19,7 +19,8 @@ const maxBy = max(MaxOwner, MaxAuthor)
 // most MaxAuthor bytes and at most MaxNoteText long, at most MaxHistory
 // entries of history, each by at most MaxOwner or MaxAuthor bytes, with
 // a count that is not negative, a MaxRuntime and a ProgressWindow from 0
-// to MaxLiveness.
+// to MaxLiveness, a check named as Rules.CheckArgs allows, at most
+// MaxAcceptance acceptance items of at most MaxAcceptanceItem bytes.
 //
 // Within them no count overflows, RetryDelay and the history's summary
 // stay cheap, and no write of the task grows it by more than its own
@@ -60,6 +61,11 @@ func (Rulebook) Bounded(t *Task) error {
 	}
 	if x := t.extra(); x.MaxRuntime != 0 || x.ProgressWindow != 0 {
 		if err := Rules.Liveness("", x.MaxRuntime, x.ProgressWindow); err != nil {
+			return err
+		}
+	}
+	if x := t.extra(); x.Check != "" || len(x.Acceptance) > 0 {
+		if err := Rules.CheckArgs("", x.Check, x.Acceptance); err != nil {
 			return err
 		}
 	}

@@ -34,7 +34,7 @@ var knownFields = map[string]bool{
 
 // rareFields are known fields that only the slow path decodes (the fast
 // paths leave a file holding one to it): those of Task.Extra.
-var rareFields = map[string]bool{"maxRuntime": true, "progressWindow": true}
+var rareFields = map[string]bool{"maxRuntime": true, "progressWindow": true, "check": true, "acceptance": true}
 
 // encodeTask renders t as the bytes of its task file: JSON as
 // encoding/json writes it (HTML left unescaped), indented by two spaces,
@@ -100,6 +100,12 @@ func encodeTask(t *Task) ([]byte, error) {
 	}
 	if x := t.extra(); x.ProgressWindow != 0 {
 		e.string("progressWindow", x.ProgressWindow.String())
+	}
+	if x := t.extra(); x.Check != "" {
+		e.string("check", x.Check)
+	}
+	if x := t.extra(); len(x.Acceptance) > 0 {
+		e.strings("acceptance", x.Acceptance)
 	}
 	if len(t.Notes) > 0 {
 		e.value("notes", t.Notes)
@@ -561,6 +567,17 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 	}
 	if maxRuntime != 0 || window != 0 {
 		setLiveness(t, maxRuntime, window)
+	}
+	check, err := decodeString(raw, "check", false)
+	if err != nil {
+		return nil, err
+	}
+	acceptance, err := decodeArray[string](raw, "acceptance", "strings")
+	if err != nil {
+		return nil, err
+	}
+	if check != "" || len(acceptance) > 0 {
+		setCheck(t, check, acceptance)
 	}
 	if t.Notes, err = decodeArray[Note](raw, "notes", "notes ({at, author, text})"); err != nil {
 		return nil, err

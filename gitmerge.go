@@ -191,6 +191,8 @@ func (m *merger) merge() *Task {
 	bx, ox, tx := b.extra(), o.extra(), th.extra()
 	setLiveness(&out, pick(m, "maxRuntime", bx.MaxRuntime, ox.MaxRuntime, tx.MaxRuntime, same),
 		pick(m, "progressWindow", bx.ProgressWindow, ox.ProgressWindow, tx.ProgressWindow, same))
+	setCheck(&out, pick(m, "the check", bx.Check, ox.Check, tx.Check, same),
+		pick(m, "the acceptance items", bx.Acceptance, ox.Acceptance, tx.Acceptance, slices.Equal[[]string]))
 	if u := mergeMap(m, "field", bx.unknown, ox.unknown, tx.unknown); len(u) > 0 {
 		out.editExtra().unknown = u
 	} else if out.Extra != nil {

@@ -34,6 +34,13 @@ type Extra struct {
 	// progress clock (Task.Progress) is the later of ClaimedAt and the
 	// newest note. 0: no window.
 	ProgressWindow time.Duration `json:",omitempty"`
+	// Check names the check that must pass before the task completes: a
+	// command defined in the graph's checks file (see LoadChecks), never
+	// in the task. "": none. See WithEvidence.
+	Check string `json:",omitempty"`
+	// Acceptance lists, in words, what the task must achieve: for the
+	// agent that does it and the person who reviews it; nothing runs it.
+	Acceptance []string `json:",omitempty"`
 
 	// unknown holds the JSON fields of the task file that taskgraph does
 	// not know, so that rewriting the file keeps them.
@@ -74,7 +81,7 @@ func (t *Task) editExtra() *Extra {
 // tidy leaves t.Extra nil when it holds nothing: a task that set a limit
 // and cleared it again is stored, and compares, as one that never had it.
 func (t *Task) tidy() {
-	if x := t.Extra; x != nil && x.MaxRuntime == 0 && x.ProgressWindow == 0 && len(x.unknown) == 0 {
+	if x := t.Extra; x != nil && x.MaxRuntime == 0 && x.ProgressWindow == 0 && x.Check == "" && len(x.Acceptance) == 0 && len(x.unknown) == 0 {
 		t.Extra = nil
 	}
 }

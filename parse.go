@@ -239,7 +239,10 @@ func (Rulebook) CompleteOptions(opts []CompleteOption) (CompleteSettings, error)
 	if err := Rules.CompleteArgs(c.result); err != nil {
 		return CompleteSettings{}, err
 	}
-	return CompleteSettings{Result: c.result}, nil
+	if err := evidenceArgs(c.evidence, c.skip); err != nil {
+		return CompleteSettings{}, err
+	}
+	return CompleteSettings{Result: c.result, Evidence: c.evidence, SkipCheck: c.skip}, nil
 }
 
 // DeleteOptions returns what opts ask of Delete. Every option is valid;

@@ -361,15 +361,12 @@ func (g *graph) planOne(id ID, rule func(t *Task) error) (*plan, error) {
 	return &plan{put: []*Task{t}, read: []ID{id}, result: id}, nil
 }
 
-func (g *graph) planComplete(id ID, owner, result string, now time.Time) (*plan, error) {
-	if err := Rules.CompleteArgs(result); err != nil { // before the task is read, as in every store
-		return nil, err
-	}
+func (g *graph) planComplete(id ID, owner string, set CompleteSettings, now time.Time) (*plan, error) {
 	t, err := g.current(id)
 	if err != nil {
 		return nil, err
 	}
-	if err := Rules.Complete(t, owner, result, now); err != nil {
+	if err := Rules.Complete(t, owner, set, now); err != nil {
 		return nil, err
 	}
 	if err := g.checkBlockers(t); err != nil {

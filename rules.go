@@ -209,6 +209,9 @@ func (Rulebook) CreateArgs(nt NewTask) error {
 	if err := Rules.Liveness("", nt.MaxRuntime, nt.ProgressWindow); err != nil {
 		return err
 	}
+	if err := Rules.CheckArgs("", nt.Check, nt.Acceptance); err != nil {
+		return err
+	}
 	if err := underArgs(nt); err != nil {
 		return err
 	}
@@ -435,6 +438,16 @@ func (Rulebook) PatchArgs(p Patch) error {
 			return err
 		}
 	}
+	if p.Check != nil {
+		if err := Rules.CheckArgs("", *p.Check, nil); err != nil {
+			return err
+		}
+	}
+	if p.Acceptance != nil {
+		if err := Rules.CheckArgs("", "", *p.Acceptance); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -554,6 +567,9 @@ func create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(st
 	}
 	if nt.MaxRuntime != 0 || nt.ProgressWindow != 0 {
 		setLiveness(t, nt.MaxRuntime.Truncate(time.Microsecond), nt.ProgressWindow.Truncate(time.Microsecond))
+	}
+	if nt.Check != "" || len(nt.Acceptance) > 0 {
+		setCheck(t, nt.Check, nt.Acceptance)
 	}
 	return t, nil
 }
@@ -805,6 +821,16 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 		}
 		setLiveness(t, x.MaxRuntime, x.ProgressWindow)
 	}
+	if p.Check != nil || p.Acceptance != nil {
+		x := t.extra()
+		if p.Check != nil {
+			x.Check = *p.Check
+		}
+		if p.Acceptance != nil {
+			x.Acceptance = *p.Acceptance
+		}
+		setCheck(t, x.Check, x.Acceptance)
+	}
 	if p.Status == nil || *p.Status == t.Status {
 		return false, nil
 	}
@@ -829,6 +855,9 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 	}
 	if t.Status == Completed {
 		t.Result = ""
+	}
+	if c := t.extra().Check; st == Completed && c != "" {
+		return false, &UnverifiedError{ID: t.ID, Check: c, Reason: "a task with a check completes only by Complete, given evidence that it passed"}
 	}
 	if t.Status == Pending && st != Pending && t.Deferred(now) {
 		return false, &DeferredError{ID: t.ID, Until: t.NotBefore}
@@ -866,6 +895,7 @@ func patchedFields(p Patch) []string {
 		{"metadata", p.Metadata != nil}, {"priority", p.Priority != nil}, {"labels", p.Labels != nil},
 		{"notBefore", p.NotBefore != nil}, {"due", p.Due != nil}, {"maxAttempts", p.MaxAttempts != nil}, {"backoff", p.Backoff != nil},
 		{"parent", p.Parent != nil}, {"maxRuntime", p.MaxRuntime != nil}, {"progressWindow", p.ProgressWindow != nil},
+		{"check", p.Check != nil}, {"acceptance", p.Acceptance != nil},
 	} {
 		if f.set {
 			out = append(out, f.name)
@@ -1036,13 +1066,24 @@ func (Rulebook) CompleteArgs(result string) error {
 }
 
 // Complete moves t, which must be InProgress (and held by owner, if owner
-// is not ""), to Completed, recording result. The store must then check
+// is not ""), to Completed, recording set.Result. The store must then check
 // t's blockers (Blocked) before storing it.
-func (Rulebook) Complete(t *Task, owner, result string, now time.Time) error {
-	err := finishHeld(t, owner, Completed, now, Rules.CompleteArgs(result))
+//
+// A task that names a check (Extra.Check) completes only with passing
+// evidence of that check (set.Evidence, recorded in its history before
+// the completion) or set.SkipCheck (recorded too); else the error is an
+// *UnverifiedError and nothing changes.
+func (Rulebook) Complete(t *Task, owner string, set CompleteSettings, now time.Time) error {
+	err := finishHeld(t, owner, Completed, now, Rules.CompleteArgs(set.Result))
 	if err == nil {
-		t.Result = result
-		appendTransition(t, Rules.CompleteTransition(t.Owner, result, now))
+		err = evidenceArgs(set.Evidence, set.SkipCheck)
+	}
+	if err == nil {
+		err = verify(t, t.Owner, set.Evidence, set.SkipCheck, now)
+	}
+	if err == nil {
+		t.Result = set.Result
+		appendTransition(t, Rules.CompleteTransition(t.Owner, set.Result, now))
 	}
 	return err
 }

@@ -201,7 +201,11 @@ type ClaimSettings struct {
 // CompleteOption configures Complete.
 type CompleteOption func(*completeConfig)
 
-type completeConfig struct{ result string }
+type completeConfig struct {
+	result   string
+	evidence *Evidence
+	skip     bool
+}
 
 // WithResult records text on the completed task, in Task.Result: a short
 // account of what was done, for the agents that take the tasks it
@@ -214,7 +218,9 @@ func WithResult(text string) CompleteOption {
 // (see Rules.CompleteOptions): for Store implementations outside this
 // package.
 type CompleteSettings struct {
-	Result string // "": none
+	Result    string    // "": none
+	Evidence  *Evidence // the run of the task's check (WithEvidence); nil: none
+	SkipCheck bool      // complete a task with a check without evidence (SkipCheck)
 }
 
 // Filter selects tasks for List and Board. Filters combine: a task is
@@ -499,7 +505,7 @@ func (o ops) Complete(ctx context.Context, id ID, owner string, opts ...Complete
 		if err != nil {
 			return nil, err
 		}
-		return g.planComplete(id, owner, set.Result, now)
+		return g.planComplete(id, owner, set, now)
 	}), func(g *graph, p *plan) {
 		c.Task = g.view(id)
 		for _, d := range g.dependents[id] {

@@ -347,6 +347,11 @@ type NewTask struct {
 	// Extra); 0: none.
 	MaxRuntime     time.Duration
 	ProgressWindow time.Duration
+	// Check names the check that must pass before the task completes,
+	// and Acceptance lists what it must achieve, in words (see Extra);
+	// "" and nil: none.
+	Check      string
+	Acceptance []string
 }
 
 // Patch is a partial update: nil pointers and empty slices leave a field as
@@ -383,6 +388,10 @@ type Patch struct {
 	// the new values from then on.
 	MaxRuntime     *time.Duration
 	ProgressWindow *time.Duration
+	// Check and Acceptance, if not nil, set the task's check (by name)
+	// and acceptance items (see Extra); "" and an empty slice clear them.
+	Check      *string
+	Acceptance *[]string
 
 	// Parent, if not nil, makes the task a child of that task (one that
 	// exists, not the task itself), or of none if it is 0: in the same
@@ -465,7 +474,7 @@ func (t Task) clone() Task {
 	t.Notes = slices.Clone(t.Notes)
 	t.History = slices.Clone(t.History)
 	if t.Extra != nil {
-		x := *t.Extra // its unknown fields are never modified in place, so they may be shared
+		x := *t.Extra // its unknown fields and acceptance items are never modified in place, so they may be shared
 		t.Extra = &x
 	}
 	return t

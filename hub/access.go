@@ -145,6 +145,9 @@ func (g *guarded) Complete(ctx context.Context, id tg.ID, owner string, opts ...
 	if err != nil {
 		return tg.Completion{}, err
 	}
+	if set, err := tg.Rules.CompleteOptions(opts); err == nil && set.SkipCheck && g.who.Role == Agent {
+		return tg.Completion{}, fmt.Errorf("%w: an agent's token may not skip a task's check (%q is an agent): report passing evidence, or have a person complete it with --no-verify", ErrForbidden, g.who.Name)
+	}
 	return g.s.Complete(ctx, id, owner, opts...)
 }
 

@@ -217,7 +217,7 @@ func (c *Client) Complete(ctx context.Context, id tg.ID, owner string, opts ...t
 		return tg.Completion{}, err
 	}
 	var out tg.Completion
-	err = c.call(ctx, http.MethodPost, taskPath(id)+"/complete", nil, CompleteRequest{Owner: owner, Result: set.Result}, &out,
+	err = c.call(ctx, http.MethodPost, taskPath(id)+"/complete", nil, CompleteRequest{Owner: owner, Result: set.Result, Evidence: set.Evidence, SkipCheck: set.SkipCheck}, &out,
 		func() error {
 			if err := tg.Rules.CompleteArgs(set.Result); err != nil {
 				return err

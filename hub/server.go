@@ -190,6 +190,12 @@ func (s *Server) route() {
 		if c.Result != "" {
 			opts = append(opts, tg.WithResult(c.Result))
 		}
+		if c.Evidence != nil {
+			opts = append(opts, tg.WithEvidence(*c.Evidence))
+		}
+		if c.SkipCheck {
+			opts = append(opts, tg.SkipCheck())
+		}
 		return r.st.Complete(r.Context(), r.id, c.Owner, opts...)
 	})
 	s.handle("POST /v1/tasks/{id}/fail", write, func(r *request) (any, error) {

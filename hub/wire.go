@@ -42,6 +42,11 @@ type (
 	CompleteRequest struct {
 		Owner  string
 		Result string `json:",omitempty"`
+		// Evidence is the run of the task's check that the caller made
+		// (tg.WithEvidence); SkipCheck completes without it
+		// (tg.SkipCheck), which an agent's token may not.
+		Evidence  *tg.Evidence `json:",omitempty"`
+		SkipCheck bool         `json:",omitempty"`
 	}
 	// FailRequest is the body of POST /v1/tasks/{id}/fail.
 	FailRequest struct {
@@ -118,6 +123,7 @@ var kinds = []struct {
 	{"limited", tg.ErrLimited, http.StatusConflict},
 	{"gave_up", tg.ErrGaveUp, http.StatusConflict},
 	{"lapsed", tg.ErrLapsed, http.StatusConflict},
+	{"unverified", tg.ErrUnverified, http.StatusConflict},
 	{"no_ready", tg.ErrNoReady, http.StatusConflict},
 	{"corrupt", tg.ErrCorrupt, http.StatusInternalServerError},
 	{"unknown_outcome", tg.ErrUnknownOutcome, http.StatusInternalServerError},
@@ -168,6 +174,7 @@ func typedOf(err error) (string, any) {
 		gu  *tg.GaveUpError
 		li  *tg.LimitError
 		la  *tg.LapsedError
+		un  *tg.UnverifiedError
 		cor *tg.CorruptError
 	)
 	switch {
@@ -191,6 +198,8 @@ func typedOf(err error) (string, any) {
 		return "LimitError", li
 	case errors.As(err, &la):
 		return "LapsedError", la
+	case errors.As(err, &un):
+		return "UnverifiedError", un
 	case errors.As(err, &cor):
 		cause := ""
 		if cor.Err != nil {
@@ -267,6 +276,8 @@ func decodeTyped(typ string, detail json.RawMessage) error {
 		err = decodeAs[tg.LimitError](detail)
 	case "LapsedError":
 		err = decodeAs[tg.LapsedError](detail)
+	case "UnverifiedError":
+		err = decodeAs[tg.UnverifiedError](detail)
 	case "CorruptError":
 		var d corruptDetail
 		if json.Unmarshal(detail, &d) == nil {

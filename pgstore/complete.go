@@ -28,7 +28,7 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		return taskgraph.Completion{}, err
 	}
 	result := set.Result
-	if owner != "" && taskgraph.Rules.CompleteArgs(result) == nil {
+	if owner != "" && set.Evidence == nil && !set.SkipCheck && taskgraph.Rules.CompleteArgs(result) == nil {
 		c, done, err := s.completeHeld(ctx, id, owner, result)
 		if done || err != nil {
 			return c, err
@@ -39,7 +39,7 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		if err != nil {
 			return taskgraph.Completion{}, err
 		}
-		if err := taskgraph.Rules.Complete(t, owner, result, now); err != nil {
+		if err := taskgraph.Rules.Complete(t, owner, set, now); err != nil {
 			return taskgraph.Completion{}, err
 		}
 		if err := taskgraph.Rules.Blocked(t, st.status, st.early); err != nil {
@@ -69,7 +69,7 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 // history has room, written in SQL (completeSQL), then the dependents it
 // readies, the COMMIT and the notification. It reports done false, having
 // written nothing, if the task is not so (missing, not in progress, held by
-// another, blocked, too big, its history full): the Rulebook's
+// another, blocked, too big, its history full, naming a check): the Rulebook's
 // transaction then decides, and says why.
 func (s *Store) completeHeld(ctx context.Context, id taskgraph.ID, owner, result string) (c taskgraph.Completion, done bool, err error) {
 	// The history entry of the completion, its time the statement's own.
@@ -126,7 +126,7 @@ var completeSQL = `UPDATE taskgraph_tasks t SET status = 'completed', result = $
 		history = ` + appendHistorySQL(8) + `
 	FROM (SELECT ` + nowSQL(4) + ` AS now) c
 	WHERE t.graph = $1 AND t.id = $3 AND t.status = 'in_progress' AND t.owner = $2 AND ` + readyCondition + `
-		AND ` + fitsSQL("12 * octet_length($7::text) + 18") + `
+		AND t.check_name = '' AND ` + fitsSQL("12 * octet_length($7::text) + 18") + `
 	RETURNING ` + qualified("t") + `, ` + wroteSQL
 
 // unblocked queues in b the query that reads into *out the dependents of

@@ -20,7 +20,7 @@ import (
 
 const columns = `id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
 	priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent,
-	max_runtime_us, progress_window_us`
+	max_runtime_us, progress_window_us, check_name, acceptance`
 
 // blocksOf selects the ids of the tasks blocked by the row t, in order.
 //
@@ -65,6 +65,8 @@ type taskRow struct {
 	t                              taskgraph.Task
 	id, backoff, parent            int64
 	maxRuntime, window             int64
+	check                          string
+	acceptance                     []string
 	by, blocks                     []int64
 	meta, notes, history           []byte
 	claimed, lease, notBefore, due *time.Time
@@ -80,7 +82,7 @@ func newTaskRow(extra ...any) *taskRow {
 	t := &r.t
 	r.dest = append([]any{&r.id, &t.Subject, &t.Description, &r.status, &t.Owner, &r.by, &r.meta, &t.CreatedAt, &t.UpdatedAt, &t.Rev, &r.claimed, &r.lease, &t.PrevOwner,
 		&r.prio, &t.Labels, &t.Key, &t.Reason, &t.Result, &r.notes, &r.history, &r.notBefore, &r.due, &r.maxAttempts, &r.attempts, &r.backoff, &r.parent,
-		&r.maxRuntime, &r.window}, extra...)
+		&r.maxRuntime, &r.window, &r.check, &r.acceptance}, extra...)
 	return r
 }
 
@@ -126,8 +128,12 @@ func (r *taskRow) scan(row pgx.Row) (taskgraph.Task, error) {
 	t.ClaimedAt, t.LeaseExpiresAt, t.NotBefore, t.Due = utc(r.claimed), utc(r.lease), utc(r.notBefore), utc(r.due)
 	t.MaxAttempts, t.Attempts, t.Backoff = int(r.maxAttempts), int(r.attempts), time.Duration(r.backoff)*time.Microsecond
 	t.Parent = taskgraph.ID(r.parent)
-	if r.maxRuntime != 0 || r.window != 0 {
-		t.Extra = &taskgraph.Extra{MaxRuntime: time.Duration(r.maxRuntime) * time.Microsecond, ProgressWindow: time.Duration(r.window) * time.Microsecond}
+	if r.maxRuntime != 0 || r.window != 0 || r.check != "" || len(r.acceptance) > 0 {
+		t.Extra = &taskgraph.Extra{MaxRuntime: time.Duration(r.maxRuntime) * time.Microsecond, ProgressWindow: time.Duration(r.window) * time.Microsecond,
+			Check: r.check}
+		if len(r.acceptance) > 0 {
+			t.Extra.Acceptance = slices.Clone(r.acceptance)
+		}
 	}
 	return t, nil
 }
@@ -375,12 +381,14 @@ func (s *Store) withBlocks(ctx context.Context, tx pgx.Tx, t *taskgraph.Task) (t
 
 const (
 	taskColumns = `(graph, id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent, max_runtime_us, progress_window_us)`
+		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent, max_runtime_us, progress_window_us,
+		check_name, acceptance)`
 	insertTask = `INSERT INTO taskgraph_tasks AS t ` + taskColumns + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
+		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)`
 	updateTask = `UPDATE taskgraph_tasks t SET (subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
-		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent, max_runtime_us, progress_window_us)
-		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29) WHERE t.graph = $1 AND t.id = $2`
+		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent, max_runtime_us, progress_window_us,
+		check_name, acceptance)
+		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31) WHERE t.graph = $1 AND t.id = $2`
 	deleteTask = `DELETE FROM taskgraph_tasks WHERE graph = $1 AND id = $2`
 	returning  = ` RETURNING ` + columns + `, ` + blocksOf
 )
@@ -410,7 +418,7 @@ func (w *writes) put(q string, t *taskgraph.Task) *pgx.QueuedQuery {
 		t.CreatedAt, t.UpdatedAt, t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner,
 		int16(t.Priority.Level()), labels, t.Key, t.Reason, t.Result, jsonText(marshalList(t.Notes)), jsonText(marshalList(t.History)),
 		nullTime(t.NotBefore), nullTime(t.Due), int32(t.MaxAttempts), int32(t.Attempts), t.Backoff.Microseconds(), int64(t.Parent),
-		live.MaxRuntime.Microseconds(), live.ProgressWindow.Microseconds())
+		live.MaxRuntime.Microseconds(), live.ProgressWindow.Microseconds(), live.Check, nonNil(live.Acceptance))
 }
 
 // view queues the statement q storing t and reads back into out the task
@@ -494,4 +502,12 @@ func qualified(alias string) string {
 		cols[i] = alias + "." + c
 	}
 	return strings.Join(cols, ", ")
+}
+
+// nonNil returns s, or an empty slice for nil: a text[] column NOT NULL.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
