@@ -24,6 +24,7 @@ type workConfig struct {
 	poll   time.Duration
 	labels []string
 	under  ID
+	checks *Checks
 }
 
 // WorkLabels makes Work take only tasks that carry every one of labels
@@ -98,7 +99,7 @@ func Work(ctx context.Context, s Store, owner string, fn WorkFunc, opts ...WorkO
 		t, err := s.ClaimNext(ctx, owner, WithLease(cfg.lease), WithLabels(cfg.labels...), WithUnder(cfg.under))
 		switch {
 		case err == nil:
-			if err := workOn(ctx, s, owner, t, fn, cfg.lease); err != nil {
+			if err := workOn(ctx, s, owner, t, fn, cfg); err != nil {
 				return err
 			}
 			continue
@@ -223,15 +224,19 @@ func workSettings(opts []WorkOption) (workConfig, error) {
 }
 
 // workOn runs fn on the claimed task t and completes or releases it.
-func workOn(ctx context.Context, s Store, owner string, t Task, fn WorkFunc, lease time.Duration) error {
-	tctx, stop := KeepAlive(ctx, s, t.ID, owner, lease)
+func workOn(ctx context.Context, s Store, owner string, t Task, fn WorkFunc, cfg workConfig) error {
+	tctx, stop := KeepAlive(ctx, s, t.ID, owner, cfg.lease)
 	err := fn(tctx, t)
+	var verified []CompleteOption
+	if err == nil {
+		verified, err = runCheck(tctx, cfg.checks, t) // under the lease
+	}
 	lost := stop() // renewal ends before Complete: no renew can follow it
 	if ctx.Err() != nil {
 		// Work stops. Finished work is completed, so it is not done
 		// twice; unfinished work is released, not left claimed.
 		if err == nil && lost == nil {
-			_, _ = s.Complete(context.WithoutCancel(ctx), t.ID, owner)
+			_, _ = s.Complete(context.WithoutCancel(ctx), t.ID, owner, verified...)
 		} else if lost == nil {
 			_, _ = s.Release(context.WithoutCancel(ctx), t.ID, owner)
 		}
@@ -243,14 +248,50 @@ func workOn(ctx context.Context, s Store, owner string, t Task, fn WorkFunc, lea
 	if err != nil {
 		return failOrRelease(ctx, s, owner, t, err)
 	}
-	if _, err := s.Complete(ctx, t.ID, owner); err != nil {
+	if _, err := s.Complete(ctx, t.ID, owner, verified...); err != nil {
 		var claimed *ClaimedError
 		if errors.As(err, &claimed) {
 			return nil // the lease lapsed just now and someone took it over
 		}
+		if errors.Is(err, ErrUnverified) { // a check and no WorkChecks: give it back
+			if _, rerr := s.Release(ctx, t.ID, owner); rerr != nil && !errors.As(rerr, &claimed) {
+				return rerr
+			}
+			return fmt.Errorf("taskgraph: Work: task %d names check %q, and Work was given no checks to run it (WorkChecks): %w", t.ID, t.extra().Check, err)
+		}
 		return err
 	}
 	return nil
+}
+
+// WorkChecks makes Work run the check a task names (Extra.Check), from
+// checks, once its WorkFunc returned nil and before it completes the
+// task: a check that passes completes it with its evidence
+// (WithEvidence), one that fails or times out fails it with the
+// evidence as the reason — a failed attempt, to which retries and backoff
+// apply — and a check that cannot run (not defined) fails it so. Without
+// WorkChecks, Work gives back a task with a check (Release) and returns
+// the *UnverifiedError: it has nothing to verify it with.
+func WorkChecks(checks *Checks) WorkOption {
+	return func(c *workConfig) { c.checks = checks }
+}
+
+// runCheck runs t's check from checks, if t names one and checks is
+// given, and returns the option that reports its passing run to
+// Complete, or an error that fails the attempt.
+func runCheck(ctx context.Context, checks *Checks, t Task) ([]CompleteOption, error) {
+	name := t.extra().Check
+	if name == "" || checks == nil {
+		return nil, nil
+	}
+	ev, err := checks.Run(ctx, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !ev.Passed() {
+		return nil, errors.New(ev.String())
+	}
+	return []CompleteOption{WithEvidence(ev)}, nil
 }
 
 // failOrRelease records that fn failed on t: the task fails with the

@@ -115,6 +115,8 @@ var cases = []struct {
 	{"MaxRuntime", testMaxRuntime},
 	{"ProgressWindow", testProgressWindow},
 	{"LivenessDefaults", testLivenessDefaults},
+	{"CheckFields", testCheckFields},
+	{"VerifiedComplete", testVerifiedComplete},
 }
 
 var ctx = context.Background()

@@ -1,0 +1,261 @@
+// The checks file and the running of a check: data committed with the
+// graph names commands, and only the worker runs them (taskgraph done,
+// Work with WorkChecks). No store reads the file or runs a command; a
+// task names a check, never a command.
+
+package taskgraph
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ChecksFile is the name of the checks file in a task directory (for a
+// database or a hub: .tasks/checks.json under the working directory).
+// It is a JSON object from check name to its definition:
+//
+//	{"test": {"command": "go test ./...", "timeout": "10m"}}
+//
+// The command runs through sh -c (cmd /c on Windows) in the directory
+// that holds the task directory; timeout (default DefaultCheckTimeout,
+// at most MaxCheckTimeout) is when its whole process group is killed.
+// People edit it and git commits it with the graph; no tool, MCP call or
+// hub token can write it.
+const ChecksFile = "checks.json"
+
+// Bounds of the checks file, which LoadChecks refuses past them.
+const (
+	// MaxChecksFileSize is the largest checks file, in bytes.
+	MaxChecksFileSize = 64 << 10
+	// MaxChecks is the most checks a file defines.
+	MaxChecks = 100
+	// MaxCheckCommand is the longest command, in bytes.
+	MaxCheckCommand = 4096
+	// MaxCheckTimeout is the longest timeout of a check.
+	MaxCheckTimeout = 24 * time.Hour
+	// DefaultCheckTimeout is the timeout of a check that sets none.
+	DefaultCheckTimeout = 10 * time.Minute
+)
+
+// Checks are the checks a graph defines (LoadChecks), and where they
+// run.
+type Checks struct {
+	// Dir is the directory the checks run in: the one that holds the task
+	// directory.
+	Dir  string
+	path string
+	defs map[string]checkDef
+}
+
+// checkDef is one check of the file.
+type checkDef struct {
+	command string
+	timeout time.Duration
+}
+
+// LoadChecks reads the checks file of the task directory taskDir
+// (ChecksFile); the checks run in taskDir's parent. A missing file
+// defines no check. A file that is a symbolic link or not a regular file,
+// larger than MaxChecksFileSize, not a JSON object of definitions
+// {"command", "timeout"}, or past a bound, is refused with an
+// *InvalidError naming the file.
+func LoadChecks(taskDir string) (*Checks, error) {
+	abs, err := filepath.Abs(taskDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Checks{Dir: filepath.Dir(abs), path: filepath.Join(abs, ChecksFile), defs: map[string]checkDef{}}
+	bad := func(format string, a ...any) error {
+		return &InvalidError{Field: "checks file " + c.path, Reason: fmt.Sprintf(format, a...) + `: define checks as {"name": {"command": "…", "timeout": "10m"}}`}
+	}
+	info, err := os.Lstat(c.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return c, nil
+	case err != nil:
+		return nil, err
+	case info.Mode()&fs.ModeSymlink != 0:
+		return nil, bad("is a symbolic link, which taskgraph does not follow")
+	case !info.Mode().IsRegular():
+		return nil, bad("is not a regular file")
+	case info.Size() > MaxChecksFileSize:
+		return nil, bad("is %d bytes, over %d (MaxChecksFileSize)", info.Size(), MaxChecksFileSize)
+	}
+	f, err := os.OpenFile(c.path, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxChecksFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxChecksFileSize {
+		return nil, bad("is over %d bytes (MaxChecksFileSize)", MaxChecksFileSize)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
+		return nil, bad("is not a JSON object (%v)", err)
+	}
+	if len(raw) > MaxChecks {
+		return nil, bad("defines %d checks, over %d (MaxChecks)", len(raw), MaxChecks)
+	}
+	for name, v := range raw {
+		if err := checkName("name", name); err != nil {
+			return nil, bad("check %.80q: %v", name, err)
+		}
+		var d struct {
+			Command string `json:"command"`
+			Timeout string `json:"timeout"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil {
+			return nil, bad("check %q is not {\"command\", \"timeout\"} (%v)", name, err)
+		}
+		def := checkDef{command: d.Command, timeout: DefaultCheckTimeout}
+		switch {
+		case strings.TrimSpace(d.Command) == "":
+			return nil, bad("check %q has no command", name)
+		case len(d.Command) > MaxCheckCommand:
+			return nil, bad("check %q: its command is %d bytes, over %d (MaxCheckCommand)", name, len(d.Command), MaxCheckCommand)
+		case !utf8.ValidString(d.Command) || strings.IndexByte(d.Command, 0) >= 0:
+			return nil, bad("check %q: its command is not UTF-8 text without NUL", name)
+		}
+		if d.Timeout != "" {
+			if def.timeout, err = time.ParseDuration(d.Timeout); err != nil || def.timeout <= 0 || def.timeout > MaxCheckTimeout {
+				return nil, bad("check %q: timeout %q is not a duration from 1s to %v", name, d.Timeout, MaxCheckTimeout)
+			}
+		}
+		c.defs[name] = def
+	}
+	return c, nil
+}
+
+// Names returns the names of the checks defined, sorted.
+func (c *Checks) Names() []string {
+	var out []string
+	for n := range c.defs {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Run runs the check name in c.Dir, through sh -c (cmd /c on Windows),
+// killing its whole process group at its timeout (and once it exits, so
+// that nothing it started outlives it), and returns what it reported:
+// exit status, duration, the digest and tail of its output (stdout and
+// stderr together, which also go to out if it is not nil), and the git
+// commit of c.Dir. A check that fails or times out is Evidence that did
+// not pass, not an error; the error is for a check that is not defined
+// or could not be started.
+func (c *Checks) Run(ctx context.Context, name string, out io.Writer) (Evidence, error) {
+	def, ok := c.defs[name]
+	if !ok {
+		return Evidence{}, &InvalidError{Field: "check", Reason: fmt.Sprintf("no check named %q in %s (defined: %s): define it there, or name another", name, c.path, strings.Join(c.Names(), ", "))}
+	}
+	ev := Evidence{Check: name, Commit: gitCommit(ctx, c.Dir)}
+	rctx, cancel := context.WithTimeout(ctx, def.timeout)
+	defer cancel()
+	cmd := shellCommand(rctx, def.command)
+	cmd.Dir = c.Dir
+	var o outputRecord
+	o.hash = sha256.New()
+	w := io.Writer(&o)
+	if out != nil {
+		w = io.MultiWriter(&o, out)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.WaitDelay = time.Second // what it left running holds the pipe no longer than this
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Evidence{}, fmt.Errorf("taskgraph: check %q could not start: %w", name, err)
+	}
+	err := cmd.Wait()
+	ev.Duration = time.Since(start)
+	killGroup(cmd) // whatever it left behind
+	ev.Exit = cmd.ProcessState.ExitCode()
+	if rctx.Err() != nil && ctx.Err() == nil {
+		ev.TimedOut, ev.Exit = true, -1
+	} else if ctx.Err() != nil {
+		return Evidence{}, ctx.Err()
+	} else if ev.Exit == 0 && err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		ev.Exit = -1 // it did not run to its end (its output failed)
+	}
+	ev.Digest = "sha256:" + hex.EncodeToString(o.hash.Sum(nil))
+	ev.Tail = tailText(o.tail)
+	return ev, nil
+}
+
+// shellCommand is command run by the system's shell.
+func shellCommand(ctx context.Context, command string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if runtime.GOOS == "windows" {
+		cmd = exec.CommandContext(ctx, "cmd", "/c", command)
+	} else {
+		cmd = exec.CommandContext(ctx, "sh", "-c", command)
+	}
+	ownGroup(cmd)
+	cmd.Cancel = func() error { killGroup(cmd); return nil }
+	return cmd
+}
+
+// outputRecord digests everything written to it and keeps its end.
+type outputRecord struct {
+	hash interface {
+		io.Writer
+		Sum([]byte) []byte
+	}
+	tail []byte
+}
+
+func (o *outputRecord) Write(p []byte) (int, error) {
+	o.hash.Write(p)
+	o.tail = append(o.tail, p...)
+	if len(o.tail) > 4*MaxEvidenceTail {
+		o.tail = append(o.tail[:0], o.tail[len(o.tail)-MaxEvidenceTail:]...)
+	}
+	return len(p), nil
+}
+
+// tailText is the end of an output as text for the history: at most
+// MaxEvidenceTail bytes of valid UTF-8 without NUL.
+func tailText(b []byte) string {
+	s := strings.ToValidUTF8(strings.ReplaceAll(string(b), "\x00", " "), "?")
+	for len(s) > MaxEvidenceTail {
+		_, n := utf8.DecodeRuneInString(s)
+		s = s[n:]
+	}
+	return s
+}
+
+// gitCommit returns the commit checked out in dir, or "" outside git.
+func gitCommit(ctx context.Context, dir string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--verify", "-q", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	if len(c) > 80 {
+		return ""
+	}
+	return c
+}
