@@ -297,3 +297,49 @@ func TestMergeMetaLiveness(t *testing.T) {
 		"d": {MaxRuntime: "3h"},                        // theirs added it
 	}, m.Liveness, "b: removed by theirs, unchanged by ours")
 }
+
+// TestMergeChecks: the merge driver keeps a task's check and acceptance
+// items: a change on one side is kept, a change on both takes the later
+// write's, and the liveness limits beside them merge on their own.
+func TestMergeChecks(t *testing.T) {
+	base := Task{UpdatedAt: t0, Extra: &Extra{Check: "test", Acceptance: []string{"tests pass"}}}
+	ours := base
+	ours.Extra, ours.UpdatedAt = &Extra{Check: "test-all", Acceptance: []string{"tests pass"}, MaxRuntime: time.Hour}, t0.Add(time.Minute)
+	theirs := base
+	theirs.Extra, theirs.UpdatedAt = &Extra{Check: "test", Acceptance: []string{"tests pass", "docs updated"}}, t0.Add(2*time.Minute)
+	got, conflicts := merged(t, file(t, base), file(t, ours), file(t, theirs))
+	assert.Empty(t, conflicts)
+	require.NotNil(t, got.Extra)
+	assert.Equal(t, "test-all", got.Extra.Check, "only ours changed it")
+	assert.Equal(t, []string{"tests pass", "docs updated"}, got.Extra.Acceptance, "only theirs changed them")
+	assert.Equal(t, time.Hour, got.Extra.MaxRuntime)
+
+	theirs.Extra = &Extra{Check: "lint", Acceptance: []string{"tests pass"}}
+	got, _ = merged(t, file(t, base), file(t, ours), file(t, theirs))
+	assert.Equal(t, "lint", got.Extra.Check, "both changed it: the later write")
+
+	got, _ = merged(t, file(t, Task{UpdatedAt: t0}), file(t, Task{UpdatedAt: t0}), file(t, base))
+	assert.Equal(t, base.Extra, got.Extra, "added on one side")
+	got, _ = merged(t, file(t, base), file(t, base), file(t, Task{UpdatedAt: t0.Add(time.Minute)}))
+	assert.Nil(t, got.Extra, "removed on one side, untouched on the other")
+}
+
+// TestCheckFieldsBoundedOnRead: a task file holding a check or
+// acceptance items past the bounds the writes hold them to is corrupt,
+// as any value out of range, and never rewritten.
+func TestCheckFieldsBoundedOnRead(t *testing.T) {
+	for _, field := range []string{
+		`"check": "go test ./..."`,
+		`"check": 7`,
+		`"acceptance": "one"`,
+		`"acceptance": [""]`,
+		`"acceptance": [` + strings.Repeat(`"a", `, MaxAcceptance) + `"a"]`,
+	} {
+		data := []byte(`{"id": 1, "subject": "s", "description": "", "status": "pending", "owner": "", "blockedBy": [], ` + field + `}`)
+		_, err := decodeTask(1, data)
+		assert.Error(t, err, field)
+	}
+	good, err := decodeTask(1, []byte(`{"id": 1, "subject": "s", "description": "", "status": "pending", "owner": "", "blockedBy": [], "check": "test", "acceptance": ["it works"]}`))
+	require.NoError(t, err)
+	assert.Equal(t, &Extra{Check: "test", Acceptance: []string{"it works"}}, good.Extra)
+}
