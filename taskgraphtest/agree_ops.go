@@ -32,6 +32,9 @@ var decoders = []decoder{
 	// before them means what it meant; the stored seeds were rewritten to
 	// such bytes when they came (see the commit that added them).
 	(*driver).createLive, (*driver).createLive, (*driver).updateLive, (*driver).setLivenessDefault,
+	// Appended after the liveness operations, so that the stored seeds,
+	// whose operation bytes are all below 35, mean what they meant.
+	(*driver).createChecked, (*driver).completeChecked, (*driver).completeChecked, (*driver).updateCheck,
 }
 
 // decode reads the next operation from the input.
@@ -330,6 +333,11 @@ func (d *driver) complete() op {
 	if v := d.pick(len(results) + 2); v < len(results) {
 		opts, desc = []tg.CompleteOption{tg.WithResult(results[v])}, fmt.Sprintf(", WithResult(%q)", results[v])
 	}
+	return completeOp(id, owner, opts, desc)
+}
+
+// completeOp is Complete(id, owner, opts...), desc saying what opts are.
+func completeOp(id tg.ID, owner string, opts []tg.CompleteOption, desc string) op {
 	return op{
 		name: fmt.Sprintf("Complete(%d, %q%s)", id, owner, desc),
 		run: func(s tg.Store) result {
@@ -682,4 +690,76 @@ func listBoardOp(filters []tg.Filter, desc []string) op {
 			return result{text: text + "\n" + boardResult(b, err).text}
 		},
 	}
+}
+
+// Verified completion: tasks naming a check (some malformed), completed
+// with evidence that passed or failed, of their check or another, with a
+// skip, or with nothing; checks set and cleared by Update.
+
+// checkNames are the checks the operations name; "" is none, the last
+// is malformed.
+var checkNames = []string{"", "test", "test", "lint", "Not A Name"}
+
+// evidence is a run of check that passed, or failed with exit 1.
+func evidence(check string, passed bool) tg.Evidence {
+	ev := tg.Evidence{Check: check, Duration: 1200 * time.Millisecond, Digest: "sha256:" + strings.Repeat("0f", 32), Tail: "PASS", Commit: strings.Repeat("a1", 20)}
+	if !passed {
+		ev.Exit, ev.Tail = 1, "FAIL"
+	}
+	return ev
+}
+
+// createChecked creates a task naming a check, with acceptance items
+// (sometimes an empty one, which is refused) and attempts.
+func (d *driver) createChecked() op {
+	nt := tg.NewTask{Subject: d.subject(), MaxAttempts: d.pick(3), Check: checkNames[d.pick(len(checkNames))]}
+	switch d.pick(4) {
+	case 0:
+		nt.Acceptance = []string{"it works", "docs say so"}
+	case 1:
+		nt.Acceptance = []string{""}
+	}
+	if d.pick(3) == 0 {
+		nt.BlockedBy = d.ids()
+	}
+	return createOp(nt)
+}
+
+// completeChecked completes a held task with evidence (passing or not,
+// of a check maybe not its own), a skip, both, or nothing.
+func (d *driver) completeChecked() op {
+	id, owner := d.holder()
+	check := checkNames[1+d.pick(len(checkNames)-1)]
+	var opts []tg.CompleteOption
+	var desc string
+	switch d.pick(6) {
+	case 0:
+	case 1, 2:
+		opts, desc = []tg.CompleteOption{tg.WithEvidence(evidence(check, true))}, fmt.Sprintf(", WithEvidence(%s passed)", check)
+	case 3:
+		opts, desc = []tg.CompleteOption{tg.WithEvidence(evidence(check, false))}, fmt.Sprintf(", WithEvidence(%s failed)", check)
+	case 4:
+		opts, desc = []tg.CompleteOption{tg.SkipCheck()}, ", SkipCheck()"
+	case 5:
+		opts, desc = []tg.CompleteOption{tg.WithEvidence(evidence(check, true)), tg.SkipCheck()}, fmt.Sprintf(", WithEvidence(%s passed), SkipCheck()", check)
+	}
+	return completeOp(id, owner, opts, desc)
+}
+
+// updateCheck sets or clears a task's check or acceptance items, or
+// completes it by an edit, which a task with a check refuses.
+func (d *driver) updateCheck() op {
+	id := d.id()
+	var p tg.Patch
+	switch d.pick(4) {
+	case 0:
+		p.Acceptance = ptr([]string{"reviewed"})
+	case 1:
+		p.Status = ptr(tg.Completed)
+	}
+	if d.pick(2) == 0 {
+		p.Check = ptr(checkNames[d.pick(len(checkNames))])
+	}
+	p.IfRev = d.ifRev(id)
+	return updateOp(id, p)
 }

@@ -180,7 +180,7 @@ func fmtTask(t tg.Task) string {
 			}
 		case *tg.Extra:
 			if x != nil { // its fields, not its address
-				fmt.Fprintf(&b, "{MaxRuntime:%v ProgressWindow:%v}", x.MaxRuntime, x.ProgressWindow)
+				fmt.Fprintf(&b, "{MaxRuntime:%v ProgressWindow:%v Check:%q Acceptance:%q}", x.MaxRuntime, x.ProgressWindow, x.Check, x.Acceptance)
 			}
 		default:
 			fmt.Fprint(&b, x)
@@ -232,6 +232,9 @@ func fmtNewTask(nt tg.NewTask) string {
 	if nt.MaxRuntime != 0 || nt.ProgressWindow != 0 {
 		f = append(f, fmt.Sprintf("MaxRuntime:%v ProgressWindow:%v", nt.MaxRuntime, nt.ProgressWindow))
 	}
+	if nt.Check != "" || nt.Acceptance != nil {
+		f = append(f, fmt.Sprintf("Check:%q Acceptance:%q", nt.Check, nt.Acceptance))
+	}
 	return "{" + strings.Join(f, " ") + "}"
 }
 
@@ -279,6 +282,12 @@ func fmtPatch(p tg.Patch) string {
 	}
 	if p.ProgressWindow != nil {
 		f = append(f, fmt.Sprintf("ProgressWindow:%v", *p.ProgressWindow))
+	}
+	if p.Check != nil {
+		f = append(f, fmt.Sprintf("Check:%q", *p.Check))
+	}
+	if p.Acceptance != nil {
+		f = append(f, fmt.Sprintf("Acceptance:%q", *p.Acceptance))
 	}
 	if p.Metadata != nil {
 		f = append(f, "Metadata:"+fmtMeta(p.Metadata))
