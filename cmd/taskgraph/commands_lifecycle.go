@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
@@ -152,21 +153,89 @@ func (e *env) refuseHeld(t taskgraph.Task, force bool, what string) error {
 func flagsDone(fs *flag.FlagSet) func(e *env) error {
 	force := forceFlag(fs, "act on")
 	result := fs.String("result", "", "record `TEXT` on the task: what was done, for whoever comes after")
-	return func(e *env) error { return cmdDone(e, *force, *result) }
+	noVerify := fs.Bool("no-verify", false, "complete a task that names a check without running it (for a person: the history records the skip)")
+	return func(e *env) error { return cmdDone(e, *force, *result, *noVerify) }
 }
 
-func cmdDone(e *env, force bool, result string) error {
+// cmdDone completes a task; one that names a check completes only if the
+// check, run here, passes (or with --no-verify): a failing check fails
+// the attempt, with the evidence as the reason.
+func cmdDone(e *env, force bool, result string, noVerify bool) error {
 	var opts []taskgraph.CompleteOption
 	if result != "" {
 		opts = append(opts, taskgraph.WithResult(result))
 	}
+	if noVerify {
+		opts = append(opts, taskgraph.SkipCheck())
+	}
 	return e.withID(func(s store, id taskgraph.ID) error {
-		c, err := s.Complete(e.ctx, id, e.holder(force), opts...)
+		t, err := s.Get(e.ctx, id)
+		if err != nil {
+			return err
+		}
+		holder := e.holder(force)
+		check := ""
+		if t.Extra != nil {
+			check = t.Extra.Check
+		}
+		// Only a task the caller may complete is worth its check's run:
+		// Complete says why any other is refused.
+		if check != "" && !noVerify && t.Status == taskgraph.InProgress && (holder == "" || holder == t.Owner) {
+			ev, err := e.runCheck(check, id)
+			if err != nil {
+				return err
+			}
+			if !ev.Passed() {
+				failed, err := s.Fail(e.ctx, id, holder, ev.String())
+				if err != nil {
+					return e.held(err, "fails it")
+				}
+				return checkFailedError{id: failed.ID, status: failed.Status, evidence: ev.String()}
+			}
+			opts = append(opts, taskgraph.WithEvidence(ev))
+		}
+		c, err := s.Complete(e.ctx, id, holder, opts...)
 		if err != nil {
 			return e.held(err, "completes it")
 		}
 		return e.printCompleted(c)
 	})
+}
+
+// runCheck runs check for task id, from the graph's checks file: the
+// task directory's, or .tasks/checks.json under the working directory
+// for a database or a hub. Its output goes to stderr.
+func (e *env) runCheck(check string, id taskgraph.ID) (taskgraph.Evidence, error) {
+	dir := ".tasks"
+	if e.storeURL == "" {
+		d, err := e.taskDir()
+		if err != nil {
+			return taskgraph.Evidence{}, err
+		}
+		dir = d
+	}
+	checks, err := taskgraph.LoadChecks(dir)
+	if err != nil {
+		return taskgraph.Evidence{}, err
+	}
+	fmt.Fprintf(e.stderr, "Running check %s for %s in %s\n", check, idText(id), checks.Dir)
+	return checks.Run(e.ctx, check, e.stderr)
+}
+
+// checkFailedError is the outcome of done on a task whose check failed:
+// the task failed that attempt (or is pending again, to retry).
+type checkFailedError struct {
+	id       taskgraph.ID
+	status   taskgraph.Status
+	evidence string
+}
+
+func (c checkFailedError) Error() string {
+	then := "it is failed: reopen it once the cause is fixed"
+	if c.status == taskgraph.Pending {
+		then = "the attempt failed; it will be retried (see taskgraph history)"
+	}
+	return fmt.Sprintf("task %d was not completed: %s; %s", c.id, c.evidence, then)
 }
 
 func flagsFail(fs *flag.FlagSet) func(e *env) error {

@@ -80,6 +80,9 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 	backoff := fs.Duration("backoff", 0, "wait `DURATION` before the first retry, twice as long before each next (with --max-attempts)")
 	maxRuntime := fs.Duration("max-runtime", 0, "end any claim of the task that has run `DURATION`, however its lease is renewed: the attempt lapses and is counted (default: no cap)")
 	window := fs.Duration("progress-window", 0, "end any claim of the task that has gone `DURATION` without progress — the claim, a note — however its lease is renewed (default: none)")
+	check := fs.String("check", "", "the `NAME` of a check in checks.json beside the task files that must pass before the task completes (done runs it)")
+	var accept textList
+	fs.Var(&accept, "accept", "an acceptance item, in words (`TEXT`; repeat for several): what the task must achieve")
 	var notBefore, due whenFlag
 	fs.Var(&notBefore, "not-before", "defer the task: not ready before `TIME` (RFC 3339, 2006-01-02, 15:04 today, or a duration from now such as 2h)")
 	fs.Var(&due, "due", "when the task should be done, `TIME` as for --not-before: shown, sorted and filtered (list --overdue), never enforced")
@@ -114,7 +117,7 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks,
 				Priority: priority.value(), Labels: labels, Key: *key,
 				MaxAttempts: *maxAttempts, Backoff: *backoff, NotBefore: notBefore.t, Due: due.t, Parent: first(parent),
-				MaxRuntime: *maxRuntime, ProgressWindow: *window})
+				MaxRuntime: *maxRuntime, ProgressWindow: *window, Check: *check, Acceptance: accept})
 			if err != nil {
 				return err
 			}

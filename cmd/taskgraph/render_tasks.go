@@ -383,6 +383,14 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 	if _, c := t.Lapse(); c != taskgraph.ClockLease {
 		row("claim ends", t.ClockText(time.Now()))
 	}
+	if t.Extra != nil && t.Extra.Check != "" {
+		row("check", t.Extra.Check+" (must pass before it completes: taskgraph done runs it)")
+	}
+	if t.Extra != nil {
+		for i, a := range t.Extra.Acceptance {
+			row(fmt.Sprintf("acceptance %d", i+1), a)
+		}
+	}
 	row("prev owner", t.PrevOwner)
 	if t.Status == taskgraph.Pending {
 		row("not before", stamp(t.NotBefore))

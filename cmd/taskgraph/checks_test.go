@@ -1,0 +1,129 @@
+//go:build !windows
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskgraph-dev/taskgraph"
+)
+
+// history returns task id's history as `taskgraph history --json` prints
+// it.
+func historyOf(t *testing.T, dir string, id int) []taskgraph.Transition {
+	t.Helper()
+	var h []taskgraph.Transition
+	require.NoError(t, json.Unmarshal([]byte(ok(t, dir, "history", strconv.Itoa(id), "--json")), &h))
+	return h
+}
+
+// TestDoneRunsCheck: real processes, real git. `taskgraph done` on a
+// task whose check fails leaves it not completed — the attempt failed,
+// the evidence (exit status, output digest and tail, the git commit) in
+// `taskgraph history`; on a passing check it completes, the evidence in
+// the history, and its dependent becomes ready. A check past its timeout
+// is killed with its whole process group: the child it left sleeping is
+// not running afterwards. --no-verify completes a checked task and the
+// history records the skip; a checks file that is a symbolic link is
+// refused, the task left as it was.
+func TestDoneRunsCheck(t *testing.T) {
+	dir := gitRepo(t)
+	gitIn(t, dir, "commit", "-q", "--allow-empty", "-m", "start")
+	head := strings.TrimSpace(gitIn(t, dir, "rev-parse", "HEAD"))
+	ok(t, dir, "init")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".tasks", taskgraph.ChecksFile), []byte(`{
+  "unit": {"command": "echo checking; test -f ok.txt || { echo 'ok.txt is missing' >&2; exit 3; }", "timeout": "30s"},
+  "hangs": {"command": "sleep 300 & echo $! > child.pid; wait", "timeout": "1s"}
+}`), 0o644))
+	ok(t, dir, "add", "build", "--check", "unit", "--accept", "the unit tests pass, all of them", "--max-attempts", "3")
+	ok(t, dir, "add", "ship", "--after", "1")
+	ok(t, dir, "add", "hung check", "--check", "hangs")
+	ok(t, dir, "add", "person's call", "--check", "unit")
+	as := func(args ...string) result { return runIn(t, dir, cleanEnv("TASKGRAPH_OWNER=w"), args...) }
+
+	require.Equal(t, 0, as("claim", "1").code)
+	r := as("done", "1")
+	assert.NotEqual(t, 0, r.code, "a failing check is not a completion")
+	assert.Contains(t, r.stderr, "ok.txt is missing", "the check's output goes to stderr")
+	assert.Contains(t, r.stderr, "check unit failed: exit 3")
+	task := showJSON(t, dir, 1)
+	assert.Equal(t, "pending", task["status"], "the attempt failed; attempts remain")
+	h := historyOf(t, dir, 1)
+	last := h[len(h)-1]
+	assert.Equal(t, taskgraph.HistoryFailed, last.Event)
+	for _, want := range []string{"check unit failed: exit 3", "output sha256:", "at commit " + head, "tail: checking ok.txt is missing"} {
+		assert.Contains(t, last.Detail, want)
+	}
+	assert.Equal(t, "pending", showJSON(t, dir, 2)["status"])
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ok.txt"), nil, 0o644))
+	require.Equal(t, 0, as("claim", "1").code)
+	r = as("done", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Completed #1: build")
+	assert.Contains(t, r.stdout, "Unblocked: #2", "on a passing check the dependents become ready")
+	h = historyOf(t, dir, 1)
+	require.GreaterOrEqual(t, len(h), 2)
+	ev := h[len(h)-2]
+	assert.Equal(t, taskgraph.HistoryVerified, ev.Event)
+	assert.Equal(t, "w", ev.By)
+	for _, want := range []string{"check unit passed: exit 0", "at commit " + head, "output sha256:", "tail: checking"} {
+		assert.Contains(t, ev.Detail, want)
+	}
+	assert.Equal(t, taskgraph.HistoryCompleted, h[len(h)-1].Event)
+
+	require.Equal(t, 0, as("claim", "3").code)
+	start := time.Now()
+	r = as("done", "3")
+	took := time.Since(start)
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "check hangs failed: killed at its timeout")
+	assert.Less(t, took, 20*time.Second, "killed at its timeout, not waited for")
+	assert.Equal(t, "failed", showJSON(t, dir, 3)["status"], "no attempts left: failed")
+	data, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	require.NoError(t, err)
+	gone := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			gone = true
+			break
+		}
+	}
+	assert.True(t, gone, "the check's sleeping child (pid %d) was killed with its process group", pid)
+
+	require.Equal(t, 0, as("claim", "4").code)
+	r = as("done", "4", "--no-verify")
+	require.Equal(t, 0, r.code, r.stderr)
+	h = historyOf(t, dir, 4)
+	assert.Equal(t, taskgraph.HistorySkipped, h[len(h)-2].Event)
+	assert.Contains(t, h[len(h)-2].Detail, "--no-verify")
+
+	// A hostile checks file: refused, nothing changed.
+	ok(t, dir, "add", "again", "--check", "unit")
+	require.Equal(t, 0, as("claim", "5").code)
+	checks := filepath.Join(dir, ".tasks", taskgraph.ChecksFile)
+	require.NoError(t, os.Rename(checks, filepath.Join(dir, "real.json")))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "real.json"), checks))
+	r = as("done", "5")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "symbolic link")
+	assert.Equal(t, "in_progress", showJSON(t, dir, 5)["status"], "a refused checks file changes nothing")
+	r = as("done", "5")
+	assert.NotEqual(t, 0, r.code)
+	require.NoError(t, os.Remove(checks))
+	r = as("done", "5")
+	assert.Contains(t, r.stderr, `no check named "unit"`, "a missing file defines no check")
+	assert.Equal(t, "in_progress", showJSON(t, dir, 5)["status"])
+}
