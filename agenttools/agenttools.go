@@ -139,6 +139,7 @@ type config struct {
 	lease  time.Duration
 	labels []string
 	wait   time.Duration
+	checks *taskgraph.Checks
 }
 
 // WithOwner sets the agent identity recorded as the owner of its claims

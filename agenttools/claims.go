@@ -74,7 +74,7 @@ func (h handlers) updateOnce(ctx context.Context, t taskgraph.Task, in updateInp
 	case *want == taskgraph.InProgress && !in.hasFields() && t.Status != taskgraph.Completed:
 		return h.store.Claim(ctx, t.ID, me, h.claimOpts()...)
 	case *want == taskgraph.Completed && !in.hasFields() && t.Status == taskgraph.InProgress:
-		c, err := h.store.Complete(ctx, t.ID, me)
+		c, err := h.completeTask(ctx, t.ID)
 		return c.Task, err
 	case *want == taskgraph.Pending && !in.hasFields() && t.Status == taskgraph.InProgress:
 		return h.store.Release(ctx, t.ID, me)

@@ -45,7 +45,8 @@ var (
 	schemaCreate   = json.RawMessage(`{"type":"object","properties":{` +
 		`"subject":{"type":"string"},"description":{"type":"string"},` +
 		`"blockedBy":{"type":"array","items":{"type":"integer"}},` +
-		schemaPriority + `,` + schemaLabels + `,"key":{"type":"string"},"parent":{"type":"integer","description":"A task that waits on this one."}},` +
+		schemaPriority + `,` + schemaLabels + `,"key":{"type":"string"},"parent":{"type":"integer","description":"A task that waits on this one."},` +
+		`"check":{"type":"string","description":"A check that must pass to complete it."},"acceptance":{"type":"array","items":{"type":"string"}}},` +
 		`"required":["subject"]}`)
 	schemaUpdate = json.RawMessage(`{"type":"object","properties":{` +
 		`"task_id":{"type":"integer"},` +

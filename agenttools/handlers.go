@@ -36,14 +36,15 @@ func byID[R any](f func(ctx context.Context, id taskgraph.ID) (R, error)) func(c
 
 func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, error) {
 	var (
-		subject, description, key *string
-		blockedBy                 []int64
-		priority                  *priorityArg
-		parent                    *int64
-		labels                    []string
+		subject, description, key, check *string
+		blockedBy                        []int64
+		priority                         *priorityArg
+		parent                           *int64
+		labels, acceptance               []string
 	)
 	if err := decode(raw, field{"subject", &subject}, field{"description", &description}, field{"blockedBy", &blockedBy},
-		field{"priority", &priority}, field{"labels", &labels}, field{"key", &key}, field{"parent", &parent}); err != nil {
+		field{"priority", &priority}, field{"labels", &labels}, field{"key", &key}, field{"parent", &parent},
+		field{"check", &check}, field{"acceptance", &acceptance}); err != nil {
 		return "", err
 	}
 	if subject == nil {
@@ -53,7 +54,10 @@ func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	nt := taskgraph.NewTask{Subject: *subject, BlockedBy: by, Labels: labels}
+	nt := taskgraph.NewTask{Subject: *subject, BlockedBy: by, Labels: labels, Acceptance: acceptance}
+	if check != nil {
+		nt.Check = *check
+	}
 	if description != nil {
 		nt.Description = *description
 	}
@@ -132,7 +136,7 @@ func (h handlers) complete(ctx context.Context, raw json.RawMessage) (string, er
 	if result != nil {
 		opts = append(opts, taskgraph.WithResult(*result))
 	}
-	c, err := h.store.Complete(ctx, tid, h.cfg.owner, opts...)
+	c, err := h.completeTask(ctx, tid, opts...)
 	if err != nil {
 		return "", err
 	}

@@ -3,7 +3,11 @@
 
 package main
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/taskgraph-dev/taskgraph"
+)
 
 // textList is a flag given once per item, each kept whole (commas too):
 // acceptance items are sentences.
@@ -14,4 +18,19 @@ func (l *textList) String() string { return strings.Join(*l, "; ") }
 func (l *textList) Set(v string) error {
 	*l = append(*l, v)
 	return nil
+}
+
+// loadChecks reads the graph's checks file: the task directory's, or
+// .tasks/checks.json under the working directory for a database or a
+// hub (where the checks run).
+func (e *env) loadChecks() (*taskgraph.Checks, error) {
+	dir := ".tasks"
+	if e.storeURL == "" {
+		d, err := e.taskDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	return taskgraph.LoadChecks(dir)
 }

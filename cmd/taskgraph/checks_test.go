@@ -127,3 +127,66 @@ func TestDoneRunsCheck(t *testing.T) {
 	assert.Contains(t, r.stderr, `no check named "unit"`, "a missing file defines no check")
 	assert.Equal(t, "in_progress", showJSON(t, dir, 5)["status"])
 }
+
+// TestMCPChecks: real processes. `taskgraph mcp` without --run-checks
+// never runs a check: task_complete (and task_update to completed) of a
+// task with a check is refused, the check's marker file never appears,
+// and the task stays in progress; no tool can define a check — no tool's
+// input schema has a command, a check named like a command is refused,
+// and the checks file is as it was after every call. With --run-checks,
+// task_complete runs the check: a failing one fails the attempt with the
+// evidence in the history, a passing one completes the task.
+func TestMCPChecks(t *testing.T) {
+	dir := project(t)
+	checksFile := filepath.Join(dir, ".tasks", taskgraph.ChecksFile)
+	checks := []byte(`{"marked": {"command": "echo ran >> marker.txt; test -f ok.txt", "timeout": "30s"}}`)
+	require.NoError(t, os.WriteFile(checksFile, checks, 0o644))
+	ok(t, dir, "add", "checked", "--check", "marked", "--max-attempts", "3")
+
+	plain := startMCP(t, dir, cleanEnv(), "--owner", "agent")
+	plain.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`)
+	for _, tool := range plain.reply()["result"].(map[string]any)["tools"].([]any) {
+		schema, _ := json.Marshal(tool.(map[string]any)["inputSchema"])
+		assert.NotContains(t, strings.ToLower(string(schema)), "command", "no tool takes a command")
+	}
+	text, isErr := plain.call(3, "task_create", `{"subject": "sneaky", "check": "sh -c 'touch pwned'"}`)
+	assert.True(t, isErr, "a check is named, never a command: %s", text)
+	assert.Contains(t, text, "not a check name")
+	text, isErr = plain.call(4, "task_claim", `{"task_id": 1}`)
+	require.False(t, isErr, text)
+	text, isErr = plain.call(5, "task_complete", `{"task_id": 1}`)
+	assert.True(t, isErr, text)
+	assert.Contains(t, text, `its check "marked" has not passed`)
+	text, isErr = plain.call(6, "task_update", `{"task_id": 1, "status": "completed"}`)
+	assert.True(t, isErr, text)
+	assert.NoFileExists(t, filepath.Join(dir, "marker.txt"), "without --run-checks the server runs no command")
+	assert.Equal(t, "in_progress", showJSON(t, dir, 1)["status"])
+	text, isErr = plain.call(7, "task_release", `{"task_id": 1}`)
+	require.False(t, isErr, text)
+
+	runs := startMCP(t, dir, cleanEnv(), "--owner", "runner", "--run-checks")
+	text, isErr = runs.call(2, "task_claim", `{"task_id": 1}`)
+	require.False(t, isErr, text)
+	text, isErr = runs.call(3, "task_complete", `{"task_id": 1}`)
+	assert.True(t, isErr, text)
+	assert.Contains(t, text, "check marked failed: exit 1")
+	assert.FileExists(t, filepath.Join(dir, "marker.txt"), "--run-checks ran it")
+	h := historyOf(t, dir, 1)
+	assert.Equal(t, taskgraph.HistoryFailed, h[len(h)-1].Event)
+	assert.Contains(t, h[len(h)-1].Detail, "check marked failed: exit 1")
+	assert.Equal(t, "pending", showJSON(t, dir, 1)["status"], "a failed attempt; the retry waits for its claim")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ok.txt"), nil, 0o644))
+	text, isErr = runs.call(4, "task_claim", `{"task_id": 1}`)
+	require.False(t, isErr, text)
+	text, isErr = runs.call(5, "task_complete", `{"task_id": 1}`)
+	require.False(t, isErr, text)
+	assert.Contains(t, text, "Completed #1")
+	h = historyOf(t, dir, 1)
+	assert.Equal(t, taskgraph.HistoryVerified, h[len(h)-2].Event)
+	assert.Contains(t, h[len(h)-2].Detail, "check marked passed: exit 0")
+
+	after, err := os.ReadFile(checksFile)
+	require.NoError(t, err)
+	assert.Equal(t, checks, after, "no tool call changed the checks file")
+}

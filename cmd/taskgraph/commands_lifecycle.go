@@ -202,19 +202,10 @@ func cmdDone(e *env, force bool, result string, noVerify bool) error {
 	})
 }
 
-// runCheck runs check for task id, from the graph's checks file: the
-// task directory's, or .tasks/checks.json under the working directory
-// for a database or a hub. Its output goes to stderr.
+// runCheck runs check for task id, from the graph's checks file
+// (loadChecks). Its output goes to stderr.
 func (e *env) runCheck(check string, id taskgraph.ID) (taskgraph.Evidence, error) {
-	dir := ".tasks"
-	if e.storeURL == "" {
-		d, err := e.taskDir()
-		if err != nil {
-			return taskgraph.Evidence{}, err
-		}
-		dir = d
-	}
-	checks, err := taskgraph.LoadChecks(dir)
+	checks, err := e.loadChecks()
 	if err != nil {
 		return taskgraph.Evidence{}, err
 	}

@@ -151,6 +151,7 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 	lease := leaseFlag(fs, "lease every claim for this `DURATION` (default 5m); the server renews its claims' leases while it runs, so a session that dies lets go of its tasks within one lease")
 	sets := fs.String("tools", "taskgraph", "the tool `SET`s to serve: taskgraph (task_create, task_list, ...), claude-code (Claude Code's TaskCreate, TaskGet, TaskUpdate, TaskList), or taskgraph,claude-code")
 	window := fs.Duration("progress-window", defaultProgressWindow, "stop renewing the server's claims once its session has made no tool call for `DURATION` (any tool counts), so that a hung session's tasks lapse with their lease and come back; 0 renews for as long as the server runs")
+	runChecks := fs.Bool("run-checks", false, "run the check a task names (checks.json beside the task files) when a tool completes it, and complete it only if the check passes; without it the server runs no command, and a task with a check is refused (a person or `taskgraph done` completes it)")
 	return func(e *env) error {
 		ttl, err := mcpLease(lease)
 		if err != nil {
@@ -181,7 +182,15 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 				return err
 			}
 		}
-		tools, err := mcpTools(*sets, g, agenttools.WithOwner(owner), agenttools.WithLease(ttl))
+		opts := []agenttools.Option{agenttools.WithOwner(owner), agenttools.WithLease(ttl)}
+		if *runChecks {
+			checks, err := e.loadChecks()
+			if err != nil {
+				return err
+			}
+			opts = append(opts, agenttools.WithChecks(checks))
+		}
+		tools, err := mcpTools(*sets, g, opts...)
 		if err != nil {
 			return err
 		}
