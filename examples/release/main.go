@@ -2,9 +2,11 @@
 // team needs past a flat list: the epic waits on its steps and rolls them
 // up, a label limit keeps two GPU jobs from running at once, a flaky
 // upload is retried with a backoff, the note of an agent that died
-// mid-task reaches the agent that takes the task over, and the task of an
+// mid-task reaches the agent that takes the task over, the task of an
 // agent that hangs — alive, renewing its lease, making no progress — comes
-// back once its no-progress window has passed.
+// back once its no-progress window has passed, and a checked task
+// completes only once its check, a command of the graph's checks file
+// that the agents run (WorkChecks), has passed.
 //
 //	go run ./examples/release
 package main
@@ -16,6 +18,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,11 +27,12 @@ import (
 )
 
 func main() {
-	dir, err := os.MkdirTemp("", "release-*")
+	root, err := os.MkdirTemp("", "release-*")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer os.RemoveAll(root)
+	dir := filepath.Join(root, ".tasks") // the checks run in root
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := run(ctx, dir, os.Stdout); err != nil {
@@ -45,6 +49,7 @@ type report struct {
 	handover string // the note the agent that took the task over read
 	docs     taskgraph.Task
 	hung     error // why the hung agent's claim ended
+	smoke    taskgraph.Task
 	all      []taskgraph.Task
 }
 
@@ -75,6 +80,10 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 	}
 	epic, train := plan[0], plan[1]
 	fmt.Fprintf(out, "epic #%d waits on its steps %v\n", epic.ID, epic.BlockedBy)
+	smoke, checks, err := checked(ctx, store, dir)
+	if err != nil {
+		return nil, err
+	}
 
 	// An agent takes the training, notes how far it got, and dies: it
 	// never completes, and its lease lapses.
@@ -119,7 +128,7 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 					return errors.New("registry timed out")
 				}
 				return nil
-			}, taskgraph.WorkLease(time.Second))
+			}, taskgraph.WorkLease(time.Second), taskgraph.WorkChecks(checks))
 		}()
 	}
 	wg.Wait()
@@ -145,6 +154,8 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 			rep.train = t
 		case docs.ID:
 			rep.docs = t
+		case smoke.ID:
+			rep.smoke = t
 		}
 	}
 	fmt.Fprintf(out, "epic #%d is %s: its steps %s\n", rep.epic.ID, rep.epic.Status, rep.rollup)
@@ -152,5 +163,28 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 	for _, h := range rep.upload.History {
 		fmt.Fprintf(out, "  %s %s %s\n", h.Event, h.By, h.Detail)
 	}
+	for _, h := range rep.smoke.History {
+		if h.Event == taskgraph.HistoryVerified {
+			fmt.Fprintf(out, "#%d %s is %s, verified by %s: %s\n", rep.smoke.ID, rep.smoke.Subject, rep.smoke.Status, h.By, h.Detail)
+		}
+	}
 	return rep, nil
+}
+
+// checked writes the graph's checks file — people define checks, beside
+// the task files, and git commits it with them — and adds a task that
+// names one: an agent completes it only once the check, which the agent
+// runs (WorkChecks), has passed; its evidence goes into the history.
+func checked(ctx context.Context, store taskgraph.Store, dir string) (taskgraph.Task, *taskgraph.Checks, error) {
+	def := []byte(`{"smoke": {"command": "echo smoke test passed", "timeout": "30s"}}`)
+	if err := os.WriteFile(filepath.Join(dir, taskgraph.ChecksFile), def, 0o644); err != nil {
+		return taskgraph.Task{}, nil, err
+	}
+	checks, err := taskgraph.LoadChecks(dir)
+	if err != nil {
+		return taskgraph.Task{}, nil, err
+	}
+	t, err := store.Create(ctx, taskgraph.NewTask{Subject: "smoke-test the release", After: []string{"upload"},
+		Check: "smoke", Acceptance: []string{"the released build starts and answers"}})
+	return t, checks, err
 }

@@ -39,6 +39,14 @@ func TestRelease(t *testing.T) {
 	}
 	assert.Equal(t, []string{"agent-hung: no progress for 300ms"}, lapse)
 
+	// The checked task completed with its check's evidence.
+	assert.Equal(t, taskgraph.Completed, rep.smoke.Status)
+	h := rep.smoke.History
+	require.GreaterOrEqual(t, len(h), 2)
+	assert.Equal(t, taskgraph.HistoryVerified, h[len(h)-2].Event)
+	assert.Contains(t, h[len(h)-2].Detail, "check smoke passed: exit 0")
+	assert.Contains(t, h[len(h)-2].Detail, "tail: smoke test passed")
+
 	// The gpu tasks never ran at once: their claims and completions,
 	// written under the store's lock, do not overlap (a lapsed claim ends
 	// at its lapse).
