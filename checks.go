@@ -32,24 +32,20 @@ import (
 //	{"test": {"command": "go test ./...", "timeout": "10m"}}
 //
 // The command runs through sh -c (cmd /c on Windows) in the directory
-// that holds the task directory; timeout (default DefaultCheckTimeout,
-// at most MaxCheckTimeout) is when its whole process group is killed.
+// that holds the task directory; timeout (default 10m, at most 24h) is
+// when its whole process group is killed. The file is at most 64 KiB and
+// defines at most 100 checks, each command at most 4096 bytes.
 // People edit it and git commits it with the graph; no tool, MCP call or
 // hub token can write it.
 const ChecksFile = "checks.json"
 
 // Bounds of the checks file, which LoadChecks refuses past them.
 const (
-	// MaxChecksFileSize is the largest checks file, in bytes.
-	MaxChecksFileSize = 64 << 10
-	// MaxChecks is the most checks a file defines.
-	MaxChecks = 100
-	// MaxCheckCommand is the longest command, in bytes.
-	MaxCheckCommand = 4096
-	// MaxCheckTimeout is the longest timeout of a check.
-	MaxCheckTimeout = 24 * time.Hour
-	// DefaultCheckTimeout is the timeout of a check that sets none.
-	DefaultCheckTimeout = 10 * time.Minute
+	maxChecksFileSize   = 64 << 10         // the largest checks file, in bytes
+	maxChecks           = 100              // the most checks a file defines
+	maxCheckCommand     = 4096             // the longest command, in bytes
+	maxCheckTimeout     = 24 * time.Hour   // the longest timeout of a check
+	defaultCheckTimeout = 10 * time.Minute // the timeout of a check that sets none
 )
 
 // Checks are the checks a graph defines (LoadChecks), and where they
@@ -71,7 +67,7 @@ type checkDef struct {
 // LoadChecks reads the checks file of the task directory taskDir
 // (ChecksFile); the checks run in taskDir's parent. A missing file
 // defines no check. A file that is a symbolic link or not a regular file,
-// larger than MaxChecksFileSize, not a JSON object of definitions
+// larger than 64 KiB, not a JSON object of definitions
 // {"command", "timeout"}, or past a bound, is refused with an
 // *InvalidError naming the file.
 func LoadChecks(taskDir string) (*Checks, error) {
@@ -93,27 +89,27 @@ func LoadChecks(taskDir string) (*Checks, error) {
 		return nil, bad("is a symbolic link, which taskgraph does not follow")
 	case !info.Mode().IsRegular():
 		return nil, bad("is not a regular file")
-	case info.Size() > MaxChecksFileSize:
-		return nil, bad("is %d bytes, over %d (MaxChecksFileSize)", info.Size(), MaxChecksFileSize)
+	case info.Size() > maxChecksFileSize:
+		return nil, bad("is %d bytes, over %d", info.Size(), maxChecksFileSize)
 	}
 	f, err := os.OpenFile(c.path, os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxChecksFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxChecksFileSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxChecksFileSize {
-		return nil, bad("is over %d bytes (MaxChecksFileSize)", MaxChecksFileSize)
+	if len(data) > maxChecksFileSize {
+		return nil, bad("is over %d bytes", maxChecksFileSize)
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
 		return nil, bad("is not a JSON object (%v)", err)
 	}
-	if len(raw) > MaxChecks {
-		return nil, bad("defines %d checks, over %d (MaxChecks)", len(raw), MaxChecks)
+	if len(raw) > maxChecks {
+		return nil, bad("defines %d checks, over %d", len(raw), maxChecks)
 	}
 	for name, v := range raw {
 		if err := checkName("name", name); err != nil {
@@ -128,18 +124,18 @@ func LoadChecks(taskDir string) (*Checks, error) {
 		if err := dec.Decode(&d); err != nil {
 			return nil, bad("check %q is not {\"command\", \"timeout\"} (%v)", name, err)
 		}
-		def := checkDef{command: d.Command, timeout: DefaultCheckTimeout}
+		def := checkDef{command: d.Command, timeout: defaultCheckTimeout}
 		switch {
 		case strings.TrimSpace(d.Command) == "":
 			return nil, bad("check %q has no command", name)
-		case len(d.Command) > MaxCheckCommand:
-			return nil, bad("check %q: its command is %d bytes, over %d (MaxCheckCommand)", name, len(d.Command), MaxCheckCommand)
+		case len(d.Command) > maxCheckCommand:
+			return nil, bad("check %q: its command is %d bytes, over %d", name, len(d.Command), maxCheckCommand)
 		case !utf8.ValidString(d.Command) || strings.IndexByte(d.Command, 0) >= 0:
 			return nil, bad("check %q: its command is not UTF-8 text without NUL", name)
 		}
 		if d.Timeout != "" {
-			if def.timeout, err = time.ParseDuration(d.Timeout); err != nil || def.timeout <= 0 || def.timeout > MaxCheckTimeout {
-				return nil, bad("check %q: timeout %q is not a duration from 1s to %v", name, d.Timeout, MaxCheckTimeout)
+			if def.timeout, err = time.ParseDuration(d.Timeout); err != nil || def.timeout <= 0 || def.timeout > maxCheckTimeout {
+				return nil, bad("check %q: timeout %q is not a duration from 1s to %v", name, d.Timeout, maxCheckTimeout)
 			}
 		}
 		c.defs[name] = def
@@ -147,8 +143,8 @@ func LoadChecks(taskDir string) (*Checks, error) {
 	return c, nil
 }
 
-// Names returns the names of the checks defined, sorted.
-func (c *Checks) Names() []string {
+// names returns the names of the checks defined, sorted.
+func (c *Checks) names() []string {
 	var out []string
 	for n := range c.defs {
 		out = append(out, n)
@@ -168,7 +164,7 @@ func (c *Checks) Names() []string {
 func (c *Checks) Run(ctx context.Context, name string, out io.Writer) (Evidence, error) {
 	def, ok := c.defs[name]
 	if !ok {
-		return Evidence{}, &InvalidError{Field: "check", Reason: fmt.Sprintf("no check named %q in %s (defined: %s): define it there, or name another", name, c.path, strings.Join(c.Names(), ", "))}
+		return Evidence{}, &InvalidError{Field: "check", Reason: fmt.Sprintf("no check named %q in %s (defined: %s): define it there, or name another", name, c.path, strings.Join(c.names(), ", "))}
 	}
 	ev := Evidence{Check: name, Commit: gitCommit(ctx, c.Dir)}
 	rctx, cancel := context.WithTimeout(ctx, def.timeout)

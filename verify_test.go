@@ -34,7 +34,6 @@ func TestWorkChecks(t *testing.T) {
 	}`), 0o644))
 	checks, err := tg.LoadChecks(dir)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"fail", "pass"}, checks.Names())
 
 	good, err := s.Create(ctx, tg.NewTask{Subject: "good", Check: "pass"})
 	require.NoError(t, err)
@@ -85,7 +84,7 @@ func TestLoadChecksRefuses(t *testing.T) {
 		"bad name":         `{"Test Suite": {"command": "true"}}`,
 		"bad timeout":      `{"test": {"command": "true", "timeout": "forever"}}`,
 		"timeout too long": `{"test": {"command": "true", "timeout": "25h"}}`,
-		"huge":             `{"test": {"command": "` + strings.Repeat("x", tg.MaxChecksFileSize) + `"}}`,
+		"huge":             `{"test": {"command": "` + strings.Repeat("x", 64<<10) + `"}}`,
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, tg.ChecksFile), []byte(content), 0o644))
