@@ -38,3 +38,7 @@ func CommitWith(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) error {
 
 // DecodeFlat is decodeFlat, for FuzzDecodeFlat and TestDecodeFlatFromPostgres.
 func DecodeFlat[T any](data []byte, out *[]T) bool { return decodeFlat(data, out) }
+
+// SchemaVersion is the newest embedded migration's version, for the
+// tests that migrate to it.
+var SchemaVersion = schemaVersion
