@@ -19,6 +19,7 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 	"github.com/taskgraph-dev/taskgraph/internal/changelog"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
 
@@ -50,9 +51,9 @@ func newChangeLog(fsys fileSystem, root *os.Root, dir string, max int64) changeL
 // commit, which this one neither writes nor reads: Check reports them, and
 // the git-ignore patterns keep them out of commits.
 const (
-	syncFileName      = ".taskgraph.sync"           // how far the log was synced
-	setAsideLogPrefix = ".taskgraph.log.set-aside-" // a log of another directory, set aside after a restart
-	lostDirName       = ".taskgraph.lost"           // files a power loss left empty, moved aside by the replay
+	syncFileName      = filenames.Sync              // how far the log was synced
+	setAsideLogPrefix = filenames.SetAsideLogPrefix // a log of another directory, set aside after a restart
+	lostDirName       = filenames.LostDir           // files a power loss left empty, moved aside by the replay
 )
 
 // hardLinked is the problem of a sidecar written in place (the change log)

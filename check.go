@@ -85,7 +85,7 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 	defer l.close()
 	unlock, err := l.lock(ctx, false)
 	if err != nil {
-		return nil, err
+		return nil, lockFailed(err)
 	}
 	defer unlock()
 	names, err := d.Readdirnames(-1)

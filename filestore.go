@@ -22,6 +22,7 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 	"github.com/taskgraph-dev/taskgraph/internal/changelog"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 	"github.com/taskgraph-dev/taskgraph/internal/fsinfo"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
@@ -29,11 +30,11 @@ import (
 // Names of the files a FileStore keeps beside the task files. They start
 // with a dot so that the reference's glob task_*.json never matches them.
 const (
-	metaFileName    = ".taskgraph.meta"    // the id high-water mark
-	journalFileName = ".taskgraph.journal" // a multi-file write in progress
-	logFileName     = ".taskgraph.log"     // which tasks each write changed
-	taskFilePrefix  = "task_"
-	taskFileSuffix  = ".json"
+	metaFileName    = filenames.Meta    // the id high-water mark
+	journalFileName = filenames.Journal // a multi-file write in progress
+	logFileName     = filenames.Log     // which tasks each write changed
+	taskFilePrefix  = filenames.TaskPrefix
+	taskFileSuffix  = filenames.TaskSuffix
 )
 
 // FileStore is a Store on a directory of task files, shared safely by every
@@ -315,7 +316,7 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) error {
 		unlock, err := s.lock.lock(ctx, exclusive)
 		if err != nil {
 			<-s.sem
-			return err
+			return lockFailed(err)
 		}
 		s.exclusive = exclusive
 		err = s.prepare()

@@ -923,7 +923,7 @@ func (Rulebook) ClaimNextArgs(owner string, lease time.Duration, labels []string
 
 // ClaimOrder compares a and b in the order ClaimNext takes ready tasks:
 // the more urgent first (P0 before P4), then the one created first, then
-// the lower id. Ids drawn for a graph kept in git (see [FindDir]) do not
+// the lower id. Ids drawn for a graph kept in git (see gitrepo.FindDir) do not
 // follow creation order, so creation time comes before the id; for
 // sequential ids the two agree. A task without a creation time (a file
 // the reference wrote) comes before every task that has one.

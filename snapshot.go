@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 )
 
 // The snapshot is cacheDirName/snapshotName. It is a cache, never the
@@ -30,7 +31,7 @@ import (
 // It lives in a directory of its own so that replacing it leaves the task
 // directory's mtime, which every store watches, alone. Git ignores it.
 const (
-	cacheDirName = ".taskgraph.cache"
+	cacheDirName = filenames.CacheDir
 	snapshotName = "snapshot"
 )
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph/gitrepo"
 )
 
 func cmdInit(e *env) error {
@@ -44,7 +45,7 @@ func cmdInit(e *env) error {
 	var shadowed string
 	if created && e.dirFrom == "" {
 		if wd, err := os.Getwd(); err == nil {
-			shadowed, _ = taskgraph.FindDir(wd)
+			shadowed, _ = gitrepo.FindDir(wd)
 		}
 	}
 	s, err := openDir(dir, true)

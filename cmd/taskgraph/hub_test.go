@@ -31,7 +31,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/gitrepo"
 	"github.com/taskgraph-dev/taskgraph/hub"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 )
 
 var ctx = context.Background()
@@ -52,7 +54,7 @@ func TestHubTokensAndServe(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "one of agent, viewer, admin")
 
-	file := filepath.Join(dir, taskgraph.DirName, taskgraph.TokensFileName)
+	file := filepath.Join(dir, gitrepo.DirName, filenames.Tokens)
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), agent[4:], "only hashes are kept")
@@ -210,7 +212,7 @@ func TestHubTokensInPostgres(t *testing.T) {
 	agent := strings.TrimSpace(ok(t, dir, append([]string{"token", "add", "builder"}, store...)...))
 	ok(t, dir, append([]string{"token", "add", "lead", "--role", "admin"}, store...)...)
 	assert.Contains(t, ok(t, dir, append([]string{"token", "list"}, store...)...), "builder\tagent")
-	assert.NoFileExists(t, filepath.Join(dir, taskgraph.DirName, taskgraph.TokensFileName), "nothing beside the files")
+	assert.NoFileExists(t, filepath.Join(dir, gitrepo.DirName, filenames.Tokens), "nothing beside the files")
 
 	pool, err := pgxpool.New(ctx, url)
 	require.NoError(t, err)

@@ -5,7 +5,7 @@
 // Like git, it finds the task directory by looking for .tasks in the
 // working directory and then in each parent, stopping at the filesystem
 // root or at a directory that holds .git (a repository's root); in a
-// linked git worktree it looks in the main worktree (taskgraph.FindDir).
+// linked git worktree it looks in the main worktree (gitrepo.FindDir).
 // --dir or $TASKGRAPH_DIR names one instead. Only `taskgraph init` creates
 // a task directory (or a --store graph), and `taskgraph mcp` on its first
 // write to a directory --dir or $TASKGRAPH_DIR names: every other command

@@ -29,10 +29,10 @@ const (
 	maxFileStoreMethods = 80
 	// maxExports: the root's exported names. Issue 40 set out to take 40
 	// of its 332 out (CLI-only helpers to packages of their own); since,
-	// other issues added 34 (liveness: 24). This is the count today, so
+	// other issues added 34 (liveness: 24), and the git helpers moved to package gitrepo (−10). This is the count today, so
 	// that nothing grows it unseen: a change that adds a capability
 	// raises it by the names it adds, and says so.
-	maxExports = 366
+	maxExports = 356
 )
 
 func main() {
