@@ -94,7 +94,7 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 		case lerr != nil:
 			return nil, nil, fmt.Errorf("taskgraph: %w", lerr)
 		case !fi.Mode().IsRegular():
-			return fi, nil, &CorruptError{Path: path, Err: notRegular(fi.Mode())}
+			return fi, nil, &CorruptError{Path: path, Err: atomicfile.NotRegular(fi.Mode())}
 		}
 		return nil, nil, fmt.Errorf("taskgraph: read %s: %w", path, err)
 	}
@@ -104,7 +104,7 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 		return nil, nil, fmt.Errorf("taskgraph: read %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fi, nil, &CorruptError{Path: path, Err: notRegular(fi.Mode())}
+		return fi, nil, &CorruptError{Path: path, Err: atomicfile.NotRegular(fi.Mode())}
 	}
 	if fi.Size() > limit {
 		return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("file is %d bytes, over the %d-byte limit", fi.Size(), limit)}
@@ -116,9 +116,6 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 	}
 	return fi, data[:n], nil
 }
-
-// notRegular is the problem of a file that is not a regular file.
-func notRegular(m fs.FileMode) error { return fmt.Errorf("not a regular file (%s)", fileType(m)) }
 
 // meta is the meta file: the id high-water mark, and the graph's
 // concurrency limits (Limiter), which git commits with the graph.
@@ -348,7 +345,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	if len(p.put)+len(p.del) == 0 {
 		return nil
 	}
-	if err := s.log.prepare(); err != nil {
+	if err := logFailed(s.log.Prepare()); err != nil {
 		return err
 	}
 	s.ahead.makeIfWanted(s.root)
@@ -581,7 +578,7 @@ func validateJournal(fsys fileSystem, root *os.Root, dir string, j *journal.Jour
 // replayJournal finishes the multi-file write of a writer that died. It is
 // a write like any other: announced, then recorded in the change log.
 func (s *FileStore) replayJournal(j *journal.Journal) error {
-	if err := s.log.prepare(); err != nil {
+	if err := logFailed(s.log.Prepare()); err != nil {
 		return err
 	}
 	if err := s.announce(journalIDs(j)); err != nil {

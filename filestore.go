@@ -88,7 +88,7 @@ type FileStore struct {
 	// ids is the id file as read under the lock, when ids come from this
 	// checkout's block (ids.go: g.alloc is set).
 	ids      cloneIDs
-	log      changeLog
+	log      changelog.Log
 	dirMtime int64 // directory mtime that the cache accounts for
 	// metaErr and journalErr report a meta or journal file that cannot be
 	// used: reads go on, writes refuse with them.
@@ -161,7 +161,7 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		fsys.cache = &s.ahead // renames out of it through its handle
 		s.fs = fsys
 	}
-	s.log = newChangeLog(s.fs, root, dir, cfg.logLimit)
+	s.log = changelog.New(s.fs, root, dir, cfg.logLimit)
 	s.chooseProtocol()
 	sp := &s.spares
 	sp.on, sp.fs, sp.root, sp.cache = atomicfile.CanReuse && s.cfg.offTheLock(), s.fs, root, &s.ahead
@@ -285,7 +285,7 @@ func (s *FileStore) Close() error {
 	// versions its write replaced, or pooling its spares.
 	s.inflight.Wait()
 	var errs []error
-	errs = append(errs, s.log.close())
+	errs = append(errs, s.log.Close())
 	s.spares.close()
 	errs = append(errs, s.ahead.close(), s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
@@ -768,7 +768,7 @@ func (s *FileStore) commitMeta(change func() (undo func())) error {
 	if s.metaErr != nil {
 		return s.metaErr
 	}
-	if err := s.log.prepare(); err != nil {
+	if err := logFailed(s.log.Prepare()); err != nil {
 		return err
 	}
 	if err := s.announce(nil); err != nil {

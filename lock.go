@@ -165,7 +165,9 @@ type unusableLock struct {
 	mode fs.FileMode
 }
 
-func (e *unusableLock) Error() string { return "the lock file is " + notRegular(e.mode).Error() }
+func (e *unusableLock) Error() string {
+	return "the lock file is " + atomicfile.NotRegular(e.mode).Error()
+}
 
 // unusable decides what to do when the lock cannot be taken for err (nil:
 // there is no lock file and none can be made): a shared lock goes on
@@ -191,21 +193,4 @@ func lockFailed(err error) error {
 
 func lockError(path string, err error) error {
 	return fmt.Errorf("taskgraph: lock %s: %w (is the directory writable?)", path, err)
-}
-
-// fileType names the type of a file that is not a regular file.
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeDir != 0:
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file: " + m.Type().String()
 }
