@@ -22,7 +22,7 @@ var (
 	ErrClaimed  = errors.New("task is claimed by another owner")
 	ErrConflict = errors.New("task was changed concurrently")
 	ErrCycle    = errors.New("dependency cycle")
-	ErrInvalid  = errs.Invalid // defined apart, so that gitrepo returns it too
+	ErrInvalid  = errs.ErrInvalid // defined apart, so that gitrepo returns it too
 	ErrCorrupt  = errors.New("corrupt task file")
 	ErrNoReady  = errors.New("no ready task")
 	// ErrClosed is returned by a Store after Close.

@@ -42,14 +42,6 @@ func realDir(t *testing.T) string {
 	return dir
 }
 
-// mkdirs makes each directory, with its parents.
-func mkdirs(t *testing.T, dirs ...string) {
-	t.Helper()
-	for _, d := range dirs {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-}
-
 // After a store's writes in a git repository, git add -A stages task files,
 // the meta file and the .gitignore only.
 func TestGitIgnoreAfterWrites(t *testing.T) {

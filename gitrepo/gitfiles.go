@@ -127,9 +127,9 @@ func readGitFile(name string) ([]byte, bool, error) {
 	case err != nil:
 		return nil, false, err
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, true, fmt.Errorf("taskgraph: %s is a symbolic link, and git reads no patterns from one: replace it with a regular file: %w", name, errs.Invalid)
+		return nil, true, fmt.Errorf("taskgraph: %s is a symbolic link, and git reads no patterns from one: replace it with a regular file: %w", name, errs.ErrInvalid)
 	case !fi.Mode().IsRegular():
-		return nil, true, fmt.Errorf("taskgraph: %s is not a regular file (%s): remove it, or make it a file: %w", name, fi.Mode().Type(), errs.Invalid)
+		return nil, true, fmt.Errorf("taskgraph: %s is not a regular file (%s): remove it, or make it a file: %w", name, fi.Mode().Type(), errs.ErrInvalid)
 	}
 	data, err := os.ReadFile(name)
 	return data, true, err

@@ -32,7 +32,7 @@ func withinSeconds(t *testing.T, what string, f func()) {
 }
 
 // A .gitignore git would not read — a symbolic link, a directory, a FIFO —
-// is an error matching errs.Invalid, from both functions, and is left as it
+// is an error matching errs.ErrInvalid, from both functions, and is left as it
 // is: nothing is written through a link to a file elsewhere, and a FIFO
 // does not block.
 func TestGitIgnoreNotARegularFile(t *testing.T) {
@@ -48,9 +48,9 @@ func TestGitIgnoreNotARegularFile(t *testing.T) {
 		require.NoError(t, mk(name))
 		withinSeconds(t, kind, func() {
 			_, err := IgnoreMissing(dir)
-			assert.ErrorIs(t, err, errs.Invalid, kind)
+			assert.ErrorIs(t, err, errs.ErrInvalid, kind)
 			changed, err := WriteIgnore(dir)
-			assert.ErrorIs(t, err, errs.Invalid, kind)
+			assert.ErrorIs(t, err, errs.ErrInvalid, kind)
 			assert.False(t, changed, kind)
 			if err != nil {
 				assert.Contains(t, err.Error(), name, kind)
