@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -198,7 +199,9 @@ func hubThroughput(root string, tasks, p, rounds int, floor func() float64) []Re
 			}
 			url, tok, stop := startHub(s)
 			os.Setenv("TASKGRAPH_TOKEN", tok) // the workers' token
+			stopProfile := profile(fmt.Sprintf("hub-%d", round))
 			tp = throughput(p, tasks, os.Args[0], "-work-hub", url)
+			stopProfile()
 			stop()
 			s.Close()
 		}
@@ -226,6 +229,7 @@ func hubThroughput(root string, tasks, p, rounds int, floor func() float64) []Re
 // workHub is a -work-hub process: ClaimNext+Complete through the hub at
 // url, with $TASKGRAPH_TOKEN, until none is ready.
 func workHub(url string) {
+	defer profile(fmt.Sprintf("work-hub-%d", os.Getpid()))()
 	c, err := hub.NewClient(url, os.Getenv("TASKGRAPH_TOKEN"))
 	if err != nil {
 		log.Fatal(err)
@@ -290,5 +294,27 @@ func hubWatch(root string, n, samples int) []Result {
 			Note: "the store's own Watch; the time includes the write"},
 		{Shape: "ready", N: n, Op: "hub watch: write → event", Median: median(hl), P90: pct(hl, 90), Samples: len(hl),
 			Note: fmt.Sprintf("a client's Watch through the hub: %.0f µs after the store's own", median(hl)-median(dl))},
+	}
+}
+
+// profile profiles this process's CPU into the file name.prof of the
+// directory $TASKGRAPH_BENCH_CPUPROFILE, if set, until the function it
+// returns is called: where the time of a hub, or of its clients, goes
+// (go tool pprof the files it leaves).
+func profile(name string) func() {
+	pd := os.Getenv("TASKGRAPH_BENCH_CPUPROFILE")
+	if pd == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(pd, name+".prof"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
