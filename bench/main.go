@@ -759,6 +759,9 @@ type throughputResult struct {
 	// shares of the writes decided ahead of the lock, and written into a
 	// spare
 	ahead, recycled float64
+	// cpuPerOp is the CPU time (user and system) the worker processes
+	// took, per write
+	cpuPerOp time.Duration
 }
 
 // workReport is what a -work process prints when it is done.
@@ -779,12 +782,14 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 		res             throughputResult
 		writes          int64
 		ahead, recycled int64
+		cpu             time.Duration
 	)
 	for range p {
 		wg.Go(func() {
-			r := runWorker(bin, args...)
+			r, used := runWorker(bin, args...)
 			mu.Lock()
 			defer mu.Unlock()
+			cpu += used
 			for _, ns := range r.LatenciesNS {
 				res.latencies = append(res.latencies, time.Duration(ns))
 			}
@@ -794,6 +799,7 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 	}
 	wg.Wait()
 	res.opsPerSec = float64(2*tasks) / time.Since(start).Seconds()
+	res.cpuPerOp = cpu / time.Duration(2*tasks)
 	if writes > 0 {
 		res.ahead, res.recycled = float64(ahead)/float64(writes), float64(recycled)/float64(writes)
 	}
@@ -801,8 +807,8 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 }
 
 // runWorker runs the program bin with args, its standard error passed
-// through, and returns the workReport it prints.
-func runWorker(bin string, args ...string) workReport {
+// through, and returns the workReport it prints and the CPU time it took.
+func runWorker(bin string, args ...string) (workReport, time.Duration) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -813,7 +819,7 @@ func runWorker(bin string, args ...string) workReport {
 	if err := json.Unmarshal(out, &r); err != nil {
 		log.Fatalf("worker report: %v", err)
 	}
-	return r
+	return r, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 func work(dir string) {
