@@ -79,8 +79,8 @@ func containsID(ids []taskgraph.ID, id taskgraph.ID) bool {
 // of the store, whose state is made: each change renames one blocked
 // task (n-5), whose event the watch reports.
 type Change struct {
-	Store  *taskgraph.MemStore
-	Server *board.Server
+	Store  *taskgraph.MemStore // the project
+	Server *board.Server       // a server of Store, no page connected
 	events <-chan taskgraph.Event
 	stop   context.CancelFunc
 	id     taskgraph.ID
