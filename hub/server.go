@@ -50,9 +50,9 @@ type Server struct {
 	id       string // this instance, in HubHeader
 	rate     *rate
 	mux      *http.ServeMux
-	routes   []string // every pattern handled, for the access-matrix test
+	routes   []string     // every pattern handled, for the access-matrix test
 	recalled atomic.Int64 // retries answered from the store's keys (recall)
-	mcp      *mcpHub  // nil without WithMCP
+	mcp      *mcpHub      // nil without WithMCP
 }
 
 // NewServer returns a server of store for the holders of tokens. It does
