@@ -391,8 +391,9 @@ var (
 	_ Limiter = (*MemStore)(nil)
 )
 
-// checked makes a plan with mk and runs Rules.Stored on every task it
-// stores: every write goes through it. The files it encoded to check them
+// checked makes a plan with mk, records the write key of ctx in it
+// (recordKey) and runs Rules.Stored on every task it stores: every write
+// goes through it. The files it encoded to check them
 // stay with the plan (plan.files).
 func checked(ctx context.Context, mk func(g *graph, now time.Time) (*plan, error)) func(g *graph, now time.Time) (*plan, error) {
 	return func(g *graph, now time.Time) (*plan, error) {
@@ -400,7 +401,9 @@ func checked(ctx context.Context, mk func(g *graph, now time.Time) (*plan, error
 		if err != nil {
 			return nil, err
 		}
-		recordKey(ctx, p, now)
+		if err := recordKey(ctx, p, now); err != nil {
+			return nil, err
+		}
 		p.files = make([][]byte, len(p.put))
 		for i, t := range p.put {
 			if p.files[i], err = storedFile(t); err != nil {

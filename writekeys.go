@@ -41,9 +41,9 @@ func WithWriteKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, writeKeyCtx{}, key)
 }
 
-// writeKeyOf returns the key WithWriteKey put in ctx, or "" if none
-// (or one that is not a valid key).
-func writeKeyOf(ctx context.Context) string {
+// WriteKeyOf returns the key WithWriteKey put in ctx, or "" if none (or
+// one that is not a valid key): what a store that records keys records.
+func WriteKeyOf(ctx context.Context) string {
 	key, _ := ctx.Value(writeKeyCtx{}).(string)
 	if len(key) > maxWriteKeyLen {
 		return ""
@@ -112,9 +112,11 @@ func (k *taskKeys) empty() bool { return k == nil || len(k.Keys) == 0 && k.Lost.
 
 // recordKey records the key in ctx, if any, in every task p writes, and
 // drops from them the keys past the window. It runs on every plan
-// (checked), before its files are encoded.
-func recordKey(ctx context.Context, p *plan, now time.Time) {
-	key := writeKeyOf(ctx)
+// (checked), before its files are encoded. A task that holds the key
+// already was written by a write with it (another attempt, through
+// another process): this one is refused, and applies nothing twice.
+func recordKey(ctx context.Context, p *plan, now time.Time) error {
+	key := WriteKeyOf(ctx)
 	var index map[ID]int // a plan's tasks' places in its answer
 	if key != "" && len(p.ids) > 0 {
 		index = make(map[ID]int, len(p.ids))
@@ -134,6 +136,9 @@ func recordKey(ctx context.Context, p *plan, now time.Time) {
 			if !k.Lost.After(now.Add(-WriteKeyWindow)) {
 				k.Lost = time.Time{}
 			}
+		}
+		if key != "" && old != nil && slices.ContainsFunc(old.Keys, func(r keyRecord) bool { return r.Key == key }) {
+			return fmt.Errorf("taskgraph: task %d was written by a write with this key already, by another attempt; this one was not applied (re-read): %w", t.ID, ErrUnknownOutcome)
 		}
 		if key != "" {
 			r := keyRecord{Key: key, At: now, Rev: t.Rev, Refused: p.after != nil}
@@ -155,6 +160,7 @@ func recordKey(ctx context.Context, p *plan, now time.Time) {
 		}
 		t.tidy()
 	}
+	return nil
 }
 
 // recall finds key in g: the write-key half of RecallWrite.
@@ -228,7 +234,7 @@ func decodeWriteKeys(t *Task, raw map[string]json.RawMessage) error {
 		return fmt.Errorf(`field "writeKeys" is not {keys: [{key, at, rev}], lost}: %v`, err)
 	}
 	for _, r := range k.Keys {
-		if r.Key == "" || writeKeyOf(WithWriteKey(context.Background(), r.Key)) != r.Key || r.Index < 0 {
+		if r.Key == "" || WriteKeyOf(WithWriteKey(context.Background(), r.Key)) != r.Key || r.Index < 0 {
 			return fmt.Errorf(`field "writeKeys" holds %q, not a write key`, r.Key)
 		}
 	}

@@ -98,3 +98,12 @@ func TestRetryAfterRestartFileStore(t *testing.T) {
 	defer s.Close()
 	retryAfterRestart(t, s)
 }
+
+func TestRetryAfterRestartPostgres(t *testing.T) {
+	retryAfterRestart(t, openPG(t, pool(t)))
+}
+
+// In front of a MemStore, which remembers no key past its process, a
+// retry across a restart of the hub is still an unknown outcome
+// (TestRetryAfterRestartIsUnknownOutcome): MemStore is no KeyRecorder.
+var _ = func() bool { _, ok := any(tg.NewMemStore()).(tg.KeyRecorder); return ok }
