@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	tg "github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/taskgraphtest"
 )
 
 // TestWriteKeysRecalledAfterReopen writes with keys, closes the store and
@@ -89,4 +90,13 @@ func TestWriteKeysWindow(t *testing.T) {
 	// An invalid key is not recorded: the write goes on without one.
 	_, err = s.Note(tg.WithWriteKey(ctx, "not a key!"), a.ID, "me", "x")
 	require.NoError(t, err)
+}
+
+func TestRecallWritesFileStore(t *testing.T) {
+	taskgraphtest.RecallWrites(t, func(t *testing.T) tg.Store {
+		s, err := tg.Open(t.TempDir())
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
 }
