@@ -59,6 +59,9 @@ func TestWriteKeysRecalledAfterReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(data), `"writeKeys"`)
 	require.NotContains(t, string(tg.CleanTaskFile("task_1.json", data)), "writeKeys", "git never sees the keys")
+	merged, _, err := tg.MergeTaskFiles("task_1.json", nil, data, data)
+	require.NoError(t, err)
+	require.NotContains(t, string(merged), "writeKeys", "the merge driver keeps neither side's keys")
 }
 
 // TestWriteKeysWindow checks the bounds: a key past WriteKeyWindow is
