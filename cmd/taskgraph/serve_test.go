@@ -165,5 +165,7 @@ func TestServeBoardWritesTakeHubTokens(t *testing.T) {
 	ok(t, dir, "token", "revoke", "builder")
 	code, body = post("/api/tasks", agent, `{"subject":"x"}`)
 	assert.Equal(t, http.StatusUnauthorized, code, "revoked by another process: %s", body)
+	cmd.Process.Kill()
+	cmd.Wait() // stderr is written no more
 	assert.NotContains(t, stderr.String(), agent[4:], "tokens are never logged")
 }
