@@ -34,7 +34,7 @@ var knownFields = map[string]bool{
 
 // rareFields are known fields that only the slow path decodes (the fast
 // paths leave a file holding one to it): those of Task.Extra.
-var rareFields = map[string]bool{"maxRuntime": true, "progressWindow": true}
+var rareFields = map[string]bool{"maxRuntime": true, "progressWindow": true, "writeKeys": true}
 
 // encodeTask renders t as the bytes of its task file: JSON as
 // encoding/json writes it (HTML left unescaped), indented by two spaces,
@@ -106,6 +106,9 @@ func encodeTask(t *Task) ([]byte, error) {
 	}
 	if len(t.History) > 0 {
 		e.value("history", t.History)
+	}
+	if k := t.extra().keys; k != nil {
+		e.value("writeKeys", k)
 	}
 	unknown := t.unknownFields()
 	for _, k := range slices.Sorted(maps.Keys(unknown)) {
@@ -561,6 +564,9 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 	}
 	if maxRuntime != 0 || window != 0 {
 		setLiveness(t, maxRuntime, window)
+	}
+	if err := decodeWriteKeys(t, raw); err != nil {
+		return nil, err
 	}
 	if t.Notes, err = decodeArray[Note](raw, "notes", "notes ({at, author, text})"); err != nil {
 		return nil, err

@@ -46,6 +46,10 @@ func CleanTaskFile(name string, data []byte) []byte {
 // clean drops what CleanTaskFile leaves out.
 func clean(t *Task) {
 	t.Rev, t.LeaseExpiresAt = 0, time.Time{}
+	if t.Extra != nil && t.Extra.keys != nil {
+		t.Extra.keys = nil // write keys are the store's, for a retry within minutes
+		t.tidy()
+	}
 }
 
 // MergeTaskFiles merges two versions of a file of a task directory that

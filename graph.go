@@ -655,6 +655,13 @@ func viewInto(v *Task, n node, a *arena) {
 	v.History = slices.Clone(v.History)
 	// Every id in dependents is a task that exists: remove drops its edges.
 	v.Blocks = a.copyIDs(n.dependents)
+	if x := v.Extra; x != nil && x.keys != nil {
+		// Write keys are the store's, not the task's.
+		y := *x
+		y.keys = nil
+		v.Extra = &y
+		v.tidy()
+	}
 }
 
 // list returns the tasks that sel selects, by id.

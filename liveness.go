@@ -35,6 +35,11 @@ type Extra struct {
 	// newest note. 0: no window.
 	ProgressWindow time.Duration `json:",omitempty"`
 
+	// keys holds the write keys of the task's last writes (writekeys.go):
+	// in its file, never in what a store returns (viewInto drops them)
+	// nor in what git commits (CleanTaskFile).
+	keys *taskKeys
+
 	// unknown holds the JSON fields of the task file that taskgraph does
 	// not know, so that rewriting the file keeps them.
 	unknown map[string]json.RawMessage
@@ -74,7 +79,7 @@ func (t *Task) editExtra() *Extra {
 // tidy leaves t.Extra nil when it holds nothing: a task that set a limit
 // and cleared it again is stored, and compares, as one that never had it.
 func (t *Task) tidy() {
-	if x := t.Extra; x != nil && x.MaxRuntime == 0 && x.ProgressWindow == 0 && len(x.unknown) == 0 {
+	if x := t.Extra; x != nil && x.MaxRuntime == 0 && x.ProgressWindow == 0 && x.keys == nil && len(x.unknown) == 0 {
 		t.Extra = nil
 	}
 }

@@ -126,16 +126,17 @@ type snapExtras struct {
 	Parent      ID            `json:"p,omitempty"`
 	MaxRuntime  time.Duration `json:"mr,omitempty"`
 	Window      time.Duration `json:"pw,omitempty"`
+	Keys        *taskKeys     `json:"k,omitempty"` // write keys (writekeys.go)
 }
 
 func extrasOf(t *Task) snapExtras {
 	x := t.extra()
-	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent, x.MaxRuntime, x.ProgressWindow}
+	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent, x.MaxRuntime, x.ProgressWindow, x.keys}
 }
 
 func (x snapExtras) empty() bool {
 	return len(x.Notes)+len(x.History) == 0 && x.NotBefore.IsZero() && x.Due.IsZero() && x.MaxAttempts == 0 && x.Attempts == 0 && x.Backoff == 0 && x.Parent == 0 &&
-		x.MaxRuntime == 0 && x.Window == 0
+		x.MaxRuntime == 0 && x.Window == 0 && x.Keys == nil
 }
 
 func (x snapExtras) apply(t *Task) {
@@ -143,6 +144,9 @@ func (x snapExtras) apply(t *Task) {
 	t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent = x.NotBefore, x.Due, x.MaxAttempts, x.Attempts, x.Backoff, x.Parent
 	if x.MaxRuntime != 0 || x.Window != 0 {
 		setLiveness(t, x.MaxRuntime, x.Window)
+	}
+	if !x.Keys.empty() {
+		t.editExtra().keys = x.Keys
 	}
 }
 

@@ -142,7 +142,9 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 		labels = []string{}
 	}
 	at := s.at()
-	if set.Under == 0 { // WithUnder: the Rulebook's transaction, which walks the tree
+	// WithUnder, and a keyed write (whose key goes in its transaction,
+	// queueWriteKey): the Rulebook's transaction.
+	if set.Under == 0 && taskgraph.WriteKeyOf(ctx) == "" {
 		t, err := s.claimReady(ctx, owner, lease, labels, at)
 		if err == nil {
 			return t, nil

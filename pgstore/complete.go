@@ -28,7 +28,9 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		return taskgraph.Completion{}, err
 	}
 	result := set.Result
-	if owner != "" && taskgraph.Rules.CompleteArgs(result) == nil {
+	if owner != "" && taskgraph.Rules.CompleteArgs(result) == nil && taskgraph.WriteKeyOf(ctx) == "" {
+		// (A keyed write takes the Rulebook's transaction, which records
+		// its key with it: queueWriteKey.)
 		c, done, err := s.completeHeld(ctx, id, owner, result)
 		if done || err != nil {
 			return c, err
@@ -57,6 +59,9 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		w := &writes{s: s}
 		w.put(updateTask, t)
 		s.unblocked(&w.b, id, deps, &c.Unblocked)
+		if lt, ok := tx.(*lazyTx); ok {
+			lt.answer = []taskgraph.ID{id} // for its key (commit)
+		}
 		err = s.commit(ctx, tx, &w.b) // before c is read: it fills c in
 		return c, err
 	})

@@ -38,3 +38,6 @@ func CommitWith(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) error {
 
 // DecodeFlat is decodeFlat, for FuzzDecodeFlat and TestDecodeFlatFromPostgres.
 func DecodeFlat[T any](data []byte, out *[]T) bool { return decodeFlat(data, out) }
+
+// SchemaVersion is the version of the newest embedded migration.
+var SchemaVersion = schemaVersion

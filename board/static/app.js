@@ -412,7 +412,7 @@
     if (canWrite()) parts.push(el("button", { type: "button", id: "empty-add", class: "primary", onclick: openCreate }, "Add a task"));
     parts.push(cmd);
     if (!canWrite()) {
-      parts.push(el("p", { class: "small" }, S.snap.writes ? "This page has no token: open the URL that taskgraph serve printed to add tasks here."
+      parts.push(el("p", { class: "small" }, S.snap.writes ? "This page has no token: open it again with #token=TOKEN after its address, TOKEN printed by taskgraph token add NAME, to add tasks here."
         : "This board is read-only: start taskgraph serve with --allow-writes to add tasks from this page."));
     }
     box.replaceChildren(...parts);
@@ -1269,7 +1269,7 @@
 
   function actions(t) {
     if (!S.snap.writes) return el("p", { class: "muted small" }, "Read-only: start taskgraph serve with --allow-writes to change tasks here.");
-    if (!S.token) return el("p", { class: "muted small" }, "Writes are allowed, but this page has no token: open the URL that taskgraph serve printed.");
+    if (!S.token) return el("p", { class: "muted small" }, "Writes are allowed, but this page has no token: open it again with #token=TOKEN after its address, TOKEN printed by taskgraph token add NAME (--role admin to reopen tasks).");
     const out = el("div", { class: "actions" }, el("h3", {}, "Actions"));
     if (t.status === "in_progress") {
       out.append(el("button", {

@@ -31,8 +31,9 @@ const (
 	// of its 332 out (CLI-only helpers to packages of their own); since,
 	// other issues added 34 (liveness: 24), and the git helpers moved to package gitrepo (−10). This is the count today, so
 	// that nothing grows it unseen: a change that adds a capability
-	// raises it by the names it adds, and says so.
-	maxExports = 356
+	// raises it by the names it adds, and says so. Write keys (issue 41
+	// item 5): 6.
+	maxExports = 362
 )
 
 func main() {
