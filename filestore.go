@@ -825,6 +825,46 @@ func (s *FileStore) Limits(ctx context.Context) (map[string]int, error) {
 	return out, err
 }
 
+// Approve lets a task awaiting approval be claimed; see [Approver].
+func (s *FileStore) Approve(ctx context.Context, id ID, by string) (Task, error) {
+	return ops{s}.Approve(ctx, id, by)
+}
+
+// Reject cancels a task awaiting approval; see [Approver].
+func (s *FileStore) Reject(ctx context.Context, id ID, by, reason string) (Task, error) {
+	return ops{s}.Reject(ctx, id, by, reason)
+}
+
+// SetApprovalPolicy sets which new tasks need approval; see
+// [ApprovalPolicer]. The policy is kept in the meta file, beside the
+// limits, and git merges it as a set of labels and a set of ways.
+func (s *FileStore) SetApprovalPolicy(ctx context.Context, p ApprovalPolicy) error {
+	if err := Rules.ApprovalPolicyArgs(p); err != nil {
+		return err
+	}
+	if err := s.acquire(ctx, true); err != nil {
+		return err
+	}
+	err := s.commitMeta(func() (undo func()) {
+		old := s.g.approval
+		s.g.approval = normalPolicy(p)
+		return func() { s.g.approval = old }
+	})
+	s.afterUnlock(s.unlock())
+	return err
+}
+
+// ApprovalPolicy returns which new tasks need approval; see
+// [ApprovalPolicer].
+func (s *FileStore) ApprovalPolicy(ctx context.Context) (ApprovalPolicy, error) {
+	var out ApprovalPolicy
+	err := s.read(ctx, nil, func(g *graph) error {
+		out = clonePolicy(g.approval)
+		return nil
+	})
+	return out, err
+}
+
 // Note appends a note to a task; see [Noter].
 func (s *FileStore) Note(ctx context.Context, id ID, author, text string) (Task, error) {
 	return ops{s}.Note(ctx, id, author, text)

@@ -164,6 +164,39 @@ func (m *MemStore) LivenessDefaults(ctx context.Context) (map[string]LivenessDef
 	return out, err
 }
 
+// Approve lets a task awaiting approval be claimed; see [Approver].
+func (m *MemStore) Approve(ctx context.Context, id ID, by string) (Task, error) {
+	return ops{m}.Approve(ctx, id, by)
+}
+
+// Reject cancels a task awaiting approval; see [Approver].
+func (m *MemStore) Reject(ctx context.Context, id ID, by, reason string) (Task, error) {
+	return ops{m}.Reject(ctx, id, by, reason)
+}
+
+// SetApprovalPolicy sets which new tasks need approval; see
+// [ApprovalPolicer].
+func (m *MemStore) SetApprovalPolicy(ctx context.Context, p ApprovalPolicy) error {
+	if err := Rules.ApprovalPolicyArgs(p); err != nil {
+		return err
+	}
+	return m.read(ctx, nil, func(g *graph) error {
+		g.approval = normalPolicy(p)
+		return nil
+	})
+}
+
+// ApprovalPolicy returns which new tasks need approval; see
+// [ApprovalPolicer].
+func (m *MemStore) ApprovalPolicy(ctx context.Context) (ApprovalPolicy, error) {
+	var out ApprovalPolicy
+	err := m.read(ctx, nil, func(g *graph) error {
+		out = clonePolicy(g.approval)
+		return nil
+	})
+	return out, err
+}
+
 // Note appends a note to a task; see [Noter].
 func (m *MemStore) Note(ctx context.Context, id ID, author, text string) (Task, error) {
 	return ops{m}.Note(ctx, id, author, text)

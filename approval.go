@@ -1,0 +1,242 @@
+// Approval gates: a task that needs a person's approval before anyone may
+// claim it (Extra.NeedsApproval), set by its creator or by the graph's
+// policy (ApprovalPolicy: per label, and per way of creation, CreatedVia).
+// Approve lets it run; Reject cancels it. Who approved or rejected, and
+// when, is in the task's history. Every store decides alike: the rules are
+// here, the stores only persist.
+
+package taskgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The ways a task is created, for Extra.CreatedVia and ApprovalPolicy.Via.
+const (
+	// ViaCLI is a task created by the taskgraph command.
+	ViaCLI = "cli"
+	// ViaTools is a task created by a model through the agent tools
+	// (agenttools).
+	ViaTools = "tools"
+	// ViaMCP is a task created through the MCP server.
+	ViaMCP = "mcp"
+	// ViaHub is a task created through the hub's API by a client that
+	// did not say how.
+	ViaHub = "hub"
+)
+
+// maxVia is the longest CreatedVia, in bytes.
+const maxVia = 16
+
+// AwaitingApproval reports whether t waits for approval: it is pending
+// and needs approval (Extra.NeedsApproval). Such a task is in no other
+// list of a Board than AwaitingApproval, and no one may claim it until
+// it is approved (Approver).
+func (t *Task) AwaitingApproval() bool {
+	return t.Status == Pending && t.Extra != nil && t.Extra.NeedsApproval
+}
+
+// waiting reports whether t, a pending task, may not start at now for a
+// reason of its own: its NotBefore is to come, or it awaits approval.
+func (t *Task) waiting(now time.Time) bool { return t.Deferred(now) || t.AwaitingApproval() }
+
+// Approver is implemented by stores that gate tasks on approval (all of
+// this module's stores). It is an interface of its own so that Store
+// implementations written before it still compile. Only people approve:
+// the agent tools never offer it, and through the hub it takes an admin
+// token. On a local graph anyone who can run the CLI can approve: the
+// history records who said they did, so the gate is advisory there.
+type Approver interface {
+	// Approve lets task id, which awaits approval, be claimed, and records
+	// by and the time in its history.
+	Approve(ctx context.Context, id ID, by string) (Task, error)
+	// Reject cancels task id, which awaits approval, for reason, and
+	// records by in its history; its dependents become stranded, as with
+	// Cancel.
+	Reject(ctx context.Context, id ID, by, reason string) (Task, error)
+}
+
+// ApproveArgs validates the arguments of Approve, before any task is read.
+func (Rulebook) ApproveArgs(by string) error {
+	if by == "" {
+		return &InvalidError{Field: "by", Reason: "must not be empty: say who approves"}
+	}
+	if err := Rules.Text("by", by); err != nil {
+		return err
+	}
+	return nameLength("by", by, MaxOwner, "MaxOwner")
+}
+
+// RejectArgs validates the arguments of Reject, before any task is read.
+func (Rulebook) RejectArgs(by, reason string) error {
+	if err := Rules.ApproveArgs(by); err != nil {
+		return err
+	}
+	return reasonArg(reason)
+}
+
+// notAwaiting is the error of an approval or rejection of a task that
+// does not await approval.
+func notAwaiting(t *Task, what string) error {
+	why := "it does not need approval"
+	if t.Status != Pending {
+		why = "it is " + string(t.Status)
+	}
+	return &InvalidError{Field: "id", Reason: fmt.Sprintf("task %d cannot be %s: %s; only a pending task awaiting approval can", t.ID, what, why)}
+}
+
+// Approve lets t, which must await approval, be claimed, recording by.
+func (Rulebook) Approve(t *Task, by string, now time.Time) error {
+	if err := Rules.ApproveArgs(by); err != nil {
+		return err
+	}
+	if !t.AwaitingApproval() {
+		return notAwaiting(t, "approved")
+	}
+	advance(t, now)
+	t.Extra.NeedsApproval = false
+	t.tidy()
+	record(t, now, HistoryApproved, by, "")
+	return nil
+}
+
+// Reject cancels t, which must await approval, for reason, recording by.
+// It still needs approval if it is reopened.
+func (Rulebook) Reject(t *Task, by, reason string, now time.Time) error {
+	if err := Rules.RejectArgs(by, reason); err != nil {
+		return err
+	}
+	if !t.AwaitingApproval() {
+		return notAwaiting(t, "rejected")
+	}
+	advance(t, now)
+	t.Status, t.Reason = Cancelled, reason
+	record(t, now, HistoryRejected, by, reason)
+	return nil
+}
+
+// Via validates a way of creation (CreatedVia): "" or a short lowercase
+// word such as ViaTools.
+func (Rulebook) Via(field, via string) error {
+	if len(via) > maxVia {
+		return &InvalidError{Field: field, Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit: name the way a task was created in a word, such as %q", len(via), maxVia, ViaTools)}
+	}
+	for _, c := range via {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return &InvalidError{Field: field, Reason: fmt.Sprintf("%q is not a word of lowercase letters, digits and dashes, such as %q", via, ViaTools)}
+		}
+	}
+	return nil
+}
+
+// ApprovalPolicy says which new tasks need approval besides those whose
+// creator asks for it (NewTask.NeedsApproval): those created with one of
+// Labels, and those created through one of Via (such as ViaTools and
+// ViaMCP: every task a model creates). A change leaves the tasks that
+// exist as they are.
+type ApprovalPolicy struct {
+	Labels []string `json:"labels,omitempty"`
+	Via    []string `json:"via,omitempty"`
+}
+
+// ApprovalPolicer is implemented by stores that keep an ApprovalPolicy
+// (all of this module's stores), where they keep the labels' limits
+// (Limiter): the meta file of a FileStore, which git commits with the
+// graph, pgstore's table. It is an interface of its own so that Store
+// implementations written before it still compile.
+type ApprovalPolicer interface {
+	// SetApprovalPolicy replaces the graph's policy; the zero value
+	// removes it.
+	SetApprovalPolicy(ctx context.Context, p ApprovalPolicy) error
+	// ApprovalPolicy returns the graph's policy.
+	ApprovalPolicy(ctx context.Context) (ApprovalPolicy, error)
+}
+
+// ApprovalPolicyArgs validates a policy: labels as Labels allows them,
+// and ways of creation as Via does, at most MaxLabels of each.
+func (Rulebook) ApprovalPolicyArgs(p ApprovalPolicy) error {
+	if _, err := Rules.Labels("labels", p.Labels); err != nil {
+		return err
+	}
+	if len(p.Via) > MaxLabels {
+		return &InvalidError{Field: "via", Reason: fmt.Sprintf("has %d ways, over the limit of %d", len(p.Via), MaxLabels)}
+	}
+	for _, v := range p.Via {
+		if v == "" {
+			return &InvalidError{Field: "via", Reason: "holds an empty way: name one such as " + ViaTools}
+		}
+		if err := Rules.Via("via", v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// normalPolicy returns p as stores keep it: each list sorted, without
+// duplicates, nil when empty.
+func normalPolicy(p ApprovalPolicy) ApprovalPolicy {
+	norm := func(s []string) []string {
+		s = slices.Compact(slices.Sorted(slices.Values(s)))
+		if len(s) == 0 {
+			return nil
+		}
+		return s
+	}
+	return ApprovalPolicy{Labels: norm(p.Labels), Via: norm(p.Via)}
+}
+
+// DefaultApproval returns nts with the policy applied: a task created
+// with a label of p.Labels, or through a way of p.Via, needs approval.
+// Stores run it on what Create and CreatePlan are given, before the rule
+// that creates the tasks.
+func (Rulebook) DefaultApproval(nts []NewTask, p ApprovalPolicy) []NewTask {
+	if len(p.Labels)+len(p.Via) == 0 {
+		return nts
+	}
+	var out []NewTask
+	for i, nt := range nts {
+		if nt.NeedsApproval || !slices.Contains(p.Via, nt.CreatedVia) && !slices.ContainsFunc(nt.Labels, func(l string) bool { return slices.Contains(p.Labels, l) }) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(nts)
+		}
+		out[i].NeedsApproval = true
+	}
+	if out == nil {
+		return nts
+	}
+	return out
+}
+
+// ErrAwaitingApproval is matched by the error of a claim, or an update to
+// in_progress, of a task that awaits approval: see AwaitingApprovalError.
+var ErrAwaitingApproval = errors.New("task awaits approval")
+
+// AwaitingApprovalError says that task ID cannot start before a person
+// approves it (Approver). It matches ErrAwaitingApproval.
+type AwaitingApprovalError struct{ ID ID }
+
+func (e *AwaitingApprovalError) Error() string {
+	return fmt.Sprintf("task %d awaits approval: a person must approve it (taskgraph approve %d) before anyone can claim it", e.ID, e.ID)
+}
+
+// Is reports whether target is ErrAwaitingApproval.
+func (e *AwaitingApprovalError) Is(target error) bool { return target == ErrAwaitingApproval }
+
+// clonePolicy returns a copy of p that shares nothing with it.
+func clonePolicy(p ApprovalPolicy) ApprovalPolicy {
+	return ApprovalPolicy{Labels: slices.Clone(p.Labels), Via: slices.Clone(p.Via)}
+}
+
+// metaApprovalOf is p as the meta file holds it: nil if empty.
+func metaApprovalOf(p ApprovalPolicy) *ApprovalPolicy {
+	if len(p.Labels)+len(p.Via) == 0 {
+		return nil
+	}
+	return &p
+}
