@@ -176,9 +176,9 @@ func (Rulebook) ApprovalPolicyArgs(p ApprovalPolicy) error {
 	return nil
 }
 
-// normalPolicy returns p as stores keep it: each list sorted, without
-// duplicates, nil when empty.
-func normalPolicy(p ApprovalPolicy) ApprovalPolicy {
+// NormalApprovalPolicy returns p as stores keep and return it: each list
+// sorted bytewise, without duplicates, nil when empty.
+func (Rulebook) NormalApprovalPolicy(p ApprovalPolicy) ApprovalPolicy {
 	norm := func(s []string) []string {
 		s = slices.Compact(slices.Sorted(slices.Values(s)))
 		if len(s) == 0 {

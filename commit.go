@@ -241,7 +241,7 @@ func (s *FileStore) readMeta() error {
 			s.g.liveness, _ = livenessOf(m.Liveness) // valid: parseMetaFile
 			s.g.approval = ApprovalPolicy{}
 			if m.Approval != nil {
-				s.g.approval = normalPolicy(*m.Approval)
+				s.g.approval = Rules.NormalApprovalPolicy(*m.Approval)
 			}
 			s.g.maxID = max(s.g.maxID, m.HighWater)
 		}

@@ -847,7 +847,7 @@ func (s *FileStore) SetApprovalPolicy(ctx context.Context, p ApprovalPolicy) err
 	}
 	err := s.commitMeta(func() (undo func()) {
 		old := s.g.approval
-		s.g.approval = normalPolicy(p)
+		s.g.approval = Rules.NormalApprovalPolicy(p)
 		return func() { s.g.approval = old }
 	})
 	s.afterUnlock(s.unlock())

@@ -181,7 +181,7 @@ func (m *MemStore) SetApprovalPolicy(ctx context.Context, p ApprovalPolicy) erro
 		return err
 	}
 	return m.read(ctx, nil, func(g *graph) error {
-		g.approval = normalPolicy(p)
+		g.approval = Rules.NormalApprovalPolicy(p)
 		return nil
 	})
 }
