@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -239,4 +240,57 @@ func metaApprovalOf(p ApprovalPolicy) *ApprovalPolicy {
 		return nil
 	}
 	return &p
+}
+
+// mergeApproval merges the approval and the links of a task's three
+// versions (their Extra: bx, ox, tx) into out: NeedsApproval and
+// CreatedVia by the three-way rule, the links as a set (every link of
+// either side, at its earliest time, in time order), the oldest MaxLinks
+// kept if together they pass it.
+func (m *merger) mergeApproval(out *Task, bx, ox, tx Extra) {
+	needs := pick(m, "needsApproval", bx.NeedsApproval, ox.NeedsApproval, tx.NeedsApproval, same)
+	via := pick(m, "createdVia", bx.CreatedVia, ox.CreatedVia, tx.CreatedVia, same)
+	at := map[string]time.Time{}
+	for _, l := range slices.Concat(ox.Links, tx.Links) {
+		if t, ok := at[l.Ref]; !ok || l.At.Before(t) {
+			at[l.Ref] = l.At
+		}
+	}
+	var links []Link
+	for ref, when := range at {
+		links = append(links, Link{Ref: ref, At: when.UTC()})
+	}
+	slices.SortFunc(links, func(a, b Link) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Ref, b.Ref)
+	})
+	if len(links) > MaxLinks {
+		m.conflict("the two sides' links together are %d, over the limit of %d (MaxLinks): the %d newest were dropped", len(links), MaxLinks, len(links)-MaxLinks)
+		links = links[:MaxLinks]
+	}
+	if needs || via != "" || len(links) > 0 {
+		x := out.editExtra()
+		x.NeedsApproval, x.CreatedVia, x.Links = needs, via, links
+	} else if out.Extra != nil {
+		out.Extra.NeedsApproval, out.Extra.CreatedVia, out.Extra.Links = false, "", nil
+		out.tidy()
+	}
+}
+
+// mergePolicy merges three versions of the meta file's approval policy:
+// each list as a set, a label or a way either side added or removed
+// (and the other left alone) added or removed.
+func mergePolicy(base, ours, theirs *ApprovalPolicy) ApprovalPolicy {
+	var b, o, t ApprovalPolicy
+	for _, c := range []struct {
+		from *ApprovalPolicy
+		to   *ApprovalPolicy
+	}{{base, &b}, {ours, &o}, {theirs, &t}} {
+		if c.from != nil {
+			*c.to = *c.from
+		}
+	}
+	return Rules.NormalApprovalPolicy(ApprovalPolicy{Labels: mergeSet(b.Labels, o.Labels, t.Labels), Via: mergeSet(b.Via, o.Via, t.Via)})
 }
