@@ -23,11 +23,9 @@ const (
 	// ViaTools is a task created by a model through the agent tools
 	// (agenttools).
 	ViaTools = "tools"
-	// ViaMCP is a task created through the MCP server.
+	// ViaMCP is a task created through the MCP server (the agent tools
+	// served over MCP, by taskgraph mcp or the hub).
 	ViaMCP = "mcp"
-	// ViaHub is a task created through the hub's API by a client that
-	// did not say how.
-	ViaHub = "hub"
 )
 
 // maxVia is the longest CreatedVia, in bytes.

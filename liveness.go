@@ -37,8 +37,8 @@ type Extra struct {
 	// NeedsApproval, on a pending task, holds it back until a person
 	// approves it (Approver); a rejection cancels it and leaves it set.
 	NeedsApproval bool `json:",omitempty"`
-	// CreatedVia says how the task was created (ViaCLI, ViaTools, ViaMCP,
-	// ViaHub); "" when its creator did not say.
+	// CreatedVia says how the task was created (ViaCLI, ViaTools,
+	// ViaMCP); "" when its creator did not say.
 	CreatedVia string `json:",omitempty"`
 	// Links are the commits, pull requests, files and URLs the task
 	// carries, a set, in the order they were added (Patch.AddLinks).

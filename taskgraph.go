@@ -351,7 +351,7 @@ type NewTask struct {
 	// Approver); the graph's ApprovalPolicy may ask for it too.
 	NeedsApproval bool
 	// CreatedVia says how the task is created: ViaCLI, ViaTools, ViaMCP,
-	// ViaHub, or "" (see Rules.Via). The ApprovalPolicy may gate by it.
+	// or "" (see Rules.Via). The ApprovalPolicy may gate by it.
 	CreatedVia string
 }
 
