@@ -33,6 +33,10 @@ type taskJSON struct {
 	PrevOwner      string                 `json:"prevOwner,omitempty"`
 	Notes          []taskgraph.Note       `json:"notes,omitempty"`
 	History        []taskgraph.Transition `json:"history,omitempty"`
+	// NeedsApproval, CreatedVia and Links are those of taskgraph.Extra.
+	NeedsApproval bool             `json:"needsApproval,omitempty"`
+	CreatedVia    string           `json:"createdVia,omitempty"`
+	Links         []taskgraph.Link `json:"links,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -51,6 +55,9 @@ func toJSON(t taskgraph.Task) taskJSON {
 	if t.Priority != taskgraph.DefaultPriority {
 		p := t.Priority
 		j.Priority = &p
+	}
+	if x := t.Extra; x != nil {
+		j.NeedsApproval, j.CreatedVia, j.Links = x.NeedsApproval, x.CreatedVia, x.Links
 	}
 	return j
 }
@@ -86,6 +93,9 @@ func fromJSON(j taskJSON) taskgraph.Task {
 		if p.from != nil {
 			*p.to = *p.from
 		}
+	}
+	if j.NeedsApproval || j.CreatedVia != "" || len(j.Links) > 0 {
+		t.Extra = &taskgraph.Extra{NeedsApproval: j.NeedsApproval, CreatedVia: j.CreatedVia, Links: j.Links}
 	}
 	return t
 }
