@@ -42,6 +42,13 @@ type (
 	ReopenRequest struct {
 		Rev int64 `json:"rev"`
 	}
+	// ApproveRequest is the body of POST /api/tasks/{id}/approve and
+	// /reject: who approves or rejects (the history records it; not
+	// empty), and why, for a rejection (not empty).
+	ApproveRequest struct {
+		By     string `json:"by"`
+		Reason string `json:"reason"`
+	}
 	// BlockerRequest is the body of POST /api/tasks/{id}/blockers, which
 	// adds the edge "{id} is blocked by Blocker".
 	BlockerRequest struct {
@@ -121,6 +128,42 @@ func (s *Server) handleAddBlocker(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	t, err := s.store.Update(r.Context(), id, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{req.Blocker}})
+	return http.StatusOK, taskJSON(t), err
+}
+
+// approver is the board's store as an Approver: a store that is not one
+// refuses approval (400).
+func (s *Server) approver() (taskgraph.Approver, error) {
+	a, ok := s.store.(taskgraph.Approver)
+	if !ok {
+		return nil, badRequest{http.StatusBadRequest, fmt.Sprintf("this board's store (%T) does not gate tasks on approval", s.store)}
+	}
+	return a, nil
+}
+
+func (s *Server) handleApprove(r *http.Request) (int, any, error) {
+	id, req, err := taskRequest[ApproveRequest](r)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := s.approver()
+	if err != nil {
+		return 0, nil, err
+	}
+	t, err := a.Approve(r.Context(), id, req.By)
+	return http.StatusOK, taskJSON(t), err
+}
+
+func (s *Server) handleReject(r *http.Request) (int, any, error) {
+	id, req, err := taskRequest[ApproveRequest](r)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := s.approver()
+	if err != nil {
+		return 0, nil, err
+	}
+	t, err := a.Reject(r.Context(), id, req.By, req.Reason)
 	return http.StatusOK, taskJSON(t), err
 }
 
