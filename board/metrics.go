@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
 )
 
 // metricsContentType is the Prometheus text format's media type.
