@@ -118,9 +118,9 @@ func (Rulebook) Reject(t *Task, by, reason string, now time.Time) error {
 	return nil
 }
 
-// Via validates a way of creation (CreatedVia): "" or a short lowercase
-// word such as ViaTools.
-func (Rulebook) Via(field, via string) error {
+// viaArg validates a way of creation (CreatedVia): "" or a short
+// lowercase word such as ViaTools.
+func viaArg(field, via string) error {
 	if len(via) > maxVia {
 		return &InvalidError{Field: field, Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit: name the way a task was created in a word, such as %q", len(via), maxVia, ViaTools)}
 	}
@@ -155,29 +155,31 @@ type ApprovalPolicer interface {
 	ApprovalPolicy(ctx context.Context) (ApprovalPolicy, error)
 }
 
-// ApprovalPolicyArgs validates a policy: labels as Labels allows them,
-// and ways of creation as Via does, at most MaxLabels of each.
-func (Rulebook) ApprovalPolicyArgs(p ApprovalPolicy) error {
+// ApprovalPolicyArgs validates a policy — labels as Labels allows them,
+// ways of creation as NewTask.CreatedVia, at most MaxLabels of each — and
+// returns it as stores keep and return it: each list sorted bytewise,
+// without duplicates, nil when empty.
+func (Rulebook) ApprovalPolicyArgs(p ApprovalPolicy) (ApprovalPolicy, error) {
 	if _, err := Rules.Labels("labels", p.Labels); err != nil {
-		return err
+		return ApprovalPolicy{}, err
 	}
 	if len(p.Via) > MaxLabels {
-		return &InvalidError{Field: "via", Reason: fmt.Sprintf("has %d ways, over the limit of %d", len(p.Via), MaxLabels)}
+		return ApprovalPolicy{}, &InvalidError{Field: "via", Reason: fmt.Sprintf("has %d ways, over the limit of %d", len(p.Via), MaxLabels)}
 	}
 	for _, v := range p.Via {
 		if v == "" {
-			return &InvalidError{Field: "via", Reason: "holds an empty way: name one such as " + ViaTools}
+			return ApprovalPolicy{}, &InvalidError{Field: "via", Reason: "holds an empty way: name one such as " + ViaTools}
 		}
-		if err := Rules.Via("via", v); err != nil {
-			return err
+		if err := viaArg("via", v); err != nil {
+			return ApprovalPolicy{}, err
 		}
 	}
-	return nil
+	return normalPolicy(p), nil
 }
 
-// NormalApprovalPolicy returns p as stores keep and return it: each list
-// sorted bytewise, without duplicates, nil when empty.
-func (Rulebook) NormalApprovalPolicy(p ApprovalPolicy) ApprovalPolicy {
+// normalPolicy returns p as stores keep and return it: each list sorted
+// bytewise, without duplicates, nil when empty.
+func normalPolicy(p ApprovalPolicy) ApprovalPolicy {
 	norm := func(s []string) []string {
 		s = slices.Compact(slices.Sorted(slices.Values(s)))
 		if len(s) == 0 {
@@ -290,5 +292,60 @@ func mergePolicy(base, ours, theirs *ApprovalPolicy) ApprovalPolicy {
 			*c.to = *c.from
 		}
 	}
-	return Rules.NormalApprovalPolicy(ApprovalPolicy{Labels: mergeSet(b.Labels, o.Labels, t.Labels), Via: mergeSet(b.Via, o.Via, t.Via)})
+	return normalPolicy(ApprovalPolicy{Labels: mergeSet(b.Labels, o.Labels, t.Labels), Via: mergeSet(b.Via, o.Via, t.Via)})
+}
+
+// approvals is the approval mechanism of the local stores, a type of its
+// own that MemStore and FileStore embed: Approver over their engine, and
+// ApprovalPolicer, which keeps the policy with setPolicy where the store
+// keeps its settings (a FileStore's meta file, beside the limits).
+type approvals struct {
+	e         engine
+	setPolicy func(ctx context.Context, p ApprovalPolicy) error
+}
+
+// Approve lets a task awaiting approval be claimed; see [Approver].
+func (a approvals) Approve(ctx context.Context, id ID, by string) (Task, error) {
+	return ops{a.e}.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planApprove(id, by, now) })
+}
+
+// Reject cancels a task awaiting approval; see [Approver].
+func (a approvals) Reject(ctx context.Context, id ID, by, reason string) (Task, error) {
+	return ops{a.e}.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planReject(id, by, reason, now) })
+}
+
+// SetApprovalPolicy sets which new tasks need approval; see
+// [ApprovalPolicer].
+func (a approvals) SetApprovalPolicy(ctx context.Context, p ApprovalPolicy) error {
+	p, err := Rules.ApprovalPolicyArgs(p)
+	if err != nil {
+		return err
+	}
+	return a.setPolicy(ctx, p)
+}
+
+// ApprovalPolicy returns which new tasks need approval; see
+// [ApprovalPolicer].
+func (a approvals) ApprovalPolicy(ctx context.Context) (ApprovalPolicy, error) {
+	var out ApprovalPolicy
+	err := a.e.read(ctx, nil, func(g *graph) error {
+		out = clonePolicy(g.approval)
+		return nil
+	})
+	return out, err
+}
+
+// setMetaPolicy keeps p, valid and normal, in s's meta file, which git
+// merges as a set of labels and a set of ways (mergePolicy).
+func setMetaPolicy(ctx context.Context, s *FileStore, p ApprovalPolicy) error {
+	if err := s.acquire(ctx, true); err != nil {
+		return err
+	}
+	err := s.commitMeta(func() (undo func()) {
+		old := s.g.approval
+		s.g.approval = p
+		return func() { s.g.approval = old }
+	})
+	s.afterUnlock(s.unlock())
+	return err
 }

@@ -19,7 +19,7 @@ const maxBy = max(MaxOwner, MaxAuthor)
 // most MaxAuthor bytes and at most MaxNoteText long, at most MaxHistory
 // entries of history, each by at most MaxOwner or MaxAuthor bytes, with
 // a count that is not negative, a MaxRuntime and a ProgressWindow from 0
-// to MaxLiveness, a CreatedVia as Rules.Via allows, at most MaxLinks
+// to MaxLiveness, a CreatedVia as NewTask.CreatedVia allows, at most MaxLinks
 // links, each once and at most MaxLinkRef bytes.
 //
 // Within them no count overflows, RetryDelay and the history's summary
@@ -64,7 +64,7 @@ func (Rulebook) Bounded(t *Task) error {
 			return err
 		}
 	}
-	if err := Rules.Via("createdVia", t.extra().CreatedVia); err != nil {
+	if err := viaArg("createdVia", t.extra().CreatedVia); err != nil {
 		return err
 	}
 	if err := boundedLinks(t.extra().Links); err != nil {

@@ -207,9 +207,11 @@ func parseMetaFile(data []byte) (meta, error) {
 		return meta{}, err
 	}
 	if m.Approval != nil {
-		if err := Rules.ApprovalPolicyArgs(*m.Approval); err != nil {
+		p, err := Rules.ApprovalPolicyArgs(*m.Approval)
+		if err != nil {
 			return meta{}, fmt.Errorf("approval: %w", err)
 		}
+		m.Approval = &p
 	}
 	return m, nil
 }
@@ -241,7 +243,7 @@ func (s *FileStore) readMeta() error {
 			s.g.liveness, _ = livenessOf(m.Liveness) // valid: parseMetaFile
 			s.g.approval = ApprovalPolicy{}
 			if m.Approval != nil {
-				s.g.approval = Rules.NormalApprovalPolicy(*m.Approval)
+				s.g.approval = *m.Approval // normal: parseMetaFile
 			}
 			s.g.maxID = max(s.g.maxID, m.HighWater)
 		}

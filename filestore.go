@@ -108,6 +108,8 @@ type FileStore struct {
 
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch
+
+	approvals // Approver and ApprovalPolicer (approval.go); the policy in the meta file
 }
 
 // stamp identifies one version of a file.
@@ -156,6 +158,7 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		fs:     newDirFS(root, dirf),
 		done:   make(chan struct{}),
 	}
+	s.approvals = approvals{e: s, setPolicy: func(ctx context.Context, p ApprovalPolicy) error { return setMetaPolicy(ctx, s, p) }}
 	if fsys, ok := s.fs.(dirFS); ok && runtime.GOOS != "windows" {
 		fsys.cache = &s.ahead // renames out of it through its handle
 		s.fs = fsys
@@ -820,46 +823,6 @@ func (s *FileStore) Limits(ctx context.Context) (map[string]int, error) {
 	var out map[string]int
 	err := s.read(ctx, nil, func(g *graph) error {
 		out = copyLimits(g.limits)
-		return nil
-	})
-	return out, err
-}
-
-// Approve lets a task awaiting approval be claimed; see [Approver].
-func (s *FileStore) Approve(ctx context.Context, id ID, by string) (Task, error) {
-	return ops{s}.Approve(ctx, id, by)
-}
-
-// Reject cancels a task awaiting approval; see [Approver].
-func (s *FileStore) Reject(ctx context.Context, id ID, by, reason string) (Task, error) {
-	return ops{s}.Reject(ctx, id, by, reason)
-}
-
-// SetApprovalPolicy sets which new tasks need approval; see
-// [ApprovalPolicer]. The policy is kept in the meta file, beside the
-// limits, and git merges it as a set of labels and a set of ways.
-func (s *FileStore) SetApprovalPolicy(ctx context.Context, p ApprovalPolicy) error {
-	if err := Rules.ApprovalPolicyArgs(p); err != nil {
-		return err
-	}
-	if err := s.acquire(ctx, true); err != nil {
-		return err
-	}
-	err := s.commitMeta(func() (undo func()) {
-		old := s.g.approval
-		s.g.approval = Rules.NormalApprovalPolicy(p)
-		return func() { s.g.approval = old }
-	})
-	s.afterUnlock(s.unlock())
-	return err
-}
-
-// ApprovalPolicy returns which new tasks need approval; see
-// [ApprovalPolicer].
-func (s *FileStore) ApprovalPolicy(ctx context.Context) (ApprovalPolicy, error) {
-	var out ApprovalPolicy
-	err := s.read(ctx, nil, func(g *graph) error {
-		out = clonePolicy(g.approval)
 		return nil
 	})
 	return out, err

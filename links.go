@@ -26,9 +26,9 @@ type Link struct {
 	At  time.Time `json:"at"`
 }
 
-// LinkArgs validates the links to add: each one line of text, not empty,
-// at most MaxLinkRef bytes; at most MaxLinks of them.
-func (Rulebook) LinkArgs(field string, refs []string) error {
+// linkArgs validates the links to add: each one line of text, not
+// empty, at most MaxLinkRef bytes; at most MaxLinks of them.
+func linkArgs(field string, refs []string) error {
 	if len(refs) > MaxLinks {
 		return &InvalidError{Field: field, Reason: fmt.Sprintf("has %d links, over the limit of %d (MaxLinks)", len(refs), MaxLinks)}
 	}
@@ -85,7 +85,7 @@ func (t *Task) lastLink() time.Time {
 	return last
 }
 
-// boundedLinks checks the links of a task as read: as LinkArgs, each
+// boundedLinks checks the links of a task as read: as linkArgs, each
 // once.
 func boundedLinks(links []Link) error {
 	if len(links) > MaxLinks {

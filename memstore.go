@@ -18,11 +18,16 @@ type MemStore struct {
 	closed bool
 	done   chan struct{} // closed by Close, ending every Watch
 	hub    hub
+	approvals
 }
 
 // NewMemStore returns an empty in-memory store. Only WithClock affects it.
 func NewMemStore(opts ...Option) *MemStore {
-	return &MemStore{cfg: newConfig(opts), g: newGraph(), done: make(chan struct{})}
+	m := &MemStore{cfg: newConfig(opts), g: newGraph(), done: make(chan struct{})}
+	m.approvals = approvals{e: m, setPolicy: func(ctx context.Context, p ApprovalPolicy) error {
+		return m.read(ctx, nil, func(g *graph) error { g.approval = p; return nil })
+	}}
+	return m
 }
 
 func (m *MemStore) write(ctx context.Context, _ writeKind, mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) error {
@@ -159,39 +164,6 @@ func (m *MemStore) LivenessDefaults(ctx context.Context) (map[string]LivenessDef
 	var out map[string]LivenessDefault
 	err := m.read(ctx, nil, func(g *graph) error {
 		out = copyLiveness(g.liveness)
-		return nil
-	})
-	return out, err
-}
-
-// Approve lets a task awaiting approval be claimed; see [Approver].
-func (m *MemStore) Approve(ctx context.Context, id ID, by string) (Task, error) {
-	return ops{m}.Approve(ctx, id, by)
-}
-
-// Reject cancels a task awaiting approval; see [Approver].
-func (m *MemStore) Reject(ctx context.Context, id ID, by, reason string) (Task, error) {
-	return ops{m}.Reject(ctx, id, by, reason)
-}
-
-// SetApprovalPolicy sets which new tasks need approval; see
-// [ApprovalPolicer].
-func (m *MemStore) SetApprovalPolicy(ctx context.Context, p ApprovalPolicy) error {
-	if err := Rules.ApprovalPolicyArgs(p); err != nil {
-		return err
-	}
-	return m.read(ctx, nil, func(g *graph) error {
-		g.approval = Rules.NormalApprovalPolicy(p)
-		return nil
-	})
-}
-
-// ApprovalPolicy returns which new tasks need approval; see
-// [ApprovalPolicer].
-func (m *MemStore) ApprovalPolicy(ctx context.Context) (ApprovalPolicy, error) {
-	var out ApprovalPolicy
-	err := m.read(ctx, nil, func(g *graph) error {
-		out = clonePolicy(g.approval)
 		return nil
 	})
 	return out, err

@@ -209,7 +209,7 @@ func (Rulebook) CreateArgs(nt NewTask) error {
 	if err := Rules.Liveness("", nt.MaxRuntime, nt.ProgressWindow); err != nil {
 		return err
 	}
-	if err := Rules.Via("createdVia", nt.CreatedVia); err != nil {
+	if err := viaArg("createdVia", nt.CreatedVia); err != nil {
 		return err
 	}
 	if err := underArgs(nt); err != nil {
@@ -438,7 +438,7 @@ func (Rulebook) PatchArgs(p Patch) error {
 			return err
 		}
 	}
-	return Rules.LinkArgs("addLinks", p.AddLinks)
+	return linkArgs("addLinks", p.AddLinks)
 }
 
 // Reparent returns p with the edges that a change of t's parent

@@ -519,14 +519,6 @@ func (o ops) Cancel(ctx context.Context, id ID, reason string) (Task, error) {
 	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planCancel(id, reason, now) })
 }
 
-func (o ops) Approve(ctx context.Context, id ID, by string) (Task, error) {
-	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planApprove(id, by, now) })
-}
-
-func (o ops) Reject(ctx context.Context, id ID, by, reason string) (Task, error) {
-	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planReject(id, by, reason, now) })
-}
-
 func (o ops) Reopen(ctx context.Context, id ID) (Task, error) {
 	return o.writeTask(ctx, writeOneTask, func(g *graph, now time.Time) (*plan, error) { return g.planReopen(id, now) })
 }

@@ -351,7 +351,8 @@ type NewTask struct {
 	// Approver); the graph's ApprovalPolicy may ask for it too.
 	NeedsApproval bool
 	// CreatedVia says how the task is created: ViaCLI, ViaTools, ViaMCP,
-	// or "" (see Rules.Via). The ApprovalPolicy may gate by it.
+	// or "" — a word of at most 16 lowercase letters, digits and dashes.
+	// The ApprovalPolicy may gate by it.
 	CreatedVia string
 }
 

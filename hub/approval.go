@@ -93,7 +93,7 @@ func (c *Client) Reject(ctx context.Context, id tg.ID, by, reason string) (tg.Ta
 
 // SetApprovalPolicy implements tg.ApprovalPolicer: an admin's token only.
 func (c *Client) SetApprovalPolicy(ctx context.Context, p tg.ApprovalPolicy) error {
-	return c.call(ctx, http.MethodPut, "/v1/approval", nil, p, nil, func() error { return tg.Rules.ApprovalPolicyArgs(p) })
+	return c.call(ctx, http.MethodPut, "/v1/approval", nil, p, nil, func() error { _, err := tg.Rules.ApprovalPolicyArgs(p); return err })
 }
 
 // ApprovalPolicy implements tg.ApprovalPolicer.

@@ -37,10 +37,10 @@ func (s *Store) SetApprovalPolicy(ctx context.Context, p taskgraph.ApprovalPolic
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
-	if err := taskgraph.Rules.ApprovalPolicyArgs(p); err != nil { // before any SQL
+	p, err := taskgraph.Rules.ApprovalPolicyArgs(p) // before any SQL
+	if err != nil {
 		return err
 	}
-	p = taskgraph.Rules.NormalApprovalPolicy(p)
 	return s.write(ctx, func(tx pgx.Tx) error {
 		if len(p.Labels)+len(p.Via) == 0 {
 			_, err := tx.Exec(ctx, `DELETE FROM taskgraph_approval WHERE graph = $1`, s.graph)
@@ -82,7 +82,13 @@ func (s *Store) approvalPolicy(ctx context.Context, q querier) (taskgraph.Approv
 	}
 	var p taskgraph.ApprovalPolicy
 	_, err = pgx.ForEachRow(rows, []any{&p.Labels, &p.Via}, func() error { return nil })
-	return taskgraph.Rules.NormalApprovalPolicy(p), err
+	if len(p.Labels) == 0 {
+		p.Labels = nil // stored normal (ApprovalPolicyArgs): only '{}' reads back as []
+	}
+	if len(p.Via) == 0 {
+		p.Via = nil
+	}
+	return p, err
 }
 
 // withApprovalPolicy returns nts with the policy applied

@@ -51,7 +51,7 @@ func cmdLink(e *env) error {
 		return err
 	}
 	refs := e.args[1:]
-	if err := taskgraph.Rules.LinkArgs("link", refs); err != nil {
+	if err := taskgraph.Rules.PatchArgs(taskgraph.Patch{AddLinks: refs}); err != nil {
 		return usagef("%v", reasonOf(err))
 	}
 	return e.withStore(func(s store) error {
@@ -76,7 +76,7 @@ func flagsApproval(fs *flag.FlagSet) func(e *env) error {
 			return usagef("--none removes the policy: give it alone")
 		}
 		if set {
-			if err := taskgraph.Rules.ApprovalPolicyArgs(p); err != nil {
+			if _, err := taskgraph.Rules.ApprovalPolicyArgs(p); err != nil {
 				return usagef("approval: %v", reasonOf(err))
 			}
 		}

@@ -29,10 +29,13 @@ const (
 	maxFileStoreMethods = 80
 	// maxExports: the root's exported names. Issue 40 set out to take 40
 	// of its 332 out (CLI-only helpers to packages of their own); since,
-	// other issues added 34 (liveness: 24). This is the count today, so
-	// that nothing grows it unseen: a change that adds a capability
-	// raises it by the names it adds, and says so.
-	maxExports = 366
+	// other issues added 57 (liveness: 24; approval gates and links: 23,
+	// besides the Approver and ApprovalPolicer methods MemStore and
+	// FileStore get from the approvals type they embed, which this count
+	// does not see). This is the count today, so that nothing grows it
+	// unseen: a change that adds a capability raises it by the names it
+	// adds, and says so.
+	maxExports = 389
 )
 
 func main() {
