@@ -303,9 +303,9 @@ type Task struct {
 	// (Overdue), never enforced. Zero: none.
 	Due time.Time
 
-	// Extra holds what few tasks set (liveness limits: MaxRuntime,
-	// ProgressWindow), behind one pointer so that a task without any
-	// costs one word; nil when none is set. See [Extra].
+	// Extra holds what few tasks set (liveness limits, an approval gate,
+	// how the task was created, links), behind one pointer so that a task
+	// without any costs one word; nil when none is set. See [Extra].
 	Extra *Extra `json:",omitempty"`
 }
 
