@@ -19,7 +19,8 @@ const maxBy = max(MaxOwner, MaxAuthor)
 // most MaxAuthor bytes and at most MaxNoteText long, at most MaxHistory
 // entries of history, each by at most MaxOwner or MaxAuthor bytes, with
 // a count that is not negative, a MaxRuntime and a ProgressWindow from 0
-// to MaxLiveness.
+// to MaxLiveness, a CreatedVia as NewTask.CreatedVia allows, at most MaxLinks
+// links, each once and at most MaxLinkRef bytes.
 //
 // Within them no count overflows, RetryDelay and the history's summary
 // stay cheap, and no write of the task grows it by more than its own
@@ -62,6 +63,12 @@ func (Rulebook) Bounded(t *Task) error {
 		if err := Rules.Liveness("", x.MaxRuntime, x.ProgressWindow); err != nil {
 			return err
 		}
+	}
+	if err := viaArg("createdVia", t.extra().CreatedVia); err != nil {
+		return err
+	}
+	if err := boundedLinks(t.extra().Links); err != nil {
+		return err
 	}
 	if err := nameLength("owner", t.Owner, MaxOwner, "MaxOwner"); err != nil {
 		return err

@@ -124,6 +124,8 @@ type meta struct {
 	Limits    map[string]int `json:"limits,omitempty"`
 	// Liveness holds the labels' default liveness (LivenessDefaulter).
 	Liveness map[string]metaLiveness `json:"liveness,omitempty"`
+	// Approval is the ApprovalPolicy (ApprovalPolicer).
+	Approval *ApprovalPolicy `json:"approval,omitempty"`
 }
 
 // metaLiveness is a label's LivenessDefault in the meta file: durations
@@ -201,6 +203,13 @@ func parseMetaFile(data []byte) (meta, error) {
 	if _, err := livenessOf(m.Liveness); err != nil {
 		return meta{}, err
 	}
+	if m.Approval != nil {
+		p, err := Rules.ApprovalPolicyArgs(*m.Approval)
+		if err != nil {
+			return meta{}, fmt.Errorf("approval: %w", err)
+		}
+		m.Approval = &p
+	}
 	return m, nil
 }
 
@@ -219,7 +228,7 @@ const metaProblem = `it records the highest task id ever allocated and the label
 func (s *FileStore) readMeta() error {
 	fi, data, err := readFile(s.fs, s.root, s.dir, metaFileName, maxFileSize)
 	if fi == nil && err == nil {
-		s.metaErr, s.g.limits, s.g.liveness = nil, nil, nil
+		s.metaErr, s.g.limits, s.g.liveness, s.g.approval = nil, nil, nil, ApprovalPolicy{}
 		return nil
 	}
 	if err == nil {
@@ -229,6 +238,10 @@ func (s *FileStore) readMeta() error {
 		} else {
 			s.hwm, s.g.limits = m.HighWater, m.Limits
 			s.g.liveness, _ = livenessOf(m.Liveness) // valid: parseMetaFile
+			s.g.approval = ApprovalPolicy{}
+			if m.Approval != nil {
+				s.g.approval = *m.Approval // normal: parseMetaFile
+			}
 			s.g.maxID = max(s.g.maxID, m.HighWater)
 		}
 	}
@@ -292,7 +305,7 @@ func (s *FileStore) raiseHighWater(id ID) error {
 // writeMeta durably writes the meta file with high-water mark id and the
 // graph's limits.
 func (s *FileStore) writeMeta(id ID) error {
-	data, _ := json.Marshal(meta{HighWater: id, Limits: s.g.limits, Liveness: metaLivenessOf(s.g.liveness)})
+	data, _ := json.Marshal(meta{HighWater: id, Limits: s.g.limits, Liveness: metaLivenessOf(s.g.liveness), Approval: metaApprovalOf(s.g.approval)})
 	if err := s.writeFile(metaFileName, append(data, '\n')); err != nil {
 		return err
 	}

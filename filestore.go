@@ -109,6 +109,8 @@ type FileStore struct {
 
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch
+
+	approvals // Approver and ApprovalPolicer (approval.go); the policy in the meta file
 }
 
 // stamp identifies one version of a file.
@@ -157,6 +159,7 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		fs:     newDirFS(root, dirf),
 		done:   make(chan struct{}),
 	}
+	s.approvals = approvals{e: s, setPolicy: func(ctx context.Context, p ApprovalPolicy) error { return setMetaPolicy(ctx, s, p) }}
 	if fsys, ok := s.fs.(dirFS); ok && runtime.GOOS != "windows" {
 		fsys.cache = &s.ahead // renames out of it through its handle
 		s.fs = fsys

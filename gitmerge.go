@@ -195,6 +195,7 @@ func (m *merger) merge() *Task {
 	bx, ox, tx := b.extra(), o.extra(), th.extra()
 	setLiveness(&out, pick(m, "maxRuntime", bx.MaxRuntime, ox.MaxRuntime, tx.MaxRuntime, same),
 		pick(m, "progressWindow", bx.ProgressWindow, ox.ProgressWindow, tx.ProgressWindow, same))
+	m.mergeApproval(&out, bx, ox, tx)
 	if u := mergeMap(m, "field", bx.unknown, ox.unknown, tx.unknown); len(u) > 0 {
 		out.editExtra().unknown = u
 	} else if out.Extra != nil {
@@ -378,6 +379,9 @@ func mergeMeta(base, ours, theirs []byte) ([]byte, []string, error) {
 		// The stricter limit of each, a removal losing to a change.
 		return metaLiveness{stricter(o.MaxRuntime, t.MaxRuntime), stricter(o.ProgressWindow, t.ProgressWindow)}
 	})
+	if p := mergePolicy(ms[0].Approval, ms[1].Approval, ms[2].Approval); len(p.Labels)+len(p.Via) > 0 {
+		out.Approval = &p
+	}
 	data, _ := json.Marshal(out)
 	return append(data, '\n'), nil, nil
 }

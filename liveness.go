@@ -34,6 +34,15 @@ type Extra struct {
 	// progress clock (Task.Progress) is the later of ClaimedAt and the
 	// newest note. 0: no window.
 	ProgressWindow time.Duration `json:",omitempty"`
+	// NeedsApproval, on a pending task, holds it back until a person
+	// approves it (Approver); a rejection cancels it and leaves it set.
+	NeedsApproval bool `json:",omitempty"`
+	// CreatedVia says how the task was created (ViaCLI, ViaTools,
+	// ViaMCP); "" when its creator did not say.
+	CreatedVia string `json:",omitempty"`
+	// Links are the commits, pull requests, files and URLs the task
+	// carries, a set, in the order they were added (Patch.AddLinks).
+	Links []Link `json:",omitempty"`
 
 	// keys holds the write keys of the task's last writes (writekeys.go):
 	// in its file, never in what a store returns (viewInto drops them)
@@ -79,7 +88,7 @@ func (t *Task) editExtra() *Extra {
 // tidy leaves t.Extra nil when it holds nothing: a task that set a limit
 // and cleared it again is stored, and compares, as one that never had it.
 func (t *Task) tidy() {
-	if x := t.Extra; x != nil && x.MaxRuntime == 0 && x.ProgressWindow == 0 && x.keys == nil && len(x.unknown) == 0 {
+	if x := t.Extra; x != nil && x.MaxRuntime == 0 && x.ProgressWindow == 0 && x.keys == nil && !x.NeedsApproval && x.CreatedVia == "" && len(x.Links) == 0 && len(x.unknown) == 0 {
 		t.Extra = nil
 	}
 }
@@ -89,12 +98,15 @@ func (t *Task) tidy() {
 func (t *Task) unknownFields() map[string]json.RawMessage { return t.extra().unknown }
 
 // Progress returns when the current claim of t last made progress: the
-// later of ClaimedAt and the time of its newest note. Zero when neither
-// is known.
+// latest of ClaimedAt, the time of its newest note and that of its newest
+// link (Extra.Links). Zero when none is known.
 func (t *Task) Progress() time.Time {
 	p := t.ClaimedAt
 	if n := len(t.Notes); n > 0 && t.Notes[n-1].At.After(p) {
 		p = t.Notes[n-1].At
+	}
+	if l := t.lastLink(); l.After(p) {
+		p = l
 	}
 	return p
 }

@@ -209,6 +209,9 @@ func (Rulebook) CreateArgs(nt NewTask) error {
 	if err := Rules.Liveness("", nt.MaxRuntime, nt.ProgressWindow); err != nil {
 		return err
 	}
+	if err := viaArg("createdVia", nt.CreatedVia); err != nil {
+		return err
+	}
 	if err := underArgs(nt); err != nil {
 		return err
 	}
@@ -435,7 +438,7 @@ func (Rulebook) PatchArgs(p Patch) error {
 			return err
 		}
 	}
-	return nil
+	return linkArgs("addLinks", p.AddLinks)
 }
 
 // Reparent returns p with the edges that a change of t's parent
@@ -554,6 +557,10 @@ func create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(st
 	}
 	if nt.MaxRuntime != 0 || nt.ProgressWindow != 0 {
 		setLiveness(t, nt.MaxRuntime.Truncate(time.Microsecond), nt.ProgressWindow.Truncate(time.Microsecond))
+	}
+	if nt.NeedsApproval || nt.CreatedVia != "" {
+		x := t.editExtra()
+		x.NeedsApproval, x.CreatedVia = nt.NeedsApproval, nt.CreatedVia
 	}
 	return t, nil
 }
@@ -805,6 +812,9 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 		}
 		setLiveness(t, x.MaxRuntime, x.ProgressWindow)
 	}
+	if _, err := addLinks(t, p.AddLinks, now); err != nil {
+		return false, err
+	}
 	if p.Status == nil || *p.Status == t.Status {
 		return false, nil
 	}
@@ -832,6 +842,9 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 	}
 	if t.Status == Pending && st != Pending && t.Deferred(now) {
 		return false, &DeferredError{ID: t.ID, Until: t.NotBefore}
+	}
+	if t.AwaitingApproval() && st != Pending {
+		return false, &AwaitingApprovalError{ID: t.ID}
 	}
 	if st == InProgress && t.Owner == "" {
 		return false, &InvalidError{Field: "owner", Reason: "an in_progress task needs an owner: use Claim, or set Owner in the same patch"}
@@ -866,6 +879,7 @@ func patchedFields(p Patch) []string {
 		{"metadata", p.Metadata != nil}, {"priority", p.Priority != nil}, {"labels", p.Labels != nil},
 		{"notBefore", p.NotBefore != nil}, {"due", p.Due != nil}, {"maxAttempts", p.MaxAttempts != nil}, {"backoff", p.Backoff != nil},
 		{"parent", p.Parent != nil}, {"maxRuntime", p.MaxRuntime != nil}, {"progressWindow", p.ProgressWindow != nil},
+		{"links", len(p.AddLinks) > 0},
 	} {
 		if f.set {
 			out = append(out, f.name)
@@ -956,6 +970,9 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 	case Completed, Failed, Cancelled:
 		return false, finishedError(t)
 	case Pending:
+		if t.AwaitingApproval() {
+			return false, &AwaitingApprovalError{ID: t.ID}
+		}
 		if t.Deferred(now) {
 			return false, &DeferredError{ID: t.ID, Until: t.NotBefore}
 		}

@@ -38,7 +38,7 @@ const (
 // snapshotMagic starts a snapshot; the version changes with the encoding,
 // and with what a read of a task file accepts (3: Rules.Bounded, UTF-8
 // only), so that no snapshot hands out a task its file no longer gives.
-const snapshotMagic = "taskgraph snapshot 4\n"
+const snapshotMagic = "taskgraph snapshot 5\n"
 
 // snapshotMin is how many task files a scan must have read (not taken
 // from the snapshot) before it writes a new one: below it, reading them
@@ -127,16 +127,19 @@ type snapExtras struct {
 	MaxRuntime  time.Duration `json:"mr,omitempty"`
 	Window      time.Duration `json:"pw,omitempty"`
 	Keys        *taskKeys     `json:"k,omitempty"` // write keys (writekeys.go)
+	Approval    bool          `json:"na,omitempty"`
+	Via         string        `json:"cv,omitempty"`
+	Links       []Link        `json:"ln,omitempty"`
 }
 
 func extrasOf(t *Task) snapExtras {
 	x := t.extra()
-	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent, x.MaxRuntime, x.ProgressWindow, x.keys}
+	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent, x.MaxRuntime, x.ProgressWindow, x.keys, x.NeedsApproval, x.CreatedVia, x.Links}
 }
 
 func (x snapExtras) empty() bool {
 	return len(x.Notes)+len(x.History) == 0 && x.NotBefore.IsZero() && x.Due.IsZero() && x.MaxAttempts == 0 && x.Attempts == 0 && x.Backoff == 0 && x.Parent == 0 &&
-		x.MaxRuntime == 0 && x.Window == 0 && x.Keys == nil
+		x.MaxRuntime == 0 && x.Window == 0 && x.Keys == nil && !x.Approval && x.Via == "" && len(x.Links) == 0
 }
 
 func (x snapExtras) apply(t *Task) {
@@ -147,6 +150,10 @@ func (x snapExtras) apply(t *Task) {
 	}
 	if !x.Keys.empty() {
 		t.editExtra().keys = x.Keys
+	}
+	if x.Approval || x.Via != "" || len(x.Links) > 0 {
+		e := t.editExtra()
+		e.NeedsApproval, e.CreatedVia, e.Links = x.Approval, x.Via, nilIfEmpty(x.Links)
 	}
 }
 

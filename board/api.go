@@ -43,6 +43,13 @@ type (
 	ReopenRequest struct {
 		Rev int64 `json:"rev"`
 	}
+	// ApproveRequest is the body of POST /api/tasks/{id}/approve and
+	// /reject: who approves or rejects (the history records it; not
+	// empty), and why, for a rejection (not empty).
+	ApproveRequest struct {
+		By     string `json:"by"`
+		Reason string `json:"reason"`
+	}
 	// BlockerRequest is the body of POST /api/tasks/{id}/blockers, which
 	// adds the edge "{id} is blocked by Blocker".
 	BlockerRequest struct {
@@ -123,6 +130,44 @@ func (s *Server) handleAddBlocker(r *http.Request, st taskgraph.Store) (int, any
 		return 0, nil, err
 	}
 	t, err := st.Update(r.Context(), id, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{req.Blocker}})
+	return http.StatusOK, taskJSON(t), err
+}
+
+// approver is the board's store as an Approver: a store that is not one
+// refuses approval (400).
+// approver is st, the store as the writer's token may use it, as an
+// Approver: through the hub's rules only an admin's token approves.
+func (s *Server) approver(st taskgraph.Store) (taskgraph.Approver, error) {
+	a, ok := st.(taskgraph.Approver)
+	if _, gates := s.store.(taskgraph.Approver); !ok || !gates {
+		return nil, badRequest{http.StatusBadRequest, fmt.Sprintf("this board's store (%T) does not gate tasks on approval", s.store)}
+	}
+	return a, nil
+}
+
+func (s *Server) handleApprove(r *http.Request, st taskgraph.Store) (int, any, error) {
+	id, req, err := taskRequest[ApproveRequest](r)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := s.approver(st)
+	if err != nil {
+		return 0, nil, err
+	}
+	t, err := a.Approve(r.Context(), id, req.By)
+	return http.StatusOK, taskJSON(t), err
+}
+
+func (s *Server) handleReject(r *http.Request, st taskgraph.Store) (int, any, error) {
+	id, req, err := taskRequest[ApproveRequest](r)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := s.approver(st)
+	if err != nil {
+		return 0, nil, err
+	}
+	t, err := a.Reject(r.Context(), id, req.By, req.Reason)
 	return http.StatusOK, taskJSON(t), err
 }
 

@@ -36,7 +36,8 @@
 //
 // A board is read-only unless [AllowWrites] is given. Then the page offers a
 // few actions, each behind an explicit click: release a claim, reopen a
-// completed, failed or cancelled task, add an edge, create a task. Every
+// completed, failed or cancelled task, approve or reject a task awaiting
+// approval, add an edge, create a task. Every
 // write must carry a token of the hub's token system ([WithTokens]: the
 // tokens of `taskgraph token add`) in the X-Taskgraph-Token header and
 // come from the board's own origin; it is made through hubapi.As, the store
@@ -65,6 +66,8 @@
 //	POST /api/tasks/{id}/release    release a claim (ReleaseRequest)
 //	POST /api/tasks/{id}/reopen     move a completed, failed or cancelled task back to pending (ReopenRequest)
 //	POST /api/tasks/{id}/blockers   add an edge (BlockerRequest)
+//	POST /api/tasks/{id}/approve    approve a task awaiting approval (ApproveRequest), by the name the page asks for
+//	POST /api/tasks/{id}/reject     reject one, which cancels it (ApproveRequest with a reason)
 //
 // A refused write answers with an ErrorResponse: 403 when writes are off or
 // the token or origin is wrong, 400 for an invalid input (ErrInvalid), 404
@@ -242,6 +245,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/tasks/{id}/release", s.write(s.handleRelease))
 	s.mux.HandleFunc("POST /api/tasks/{id}/reopen", s.write(s.handleReopen))
 	s.mux.HandleFunc("POST /api/tasks/{id}/blockers", s.write(s.handleAddBlocker))
+	s.mux.HandleFunc("POST /api/tasks/{id}/approve", s.write(s.handleApprove))
+	s.mux.HandleFunc("POST /api/tasks/{id}/reject", s.write(s.handleReject))
 }
 
 // hostAllowed reports whether a request's Host names this board: an IP

@@ -525,7 +525,7 @@ func TestSnapshot(t *testing.T) {
 	for _, c := range snap.Columns {
 		keys = append(keys, string(c.Key))
 	}
-	if strings.Join(keys, " ") != "ready deferred limited blocked stranded in_progress completed failed cancelled" || snap.Title != "plan" || snap.Writes {
+	if strings.Join(keys, " ") != "ready awaiting_approval deferred limited blocked stranded in_progress completed failed cancelled" || snap.Title != "plan" || snap.Writes {
 		t.Fatalf("columns %v, title %q, writes %v", keys, snap.Title, snap.Writes)
 	}
 	if got := column(snap, "in_progress"); len(got) != 2 || len(column(snap, "ready")) != 1 || len(column(snap, "blocked")) != 1 || len(column(snap, "completed")) != 1 {

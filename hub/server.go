@@ -30,6 +30,8 @@ type Store interface {
 	tg.Noter
 	tg.Limiter
 	tg.LivenessDefaulter
+	tg.Approver
+	tg.ApprovalPolicer
 	tg.Watcher
 }
 
@@ -255,6 +257,7 @@ func (s *Server) route() {
 		}
 		return nil, r.st.SetLivenessDefault(r.Context(), c.Label, tg.LivenessDefault{MaxRuntime: c.MaxRuntime, ProgressWindow: c.ProgressWindow})
 	})
+	s.routeApproval()
 	s.routes = append(s.routes, "GET /v1/events")
 	s.mux.HandleFunc("GET /v1/events", s.handleEvents)
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {

@@ -118,6 +118,7 @@ var kinds = []struct {
 	{"limited", tg.ErrLimited, http.StatusConflict},
 	{"gave_up", tg.ErrGaveUp, http.StatusConflict},
 	{"lapsed", tg.ErrLapsed, http.StatusConflict},
+	{"awaiting_approval", tg.ErrAwaitingApproval, http.StatusConflict},
 	{"no_ready", tg.ErrNoReady, http.StatusConflict},
 	{"corrupt", tg.ErrCorrupt, http.StatusInternalServerError},
 	{"unknown_outcome", tg.ErrUnknownOutcome, http.StatusInternalServerError},
@@ -168,6 +169,7 @@ func typedOf(err error) (string, any) {
 		gu  *tg.GaveUpError
 		li  *tg.LimitError
 		la  *tg.LapsedError
+		aw  *tg.AwaitingApprovalError
 		cor *tg.CorruptError
 	)
 	switch {
@@ -191,6 +193,8 @@ func typedOf(err error) (string, any) {
 		return "LimitError", li
 	case errors.As(err, &la):
 		return "LapsedError", la
+	case errors.As(err, &aw):
+		return "AwaitingApprovalError", aw
 	case errors.As(err, &cor):
 		cause := ""
 		if cor.Err != nil {
@@ -267,6 +271,8 @@ func decodeTyped(typ string, detail json.RawMessage) error {
 		err = decodeAs[tg.LimitError](detail)
 	case "LapsedError":
 		err = decodeAs[tg.LapsedError](detail)
+	case "AwaitingApprovalError":
+		err = decodeAs[tg.AwaitingApprovalError](detail)
 	case "CorruptError":
 		var d corruptDetail
 		if json.Unmarshal(detail, &d) == nil {

@@ -71,9 +71,12 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 }
 
 // undeferred holds for a task whose NotBefore has come by the time of
-// the operation, $n (see nowSQL): with readyCondition, a task ClaimNext
-// may take.
-func undeferred(n int) string { return `(t.not_before IS NULL OR t.not_before <= ` + nowSQL(n) + `)` }
+// the operation, $n (see nowSQL), and that does not await approval
+// (taskgraph.Task.AwaitingApproval): with readyCondition, a task
+// ClaimNext may take.
+func undeferred(n int) string {
+	return `(t.not_before IS NULL OR t.not_before <= ` + nowSQL(n) + `) AND NOT t.needs_approval`
+}
 
 // underSQL holds for a task t under the task $n (its descendants by the
 // parent links), or for every task when $n is 0.
@@ -422,13 +425,14 @@ func fitsSQL(extra string) string {
 	+ 32 * cardinality(t.blocked_by) + 16 * cardinality(t.labels)
 	+ coalesce(octet_length(t.metadata::text)::bigint * (4 * (octet_length(t.metadata::text) - octet_length(translate(t.metadata::text, '[{', ''))) + 12), 0)
 	+ 8 * coalesce(octet_length(t.notes::text), 0) + 8 * coalesce(octet_length(t.history::text), 0) + 6 * octet_length($2::text) + 512
+	+ 8 * coalesce(octet_length(t.links::text), 0) + octet_length(t.created_via)
 	+ ` + extra + ` + 1024 <= $6)`
 }
 
 // lapsesSQL is when the claim of the row t lapses, as Task.Lapse
 // decides it: the earliest of its lease, claimed_at plus its max
-// runtime, and its last progress (the later of claimed_at and its newest
-// note) plus its progress window; NULL (least and greatest skip NULLs)
+// runtime, and its last progress (the latest of claimed_at, its newest
+// note and its newest link) plus its progress window; NULL (least and greatest skip NULLs)
 // when it never does.
 var lapsesSQL = lapsesOf("t")
 
@@ -436,7 +440,8 @@ var lapsesSQL = lapsesOf("t")
 func lapsesOf(alias string) string {
 	return strings.NewReplacer("t.", alias+".").Replace(`least(t.lease_expires_at,
 		CASE WHEN t.max_runtime_us > 0 THEN t.claimed_at + t.max_runtime_us * interval '1 microsecond' END,
-		CASE WHEN t.progress_window_us > 0 THEN greatest(t.claimed_at, CASE WHEN jsonb_typeof(t.notes) = 'array' THEN (t.notes->-1->>'at')::timestamptz END)
+		CASE WHEN t.progress_window_us > 0 THEN greatest(t.claimed_at, CASE WHEN jsonb_typeof(t.notes) = 'array' THEN (t.notes->-1->>'at')::timestamptz END,
+			CASE WHEN jsonb_typeof(t.links) = 'array' THEN (SELECT max((l->>'at')::timestamptz) FROM jsonb_array_elements(t.links) l) END)
 			+ t.progress_window_us * interval '1 microsecond' END)`)
 }
 

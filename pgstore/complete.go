@@ -152,7 +152,7 @@ func (s *Store) unblocked(b *pgx.Batch, id taskgraph.ID, deps []taskgraph.ID, ou
 func (s *Store) queueUnblocked(b *pgx.Batch, id taskgraph.ID, out *[]taskgraph.Task) {
 	b.Queue(unblockedSQL, s.graph, id).Query(func(rows pgx.Rows) error {
 		ready, err := pgx.AppendRows([]taskgraph.Task(nil), rows, newViewRow().collect)
-		*out = slices.DeleteFunc(ready, func(t taskgraph.Task) bool { return t.Status != taskgraph.Pending })
+		*out = slices.DeleteFunc(ready, func(t taskgraph.Task) bool { return t.Status != taskgraph.Pending || t.AwaitingApproval() })
 		return err
 	})
 }

@@ -6,6 +6,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// SchemaVersion is the version of the newest embedded migration, which a
+// migrated database is at.
+var SchemaVersion = schemaVersion
+
 // ClaimReadySQL is the statement of ClaimNext's one-statement claim, for a
 // test of its plan.
 var ClaimReadySQL = claimReadySQL

@@ -81,6 +81,7 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 	backoff := fs.Duration("backoff", 0, "wait `DURATION` before the first retry, twice as long before each next (with --max-attempts)")
 	maxRuntime := fs.Duration("max-runtime", 0, "end any claim of the task that has run `DURATION`, however its lease is renewed: the attempt lapses and is counted (default: no cap)")
 	window := fs.Duration("progress-window", 0, "end any claim of the task that has gone `DURATION` without progress — the claim, a note — however its lease is renewed (default: none)")
+	needsApproval := fs.Bool("needs-approval", false, "hold the task until someone approves it (taskgraph approve ID); no one can claim it before")
 	var notBefore, due whenFlag
 	fs.Var(&notBefore, "not-before", "defer the task: not ready before `TIME` (RFC 3339, 2006-01-02, 15:04 today, or a duration from now such as 2h)")
 	fs.Var(&due, "due", "when the task should be done, `TIME` as for --not-before: shown, sorted and filtered (list --overdue), never enforced")
@@ -115,7 +116,7 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks,
 				Priority: priority.value(), Labels: labels, Key: *key,
 				MaxAttempts: *maxAttempts, Backoff: *backoff, NotBefore: notBefore.t, Due: due.t, Parent: first(parent),
-				MaxRuntime: *maxRuntime, ProgressWindow: *window})
+				MaxRuntime: *maxRuntime, ProgressWindow: *window, NeedsApproval: *needsApproval, CreatedVia: taskgraph.ViaCLI})
 			if err != nil {
 				return err
 			}

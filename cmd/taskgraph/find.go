@@ -105,6 +105,8 @@ type store interface {
 	taskgraph.Noter
 	taskgraph.Limiter
 	taskgraph.LivenessDefaulter
+	taskgraph.Approver
+	taskgraph.ApprovalPolicer
 }
 
 // withStore opens the task graph — the directory found or named, the

@@ -181,7 +181,7 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 				return err
 			}
 		}
-		tools, err := mcpTools(*sets, g, agenttools.WithOwner(owner), agenttools.WithLease(ttl))
+		tools, err := mcpTools(*sets, g, agenttools.WithOwner(owner), agenttools.WithLease(ttl), agenttools.WithCreatedVia(taskgraph.ViaMCP))
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/agenttools"
 	"github.com/taskgraph-dev/taskgraph/board"
 	"github.com/taskgraph-dev/taskgraph/hub"
@@ -223,6 +224,6 @@ func hubMCP(ctx context.Context, ttl time.Duration) hub.MCPServer {
 		if who.Role != hub.Viewer {
 			go keepClaims(ctx, st, who.Name, ttl, lastSeen, nil, 0, io.Discard)
 		}
-		return newMCPServer(st, agenttools.WithOwner(who.Name), agenttools.WithLease(ttl))
+		return newMCPServer(st, agenttools.WithOwner(who.Name), agenttools.WithLease(ttl), agenttools.WithCreatedVia(taskgraph.ViaMCP))
 	}
 }

@@ -100,7 +100,7 @@ func TestServeMetrics(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	assert.Equal(t, "text/plain; version=0.0.4; charset=utf-8", resp.Header.Get("Content-Type"))
 	assert.Contains(t, string(body), "# TYPE taskgraph_tasks gauge\n")
-	assert.Contains(t, string(body), "\ntaskgraph_tasks{state=\"ready\"} 1\ntaskgraph_tasks{state=\"deferred\"} 0\ntaskgraph_tasks{state=\"limited\"} 0\ntaskgraph_tasks{state=\"blocked\"} 1\n")
+	assert.Contains(t, string(body), "\ntaskgraph_tasks{state=\"ready\"} 1\ntaskgraph_tasks{state=\"awaiting_approval\"} 0\ntaskgraph_tasks{state=\"deferred\"} 0\ntaskgraph_tasks{state=\"limited\"} 0\ntaskgraph_tasks{state=\"blocked\"} 1\n")
 }
 
 // The board's writes take the hub's tokens, one token system: with

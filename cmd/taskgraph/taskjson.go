@@ -41,6 +41,10 @@ type taskJSON struct {
 	ProgressWindow duration               `json:"progressWindow,omitempty"`
 	Notes          []taskgraph.Note       `json:"notes,omitempty"`
 	History        []taskgraph.Transition `json:"history,omitempty"`
+	// NeedsApproval, CreatedVia and Links are those of taskgraph.Extra.
+	NeedsApproval bool             `json:"needsApproval,omitempty"`
+	CreatedVia    string           `json:"createdVia,omitempty"`
+	Links         []taskgraph.Link `json:"links,omitempty"`
 }
 
 // duration is a length of time as the task file writes it ("1m30s").
@@ -75,6 +79,9 @@ func toJSON(t taskgraph.Task) taskJSON {
 	if t.Priority != taskgraph.DefaultPriority {
 		p := t.Priority
 		j.Priority = &p
+	}
+	if x := t.Extra; x != nil {
+		j.NeedsApproval, j.CreatedVia, j.Links = x.NeedsApproval, x.CreatedVia, x.Links
 	}
 	return j
 }
@@ -115,6 +122,9 @@ func fromJSON(j taskJSON) taskgraph.Task {
 		if p.from != nil {
 			*p.to = *p.from
 		}
+	}
+	if j.NeedsApproval || j.CreatedVia != "" || len(j.Links) > 0 {
+		t.Extra = &taskgraph.Extra{NeedsApproval: j.NeedsApproval, CreatedVia: j.CreatedVia, Links: j.Links}
 	}
 	return t
 }
