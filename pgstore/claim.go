@@ -465,25 +465,18 @@ func (s *Store) next(ctx context.Context, tx pgx.Tx, labels []string, at *time.T
 	if err := tx.QueryRow(ctx, `SELECT `+reachedSQL(2), s.graph, at).Scan(&reached); err != nil {
 		return 0, err
 	}
-	p := pick{labels: `$2::text[]`, reached: `$5::text[]`, now: nowSQL(3), ready: readyCondition, except: `$4::bigint[]`}
-	if under != 0 {
-		p.under = `$6::bigint`
-	}
+	args := []any{s.graph, labels, at, except, reached, int64(under)}
 	for {
 		var id, candidate *int64
 		var err error
 		switch {
-		case under == 0 && len(reached) == 0:
-			err = tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[]
-				AND `+readyCondition+` AND `+undeferred(3)+` AND NOT (id = ANY($4)) `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`,
-				s.graph, labels, at, except).Scan(&id)
-			candidate = id
-		case under == 0:
-			err = tx.QueryRow(ctx, `SELECT c.id, (`+p.locked("c.id")+`) FROM (`+p.byLabels()+`) c`,
-				s.graph, labels, at, except, reached).Scan(&candidate, &id)
+		case under != 0:
+			err = tx.QueryRow(ctx, nextUnderSQL, args...).Scan(&candidate, &id)
+		case len(reached) > 0:
+			err = tx.QueryRow(ctx, nextByLabelsSQL, args[:5]...).Scan(&candidate, &id)
 		default:
-			err = tx.QueryRow(ctx, `SELECT c.id, (`+p.locked("c.id")+`) FROM (`+p.byParents()+`) c`,
-				s.graph, labels, at, except, reached, int64(under)).Scan(&candidate, &id)
+			err = tx.QueryRow(ctx, nextWalkSQL, args[:4]...).Scan(&id)
+			candidate = id
 		}
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return 0, err
@@ -495,18 +488,37 @@ func (s *Store) next(ctx context.Context, tx pgx.Tx, labels []string, at *time.T
 			break // no pending task to take
 		}
 		except = append(except, *candidate) // another holds its lock: the next one
+		args[3] = except
 	}
 	var id int64
-	err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
-		AND `+lapsesSQL+` <= `+nowSQL(2)+` AND labels @> $3::text[] AND `+readyCondition+`
-		AND (NOT (labels && $5::text[]) OR max_attempts > 0 AND attempts + 1 >= max_attempts)
-		AND NOT (id = ANY($4)) AND ($6::bigint = 0 OR `+reaches("t.parent", "$6::bigint")+`) `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`,
-		s.graph, at, labels, except, reached, int64(under)).Scan(&id)
+	err := tx.QueryRow(ctx, nextLapsedSQL, args...).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, taskgraph.ErrNoReady
 	}
 	return taskgraph.ID(id), err
 }
+
+// The statements of next, $1 the graph, $2 the labels, $3 the time (see
+// nowSQL), $4 the ids passed over, $5 the labels whose limit is reached,
+// $6 the task under which (0: any); each takes the first of them it
+// names. The pending task is found by a walk in claim order while no
+// limit is reached (nextWalkSQL), or by the streams of the label sets
+// (nextByLabelsSQL) or of the parents under $6 (nextUnderSQL): these
+// return the candidate, and the candidate again if they locked it, NULL if
+// another holds its lock. nextLapsedSQL finds a task in progress whose
+// claim has lapsed.
+var (
+	nextPick        = pick{labels: `$2::text[]`, reached: `$5::text[]`, now: nowSQL(3), ready: readyCondition, except: `$4::bigint[]`}
+	nextUnderPick   = pick{labels: `$2::text[]`, reached: `$5::text[]`, now: nowSQL(3), ready: readyCondition, except: `$4::bigint[]`, under: `$6::bigint`}
+	nextByLabelsSQL = `SELECT c.id, (` + nextPick.locked("c.id") + `) FROM (` + nextPick.byLabels() + `) c`
+	nextUnderSQL    = `SELECT c.id, (` + nextUnderPick.locked("c.id") + `) FROM (` + nextUnderPick.byParents() + `) c`
+	nextWalkSQL     = `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[]
+		AND ` + readyCondition + ` AND ` + undeferred(3) + ` AND NOT (id = ANY($4)) ` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
+	nextLapsedSQL = `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
+		AND ` + lapsesSQL + ` <= ` + nowSQL(3) + ` AND labels @> $2::text[] AND ` + readyCondition + `
+		AND (NOT (labels && $5::text[]) OR max_attempts > 0 AND attempts + 1 >= max_attempts)
+		AND NOT (id = ANY($4)) AND ($6::bigint = 0 OR ` + reaches("t.parent", "$6::bigint") + `) ` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
+)
 
 // Renew implements taskgraph.Store.
 func (s *Store) Renew(ctx context.Context, id taskgraph.ID, owner string, ttl time.Duration) (taskgraph.Task, error) {
