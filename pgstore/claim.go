@@ -120,7 +120,8 @@ var outOfOrderSQL = `(x.status = 'completed' AND NOT ` + allCompleted("x", "bb",
 // a row another has claimed. When no task is ready, or the first ready
 // one needs the Rulebook's full check (it is too big, or it changed while
 // the statement ran), it claims by the Rulebook in a
-// transaction.
+// transaction. Under a reached limit, and WithUnder, the task is picked
+// by the streams of the pending tasks (pick.go), not by the walk.
 func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.ClaimOption) (taskgraph.Task, error) {
 	if err := s.usable(ctx); err != nil {
 		return taskgraph.Task{}, err
@@ -138,7 +139,7 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 		labels = []string{}
 	}
 	at := s.at()
-	if set.Under == 0 { // WithUnder: the Rulebook's transaction, which walks the tree
+	if set.Under == 0 { // WithUnder: the Rulebook's transaction, which picks by the streams of the parents under it (nextUnderSQL)
 		t, err := s.claimReady(ctx, owner, lease, labels, at)
 		if err == nil {
 			return t, nil
