@@ -101,7 +101,7 @@ var blockersCompleted = allCompleted("t", "b", "x", "")
 // EXISTS asks for them, up to the first not completed: unnest in FROM
 // first made a table of them all, a millisecond for a parent of 10,000
 // children (its first child not completed), which the walk of ClaimNext
-// passed at every claim (TestBlockersListedLazily).
+// passed at every claim (TestReadyByPrimaryKey).
 func allCompleted(a, b, x, also string) string {
 	return `(` + a + `.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM (SELECT unnest(` + a + `.blocked_by)) AS ` + b + `(id) WHERE
 	(SELECT ` + x + `.status = 'completed'` + also + ` FROM taskgraph_tasks ` + x + ` WHERE ` + x + `.graph = ` + a + `.graph AND ` + x + `.id = ` + b + `.id) IS NOT TRUE))`

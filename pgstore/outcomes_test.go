@@ -231,6 +231,10 @@ func TestReadyByPrimaryKey(t *testing.T) {
 	// the table; a lookup per blocker cannot become one.
 	assert.NotContains(t, text, "Anti Join", text)
 	assert.NotContains(t, text, "Seq Scan", text)
+	// The blockers one by one, up to the first not completed (allCompleted):
+	// not a table of them all first.
+	assert.Contains(t, text, "ProjectSet", text)
+	assert.NotContains(t, text, "Function Scan on unnest", text)
 }
 
 // indent is the number of spaces that begin l, a line of a plan.
