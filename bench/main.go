@@ -50,7 +50,6 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
-	"github.com/taskgraph-dev/taskgraph/internal/claimbench"
 )
 
 var ctx = context.Background()
@@ -422,51 +421,6 @@ func buildReady(dir string, n int) {
 			log.Fatal(err)
 		}
 	}
-}
-
-// claimsAtScale times ClaimNext on claimbench's fixture of n tasks in a
-// durable store in dir, each case of claimbench.Cases five times a round,
-// every round between two floors; the note gives each case's median
-// against the plain ClaimNext's.
-func claimsAtScale(dir string, n, rounds int, floor func() float64) []Result {
-	s, err := taskgraph.Open(dir, taskgraph.WithoutSync())
-	if err == nil {
-		if err = s.Load(ctx, claimbench.Tasks(n)); err == nil {
-			err = claimbench.Setup(ctx, s)
-		}
-		s.Close()
-	}
-	if err != nil {
-		log.Fatal(err)
-	}
-	if s, err = taskgraph.Open(dir); err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := claimbench.Measure(ctx, s, 0); err != nil { // warm the cache
-		log.Fatal(err)
-	}
-	times := map[string][]time.Duration{}
-	floors := interleave(floor, rounds, []int{0}, func(round, _ int) {
-		for k := range 5 {
-			m, err := claimbench.Measure(ctx, s, round*5+k)
-			if err != nil {
-				log.Fatal(err)
-			}
-			for c, d := range m {
-				times[c] = append(times[c], d.Wall)
-			}
-		}
-	})
-	plain := median(times["plain"])
-	var out []Result
-	for _, c := range claimbench.Cases {
-		ds := times[c.Name]
-		m := median(ds)
-		out = append(out, Result{Shape: "claims", N: n, Op: "ClaimNext " + c.Name, Median: m, P90: pct(ds, 90), Samples: len(ds),
-			Ratio: m / medianOf(floors[0]), Note: fmt.Sprintf("%.2f× plain ClaimNext (goal ≤ 2×)", m/plain)})
-	}
-	return out
 }
 
 // measure times each operation on a warm, durable store.

@@ -43,5 +43,9 @@ func CommitWith(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) error {
 // DecodeFlat is decodeFlat, for FuzzDecodeFlat and TestDecodeFlatFromPostgres.
 func DecodeFlat[T any](data []byte, out *[]T) bool { return decodeFlat(data, out) }
 
-// SchemaVersion is the version of the newest embedded migration.
-var SchemaVersion = schemaVersion
+// NextByLabelsSQL and NextUnderSQL are the statements of ClaimNext's
+// transaction that pick by streams, for a test of the pages they read.
+var (
+	NextByLabelsSQL = nextByLabelsSQL
+	NextUnderSQL    = nextUnderSQL
+)
