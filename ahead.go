@@ -79,7 +79,7 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 		// fsync a file that the lock holder finds out of date and writes
 		// again under the lock.
 		ready = err == nil && len(p.put) == 1 && len(p.del) == 0 && p.lastNew == 0 &&
-			(s.g.inProgress(p.put[0].ID) || s.log.readAll())
+			(s.g.inProgress(p.put[0].ID) || s.log.ReadAll())
 	}
 	<-s.sem
 	if !ready {

@@ -19,8 +19,10 @@ const maxBy = max(MaxOwner, MaxAuthor)
 // most MaxAuthor bytes and at most MaxNoteText long, at most MaxHistory
 // entries of history, each by at most MaxOwner or MaxAuthor bytes, with
 // a count that is not negative, a MaxRuntime and a ProgressWindow from 0
-// to MaxLiveness, a check named as Rules.CheckArgs allows, at most
-// MaxAcceptance acceptance items of at most MaxAcceptanceItem bytes.
+// to MaxLiveness, a CreatedVia as NewTask.CreatedVia allows, at most MaxLinks
+// links, each once and at most MaxLinkRef bytes, a check named as
+// Rules.CheckArgs allows, at most MaxAcceptance acceptance items of at most
+// MaxAcceptanceItem bytes.
 //
 // Within them no count overflows, RetryDelay and the history's summary
 // stay cheap, and no write of the task grows it by more than its own
@@ -63,6 +65,12 @@ func (Rulebook) Bounded(t *Task) error {
 		if err := Rules.Liveness("", x.MaxRuntime, x.ProgressWindow); err != nil {
 			return err
 		}
+	}
+	if err := viaArg("createdVia", t.extra().CreatedVia); err != nil {
+		return err
+	}
+	if err := boundedLinks(t.extra().Links); err != nil {
+		return err
 	}
 	if x := t.extra(); x.Check != "" || len(x.Acceptance) > 0 {
 		if err := Rules.CheckArgs("", x.Check, x.Acceptance); err != nil {

@@ -14,22 +14,23 @@ import (
 	"sync"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/changelog"
 )
 
 // refresh brings the cache up to date with the directory.
 func (s *FileStore) refresh() error {
-	s.log.checked = false
+	s.log.Recheck()
 	if !s.scanned {
 		return s.scan()
 	}
-	news, size, err := s.log.news()
+	news, size, err := s.log.News()
 	if err != nil {
 		return err
 	}
 	switch news {
-	case logLost:
+	case changelog.Lost:
 		return s.scan()
-	case logGrown:
+	case changelog.Grown:
 		rescan, err := s.readLog(size)
 		if err != nil {
 			return err
@@ -45,7 +46,7 @@ func (s *FileStore) refresh() error {
 	if dfi.ModTime().UnixNano() != s.dirMtime {
 		return s.scan()
 	}
-	s.log.caughtUp(size)
+	s.log.CaughtUp(size)
 	return nil
 }
 
@@ -57,13 +58,13 @@ func (s *FileStore) scan() error {
 	if err != nil {
 		return fmt.Errorf("taskgraph: %w", err)
 	}
-	s.log.skipToEnd()
+	s.log.SkipToEnd()
 	// A log that ends in a write that did not finish: its writer may
 	// have died between its rename and the directory's fsync. Nothing
 	// this scan reads, or tells its watchers, may be what a power loss
 	// undoes, so the fsync comes first (no write runs while the lock is
 	// held).
-	if unfinished, err := s.log.endsUnfinished(); err != nil || unfinished {
+	if unfinished, err := s.log.EndsUnfinished(); err != nil || unfinished {
 		if err == nil {
 			err = s.syncDir()
 		}

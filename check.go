@@ -85,7 +85,7 @@ func Check(ctx context.Context, dir string, opts ...Option) ([]Problem, error) {
 	defer l.close()
 	unlock, err := l.lock(ctx, false)
 	if err != nil {
-		return nil, err
+		return nil, lockFailed(err)
 	}
 	defer unlock()
 	names, err := d.Readdirnames(-1)
@@ -222,7 +222,7 @@ func (c *checker) checkSmall(name string, parse func([]byte) (ID, error), what, 
 // checkLockFile reports a lock file that is not a regular file.
 func (c *checker) checkLockFile(name string) {
 	if fi, err := c.root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-		c.add(ProblemCorrupt, name, 0, "the lock file is %v: remove it; until then every write is refused, and reads go on without the lock", notRegular(fi.Mode()))
+		c.add(ProblemCorrupt, name, 0, "the lock file is %v: remove it; until then every write is refused, and reads go on without the lock", atomicfile.NotRegular(fi.Mode()))
 	}
 }
 
@@ -233,9 +233,9 @@ func (c *checker) checkSidecar(name, what, until string) {
 	switch {
 	case err != nil:
 	case !fi.Mode().IsRegular():
-		c.add(ProblemCorrupt, name, 0, "the %s is %v: remove it; until then %s", what, notRegular(fi.Mode()), until)
+		c.add(ProblemCorrupt, name, 0, "the %s is %v: remove it; until then %s", what, atomicfile.NotRegular(fi.Mode()), until)
 	case atomicfile.Links(fi) > 1:
-		c.add(ProblemCorrupt, name, 0, "%v", hardLinked(what, atomicfile.Links(fi), until))
+		c.add(ProblemCorrupt, name, 0, "%v", atomicfile.HardLinked(what, atomicfile.Links(fi), until))
 	}
 }
 

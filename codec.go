@@ -34,7 +34,7 @@ var knownFields = map[string]bool{
 
 // rareFields are known fields that only the slow path decodes (the fast
 // paths leave a file holding one to it): those of Task.Extra.
-var rareFields = map[string]bool{"maxRuntime": true, "progressWindow": true, "check": true, "acceptance": true}
+var rareFields = map[string]bool{"maxRuntime": true, "progressWindow": true, "writeKeys": true, "needsApproval": true, "createdVia": true, "links": true, "check": true, "acceptance": true}
 
 // encodeTask renders t as the bytes of its task file: JSON as
 // encoding/json writes it (HTML left unescaped), indented by two spaces,
@@ -101,6 +101,16 @@ func encodeTask(t *Task) ([]byte, error) {
 	if x := t.extra(); x.ProgressWindow != 0 {
 		e.string("progressWindow", x.ProgressWindow.String())
 	}
+	if x := t.extra(); x.NeedsApproval {
+		e.key("needsApproval")
+		e.b = append(e.b, "true"...)
+	}
+	if x := t.extra(); x.CreatedVia != "" {
+		e.string("createdVia", x.CreatedVia)
+	}
+	if x := t.extra(); len(x.Links) > 0 {
+		e.value("links", x.Links)
+	}
 	if x := t.extra(); x.Check != "" {
 		e.string("check", x.Check)
 	}
@@ -112,6 +122,9 @@ func encodeTask(t *Task) ([]byte, error) {
 	}
 	if len(t.History) > 0 {
 		e.value("history", t.History)
+	}
+	if k := t.extra().keys; k != nil {
+		e.value("writeKeys", k)
 	}
 	unknown := t.unknownFields()
 	for _, k := range slices.Sorted(maps.Keys(unknown)) {
@@ -568,6 +581,12 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 	if maxRuntime != 0 || window != 0 {
 		setLiveness(t, maxRuntime, window)
 	}
+	if err := decodeWriteKeys(t, raw); err != nil {
+		return nil, err
+	}
+	if err := decodeApproval(t, raw); err != nil {
+		return nil, err
+	}
 	check, err := decodeString(raw, "check", false)
 	if err != nil {
 		return nil, err
@@ -661,4 +680,28 @@ func decodeInt[T ~int64](raw map[string]json.RawMessage, k string, required bool
 		return 0, fmt.Errorf("field %q is %s, not a non-negative integer", k, v)
 	}
 	return T(n), nil
+}
+
+// decodeApproval decodes the fields of approval and links, those of
+// Task.Extra that are not durations.
+func decodeApproval(t *Task, raw map[string]json.RawMessage) error {
+	var needs bool
+	if v, ok := raw["needsApproval"]; ok && string(v) != "null" {
+		if err := json.Unmarshal(v, &needs); err != nil {
+			return fmt.Errorf("field \"needsApproval\" is %s, not true or false", v)
+		}
+	}
+	via, err := decodeString(raw, "createdVia", false)
+	if err != nil {
+		return err
+	}
+	links, err := decodeArray[Link](raw, "links", "links ({ref, at})")
+	if err != nil {
+		return err
+	}
+	if needs || via != "" || len(links) > 0 {
+		x := t.editExtra()
+		x.NeedsApproval, x.CreatedVia, x.Links = needs, via, links
+	}
+	return nil
 }

@@ -94,7 +94,7 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 		case lerr != nil:
 			return nil, nil, fmt.Errorf("taskgraph: %w", lerr)
 		case !fi.Mode().IsRegular():
-			return fi, nil, &CorruptError{Path: path, Err: notRegular(fi.Mode())}
+			return fi, nil, &CorruptError{Path: path, Err: atomicfile.NotRegular(fi.Mode())}
 		}
 		return nil, nil, fmt.Errorf("taskgraph: read %s: %w", path, err)
 	}
@@ -104,7 +104,7 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 		return nil, nil, fmt.Errorf("taskgraph: read %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fi, nil, &CorruptError{Path: path, Err: notRegular(fi.Mode())}
+		return fi, nil, &CorruptError{Path: path, Err: atomicfile.NotRegular(fi.Mode())}
 	}
 	if fi.Size() > limit {
 		return fi, nil, &CorruptError{Path: path, Err: fmt.Errorf("file is %d bytes, over the %d-byte limit", fi.Size(), limit)}
@@ -117,9 +117,6 @@ func readFile(fsys fileSystem, root *os.Root, dir, name string, limit int64) (os
 	return fi, data[:n], nil
 }
 
-// notRegular is the problem of a file that is not a regular file.
-func notRegular(m fs.FileMode) error { return fmt.Errorf("not a regular file (%s)", fileType(m)) }
-
 // meta is the meta file: the id high-water mark, and the graph's
 // concurrency limits (Limiter), which git commits with the graph.
 type meta struct {
@@ -127,6 +124,8 @@ type meta struct {
 	Limits    map[string]int `json:"limits,omitempty"`
 	// Liveness holds the labels' default liveness (LivenessDefaulter).
 	Liveness map[string]metaLiveness `json:"liveness,omitempty"`
+	// Approval is the ApprovalPolicy (ApprovalPolicer).
+	Approval *ApprovalPolicy `json:"approval,omitempty"`
 }
 
 // metaLiveness is a label's LivenessDefault in the meta file: durations
@@ -204,6 +203,13 @@ func parseMetaFile(data []byte) (meta, error) {
 	if _, err := livenessOf(m.Liveness); err != nil {
 		return meta{}, err
 	}
+	if m.Approval != nil {
+		p, err := Rules.ApprovalPolicyArgs(*m.Approval)
+		if err != nil {
+			return meta{}, fmt.Errorf("approval: %w", err)
+		}
+		m.Approval = &p
+	}
 	return m, nil
 }
 
@@ -222,7 +228,7 @@ const metaProblem = `it records the highest task id ever allocated and the label
 func (s *FileStore) readMeta() error {
 	fi, data, err := readFile(s.fs, s.root, s.dir, metaFileName, maxFileSize)
 	if fi == nil && err == nil {
-		s.metaErr, s.g.limits, s.g.liveness = nil, nil, nil
+		s.metaErr, s.g.limits, s.g.liveness, s.g.approval = nil, nil, nil, ApprovalPolicy{}
 		return nil
 	}
 	if err == nil {
@@ -232,6 +238,10 @@ func (s *FileStore) readMeta() error {
 		} else {
 			s.hwm, s.g.limits = m.HighWater, m.Limits
 			s.g.liveness, _ = livenessOf(m.Liveness) // valid: parseMetaFile
+			s.g.approval = ApprovalPolicy{}
+			if m.Approval != nil {
+				s.g.approval = *m.Approval // normal: parseMetaFile
+			}
 			s.g.maxID = max(s.g.maxID, m.HighWater)
 		}
 	}
@@ -295,7 +305,7 @@ func (s *FileStore) raiseHighWater(id ID) error {
 // writeMeta durably writes the meta file with high-water mark id and the
 // graph's limits.
 func (s *FileStore) writeMeta(id ID) error {
-	data, _ := json.Marshal(meta{HighWater: id, Limits: s.g.limits, Liveness: metaLivenessOf(s.g.liveness)})
+	data, _ := json.Marshal(meta{HighWater: id, Limits: s.g.limits, Liveness: metaLivenessOf(s.g.liveness), Approval: metaApprovalOf(s.g.approval)})
 	if err := s.writeFile(metaFileName, append(data, '\n')); err != nil {
 		return err
 	}
@@ -348,7 +358,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	if len(p.put)+len(p.del) == 0 {
 		return nil
 	}
-	if err := s.log.prepare(); err != nil {
+	if err := logFailed(s.log.Prepare()); err != nil {
 		return err
 	}
 	s.ahead.makeIfWanted(s.root)
@@ -581,7 +591,7 @@ func validateJournal(fsys fileSystem, root *os.Root, dir string, j *journal.Jour
 // replayJournal finishes the multi-file write of a writer that died. It is
 // a write like any other: announced, then recorded in the change log.
 func (s *FileStore) replayJournal(j *journal.Journal) error {
-	if err := s.log.prepare(); err != nil {
+	if err := logFailed(s.log.Prepare()); err != nil {
 		return err
 	}
 	if err := s.announce(journalIDs(j)); err != nil {

@@ -181,7 +181,7 @@ func TestWatchersHearOnlyDurableWrites(t *testing.T) {
 			b := blockDirSyncFS{fileSystem: r.fs, dirf: r.dirf, once: &sync.Once{}, entered: make(chan struct{}), release: make(chan struct{})}
 			r.useFS(b)
 			if scan {
-				w.log.max = 1 // a new log before the announcement: the reader scans
+				w.log.SetMax(1) // a new log before the announcement: the reader scans
 			}
 			fsys := countingFS(w)
 			fsys.failDir = true

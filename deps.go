@@ -25,6 +25,9 @@ const (
 	// StateReady is a pending task whose blockers all exist and are
 	// completed: ClaimNext may take it (Board.Ready).
 	StateReady State = "ready"
+	// StateAwaitingApproval is a pending task that waits for a person's
+	// approval (Board.AwaitingApproval, Approver), whatever its blockers.
+	StateAwaitingApproval State = "awaiting_approval"
 	// StateDeferred is a pending task whose blockers are all completed
 	// but whose NotBefore is still to come: deferred by its creator, or a
 	// retry waiting out its backoff (Board.Deferred).
@@ -57,10 +60,10 @@ type StateList struct {
 }
 
 // Lists returns every list of b with its state, in the order of the
-// board's columns: ready, deferred, blocked, stranded, in progress,
+// board's columns: ready, awaiting approval, deferred, blocked, stranded, in progress,
 // completed, failed, cancelled (with limited after deferred). Code that walks a whole board walks this.
 func (b Board) Lists() []StateList {
-	return []StateList{{StateReady, b.Ready}, {StateDeferred, b.Deferred}, {StateLimited, b.Limited}, {StateBlocked, b.Blocked}, {StateStranded, b.Stranded},
+	return []StateList{{StateReady, b.Ready}, {StateAwaitingApproval, b.AwaitingApproval}, {StateDeferred, b.Deferred}, {StateLimited, b.Limited}, {StateBlocked, b.Blocked}, {StateStranded, b.Stranded},
 		{StateInProgress, b.InProgress}, {StateCompleted, b.Completed}, {StateFailed, b.Failed}, {StateCancelled, b.Cancelled}}
 }
 

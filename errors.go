@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskgraph-dev/taskgraph/internal/errs"
 )
 
 // Errors. Every error returned by a Store matches at most one of these with
@@ -20,7 +22,7 @@ var (
 	ErrClaimed  = errors.New("task is claimed by another owner")
 	ErrConflict = errors.New("task was changed concurrently")
 	ErrCycle    = errors.New("dependency cycle")
-	ErrInvalid  = errors.New("invalid argument")
+	ErrInvalid  = errs.ErrInvalid // defined apart, so that gitrepo returns it too
 	ErrCorrupt  = errors.New("corrupt task file")
 	ErrNoReady  = errors.New("no ready task")
 	// ErrClosed is returned by a Store after Close.

@@ -95,6 +95,14 @@ func Explain(tasks []Task, id ID, now time.Time, filters ...Filter) (Explanation
 	if e.State == StateReady && t.Deferred(now) {
 		e.State = StateDeferred
 	}
+	if t.AwaitingApproval() { // whatever its blockers, as the board lists it
+		e.State = StateAwaitingApproval
+		e.Text = fmt.Sprintf("task %d awaits approval: no one can claim it until a person approves it (taskgraph approve %d), or rejects it (taskgraph reject %d REASON), which cancels it", t.ID, t.ID, t.ID)
+		if len(e.Waiting)+len(e.Missing) > 0 {
+			e.Text += "; " + string(AppendWhyNotReady(nil, t, func(id ID) *Task { return g.tasks[id] }, func(id ID) ID { return strandedBy[id] }, now))
+		}
+		return e, nil
+	}
 	// Held back as the whole graph's ClaimNext would hold it: the task
 	// is judged whatever labels or Under the filters name.
 	whole := sel

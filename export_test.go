@@ -35,13 +35,13 @@ func KillAt(s *FileStore, kind string, n int) {
 // included, go through f (a fault-injecting file system).
 func (s *FileStore) useFS(f fileSystem) {
 	s.fs = f
-	s.log.fs = f
+	s.log.SetFS(f)
 	s.spares.fs = f
 }
 
 // SetLogLimit makes the change log be replaced at max bytes, so that a
 // short test crosses many replacements.
-func SetLogLimit(s *FileStore, max int64) { s.log.max = max }
+func SetLogLimit(s *FileStore, max int64) { s.log.SetMax(max) }
 
 type killFS struct {
 	fileSystem

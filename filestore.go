@@ -22,6 +22,7 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 	"github.com/taskgraph-dev/taskgraph/internal/changelog"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 	"github.com/taskgraph-dev/taskgraph/internal/fsinfo"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
@@ -29,11 +30,11 @@ import (
 // Names of the files a FileStore keeps beside the task files. They start
 // with a dot so that the reference's glob task_*.json never matches them.
 const (
-	metaFileName    = ".taskgraph.meta"    // the id high-water mark
-	journalFileName = ".taskgraph.journal" // a multi-file write in progress
-	logFileName     = ".taskgraph.log"     // which tasks each write changed
-	taskFilePrefix  = "task_"
-	taskFileSuffix  = ".json"
+	metaFileName    = filenames.Meta    // the id high-water mark
+	journalFileName = filenames.Journal // a multi-file write in progress
+	logFileName     = filenames.Log     // which tasks each write changed
+	taskFilePrefix  = filenames.TaskPrefix
+	taskFileSuffix  = filenames.TaskSuffix
 )
 
 // FileStore is a Store on a directory of task files, shared safely by every
@@ -87,7 +88,7 @@ type FileStore struct {
 	// ids is the id file as read under the lock, when ids come from this
 	// checkout's block (ids.go: g.alloc is set).
 	ids      cloneIDs
-	log      changeLog
+	log      changelog.Log
 	dirMtime int64 // directory mtime that the cache accounts for
 	// metaErr and journalErr report a meta or journal file that cannot be
 	// used: reads go on, writes refuse with them.
@@ -108,6 +109,8 @@ type FileStore struct {
 
 	fs   fileSystem    // every step on the directory; tests inject faults here
 	done chan struct{} // closed by Close, to end Watch
+
+	approvals // Approver and ApprovalPolicer (approval.go); the policy in the meta file
 }
 
 // stamp identifies one version of a file.
@@ -156,11 +159,12 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 		fs:     newDirFS(root, dirf),
 		done:   make(chan struct{}),
 	}
+	s.approvals = approvals{e: s, setPolicy: func(ctx context.Context, p ApprovalPolicy) error { return setMetaPolicy(ctx, s, p) }}
 	if fsys, ok := s.fs.(dirFS); ok && runtime.GOOS != "windows" {
 		fsys.cache = &s.ahead // renames out of it through its handle
 		s.fs = fsys
 	}
-	s.log = newChangeLog(s.fs, root, dir, cfg.logLimit)
+	s.log = changelog.New(s.fs, root, dir, cfg.logLimit)
 	s.chooseProtocol()
 	sp := &s.spares
 	sp.on, sp.fs, sp.root, sp.cache = atomicfile.CanReuse && s.cfg.offTheLock(), s.fs, root, &s.ahead
@@ -284,7 +288,7 @@ func (s *FileStore) Close() error {
 	// versions its write replaced, or pooling its spares.
 	s.inflight.Wait()
 	var errs []error
-	errs = append(errs, s.log.close())
+	errs = append(errs, s.log.Close())
 	s.spares.close()
 	errs = append(errs, s.ahead.close(), s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
@@ -315,7 +319,7 @@ func (s *FileStore) acquire(ctx context.Context, exclusive bool) error {
 		unlock, err := s.lock.lock(ctx, exclusive)
 		if err != nil {
 			<-s.sem
-			return err
+			return lockFailed(err)
 		}
 		s.exclusive = exclusive
 		err = s.prepare()
@@ -767,7 +771,7 @@ func (s *FileStore) commitMeta(change func() (undo func())) error {
 	if s.metaErr != nil {
 		return s.metaErr
 	}
-	if err := s.log.prepare(); err != nil {
+	if err := logFailed(s.log.Prepare()); err != nil {
 		return err
 	}
 	if err := s.announce(nil); err != nil {

@@ -46,6 +46,10 @@ func CleanTaskFile(name string, data []byte) []byte {
 // clean drops what CleanTaskFile leaves out.
 func clean(t *Task) {
 	t.Rev, t.LeaseExpiresAt = 0, time.Time{}
+	if t.Extra != nil && t.Extra.keys != nil {
+		t.Extra.keys = nil // write keys are the store's, for a retry within minutes
+		t.tidy()
+	}
 }
 
 // MergeTaskFiles merges two versions of a file of a task directory that
@@ -191,6 +195,7 @@ func (m *merger) merge() *Task {
 	bx, ox, tx := b.extra(), o.extra(), th.extra()
 	setLiveness(&out, pick(m, "maxRuntime", bx.MaxRuntime, ox.MaxRuntime, tx.MaxRuntime, same),
 		pick(m, "progressWindow", bx.ProgressWindow, ox.ProgressWindow, tx.ProgressWindow, same))
+	m.mergeApproval(&out, bx, ox, tx)
 	setCheck(&out, pick(m, "the check", bx.Check, ox.Check, tx.Check, same),
 		pick(m, "the acceptance items", bx.Acceptance, ox.Acceptance, tx.Acceptance, slices.Equal[[]string]))
 	if u := mergeMap(m, "field", bx.unknown, ox.unknown, tx.unknown); len(u) > 0 {
@@ -376,6 +381,9 @@ func mergeMeta(base, ours, theirs []byte) ([]byte, []string, error) {
 		// The stricter limit of each, a removal losing to a change.
 		return metaLiveness{stricter(o.MaxRuntime, t.MaxRuntime), stricter(o.ProgressWindow, t.ProgressWindow)}
 	})
+	if p := mergePolicy(ms[0].Approval, ms[1].Approval, ms[2].Approval); len(p.Labels)+len(p.Via) > 0 {
+		out.Approval = &p
+	}
 	data, _ := json.Marshal(out)
 	return append(data, '\n'), nil, nil
 }

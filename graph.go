@@ -36,6 +36,7 @@ type graph struct {
 	running  map[ID]bool                // in_progress tasks
 	limits   map[string]int             // the concurrency limits by label (Limiter); nil: none
 	liveness map[string]LivenessDefault // the liveness defaults by label (LivenessDefaulter); nil: none
+	approval ApprovalPolicy             // which new tasks need approval (ApprovalPolicer)
 	byLimit  *limitQueues               // the ready tasks split by the limited labels they carry; nil until a ClaimNext needs it
 	broken   map[ID]error               // ids whose file exists but is corrupt (FileStore only)
 	keys     map[string][]ID            // key -> sorted ids of the tasks with it (more than one only if hand-edited)
@@ -576,9 +577,10 @@ func (g *graph) near(id ID, i int) *Task {
 	return g.tasks[id]
 }
 
-// readyTask reports whether t, which the graph holds (or nil), is ready.
+// readyTask reports whether t, which the graph holds (or nil), is ready:
+// pending, not awaiting approval, every blocker done.
 func (g *graph) readyTask(t *Task) bool {
-	if t == nil || t.Status != Pending {
+	if t == nil || t.Status != Pending || t.AwaitingApproval() {
 		return false
 	}
 	for _, b := range t.BlockedBy {
@@ -655,6 +657,13 @@ func viewInto(v *Task, n node, a *arena) {
 	v.History = slices.Clone(v.History)
 	// Every id in dependents is a task that exists: remove drops its edges.
 	v.Blocks = a.copyIDs(n.dependents)
+	if x := v.Extra; x != nil && x.keys != nil {
+		// Write keys are the store's, not the task's.
+		y := *x
+		y.keys = nil
+		v.Extra = &y
+		v.tidy()
+	}
 }
 
 // list returns the tasks that sel selects, by id.
@@ -742,6 +751,7 @@ func (g *graph) strandedBy() map[ID]ID {
 func (g *graph) board(sel Selection) Board {
 	const (
 		ready = iota
+		awaiting
 		deferred
 		limited
 		blocked
@@ -776,6 +786,8 @@ func (g *graph) board(sel Selection) Board {
 		default:
 			done, gone := g.blockersOf(i)
 			switch {
+			case t.AwaitingApproval():
+				k = awaiting
 			case done && t.Deferred(sel.Now):
 				k = deferred
 			case done && heldBack[id]:
@@ -871,7 +883,7 @@ func (g *graph) board(sel Selection) Board {
 		return Rules.ClaimOrder(&a, &b)
 	})
 	return Board{
-		Ready: lists[ready], Deferred: lists[deferred], Limited: lists[limited], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
+		Ready: lists[ready], AwaitingApproval: lists[awaiting], Deferred: lists[deferred], Limited: lists[limited], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
 		Completed: lists[completed], Failed: lists[failed], Cancelled: lists[cancelled],
 		StrandedBy: by, Missing: missing,
 	}

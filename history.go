@@ -56,6 +56,11 @@ const (
 	HistoryReopened  HistoryEvent = "reopened"
 	HistoryEdited    HistoryEvent = "edited"
 	HistoryNoted     HistoryEvent = "noted"
+	// HistoryApproved is an approval (Approver), by whom.
+	HistoryApproved HistoryEvent = "approved"
+	// HistoryRejected is a rejection (Approver), by whom, with its reason:
+	// it cancelled the task.
+	HistoryRejected HistoryEvent = "rejected"
 	// HistoryEarlier is the first entry of a history that outgrew
 	// MaxHistory, standing for Count older entries.
 	HistoryEarlier HistoryEvent = "earlier"

@@ -14,13 +14,14 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 	"github.com/taskgraph-dev/taskgraph/internal/gitdir"
 )
 
 // idsFileName is the checkout's id file: {"last": N}, the last id this
 // checkout allocated. It belongs to the machine (git ignores it): every
 // clone keeps its own.
-const idsFileName = ".taskgraph.ids"
+const idsFileName = filenames.IDs
 
 // blockSize is how many ids a block holds. Block 0 (ids 1 to 999,999) is
 // the block of the checkout where the graph began: a graph that never

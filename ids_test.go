@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/taskgraph-dev/taskgraph/gitrepo"
 )
 
 // gitGraph makes a git repository with an empty .tasks, made as taskgraph
@@ -23,7 +24,7 @@ func gitGraph(t *testing.T) (repo, dir string) {
 	needGit(t)
 	repo = realDir(t)
 	runGit(t, repo, "init", "-q")
-	dir = filepath.Join(repo, DirName)
+	dir = filepath.Join(repo, gitrepo.DirName)
 	s, err := Open(dir, WithoutSync())
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
@@ -86,7 +87,7 @@ func TestIDsWithoutAnIDFile(t *testing.T) {
 	needGit(t)
 	repo := realDir(t)
 	runGit(t, repo, "init", "-q")
-	dir := filepath.Join(repo, DirName)
+	dir := filepath.Join(repo, gitrepo.DirName)
 	require.NoError(t, os.Mkdir(dir, 0o755)) // as git checks it out
 	_, err := WriteGitIgnore(dir)
 	require.NoError(t, err)
@@ -117,7 +118,7 @@ func TestIDsWhenALimitComesFirst(t *testing.T) {
 // TestIDsOutsideGitAreUnchanged: outside git no id file is written and
 // ids follow the highest ever allocated, as always.
 func TestIDsOutsideGitAreUnchanged(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), DirName)
+	dir := filepath.Join(t.TempDir(), gitrepo.DirName)
 	s := openTest(t, dir)
 	ctx := context.Background()
 	for want := ID(1); want <= 3; want++ {
@@ -140,7 +141,7 @@ func TestIDsOfAClone(t *testing.T) {
 	for range 2 {
 		clone := realDir(t)
 		runGit(t, clone, "clone", "-q", origin, ".")
-		cdir := filepath.Join(clone, DirName)
+		cdir := filepath.Join(clone, gitrepo.DirName)
 		_, err := os.Lstat(filepath.Join(cdir, idsFileName))
 		require.ErrorIs(t, err, os.ErrNotExist, "the id file is not committed")
 		c := openTest(t, cdir)

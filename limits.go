@@ -150,7 +150,7 @@ func (g *graph) limitedAt(sel Selection) map[ID]bool {
 		switch {
 		case t.Status == InProgress:
 			running = append(running, t)
-		case t.Status == Pending && !t.Deferred(sel.Now) && hasLabels(t.Labels, sel.Labels) && (sel.Under == 0 || g.under(t.ID, sel.Under)):
+		case t.Status == Pending && !t.waiting(sel.Now) && hasLabels(t.Labels, sel.Labels) && (sel.Under == 0 || g.under(t.ID, sel.Under)):
 			if done, _ := g.blockersOf(i); done {
 				ready = append(ready, t)
 			}

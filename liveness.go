@@ -34,6 +34,15 @@ type Extra struct {
 	// progress clock (Task.Progress) is the later of ClaimedAt and the
 	// newest note. 0: no window.
 	ProgressWindow time.Duration `json:",omitempty"`
+	// NeedsApproval, on a pending task, holds it back until a person
+	// approves it (Approver); a rejection cancels it and leaves it set.
+	NeedsApproval bool `json:",omitempty"`
+	// CreatedVia says how the task was created (ViaCLI, ViaTools,
+	// ViaMCP); "" when its creator did not say.
+	CreatedVia string `json:",omitempty"`
+	// Links are the commits, pull requests, files and URLs the task
+	// carries, a set, in the order they were added (Patch.AddLinks).
+	Links []Link `json:",omitempty"`
 	// Check names the check that must pass before the task completes: a
 	// command defined in the graph's checks file (see LoadChecks), never
 	// in the task. "": none. See WithEvidence.
@@ -41,6 +50,11 @@ type Extra struct {
 	// Acceptance lists, in words, what the task must achieve: for the
 	// agent that does it and the person who reviews it; nothing runs it.
 	Acceptance []string `json:",omitempty"`
+
+	// keys holds the write keys of the task's last writes (writekeys.go):
+	// in its file, never in what a store returns (viewInto drops them)
+	// nor in what git commits (CleanTaskFile).
+	keys *taskKeys
 
 	// unknown holds the JSON fields of the task file that taskgraph does
 	// not know, so that rewriting the file keeps them.
@@ -81,7 +95,7 @@ func (t *Task) editExtra() *Extra {
 // tidy leaves t.Extra nil when it holds nothing: a task that set a limit
 // and cleared it again is stored, and compares, as one that never had it.
 func (t *Task) tidy() {
-	if x := t.Extra; x != nil && x.MaxRuntime == 0 && x.ProgressWindow == 0 && x.Check == "" && len(x.Acceptance) == 0 && len(x.unknown) == 0 {
+	if x := t.Extra; x != nil && x.MaxRuntime == 0 && x.ProgressWindow == 0 && x.keys == nil && !x.NeedsApproval && x.CreatedVia == "" && len(x.Links) == 0 && x.Check == "" && len(x.Acceptance) == 0 && len(x.unknown) == 0 {
 		t.Extra = nil
 	}
 }
@@ -91,12 +105,15 @@ func (t *Task) tidy() {
 func (t *Task) unknownFields() map[string]json.RawMessage { return t.extra().unknown }
 
 // Progress returns when the current claim of t last made progress: the
-// later of ClaimedAt and the time of its newest note. Zero when neither
-// is known.
+// latest of ClaimedAt, the time of its newest note and that of its newest
+// link (Extra.Links). Zero when none is known.
 func (t *Task) Progress() time.Time {
 	p := t.ClaimedAt
 	if n := len(t.Notes); n > 0 && t.Notes[n-1].At.After(p) {
 		p = t.Notes[n-1].At
+	}
+	if l := t.lastLink(); l.After(p) {
+		p = l
 	}
 	return p
 }

@@ -13,12 +13,13 @@ import (
 	"syscall"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 )
 
 // lockFileName is the lock file inside the task directory. It is created on
 // first use and never deleted: deleting a lock file while another process
 // waits on it would let two processes hold "the" lock at once.
-const lockFileName = ".taskgraph.lock"
+const lockFileName = filenames.Lock
 
 // dirLock excludes other processes from a task directory with flock(2) on
 // its lock file (LockFileEx on Windows: lock_windows.go), opened through the directory handle (never by path, so a
@@ -50,8 +51,9 @@ func newDirLock(root *os.Root, dirf *os.File, dir string, create bool) *dirLock 
 // is done. The returned function releases it. Calls must not overlap.
 //
 // A lock file that is not a regular file (a directory, FIFO or symlink put
-// in its place) cannot exclude anyone: an exclusive lock is refused with a
-// *CorruptError, and a shared one goes on without locking, since no
+// in its place) cannot exclude anyone: an exclusive lock is refused with an
+// *unusableLock (lockFailed makes it the root's *CorruptError), and a
+// shared one goes on without locking, since no
 // taskgraph writer can write the directory until it is removed. So does a
 // shared lock where the lock file does not exist and cannot be created (a
 // read-only directory no one ever wrote).
@@ -143,7 +145,7 @@ func (l *dirLock) open() (*os.File, error) {
 		return nil, nil
 	case err != nil:
 		if fi, lerr := l.root.Lstat(lockFileName); lerr == nil && !fi.Mode().IsRegular() {
-			return nil, &unusableLock{fi.Mode()}
+			return nil, &unusableLock{l.path, fi.Mode()}
 		}
 		return nil, lockError(l.path, err)
 	}
@@ -152,48 +154,43 @@ func (l *dirLock) open() (*os.File, error) {
 		if err != nil {
 			return nil, lockError(l.path, err)
 		}
-		return nil, &unusableLock{fi.Mode()}
+		return nil, &unusableLock{l.path, fi.Mode()}
 	}
 	return f, nil
 }
 
 // unusableLock is a lock file that is not a regular file.
-type unusableLock struct{ mode fs.FileMode }
+type unusableLock struct {
+	path string
+	mode fs.FileMode
+}
 
-func (e *unusableLock) Error() string { return "the lock file is " + notRegular(e.mode).Error() }
+func (e *unusableLock) Error() string {
+	return "the lock file is " + atomicfile.NotRegular(e.mode).Error()
+}
 
 // unusable decides what to do when the lock cannot be taken for err (nil:
 // there is no lock file and none can be made): a shared lock goes on
-// without it, unless err is a plain failure; an exclusive one fails, with
-// a *CorruptError for a lock file that is not a regular file.
+// without it, unless err is a plain failure; an exclusive one fails.
 func (l *dirLock) unusable(exclusive bool, err error) (func(), error) {
 	var u *unusableLock
-	switch {
-	case err == nil || (!exclusive && errors.As(err, &u)):
+	if err == nil || (!exclusive && errors.As(err, &u)) {
 		return func() {}, nil
-	case errors.As(err, &u):
-		return nil, &CorruptError{Path: l.path, Err: fmt.Errorf("%w: remove it; until then every write is refused, and reads go on without the lock", u)}
 	}
 	return nil, err
 }
 
-func lockError(path string, err error) error {
-	return fmt.Errorf("taskgraph: lock %s: %w (is the directory writable?)", path, err)
+// lockFailed is the error of a store that could not take the lock for
+// err: a lock file that is not a regular file is a *CorruptError, which
+// says what to do; any other failure is err itself.
+func lockFailed(err error) error {
+	var u *unusableLock
+	if errors.As(err, &u) {
+		return &CorruptError{Path: u.path, Err: fmt.Errorf("%w: remove it; until then every write is refused, and reads go on without the lock", u)}
+	}
+	return err
 }
 
-// fileType names the type of a file that is not a regular file.
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeDir != 0:
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file: " + m.Type().String()
+func lockError(path string, err error) error {
+	return fmt.Errorf("taskgraph: lock %s: %w (is the directory writable?)", path, err)
 }

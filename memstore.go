@@ -18,11 +18,16 @@ type MemStore struct {
 	closed bool
 	done   chan struct{} // closed by Close, ending every Watch
 	hub    hub
+	approvals
 }
 
 // NewMemStore returns an empty in-memory store. Only WithClock affects it.
 func NewMemStore(opts ...Option) *MemStore {
-	return &MemStore{cfg: newConfig(opts), g: newGraph(), done: make(chan struct{})}
+	m := &MemStore{cfg: newConfig(opts), g: newGraph(), done: make(chan struct{})}
+	m.approvals = approvals{e: m, setPolicy: func(ctx context.Context, p ApprovalPolicy) error {
+		return m.read(ctx, nil, func(g *graph) error { g.approval = p; return nil })
+	}}
+	return m
 }
 
 func (m *MemStore) write(ctx context.Context, _ writeKind, mk func(*graph, time.Time) (*plan, error), done func(*graph, *plan)) error {

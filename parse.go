@@ -197,19 +197,20 @@ func statusError(field string, s string) error {
 // statusList names the statuses, for errors.
 const statusList = "pending, in_progress, completed, failed or cancelled"
 
-// ParseState reads a state by its name, as it prints: ready, deferred,
+// ParseState reads a state by its name, as it prints: ready,
+// awaiting_approval, deferred,
 // limited, blocked, stranded, in_progress, completed, failed or cancelled. It returns an
 // *InvalidError about field "state" for anything else, naming the states.
 func ParseState(s string) (State, error) {
 	switch st := State(s); st {
-	case StateReady, StateDeferred, StateLimited, StateBlocked, StateStranded, StateInProgress, StateCompleted, StateFailed, StateCancelled:
+	case StateReady, StateAwaitingApproval, StateDeferred, StateLimited, StateBlocked, StateStranded, StateInProgress, StateCompleted, StateFailed, StateCancelled:
 		return st, nil
 	}
 	return "", &InvalidError{Field: "state", Reason: fmt.Sprintf("%.40q is not %s", s, stateList)}
 }
 
 // stateList names the states, for errors.
-const stateList = "ready, deferred, limited, blocked, stranded, in_progress, completed, failed or cancelled"
+const stateList = "ready, awaiting_approval, deferred, limited, blocked, stranded, in_progress, completed, failed or cancelled"
 
 // ClaimOptions validates what opts ask of Claim or ClaimNext, before
 // anything is read, and returns it: the lease (see Lease) and the labels

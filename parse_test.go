@@ -112,7 +112,7 @@ func TestParseState(t *testing.T) {
 		assert.ErrorIs(t, err, tg.ErrInvalid)
 	}
 	_, err := tg.ParseState("pending")
-	assert.EqualError(t, err, `state: "pending" is not ready, deferred, limited, blocked, stranded, in_progress, completed, failed or cancelled`)
+	assert.EqualError(t, err, `state: "pending" is not ready, awaiting_approval, deferred, limited, blocked, stranded, in_progress, completed, failed or cancelled`)
 }
 
 // Options are read one way, validated, by every store.

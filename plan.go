@@ -105,7 +105,7 @@ func (g *graph) planCreate(nt NewTask, now time.Time) (*plan, error) {
 	if err := Rules.CreateArgs(nt); err != nil {
 		return nil, err
 	}
-	nt = Rules.DefaultLiveness([]NewTask{nt}, g.liveness)[0]
+	nt = Rules.DefaultApproval(Rules.DefaultLiveness([]NewTask{nt}, g.liveness), g.approval)[0]
 	family, err := Rules.Family([]NewTask{nt})
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func (g *graph) planCreatePlan(nts []NewTask, now time.Time) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl, err := Rules.Plan(Rules.DefaultLiveness(nts, g.liveness), first, now, g.exists, g.keyed)
+	pl, err := Rules.Plan(Rules.DefaultApproval(Rules.DefaultLiveness(nts, g.liveness), g.approval), first, now, g.exists, g.keyed)
 	if err != nil {
 		return nil, err
 	}
@@ -387,6 +387,20 @@ func (g *graph) planCancel(id ID, reason string, now time.Time) (*plan, error) {
 		return nil, err
 	}
 	return g.planOne(id, func(t *Task) error { return Rules.Cancel(t, reason, now) })
+}
+
+func (g *graph) planApprove(id ID, by string, now time.Time) (*plan, error) {
+	if err := Rules.ApproveArgs(by); err != nil {
+		return nil, err
+	}
+	return g.planOne(id, func(t *Task) error { return Rules.Approve(t, by, now) })
+}
+
+func (g *graph) planReject(id ID, by, reason string, now time.Time) (*plan, error) {
+	if err := Rules.RejectArgs(by, reason); err != nil {
+		return nil, err
+	}
+	return g.planOne(id, func(t *Task) error { return Rules.Reject(t, by, reason, now) })
 }
 
 func (g *graph) planReopen(id ID, now time.Time) (*plan, error) {

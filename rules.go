@@ -209,6 +209,9 @@ func (Rulebook) CreateArgs(nt NewTask) error {
 	if err := Rules.Liveness("", nt.MaxRuntime, nt.ProgressWindow); err != nil {
 		return err
 	}
+	if err := viaArg("createdVia", nt.CreatedVia); err != nil {
+		return err
+	}
 	if err := Rules.CheckArgs("", nt.Check, nt.Acceptance); err != nil {
 		return err
 	}
@@ -438,6 +441,9 @@ func (Rulebook) PatchArgs(p Patch) error {
 			return err
 		}
 	}
+	if err := linkArgs("addLinks", p.AddLinks); err != nil {
+		return err
+	}
 	if p.Check != nil {
 		if err := Rules.CheckArgs("", *p.Check, nil); err != nil {
 			return err
@@ -567,6 +573,10 @@ func create(id ID, nt NewTask, now time.Time, exists func(ID) error, key func(st
 	}
 	if nt.MaxRuntime != 0 || nt.ProgressWindow != 0 {
 		setLiveness(t, nt.MaxRuntime.Truncate(time.Microsecond), nt.ProgressWindow.Truncate(time.Microsecond))
+	}
+	if nt.NeedsApproval || nt.CreatedVia != "" {
+		x := t.editExtra()
+		x.NeedsApproval, x.CreatedVia = nt.NeedsApproval, nt.CreatedVia
 	}
 	if nt.Check != "" || len(nt.Acceptance) > 0 {
 		setCheck(t, nt.Check, nt.Acceptance)
@@ -821,6 +831,9 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 		}
 		setLiveness(t, x.MaxRuntime, x.ProgressWindow)
 	}
+	if _, err := addLinks(t, p.AddLinks, now); err != nil {
+		return false, err
+	}
 	if p.Check != nil || p.Acceptance != nil {
 		x := t.extra()
 		if p.Check != nil {
@@ -862,6 +875,9 @@ func (Rulebook) Patch(t *Task, p Patch, now time.Time, exists func(ID) error) (e
 	if t.Status == Pending && st != Pending && t.Deferred(now) {
 		return false, &DeferredError{ID: t.ID, Until: t.NotBefore}
 	}
+	if t.AwaitingApproval() && st != Pending {
+		return false, &AwaitingApprovalError{ID: t.ID}
+	}
 	if st == InProgress && t.Owner == "" {
 		return false, &InvalidError{Field: "owner", Reason: "an in_progress task needs an owner: use Claim, or set Owner in the same patch"}
 	}
@@ -895,7 +911,7 @@ func patchedFields(p Patch) []string {
 		{"metadata", p.Metadata != nil}, {"priority", p.Priority != nil}, {"labels", p.Labels != nil},
 		{"notBefore", p.NotBefore != nil}, {"due", p.Due != nil}, {"maxAttempts", p.MaxAttempts != nil}, {"backoff", p.Backoff != nil},
 		{"parent", p.Parent != nil}, {"maxRuntime", p.MaxRuntime != nil}, {"progressWindow", p.ProgressWindow != nil},
-		{"check", p.Check != nil}, {"acceptance", p.Acceptance != nil},
+		{"links", len(p.AddLinks) > 0}, {"check", p.Check != nil}, {"acceptance", p.Acceptance != nil},
 	} {
 		if f.set {
 			out = append(out, f.name)
@@ -953,7 +969,7 @@ func (Rulebook) ClaimNextArgs(owner string, lease time.Duration, labels []string
 
 // ClaimOrder compares a and b in the order ClaimNext takes ready tasks:
 // the more urgent first (P0 before P4), then the one created first, then
-// the lower id. Ids drawn for a graph kept in git (see [FindDir]) do not
+// the lower id. Ids drawn for a graph kept in git (see gitrepo.FindDir) do not
 // follow creation order, so creation time comes before the id; for
 // sequential ids the two agree. A task without a creation time (a file
 // the reference wrote) comes before every task that has one.
@@ -986,6 +1002,9 @@ func (Rulebook) Claim(t *Task, owner string, lease time.Duration, now time.Time)
 	case Completed, Failed, Cancelled:
 		return false, finishedError(t)
 	case Pending:
+		if t.AwaitingApproval() {
+			return false, &AwaitingApprovalError{ID: t.ID}
+		}
 		if t.Deferred(now) {
 			return false, &DeferredError{ID: t.ID, Until: t.NotBefore}
 		}

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 )
 
 // The snapshot is cacheDirName/snapshotName. It is a cache, never the
@@ -30,14 +31,14 @@ import (
 // It lives in a directory of its own so that replacing it leaves the task
 // directory's mtime, which every store watches, alone. Git ignores it.
 const (
-	cacheDirName = ".taskgraph.cache"
+	cacheDirName = filenames.CacheDir
 	snapshotName = "snapshot"
 )
 
 // snapshotMagic starts a snapshot; the version changes with the encoding,
 // and with what a read of a task file accepts (3: Rules.Bounded, UTF-8
 // only), so that no snapshot hands out a task its file no longer gives.
-const snapshotMagic = "taskgraph snapshot 5\n"
+const snapshotMagic = "taskgraph snapshot 6\n"
 
 // snapshotMin is how many task files a scan must have read (not taken
 // from the snapshot) before it writes a new one: below it, reading them
@@ -125,18 +126,22 @@ type snapExtras struct {
 	Parent      ID            `json:"p,omitempty"`
 	MaxRuntime  time.Duration `json:"mr,omitempty"`
 	Window      time.Duration `json:"pw,omitempty"`
+	Keys        *taskKeys     `json:"k,omitempty"` // write keys (writekeys.go)
+	Approval    bool          `json:"na,omitempty"`
+	Via         string        `json:"cv,omitempty"`
+	Links       []Link        `json:"ln,omitempty"`
 	Check       string        `json:"ck,omitempty"`
 	Acceptance  []string      `json:"ac,omitempty"`
 }
 
 func extrasOf(t *Task) snapExtras {
 	x := t.extra()
-	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent, x.MaxRuntime, x.ProgressWindow, x.Check, x.Acceptance}
+	return snapExtras{t.Notes, t.History, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent, x.MaxRuntime, x.ProgressWindow, x.keys, x.NeedsApproval, x.CreatedVia, x.Links, x.Check, x.Acceptance}
 }
 
 func (x snapExtras) empty() bool {
 	return len(x.Notes)+len(x.History) == 0 && x.NotBefore.IsZero() && x.Due.IsZero() && x.MaxAttempts == 0 && x.Attempts == 0 && x.Backoff == 0 && x.Parent == 0 &&
-		x.MaxRuntime == 0 && x.Window == 0 && x.Check == "" && len(x.Acceptance) == 0
+		x.MaxRuntime == 0 && x.Window == 0 && x.Keys == nil && !x.Approval && x.Via == "" && len(x.Links) == 0 && x.Check == "" && len(x.Acceptance) == 0
 }
 
 func (x snapExtras) apply(t *Task) {
@@ -144,6 +149,13 @@ func (x snapExtras) apply(t *Task) {
 	t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff, t.Parent = x.NotBefore, x.Due, x.MaxAttempts, x.Attempts, x.Backoff, x.Parent
 	if x.MaxRuntime != 0 || x.Window != 0 {
 		setLiveness(t, x.MaxRuntime, x.Window)
+	}
+	if !x.Keys.empty() {
+		t.editExtra().keys = x.Keys
+	}
+	if x.Approval || x.Via != "" || len(x.Links) > 0 {
+		e := t.editExtra()
+		e.NeedsApproval, e.CreatedVia, e.Links = x.Approval, x.Via, nilIfEmpty(x.Links)
 	}
 	if x.Check != "" || len(x.Acceptance) > 0 {
 		setCheck(t, x.Check, x.Acceptance)

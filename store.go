@@ -397,13 +397,17 @@ var (
 	_ Limiter = (*MemStore)(nil)
 )
 
-// checked makes a plan with mk and runs Rules.Stored on every task it
-// stores: every write goes through it. The files it encoded to check them
+// checked makes a plan with mk, records the write key of ctx in it
+// (recordKey) and runs Rules.Stored on every task it stores: every write
+// goes through it. The files it encoded to check them
 // stay with the plan (plan.files).
-func checked(mk func(g *graph, now time.Time) (*plan, error)) func(g *graph, now time.Time) (*plan, error) {
+func checked(ctx context.Context, mk func(g *graph, now time.Time) (*plan, error)) func(g *graph, now time.Time) (*plan, error) {
 	return func(g *graph, now time.Time) (*plan, error) {
 		p, err := mk(g, now)
 		if err != nil {
+			return nil, err
+		}
+		if err := recordKey(ctx, p, now); err != nil {
 			return nil, err
 		}
 		p.files = make([][]byte, len(p.put))
@@ -434,7 +438,7 @@ func (o ops) Get(ctx context.Context, id ID) (Task, error) {
 
 func (o ops) CreatePlan(ctx context.Context, nts []NewTask) ([]Task, error) {
 	var out []Task
-	err := o.e.write(ctx, writeAny, checked(func(g *graph, now time.Time) (*plan, error) {
+	err := o.e.write(ctx, writeAny, checked(ctx, func(g *graph, now time.Time) (*plan, error) {
 		return g.planCreatePlan(nts, now)
 	}), func(g *graph, p *plan) {
 		out = make([]Task, len(p.ids))
@@ -500,7 +504,7 @@ func (o ops) Renew(ctx context.Context, id ID, owner string, ttl time.Duration) 
 
 func (o ops) Complete(ctx context.Context, id ID, owner string, opts ...CompleteOption) (Completion, error) {
 	var c Completion
-	err := o.e.write(ctx, writeOneTask, checked(func(g *graph, now time.Time) (*plan, error) {
+	err := o.e.write(ctx, writeOneTask, checked(ctx, func(g *graph, now time.Time) (*plan, error) {
 		set, err := Rules.CompleteOptions(opts)
 		if err != nil {
 			return nil, err
@@ -538,7 +542,7 @@ func (o ops) Release(ctx context.Context, id ID, owner string) (Task, error) {
 }
 
 func (o ops) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
-	return o.e.write(ctx, writeAny, checked(func(g *graph, now time.Time) (*plan, error) {
+	return o.e.write(ctx, writeAny, checked(ctx, func(g *graph, now time.Time) (*plan, error) {
 		set, err := Rules.DeleteOptions(opts)
 		if err != nil {
 			return nil, err
@@ -548,7 +552,7 @@ func (o ops) Delete(ctx context.Context, id ID, opts ...DeleteOption) error {
 }
 
 func (o ops) Load(ctx context.Context, tasks []Task) error {
-	return o.e.write(ctx, writeAny, checked(func(g *graph, now time.Time) (*plan, error) {
+	return o.e.write(ctx, writeAny, checked(ctx, func(g *graph, now time.Time) (*plan, error) {
 		return g.planLoad(tasks, now)
 	}), func(*graph, *plan) {})
 }
@@ -560,7 +564,7 @@ func (o ops) Board(ctx context.Context, filters ...Filter) (Board, error) {
 func (o ops) writeTask(ctx context.Context, kind writeKind, mk func(g *graph, now time.Time) (*plan, error)) (Task, error) {
 	var t Task
 	var after error
-	err := o.e.write(ctx, kind, checked(mk), func(g *graph, p *plan) { t, after = g.view(p.result), p.after })
+	err := o.e.write(ctx, kind, checked(ctx, mk), func(g *graph, p *plan) { t, after = g.view(p.result), p.after })
 	if err == nil && after != nil {
 		return Task{}, after
 	}

@@ -303,9 +303,9 @@ type Task struct {
 	// (Overdue), never enforced. Zero: none.
 	Due time.Time
 
-	// Extra holds what few tasks set (liveness limits: MaxRuntime,
-	// ProgressWindow), behind one pointer so that a task without any
-	// costs one word; nil when none is set. See [Extra].
+	// Extra holds what few tasks set (liveness limits, an approval gate,
+	// how the task was created, links), behind one pointer so that a task
+	// without any costs one word; nil when none is set. See [Extra].
 	Extra *Extra `json:",omitempty"`
 }
 
@@ -347,6 +347,13 @@ type NewTask struct {
 	// Extra); 0: none.
 	MaxRuntime     time.Duration
 	ProgressWindow time.Duration
+	// NeedsApproval holds the task back until a person approves it (see
+	// Approver); the graph's ApprovalPolicy may ask for it too.
+	NeedsApproval bool
+	// CreatedVia says how the task is created: ViaCLI, ViaTools, ViaMCP,
+	// or "" — a word of at most 16 lowercase letters, digits and dashes.
+	// The ApprovalPolicy may gate by it.
+	CreatedVia string
 	// Check names the check that must pass before the task completes,
 	// and Acceptance lists what it must achieve, in words (see Extra);
 	// "" and nil: none.
@@ -388,6 +395,10 @@ type Patch struct {
 	// the new values from then on.
 	MaxRuntime     *time.Duration
 	ProgressWindow *time.Duration
+	// AddLinks adds links (commits, pull requests, files, URLs) the task
+	// does not carry yet (Extra.Links); adding one is progress, as a note
+	// is (Task.Progress).
+	AddLinks []string
 	// Check and Acceptance, if not nil, set the task's check (by name)
 	// and acceptance items (see Extra); "" and an empty slice clear them.
 	Check      *string
@@ -416,6 +427,10 @@ type Completion struct {
 // exactly one list, and each list is sorted by id.
 type Board struct {
 	Ready []Task // pending, every blocker exists and is completed; in claim order (Rules.ClaimOrder)
+	// AwaitingApproval holds the pending tasks that wait for a person's
+	// approval (Task.AwaitingApproval), whatever their blockers: no one
+	// may claim them until they are approved (Approver); by id.
+	AwaitingApproval []Task
 	// Deferred holds the pending tasks whose blockers are all completed
 	// but whose NotBefore is still to come: a deferred task, or a retry
 	// waiting out its backoff. They become ready at NotBefore; by
@@ -446,12 +461,12 @@ type Board struct {
 }
 
 // Finished reports whether no work is left that can run: nothing is
-// ready, deferred, limited, blocked or in progress. Stranded tasks do not keep a graph
+// ready, awaiting approval, deferred, limited, blocked or in progress. Stranded tasks do not keep a graph
 // unfinished (they cannot run until someone reopens their cause). When
 // ClaimNext returns ErrNoReady, it tells a finished graph from one where
 // work is blocked or held by others.
 func (b Board) Finished() bool {
-	return len(b.Ready) == 0 && len(b.Deferred) == 0 && len(b.Limited) == 0 && len(b.Blocked) == 0 && len(b.InProgress) == 0
+	return len(b.Ready) == 0 && len(b.AwaitingApproval) == 0 && len(b.Deferred) == 0 && len(b.Limited) == 0 && len(b.Blocked) == 0 && len(b.InProgress) == 0
 }
 
 // Stall returns a *StalledError (matching ErrStalled) naming the failed
@@ -475,6 +490,7 @@ func (t Task) clone() Task {
 	t.History = slices.Clone(t.History)
 	if t.Extra != nil {
 		x := *t.Extra // its unknown fields and acceptance items are never modified in place, so they may be shared
+		x.Links = slices.Clone(x.Links)
 		t.Extra = &x
 	}
 	return t

@@ -139,6 +139,7 @@ type config struct {
 	lease  time.Duration
 	labels []string
 	wait   time.Duration
+	via    string // the tasks' CreatedVia
 	checks *taskgraph.Checks
 }
 
@@ -157,6 +158,12 @@ func WithLabels(labels ...string) Option {
 	return func(c *config) { c.labels = append(c.labels, labels...) }
 }
 
+// WithCreatedVia records via (taskgraph.ViaMCP, say) as how the tasks the
+// tools create were created (taskgraph.NewTask.CreatedVia), which the
+// graph's approval policy may gate (taskgraph.ApprovalPolicy); default
+// taskgraph.ViaTools. No tool offers approval: only people approve.
+func WithCreatedVia(via string) Option { return func(c *config) { c.via = via } }
+
 // New returns the task tools over store.
 func New(store taskgraph.Store, opts ...Option) *Tools {
 	h := newHandlers(store, opts)
@@ -165,7 +172,7 @@ func New(store taskgraph.Store, opts ...Option) *Tools {
 
 // newHandlers applies opts to the defaults and binds the result to store.
 func newHandlers(store taskgraph.Store, opts []Option) handlers {
-	c := config{owner: "agent", wait: DefaultWait}
+	c := config{owner: "agent", wait: DefaultWait, via: taskgraph.ViaTools}
 	for _, o := range opts {
 		o(&c)
 	}

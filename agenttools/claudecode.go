@@ -162,6 +162,7 @@ func (h handlers) ccCreate(ctx context.Context, raw json.RawMessage) (string, er
 		}
 	}
 	nt.Metadata = withActiveForm(nt.Metadata, activeForm)
+	nt.CreatedVia = h.cfg.via
 	t, err := h.store.Create(ctx, nt)
 	if err != nil {
 		return "", err

@@ -219,7 +219,7 @@ type updateInput struct {
 func (in updateInput) hasFields() bool {
 	p := in.fields
 	return len(p.AddBlockedBy)+len(p.RemoveBlockedBy)+len(p.AddBlocks)+len(p.RemoveBlocks) > 0 ||
-		p.Subject != nil || p.Description != nil || len(p.Metadata) > 0 || p.Priority != nil || p.Labels != nil
+		p.Subject != nil || p.Description != nil || len(p.Metadata) > 0 || p.Priority != nil || p.Labels != nil || len(p.AddLinks) > 0
 }
 
 // updateStatuses are the statuses an update may ask for; failing a task
@@ -238,7 +238,7 @@ func decodeUpdate(raw json.RawMessage) (updateInput, error) {
 	err := decode(raw, field{"task_id", &id}, field{"status", &status},
 		field{"addBlockedBy", &addBy}, field{"removeBlockedBy", &rmBy},
 		field{"addBlocks", &add}, field{"removeBlocks", &rm}, field{"priority", &priority},
-		field{"labels", &labels}, field{"owner", &owner})
+		field{"labels", &labels}, field{"owner", &owner}, field{"addLinks", &in.fields.AddLinks})
 	if err != nil {
 		return in, err
 	}

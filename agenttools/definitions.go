@@ -57,6 +57,7 @@ var (
 		`"removeBlocks":{"type":"array","items":{"type":"integer"}},` +
 		schemaPriority + `,` +
 		`"labels":{"type":"array","items":{"type":"string"},"description":"Replaces the labels."},` +
+		`"addLinks":{"type":"array","items":{"type":"string"},"description":"Commits, PRs, files or URLs of your work."},` +
 		`"owner":{"type":"string","description":"Only \"\" (give back a task you hold) or your own name (take it)."}},` +
 		`"required":["task_id"]}`)
 	schemaPlan = json.RawMessage(`{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"object","properties":{` +

@@ -74,6 +74,7 @@ func (h handlers) create(ctx context.Context, raw json.RawMessage) (string, erro
 		}
 		nt.Parent = ps[0]
 	}
+	nt.CreatedVia = h.cfg.via
 	t, err := h.store.Create(ctx, nt)
 	if err != nil {
 		return "", err

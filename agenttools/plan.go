@@ -145,6 +145,9 @@ func (h handlers) plan(ctx context.Context, raw json.RawMessage) (string, error)
 			existed[t.Key] = true
 		}
 	}
+	for i := range plan {
+		plan[i].CreatedVia = h.cfg.via
+	}
 	tasks, err := h.store.CreatePlan(ctx, plan)
 	if err != nil {
 		return "", err

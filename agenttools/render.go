@@ -64,6 +64,11 @@ type taskJSON struct {
 	Result         string              `json:"result,omitempty"`
 	LeaseExpiresAt string              `json:"leaseExpiresAt,omitempty"`
 	Metadata       map[string]any      `json:"metadata,omitempty"`
+	// Links are the task's commits, pull requests, files and URLs.
+	Links []string `json:"links,omitempty"`
+	// AwaitingApproval says that no one can claim the task until a
+	// person approves it.
+	AwaitingApproval bool `json:"awaitingApproval,omitempty"`
 	// Notes are the latest few notes, the latest first: what the agents
 	// before tried (see renderedNotes).
 	Notes []noteJSON `json:"notes,omitempty"`
@@ -121,6 +126,12 @@ func render(t taskgraph.Task) string {
 	if !t.LeaseExpiresAt.IsZero() {
 		j.LeaseExpiresAt = t.LeaseExpiresAt.UTC().Format(time.RFC3339)
 	}
+	if t.Extra != nil {
+		for _, l := range t.Extra.Links {
+			j.Links = append(j.Links, l.Ref)
+		}
+	}
+	j.AwaitingApproval = t.AwaitingApproval()
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

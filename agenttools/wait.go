@@ -197,6 +197,9 @@ func (h handlers) standing(b taskgraph.Board, labels []string, now time.Time) st
 	if len(b.Limited) > 0 {
 		parts = append(parts, fmt.Sprintf("%d held back by a label's limit", len(b.Limited)))
 	}
+	if len(b.AwaitingApproval) > 0 {
+		parts = append(parts, fmt.Sprintf("%d awaiting a person's approval", len(b.AwaitingApproval)))
+	}
 	if len(b.Deferred) > 0 { // by NotBefore: the first can start first
 		parts = append(parts, fmt.Sprintf("%d deferred (the first can start in %s)", len(b.Deferred), roundDuration(b.Deferred[0].NotBefore.Sub(now))))
 	}

@@ -15,11 +15,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/hub"
+	"github.com/taskgraph-dev/taskgraph/internal/cputime"
 )
 
 // hubOverhead is the target of item 7: an operation through the hub
@@ -187,6 +189,9 @@ func hubThroughput(root string, tasks, p, rounds int, floor func() float64) []Re
 	}
 	tps := [2][]float64{}
 	perFloor := [2][]float64{}
+	// CPU a write, by round: of the workers (the clients, through the
+	// hub), and of this process, which runs the hub
+	workCPU, hubCPU := [2][]float64{}, []float64{}
 	interleave(floor, rounds, []int{0, 1}, func(round, via int) {
 		var tp throughputResult
 		if via == 0 {
@@ -198,11 +203,16 @@ func hubThroughput(root string, tasks, p, rounds int, floor func() float64) []Re
 			}
 			url, tok, stop := startHub(s)
 			os.Setenv("TASKGRAPH_TOKEN", tok) // the workers' token
+			stopProfile := profile(fmt.Sprintf("hub-%d", round))
+			before := cputime.Now()
 			tp = throughput(p, tasks, os.Args[0], "-work-hub", url)
+			hubCPU = append(hubCPU, float64((cputime.Now()-before)/time.Microsecond)/float64(2*tasks))
+			stopProfile()
 			stop()
 			s.Close()
 		}
 		tps[via] = append(tps[via], tp.opsPerSec)
+		workCPU[via] = append(workCPU[via], float64(tp.cpuPerOp.Microseconds()))
 		after := floor()
 		perFloor[via] = append(perFloor[via], tp.opsPerSec*after/1e6)
 	})
@@ -217,15 +227,17 @@ func hubThroughput(root string, tasks, p, rounds int, floor func() float64) []Re
 	d, h := medianOf(tps[0]), medianOf(tps[1])
 	return []Result{
 		{Shape: "ready", N: tasks, Op: fmt.Sprintf("throughput %d procs, direct", p), Median: 1e6 / d, P90: 1e6 / slices.Min(tps[0]),
-			Note: fmt.Sprintf("%.0f ops/s (rounds %s), ClaimNext+Complete, each process opening the directory", d, fmtUS(tps[0]))},
+			Note: fmt.Sprintf("%.0f ops/s (rounds %s), ClaimNext+Complete, each process opening the directory; CPU a write: %.0f µs", d, fmtUS(tps[0]), medianOf(workCPU[0]))},
 		{Shape: "ready", N: tasks, Op: fmt.Sprintf("throughput %d procs, hub", p), Median: 1e6 / h, P90: 1e6 / slices.Min(tps[1]),
-			Note: fmt.Sprintf("%.0f ops/s (rounds %s) = %s× direct (rounds %s; target ≥ %.1f×: %s)", h, fmtUS(tps[1]), fmtF(medianOf(shares)), fmtRange(shares), hubThroughputShare, verdict)},
+			Note: fmt.Sprintf("%.0f ops/s (rounds %s) = %s× direct (rounds %s; target ≥ %.1f×: %s); CPU a write: %.0f µs in the hub, %.0f µs in the clients",
+				h, fmtUS(tps[1]), fmtF(medianOf(shares)), fmtRange(shares), hubThroughputShare, verdict, medianOf(hubCPU), medianOf(workCPU[1]))},
 	}
 }
 
 // workHub is a -work-hub process: ClaimNext+Complete through the hub at
 // url, with $TASKGRAPH_TOKEN, until none is ready.
 func workHub(url string) {
+	defer profile(fmt.Sprintf("work-hub-%d", os.Getpid()))()
 	c, err := hub.NewClient(url, os.Getenv("TASKGRAPH_TOKEN"))
 	if err != nil {
 		log.Fatal(err)
@@ -290,5 +302,27 @@ func hubWatch(root string, n, samples int) []Result {
 			Note: "the store's own Watch; the time includes the write"},
 		{Shape: "ready", N: n, Op: "hub watch: write → event", Median: median(hl), P90: pct(hl, 90), Samples: len(hl),
 			Note: fmt.Sprintf("a client's Watch through the hub: %.0f µs after the store's own", median(hl)-median(dl))},
+	}
+}
+
+// profile profiles this process's CPU into the file name.prof of the
+// directory $TASKGRAPH_BENCH_CPUPROFILE, if set, until the function it
+// returns is called: where the time of a hub, or of its clients, goes
+// (go tool pprof the files it leaves).
+func profile(name string) func() {
+	pd := os.Getenv("TASKGRAPH_BENCH_CPUPROFILE")
+	if pd == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(pd, name+".prof"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }

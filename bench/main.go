@@ -7,6 +7,7 @@
 //	go run ./bench -n 10000 -shapes chain -json out.json
 //	go run ./bench -pg-only -pg postgres://…/bench_new -pg-old postgres://…/bench_old
 //	go run ./bench -hub-only   # the hub's rows (issue 41): through a hub against the store's own
+//	go run ./bench -board-only # taskgraph serve's work per change (issue 39): by its event against anew
 //
 // The floor swings 2× within minutes on a shared machine, so it is
 // measured beside every group, not once: each kind of operation of a
@@ -41,7 +42,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +50,6 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
-	"github.com/taskgraph-dev/taskgraph/internal/claimbench"
 )
 
 var ctx = context.Background()
@@ -90,26 +89,27 @@ type Report struct {
 
 func main() {
 	var (
-		quick    = flag.Bool("quick", false, "small sizes and fewer samples: under a minute")
-		sizes    = flag.String("n", "", "comma-separated graph sizes (default 100,1000,10000,100000; -quick: 100,1000)")
-		shapes   = flag.String("shapes", "chain,star,dag", "comma-separated shapes: chain, star, dag")
-		workers  = flag.String("workers", "1,2,4,8", "worker process counts for the throughput run")
-		jsonOut  = flag.String("json", "", "also write the results as JSON to this file")
-		baseDir  = flag.String("dir", "", "directory for the benchmark's files (default: a new temporary directory)")
-		image    = flag.String("image", "", "filesystem image to mount and measure on, made (ext4 with its defaults) if missing; Linux, as root")
-		coldOnly = flag.String("cold", "", "internal: cold Open+Board of this directory, print micros and RSS")
-		readOnly = flag.String("readloop", "", "internal: os.ReadFile every task file of this directory, print micros")
-		workDir  = flag.String("work", "", "internal: ClaimNext+Complete on this directory until none is ready")
-		pgURL    = flag.String("pg", os.Getenv("TASKGRAPH_POSTGRES_URL"), "PostgreSQL URL: also benchmark pgstore (default $TASKGRAPH_POSTGRES_URL)")
-		pgOld    = flag.String("pg-old", "", "PostgreSQL URL of a database of its own for the -baseline commit's pgstore, measured alternately with this code's (none: not compared)")
-		baseline = flag.String("baseline", "0600a01", "the commit whose pgstore -pg-old measures")
-		pgSizes  = flag.String("pg-n", "", "comma-separated graph sizes for pgstore (default 1000,100000; -quick: 1000)")
-		pgOnly   = flag.Bool("pg-only", false, "only the pgstore rows (with -pg)")
-		rounds   = flag.Int("rounds", 3, "rounds of every measured group, each between two floor measurements")
-		svgOut   = flag.String("svg", "", "also draw how the median cost of each write grows with N, as SVG, to this file")
-		hubRows  = flag.Bool("hub", true, "also measure the hub: each operation through it at N = 10,000 (-quick: 1,000), 8 processes through it, a Watch subscriber")
-		hubOnly  = flag.Bool("hub-only", false, "only the hub's rows")
-		workHubU = flag.String("work-hub", "", "internal: ClaimNext+Complete through the hub at this URL ($TASKGRAPH_TOKEN) until none is ready")
+		quick     = flag.Bool("quick", false, "small sizes and fewer samples: under a minute")
+		sizes     = flag.String("n", "", "comma-separated graph sizes (default 100,1000,10000,100000; -quick: 100,1000)")
+		shapes    = flag.String("shapes", "chain,star,dag", "comma-separated shapes: chain, star, dag")
+		workers   = flag.String("workers", "1,2,4,8", "worker process counts for the throughput run")
+		jsonOut   = flag.String("json", "", "also write the results as JSON to this file")
+		baseDir   = flag.String("dir", "", "directory for the benchmark's files (default: a new temporary directory)")
+		image     = flag.String("image", "", "filesystem image to mount and measure on, made (ext4 with its defaults) if missing; Linux, as root")
+		coldOnly  = flag.String("cold", "", "internal: cold Open+Board of this directory, print micros and RSS")
+		readOnly  = flag.String("readloop", "", "internal: os.ReadFile every task file of this directory, print micros")
+		workDir   = flag.String("work", "", "internal: ClaimNext+Complete on this directory until none is ready")
+		pgURL     = flag.String("pg", os.Getenv("TASKGRAPH_POSTGRES_URL"), "PostgreSQL URL: also benchmark pgstore (default $TASKGRAPH_POSTGRES_URL)")
+		pgOld     = flag.String("pg-old", "", "PostgreSQL URL of a database of its own for the -baseline commit's pgstore, measured alternately with this code's (none: not compared)")
+		baseline  = flag.String("baseline", "0600a01", "the commit whose pgstore -pg-old measures")
+		pgSizes   = flag.String("pg-n", "", "comma-separated graph sizes for pgstore (default 1000,100000; -quick: 1000)")
+		pgOnly    = flag.Bool("pg-only", false, "only the pgstore rows (with -pg)")
+		rounds    = flag.Int("rounds", 3, "rounds of every measured group, each between two floor measurements")
+		svgOut    = flag.String("svg", "", "also draw how the median cost of each write grows with N, as SVG, to this file")
+		hubRows   = flag.Bool("hub", true, "also measure the hub: each operation through it at N = 10,000 (-quick: 1,000), 8 processes through it, a Watch subscriber")
+		hubOnly   = flag.Bool("hub-only", false, "only the hub's rows")
+		boardOnly = flag.Bool("board-only", false, "only the rows of taskgraph serve's work per change")
+		workHubU  = flag.String("work-hub", "", "internal: ClaimNext+Complete through the hub at this URL ($TASKGRAPH_TOKEN) until none is ready")
 	)
 	flag.Parse()
 	switch {
@@ -192,7 +192,7 @@ func main() {
 		}
 		ps = append(ps, p)
 	}
-	if *pgOnly || *hubOnly {
+	if *pgOnly || *hubOnly || *boardOnly {
 		*shapes, ps = "", ps[:0:0]
 	}
 	for _, shape := range strings.Split(*shapes, ",") {
@@ -215,16 +215,27 @@ func main() {
 	}
 	// ClaimNext under limits and WithUnder at the largest size, against a
 	// plain ClaimNext (issue 39, item 3).
-	if !*pgOnly {
+	if !*pgOnly && !*hubOnly && !*boardOnly {
 		n := ns[len(ns)-1]
 		dir := filepath.Join(root, fmt.Sprintf("claims-%d", n))
 		for _, r := range claimsAtScale(dir, n, *rounds, floorIn(dir)) {
 			add(r)
 		}
 	}
+	// What taskgraph serve does per change, against making its state anew
+	// (issue 39, item 5).
+	if !*pgOnly && !*hubOnly {
+		boardNs := []int{1000, 10000, 100000}
+		if *quick {
+			boardNs = boardNs[:2]
+		}
+		for _, r := range benchBoard(boardNs, *rounds) {
+			add(r)
+		}
+	}
 	// WithoutSync gives up durability; measured apart so no one mistakes it
 	// for the durable figures.
-	if !*pgOnly && !*hubOnly {
+	if !*pgOnly && !*hubOnly && !*boardOnly {
 		nosyncN := min(ns[len(ns)-1], 10000)
 		dir := filepath.Join(root, fmt.Sprintf("nosync-%d", nosyncN))
 		build(dir, "chain", nosyncN)
@@ -268,12 +279,12 @@ func main() {
 			Ratio: pct(lat, 50) / medianOf(tpFloors[p]),
 			Note:  fmt.Sprintf("one ClaimNext or Complete; p99 %.0f µs", pct(lat, 99))})
 	}
-	if _, err := exec.LookPath("strace"); err == nil && !*pgOnly && !*hubOnly {
+	if _, err := exec.LookPath("strace"); err == nil && !*pgOnly && !*hubOnly && !*boardOnly {
 		rep.SyscallsPerWrite, rep.SyscallKinds = syscallsPerWrite(root)
 		fmt.Printf("I/O system calls per write: %.1f (%s)\n", rep.SyscallsPerWrite, rep.SyscallKinds)
 	}
 
-	if (*hubRows || *hubOnly) && !*pgOnly {
+	if (*hubRows || *hubOnly) && !*pgOnly && !*boardOnly {
 		hubN := 10000
 		if *quick {
 			hubN = 1000
@@ -282,7 +293,7 @@ func main() {
 			add(r)
 		}
 	}
-	if *pgURL != "" && !*hubOnly {
+	if *pgURL != "" && !*hubOnly && !*boardOnly {
 		for _, r := range benchPostgres(*pgURL, *pgOld, *baseline, root, pgNs, samples, *rounds, throughputTasks, parseSizes(*workers), floorIn(root)) {
 			add(r)
 		}
@@ -410,51 +421,6 @@ func buildReady(dir string, n int) {
 			log.Fatal(err)
 		}
 	}
-}
-
-// claimsAtScale times ClaimNext on claimbench's fixture of n tasks in a
-// durable store in dir, each case of claimbench.Cases five times a round,
-// every round between two floors; the note gives each case's median
-// against the plain ClaimNext's.
-func claimsAtScale(dir string, n, rounds int, floor func() float64) []Result {
-	s, err := taskgraph.Open(dir, taskgraph.WithoutSync())
-	if err == nil {
-		if err = s.Load(ctx, claimbench.Tasks(n)); err == nil {
-			err = claimbench.Setup(ctx, s)
-		}
-		s.Close()
-	}
-	if err != nil {
-		log.Fatal(err)
-	}
-	if s, err = taskgraph.Open(dir); err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := claimbench.Measure(ctx, s, 0); err != nil { // warm the cache
-		log.Fatal(err)
-	}
-	times := map[string][]time.Duration{}
-	floors := interleave(floor, rounds, []int{0}, func(round, _ int) {
-		for k := range 5 {
-			m, err := claimbench.Measure(ctx, s, round*5+k)
-			if err != nil {
-				log.Fatal(err)
-			}
-			for c, d := range m {
-				times[c] = append(times[c], d.Wall)
-			}
-		}
-	})
-	plain := median(times["plain"])
-	var out []Result
-	for _, c := range claimbench.Cases {
-		ds := times[c.Name]
-		m := median(ds)
-		out = append(out, Result{Shape: "claims", N: n, Op: "ClaimNext " + c.Name, Median: m, P90: pct(ds, 90), Samples: len(ds),
-			Ratio: m / medianOf(floors[0]), Note: fmt.Sprintf("%.2f× plain ClaimNext (goal ≤ 2×)", m/plain)})
-	}
-	return out
 }
 
 // measure times each operation on a warm, durable store.
@@ -747,6 +713,9 @@ type throughputResult struct {
 	// shares of the writes decided ahead of the lock, and written into a
 	// spare
 	ahead, recycled float64
+	// cpuPerOp is the CPU time (user and system) the worker processes
+	// took, per write
+	cpuPerOp time.Duration
 }
 
 // workReport is what a -work process prints when it is done.
@@ -767,12 +736,14 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 		res             throughputResult
 		writes          int64
 		ahead, recycled int64
+		cpu             time.Duration
 	)
 	for range p {
 		wg.Go(func() {
-			r := runWorker(bin, args...)
+			r, used := runWorker(bin, args...)
 			mu.Lock()
 			defer mu.Unlock()
+			cpu += used
 			for _, ns := range r.LatenciesNS {
 				res.latencies = append(res.latencies, time.Duration(ns))
 			}
@@ -782,6 +753,7 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 	}
 	wg.Wait()
 	res.opsPerSec = float64(2*tasks) / time.Since(start).Seconds()
+	res.cpuPerOp = cpu / time.Duration(2*tasks)
 	if writes > 0 {
 		res.ahead, res.recycled = float64(ahead)/float64(writes), float64(recycled)/float64(writes)
 	}
@@ -789,8 +761,8 @@ func throughput(p, tasks int, bin string, args ...string) throughputResult {
 }
 
 // runWorker runs the program bin with args, its standard error passed
-// through, and returns the workReport it prints.
-func runWorker(bin string, args ...string) workReport {
+// through, and returns the workReport it prints and the CPU time it took.
+func runWorker(bin string, args ...string) (workReport, time.Duration) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -801,21 +773,11 @@ func runWorker(bin string, args ...string) workReport {
 	if err := json.Unmarshal(out, &r); err != nil {
 		log.Fatalf("worker report: %v", err)
 	}
-	return r
+	return r, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 func work(dir string) {
-	if pd := os.Getenv("TASKGRAPH_BENCH_CPUPROFILE"); pd != "" {
-		// Where a worker's time goes: go tool pprof the files it leaves.
-		f, err := os.Create(filepath.Join(pd, fmt.Sprintf("work-%d.prof", os.Getpid())))
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
-	}
+	defer profile(fmt.Sprintf("work-%d", os.Getpid()))() // where a worker's time goes
 	s, err := taskgraph.Open(dir)
 	if err != nil {
 		log.Fatal(err)

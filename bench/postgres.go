@@ -21,8 +21,9 @@ import (
 )
 
 // benchPostgres measures pgstore beside the file store: the same operations
-// on a layered DAG, and ClaimNext+Complete throughput with worker
-// processes. Graphs are named per run and dropped at the end.
+// on a layered DAG, ClaimNext under limits and WithUnder against a plain
+// ClaimNext at the largest size (pgClaimsAtScale), and ClaimNext+Complete
+// throughput with worker processes. Graphs are named per run and dropped at the end.
 //
 // The throughput is measured by worker processes of a small helper program
 // (pgHelper), built twice: against this code, on the database at url, and,
@@ -54,6 +55,10 @@ func benchPostgres(url, oldURL, baseline, root string, ns []int, samples, rounds
 			out = append(out, r)
 		}
 	}
+	// ClaimNext under limits and WithUnder at the largest size, against a
+	// plain ClaimNext (issue 39, item 3).
+	n := ns[len(ns)-1]
+	out = append(out, pgClaimsAtScale(pool, fmt.Sprintf("%s-claims-%d", run, n), n, rounds, floor)...)
 
 	type phase struct {
 		name, url, helper string

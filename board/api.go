@@ -13,6 +13,7 @@ import (
 	"net/http"
 
 	"github.com/taskgraph-dev/taskgraph"
+	hubapi "github.com/taskgraph-dev/taskgraph/hub"
 )
 
 // maxBody bounds a write request: a task bigger than MaxTaskSize would be
@@ -42,6 +43,13 @@ type (
 	ReopenRequest struct {
 		Rev int64 `json:"rev"`
 	}
+	// ApproveRequest is the body of POST /api/tasks/{id}/approve and
+	// /reject: who approves or rejects (the history records it; not
+	// empty), and why, for a rejection (not empty).
+	ApproveRequest struct {
+		By     string `json:"by"`
+		Reason string `json:"reason"`
+	}
 	// BlockerRequest is the body of POST /api/tasks/{id}/blockers, which
 	// adds the edge "{id} is blocked by Blocker".
 	BlockerRequest struct {
@@ -51,9 +59,10 @@ type (
 
 // write wraps a write handler in the checks every write must pass, and
 // tells the pages about a write that succeeded.
-func (s *Server) write(h func(r *http.Request) (int, any, error)) http.HandlerFunc {
+func (s *Server) write(h func(r *http.Request, st taskgraph.Store) (int, any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if code, msg := s.writeAllowed(r); code != 0 {
+		st, code, msg := s.writeAllowed(r)
+		if code != 0 {
 			httpError(w, code, msg)
 			return
 		}
@@ -62,7 +71,7 @@ func (s *Server) write(h func(r *http.Request) (int, any, error)) http.HandlerFu
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		code, v, err := h(r)
+		code, v, err := h(r, st)
 		if err != nil {
 			storeError(w, err)
 			return
@@ -72,32 +81,32 @@ func (s *Server) write(h func(r *http.Request) (int, any, error)) http.HandlerFu
 	}
 }
 
-func (s *Server) handleCreate(r *http.Request) (int, any, error) {
+func (s *Server) handleCreate(r *http.Request, st taskgraph.Store) (int, any, error) {
 	var req CreateRequest
 	if err := decode(r, &req); err != nil {
 		return 0, nil, err
 	}
-	t, err := s.store.Create(r.Context(), taskgraph.NewTask{
+	t, err := st.Create(r.Context(), taskgraph.NewTask{
 		Subject: req.Subject, Description: req.Description, BlockedBy: req.BlockedBy, Blocks: req.Blocks,
 	})
 	return http.StatusCreated, taskJSON(t), err
 }
 
-func (s *Server) handleRelease(r *http.Request) (int, any, error) {
+func (s *Server) handleRelease(r *http.Request, st taskgraph.Store) (int, any, error) {
 	id, req, err := taskRequest[ReleaseRequest](r)
 	if err != nil {
 		return 0, nil, err
 	}
-	t, err := s.store.Release(r.Context(), id, req.Owner)
+	t, err := st.Release(r.Context(), id, req.Owner)
 	return http.StatusOK, taskJSON(t), err
 }
 
-func (s *Server) handleReopen(r *http.Request) (int, any, error) {
+func (s *Server) handleReopen(r *http.Request, st taskgraph.Store) (int, any, error) {
 	id, req, err := taskRequest[ReopenRequest](r)
 	if err != nil {
 		return 0, nil, err
 	}
-	cur, err := s.store.Get(r.Context(), id)
+	cur, err := st.Get(r.Context(), id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -111,16 +120,54 @@ func (s *Server) handleReopen(r *http.Request) (int, any, error) {
 	if req.Rev != 0 && req.Rev != cur.Rev {
 		return 0, nil, &taskgraph.ConflictError{ID: id, Want: req.Rev, Got: cur.Rev}
 	}
-	t, err := s.store.Reopen(r.Context(), id)
+	t, err := st.Reopen(r.Context(), id)
 	return http.StatusOK, taskJSON(t), err
 }
 
-func (s *Server) handleAddBlocker(r *http.Request) (int, any, error) {
+func (s *Server) handleAddBlocker(r *http.Request, st taskgraph.Store) (int, any, error) {
 	id, req, err := taskRequest[BlockerRequest](r)
 	if err != nil {
 		return 0, nil, err
 	}
-	t, err := s.store.Update(r.Context(), id, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{req.Blocker}})
+	t, err := st.Update(r.Context(), id, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{req.Blocker}})
+	return http.StatusOK, taskJSON(t), err
+}
+
+// approver is the board's store as an Approver: a store that is not one
+// refuses approval (400).
+// approver is st, the store as the writer's token may use it, as an
+// Approver: through the hub's rules only an admin's token approves.
+func (s *Server) approver(st taskgraph.Store) (taskgraph.Approver, error) {
+	a, ok := st.(taskgraph.Approver)
+	if _, gates := s.store.(taskgraph.Approver); !ok || !gates {
+		return nil, badRequest{http.StatusBadRequest, fmt.Sprintf("this board's store (%T) does not gate tasks on approval", s.store)}
+	}
+	return a, nil
+}
+
+func (s *Server) handleApprove(r *http.Request, st taskgraph.Store) (int, any, error) {
+	id, req, err := taskRequest[ApproveRequest](r)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := s.approver(st)
+	if err != nil {
+		return 0, nil, err
+	}
+	t, err := a.Approve(r.Context(), id, req.By)
+	return http.StatusOK, taskJSON(t), err
+}
+
+func (s *Server) handleReject(r *http.Request, st taskgraph.Store) (int, any, error) {
+	id, req, err := taskRequest[ApproveRequest](r)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := s.approver(st)
+	if err != nil {
+		return 0, nil, err
+	}
+	t, err := a.Reject(r.Context(), id, req.By, req.Reason)
 	return http.StatusOK, taskJSON(t), err
 }
 
@@ -206,6 +253,10 @@ func storeError(w http.ResponseWriter, err error) {
 		code = http.StatusConflict
 	case errors.Is(err, taskgraph.ErrClosed):
 		code = http.StatusServiceUnavailable
+	case errors.Is(err, hubapi.ErrForbidden):
+		code = http.StatusForbidden
+	case errors.Is(err, hubapi.ErrUnauthorized):
+		code = http.StatusUnauthorized
 	}
 	httpError(w, code, err.Error())
 }

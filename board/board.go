@@ -36,11 +36,15 @@
 //
 // A board is read-only unless [AllowWrites] is given. Then the page offers a
 // few actions, each behind an explicit click: release a claim, reopen a
-// completed, failed or cancelled task, add an edge, create a task. Every
-// write must carry the server's token ([Server.Token]) in the
-// X-Taskgraph-Token header and come from the board's own origin; it is made with the store's own methods, so
-// it is validated exactly as the store validates it, and a refusal comes
-// back with the store's error text.
+// completed, failed or cancelled task, approve or reject a task awaiting
+// approval, add an edge, create a task. Every
+// write must carry a token of the hub's token system ([WithTokens]: the
+// tokens of `taskgraph token add`) in the X-Taskgraph-Token header and
+// come from the board's own origin; it is made through hubapi.As, the store
+// as that token's identity may use it — the rules of the hub's API and
+// MCP, an agent's token acting only as its own owner, a viewer's reading
+// only — so it is validated exactly as the store validates it, and a
+// refusal comes back with the store's error text.
 //
 // The command `taskgraph serve` runs a board on a task directory or a
 // PostgreSQL graph.
@@ -62,6 +66,8 @@
 //	POST /api/tasks/{id}/release    release a claim (ReleaseRequest)
 //	POST /api/tasks/{id}/reopen     move a completed, failed or cancelled task back to pending (ReopenRequest)
 //	POST /api/tasks/{id}/blockers   add an edge (BlockerRequest)
+//	POST /api/tasks/{id}/approve    approve a task awaiting approval (ApproveRequest), by the name the page asks for
+//	POST /api/tasks/{id}/reject     reject one, which cancels it (ApproveRequest with a reason)
 //
 // A refused write answers with an ErrorResponse: 403 when writes are off or
 // the token or origin is wrong, 400 for an invalid input (ErrInvalid), 404
@@ -72,7 +78,6 @@ package board
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"embed"
 	"io/fs"
 	"log/slog"
@@ -85,12 +90,14 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
+	hubapi "github.com/taskgraph-dev/taskgraph/hub"
 )
 
 //go:embed static
 var staticFiles embed.FS
 
-// TokenHeader is the request header that carries the write token.
+// TokenHeader is the request header that carries the token of a write:
+// a token of the hub's (WithTokens).
 const TokenHeader = "X-Taskgraph-Token"
 
 // DefaultInterval is the least time between two snapshots the board sends
@@ -110,7 +117,7 @@ type Option func(*config)
 
 type config struct {
 	writes   bool
-	token    string
+	tokens   hubapi.Tokens
 	hosts    []string
 	title    string
 	interval time.Duration
@@ -124,14 +131,18 @@ type config struct {
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
 // AllowWrites turns on the page's actions: release a claim, reopen a task,
-// add an edge, create a task. Each request must carry the server's token
-// (see Server.Token). Without this option the board is read-only and every
-// write is refused with 403.
+// add an edge, create a task. Each request must carry a token that the
+// tokens of WithTokens know, of an agent or an admin, and does what that
+// token may do through the hub's API (hubapi.As): an agent releases only
+// its own claims, only an admin reopens. Without this option the board
+// is read-only and every write is refused with 403; without WithTokens
+// every write is refused with 401.
 func AllowWrites() Option { return func(c *config) { c.writes = true } }
 
-// WithToken sets the write token instead of a random one. It must be at
-// least 16 characters; a shorter one is replaced by a random token.
-func WithToken(token string) Option { return func(c *config) { c.token = token } }
+// WithTokens sets the tokens a write may carry: the hub's (a
+// hubapi.TokenFile beside the task directory, hub/pgtokens, or
+// hubapi.MemTokens). The board never logs nor echoes a token.
+func WithTokens(tokens hubapi.Tokens) Option { return func(c *config) { c.tokens = tokens } }
 
 // AllowHosts adds host names (without port) under which the board may be
 // reached. IP addresses and "localhost" are always accepted; any other name
@@ -177,9 +188,6 @@ func New(store taskgraph.Store, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&c)
 	}
-	if len(c.token) < 16 {
-		c.token = rand.Text()
-	}
 	if c.interval <= 0 {
 		c.interval = DefaultInterval
 	}
@@ -193,16 +201,6 @@ func New(store taskgraph.Store, opts ...Option) *Server {
 	s.hub = newHub(s)
 	s.routes()
 	return s
-}
-
-// Token returns the token that writes must carry in the X-Taskgraph-Token
-// header, or "" when writes are off. The page reads it from the URL
-// fragment: open /#token=TOKEN.
-func (s *Server) Token() string {
-	if !s.cfg.writes {
-		return ""
-	}
-	return s.cfg.token
 }
 
 // Close ends every open event stream and stops watching the store. The
@@ -247,6 +245,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/tasks/{id}/release", s.write(s.handleRelease))
 	s.mux.HandleFunc("POST /api/tasks/{id}/reopen", s.write(s.handleReopen))
 	s.mux.HandleFunc("POST /api/tasks/{id}/blockers", s.write(s.handleAddBlocker))
+	s.mux.HandleFunc("POST /api/tasks/{id}/approve", s.write(s.handleApprove))
+	s.mux.HandleFunc("POST /api/tasks/{id}/reject", s.write(s.handleReject))
 }
 
 // hostAllowed reports whether a request's Host names this board: an IP
@@ -272,9 +272,28 @@ func (s *Server) hostAllowed(hostport string) bool {
 }
 
 // writeAllowed checks what every write must have: writes turned on, the
-// board's own origin, and the token. It returns the status and reason of
-// a refusal, or 0.
-func (s *Server) writeAllowed(r *http.Request) (int, string) {
+// board's own origin, and a token of an agent or an admin. It returns
+// the store as the token's identity may use it, or the status and reason
+// of a refusal.
+func (s *Server) writeAllowed(r *http.Request) (hubapi.Store, int, string) {
+	code, msg := s.sameOrigin(r)
+	if code != 0 {
+		return nil, code, msg
+	}
+	hs, ok := s.store.(hubapi.Store)
+	if !ok || s.cfg.tokens == nil {
+		return nil, http.StatusUnauthorized, "this board knows no tokens (board.WithTokens), so it takes no write"
+	}
+	who, err := s.cfg.tokens.Identify(r.Context(), strings.TrimSpace(r.Header.Get(TokenHeader)))
+	if err != nil {
+		return nil, http.StatusUnauthorized, "missing, unknown or revoked token: open the board at its URL followed by #token=TOKEN, with a token of `taskgraph token add NAME` (an agent's; --role admin to reopen tasks)"
+	}
+	return hubapi.As(hs, who), 0, "" // a viewer's write: hubapi.ErrForbidden, 403
+}
+
+// sameOrigin checks writes turned on and the board's own origin. It
+// returns the status and reason of a refusal, or 0.
+func (s *Server) sameOrigin(r *http.Request) (int, string) {
 	if !s.cfg.writes {
 		return http.StatusForbidden, "this board is read-only: start it with --allow-writes (board.AllowWrites) to change tasks from the page"
 	}
@@ -285,9 +304,6 @@ func (s *Server) writeAllowed(r *http.Request) (int, string) {
 	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
 		return http.StatusForbidden, "cross-site write refused (Sec-Fetch-Site: " + site + ")"
-	}
-	if subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(s.cfg.token)) != 1 {
-		return http.StatusForbidden, "missing or wrong token: open the URL that taskgraph serve printed (it ends in #token=...)"
 	}
 	return 0, ""
 }

@@ -21,9 +21,23 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/board"
+	"github.com/taskgraph-dev/taskgraph/hub"
 )
 
-const token = "test-token-0123456789"
+// tokens are the hub's tokens the boards of the tests take writes from:
+// token is an admin's, agentToken agent-2's, viewerToken a viewer's.
+var (
+	tokens                         = &hub.MemTokens{}
+	token, agentToken, viewerToken = addToken("lead", hub.Admin), addToken("agent-2", hub.Agent), addToken("watcher", hub.Viewer)
+)
+
+func addToken(name string, role hub.Role) string {
+	tok, err := tokens.Add(context.Background(), name, role)
+	if err != nil {
+		panic(err)
+	}
+	return tok
+}
 
 // plan makes a store with a task in every state: 1 completed, 2 in
 // progress (blocked by 1), 3 blocked by 2, 4 ready.
@@ -98,7 +112,7 @@ func post(t *testing.T, srv *httptest.Server, path, body string, edit ...func(*h
 func header(k, v string) func(*http.Request) { return func(r *http.Request) { r.Header.Set(k, v) } }
 
 func TestReadOnlyByDefault(t *testing.T) {
-	srv, s := server(t, board.WithToken(token))
+	srv, s := server(t, board.WithTokens(tokens))
 	for _, path := range []string{"/api/tasks", "/api/tasks/2/release", "/api/tasks/1/reopen", "/api/tasks/3/blockers"} {
 		r := post(t, srv, path, `{}`)
 		if r.code != http.StatusForbidden || !strings.Contains(r.body["error"].(string), "read-only") {
@@ -108,26 +122,31 @@ func TestReadOnlyByDefault(t *testing.T) {
 	if ts, _ := s.List(context.Background()); len(ts) != 4 {
 		t.Fatalf("a read-only board wrote: %d tasks", len(ts))
 	}
-	if tok := board.New(s).Token(); tok != "" {
-		t.Fatalf("a read-only board has a token %q", tok)
-	}
 }
 
 func TestWritesNeedTokenAndOrigin(t *testing.T) {
-	srv, s := server(t, board.AllowWrites(), board.WithToken(token))
-	refused := map[string]func(*http.Request){
-		"no token":         func(r *http.Request) { r.Header.Del(board.TokenHeader) },
-		"wrong token":      header(board.TokenHeader, "test-token-0123456780"),
-		"short token":      header(board.TokenHeader, "test"),
-		"no Origin":        func(r *http.Request) { r.Header.Del("Origin") },
-		"other Origin":     header("Origin", "http://evil.example"),
-		"other port":       header("Origin", "http://127.0.0.1:1"),
-		"null Origin":      header("Origin", "null"),
-		"cross-site fetch": header("Sec-Fetch-Site", "cross-site"),
+	srv, s := server(t, board.AllowWrites(), board.WithTokens(tokens))
+	refused := map[string]struct {
+		edit func(*http.Request)
+		code int
+	}{
+		"no token":         {func(r *http.Request) { r.Header.Del(board.TokenHeader) }, http.StatusUnauthorized},
+		"wrong token":      {header(board.TokenHeader, token[:len(token)-1]+"x"), http.StatusUnauthorized},
+		"short token":      {header(board.TokenHeader, "test"), http.StatusUnauthorized},
+		"a viewer's token": {header(board.TokenHeader, viewerToken), http.StatusForbidden},
+		"no Origin":        {func(r *http.Request) { r.Header.Del("Origin") }, http.StatusForbidden},
+		"other Origin":     {header("Origin", "http://evil.example"), http.StatusForbidden},
+		"other port":       {header("Origin", "http://127.0.0.1:1"), http.StatusForbidden},
+		"null Origin":      {header("Origin", "null"), http.StatusForbidden},
+		"cross-site fetch": {header("Sec-Fetch-Site", "cross-site"), http.StatusForbidden},
 	}
-	for name, edit := range refused {
-		if r := post(t, srv, "/api/tasks", `{"subject":"x"}`, edit); r.code != http.StatusForbidden {
-			t.Errorf("%s: %d %v, want 403", name, r.code, r.body)
+	for name, c := range refused {
+		r := post(t, srv, "/api/tasks", `{"subject":"x"}`, c.edit)
+		if r.code != c.code {
+			t.Errorf("%s: %d %v, want %d", name, r.code, r.body, c.code)
+		}
+		if msg, _ := r.body["error"].(string); strings.Contains(msg, token[4:]) || strings.Contains(msg, viewerToken[4:]) {
+			t.Errorf("%s: the refusal echoes a token: %q", name, msg)
 		}
 	}
 	if ts, _ := s.List(context.Background()); len(ts) != 4 {
@@ -139,10 +158,47 @@ func TestWritesNeedTokenAndOrigin(t *testing.T) {
 	if r := post(t, srv, "/api/tasks", `{"subject":"x"}`, header("Sec-Fetch-Site", "same-origin")); r.code != http.StatusCreated {
 		t.Fatalf("a write with the token from the board's origin: %d %v", r.code, r.body)
 	}
-	// Without WithToken the token is random, and different per server.
-	a, b := board.New(s, board.AllowWrites()), board.New(s, board.AllowWrites())
-	if len(a.Token()) < 16 || a.Token() == b.Token() {
-		t.Fatalf("random tokens %q and %q", a.Token(), b.Token())
+	// Without tokens no write is taken.
+	bare := serve(t, s, board.AllowWrites())
+	if r := post(t, bare, "/api/tasks", `{"subject":"x"}`); r.code != http.StatusUnauthorized {
+		t.Fatalf("a board without tokens: %d %v, want 401", r.code, r.body)
+	}
+}
+
+// A write from the page does what its token may do through the hub's API
+// (hub.As), no more: an agent's token creates tasks and adds edges, and
+// releases its own claim only; only an admin's reopens a task or releases
+// another's claim. A refusal changes nothing.
+func TestWritesAsTheTokenMay(t *testing.T) {
+	srv, s := server(t, board.AllowWrites(), board.WithTokens(tokens))
+	ctx := context.Background()
+	agent := header(board.TokenHeader, agentToken)
+	if r := post(t, srv, "/api/tasks", `{"subject":"by an agent"}`, agent); r.code != http.StatusCreated {
+		t.Fatalf("an agent creates: %d %v", r.code, r.body)
+	}
+	if r := post(t, srv, "/api/tasks/5/blockers", `{"blocker":4}`, agent); r.code != http.StatusOK {
+		t.Fatalf("an agent adds an edge: %d %v", r.code, r.body)
+	}
+	if r := post(t, srv, "/api/tasks/1/reopen", `{}`, agent); r.code != http.StatusForbidden || !strings.Contains(r.body["error"].(string), "admin") {
+		t.Fatalf("an agent reopens: %d %v, want 403", r.code, r.body)
+	}
+	if task, _ := s.Get(ctx, 1); task.Status != taskgraph.Completed {
+		t.Fatalf("a refused reopen changed task 1: %s", task.Status)
+	}
+	if _, err := s.Release(ctx, 2, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, 2, "agent-9"); err != nil {
+		t.Fatal(err)
+	}
+	if r := post(t, srv, "/api/tasks/2/release", `{"owner":"agent-9"}`, agent); r.code != http.StatusForbidden {
+		t.Fatalf("agent-2 releases agent-9's claim: %d %v, want 403", r.code, r.body)
+	}
+	if r := post(t, srv, "/api/tasks/2/release", `{"owner":"agent-9"}`); r.code != http.StatusOK {
+		t.Fatalf("an admin releases agent-9's claim: %d %v", r.code, r.body)
+	}
+	if r := post(t, srv, "/api/tasks/1/reopen", `{}`); r.code != http.StatusOK {
+		t.Fatalf("an admin reopens: %d %v", r.code, r.body)
 	}
 }
 
@@ -179,7 +235,7 @@ func TestHostCheck(t *testing.T) {
 // Every input is judged by the store: the board answers with the store's
 // own error text, as 400 (invalid), 404 (not found) or 409 (conflict).
 func TestValidation(t *testing.T) {
-	srv, s := server(t, board.AllowWrites(), board.WithToken(token))
+	srv, s := server(t, board.AllowWrites(), board.WithTokens(tokens))
 	ctx := context.Background()
 	// twin holds the same plan; the same operation on it gives the text
 	// the board must return.
@@ -244,7 +300,7 @@ func TestValidation(t *testing.T) {
 }
 
 func TestActions(t *testing.T) {
-	srv, s := server(t, board.AllowWrites(), board.WithToken(token))
+	srv, s := server(t, board.AllowWrites(), board.WithTokens(tokens))
 	ctx := context.Background()
 	get := func(id taskgraph.ID) taskgraph.Task {
 		t.Helper()
@@ -469,7 +525,7 @@ func TestSnapshot(t *testing.T) {
 	for _, c := range snap.Columns {
 		keys = append(keys, string(c.Key))
 	}
-	if strings.Join(keys, " ") != "ready deferred limited blocked stranded in_progress completed failed cancelled" || snap.Title != "plan" || snap.Writes {
+	if strings.Join(keys, " ") != "ready awaiting_approval deferred limited blocked stranded in_progress completed failed cancelled" || snap.Title != "plan" || snap.Writes {
 		t.Fatalf("columns %v, title %q, writes %v", keys, snap.Title, snap.Writes)
 	}
 	if got := column(snap, "in_progress"); len(got) != 2 || len(column(snap, "ready")) != 1 || len(column(snap, "blocked")) != 1 || len(column(snap, "completed")) != 1 {
@@ -831,7 +887,7 @@ func TestStrands(t *testing.T) {
 // A write, through the board or by anyone else, reaches every open page
 // as a new snapshot.
 func TestEventsAfterWrite(t *testing.T) {
-	srv, s := server(t, board.AllowWrites(), board.WithToken(token))
+	srv, s := server(t, board.AllowWrites(), board.WithTokens(tokens))
 	ev := openEvents(t, srv)
 	first := ev.next()
 	if len(first.Tasks) != 4 {

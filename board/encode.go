@@ -261,6 +261,18 @@ func (st *state) appendTask(b []byte, e *entry) []byte {
 				b = strconv.AppendInt(b, int64(n.d), 10)
 			}
 		}
+		if t.AwaitingApproval() {
+			b = append(b, `,"awaitingApproval":true`...)
+		}
+		b = str(b, "createdVia", t.Extra.CreatedVia, true)
+		if len(t.Extra.Links) > 0 { // rare and bounded (MaxLinks): encoding/json will do
+			b = append(b, `,"links":`...)
+			if m, err := appendJSON(b, t.Extra.Links); err == nil {
+				b = m
+			} else {
+				b = append(b, "null"...)
+			}
+		}
 	}
 	b = str(b, "prevOwner", t.PrevOwner, true)
 	b = append(b, `,"rev":`...)

@@ -37,6 +37,7 @@ func ExampleNew() {
 	fmt.Println("task 2 waits on", snap.Tasks[1].WaitingOn)
 	// Output:
 	// Ready: []
+	// Awaiting approval: []
 	// Deferred: []
 	// Limited: []
 	// Blocked: [2]

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
-
-	"github.com/taskgraph-dev/taskgraph"
 )
 
 // StaticFiles is the embedded tree the board serves under /static/.
@@ -47,25 +45,6 @@ func (s *Server) FirstSnapshot(ctx context.Context) (int, error) {
 // Nexts returns how many states the server has made from the one before
 // by the watch's events, rather than from the store.
 func (s *Server) Nexts() int64 { return s.hub.nexts.Load() }
-
-// ChangeBy brings the board up to date as after the watch's events, and
-// returns the size of the Change event it makes (0 if nothing changed).
-func (s *Server) ChangeBy(ctx context.Context, events ...taskgraph.Event) (int, error) {
-	for _, ev := range events {
-		s.hub.queue(ev)
-	}
-	before := s.hub.cur.Load()
-	st, err := s.hub.refresh(ctx)
-	if err != nil || st == before {
-		return 0, err
-	}
-	s.hub.mu.Lock()
-	defer s.hub.mu.Unlock()
-	if len(s.hub.recent) == 0 {
-		return 0, nil // the first state: no change
-	}
-	return len(s.hub.recent[len(s.hub.recent)-1].data), nil
-}
 
 // Current returns the server's current state as a Snapshot, as it is:
 // not brought up to date first.

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/taskgraph-dev/taskgraph"
 )
 
 // metricsContentType is the Prometheus text format's media type.
@@ -31,15 +29,8 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&m, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
 	}
 	metric("taskgraph_tasks", "gauge", "Tasks in the graph, by state (taskgraph.State).")
-	for _, st := range []struct {
-		state taskgraph.State
-		tasks []taskgraph.Task
-	}{
-		{taskgraph.StateReady, b.Ready}, {taskgraph.StateDeferred, b.Deferred}, {taskgraph.StateLimited, b.Limited},
-		{taskgraph.StateBlocked, b.Blocked}, {taskgraph.StateStranded, b.Stranded}, {taskgraph.StateInProgress, b.InProgress},
-		{taskgraph.StateCompleted, b.Completed}, {taskgraph.StateFailed, b.Failed}, {taskgraph.StateCancelled, b.Cancelled},
-	} {
-		fmt.Fprintf(&m, "taskgraph_tasks{state=%q} %d\n", string(st.state), len(st.tasks))
+	for _, st := range b.Lists() {
+		fmt.Fprintf(&m, "taskgraph_tasks{state=%q} %d\n", string(st.State), len(st.Tasks))
 	}
 	lapsed := 0
 	now := time.Now()

@@ -34,7 +34,7 @@ func TestNextAgreesWithStore(t *testing.T) {
 	}
 	srv := board.New(s)
 	defer srv.Close()
-	if _, err := srv.ChangeBy(ctx); err != nil { // the first state, from the store
+	if _, err := srv.ApplyChange(ctx); err != nil { // the first state, from the store
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(3, 5))
@@ -107,7 +107,7 @@ func TestNextAgreesWithStore(t *testing.T) {
 			continue // a write the rules refuse (a cycle, a task in the wrong state): nothing changed
 		}
 		before := srv.Nexts()
-		if _, err := srv.ChangeBy(ctx, drain(events)...); err != nil {
+		if _, err := srv.ApplyChange(ctx, drain(events)...); err != nil {
 			t.Fatal(err)
 		}
 		local += int(srv.Nexts() - before)

@@ -184,18 +184,3 @@ func (s *Server) OldSnapshotJSON(ctx context.Context) ([]byte, error) {
 	}
 	return json.Marshal(snap)
 }
-
-// Change brings the board up to date as after a change, and returns the
-// size of the Change event it makes (0 if nothing changed).
-func (s *Server) Change(ctx context.Context) (int, error) {
-	s.hub.stale.Store(true)
-	if _, err := s.hub.refresh(ctx); err != nil {
-		return 0, err
-	}
-	s.hub.mu.Lock()
-	defer s.hub.mu.Unlock()
-	if len(s.hub.recent) == 0 {
-		return 0, nil
-	}
-	return len(s.hub.recent[len(s.hub.recent)-1].data), nil
-}

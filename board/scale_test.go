@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http/httptest"
 	"reflect"
 	"runtime"
@@ -17,71 +16,18 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/board"
+	"github.com/taskgraph-dev/taskgraph/internal/boardbench"
 )
 
-// project loads a project of n tasks into a new MemStore, as a team would
-// have it part way through: the first 60% completed, every 97th of those
-// failed, nine in progress, the rest ready or blocked (and task n-30
-// failed, stranding what waits on it), each with a label, a priority and
-// a short description. Each task from the 17th to the (n-21)th waits on
-// up to two of the twelve before it; task n-11 is in progress, and the
-// last ten tasks wait on it alone, so that completing it readies exactly
-// them.
+// project loads boardbench's project of n tasks into a new MemStore
+// (see boardbench.Tasks).
 func project(tb testing.TB, n int) *taskgraph.MemStore {
 	tb.Helper()
-	r := rand.New(rand.NewPCG(7, 11))
-	areas := []string{"backend", "frontend", "ops", "docs", "data"}
-	now := time.Now().UTC().Add(-time.Hour)
-	tasks := make([]taskgraph.Task, 0, n)
-	done := n * 6 / 10
-	for i := 1; i <= n; i++ {
-		t := taskgraph.Task{
-			ID:          taskgraph.ID(i),
-			Subject:     fmt.Sprintf("Task number %d of the project", i),
-			Description: "Some words that say what is to be done, and how, and why it matters to the rest.",
-			Status:      taskgraph.Pending,
-			Priority:    taskgraph.PriorityLevel(r.IntN(5)),
-			Labels:      []string{areas[r.IntN(len(areas))]},
-			CreatedAt:   now, UpdatedAt: now, Rev: 1,
-		}
-		if i > 16 && i < n-20 {
-			for range 2 {
-				b := taskgraph.ID(max(1, i-1-r.IntN(12)))
-				if r.IntN(3) > 0 && !containsID(t.BlockedBy, b) {
-					t.BlockedBy = append(t.BlockedBy, b)
-				}
-			}
-		}
-		if i > n-11 {
-			t.BlockedBy = []taskgraph.ID{taskgraph.ID(n - 11)}
-		}
-		switch {
-		case i <= done && i%97 == 0, i == n-30:
-			t.Status, t.Owner, t.Reason = taskgraph.Failed, "agent-1", "flaky test in CI"
-		case i <= done:
-			t.Status, t.Owner, t.Result = taskgraph.Completed, "agent-2", "done and merged"
-		case i == n-11 || (i > done && i <= done+8):
-			if i > done {
-				t.BlockedBy = nil
-			}
-			t.Status, t.Owner, t.ClaimedAt = taskgraph.InProgress, fmt.Sprintf("agent-%d", i%8), now
-		}
-		tasks = append(tasks, t)
-	}
 	s := taskgraph.NewMemStore()
-	if err := s.Load(context.Background(), tasks); err != nil {
+	if err := s.Load(context.Background(), boardbench.Tasks(n)); err != nil {
 		tb.Fatal(err)
 	}
 	return s
-}
-
-func containsID(ids []taskgraph.ID, id taskgraph.ID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // BenchmarkChange measures what one change to one task's subject costs
@@ -92,32 +38,32 @@ func containsID(ids []taskgraph.ID, id taskgraph.ID) bool {
 // watch's events were applied (issue 39 item 5: 178 ms and 59 MB at
 // 100,000 tasks); "after" is the state made from the one before by the
 // watch's event (state.next), and the Change encoded, once for all pages.
+// "anew" and "after" are boardbench's Change.Anew and Change.ByEvent,
+// which go run ./bench measures too, at 1,000, 10,000 and 100,000 tasks.
 // "claim" is the same for a claim or release of a ready task, by its
 // event; "first-snapshot" is what a server does for its first page: the
 // state made and encoded whole.
 func BenchmarkChange(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
-		s := project(b, n)
-		srv := board.New(s)
-		ctx, cancel := context.WithCancel(context.Background())
-		events, err := s.Watch(ctx)
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		c, err := boardbench.New(n)
 		if err != nil {
 			b.Fatal(err)
 		}
-		id := taskgraph.ID(n - 5) // a blocked task: its subject changes
+		s, srv := c.Store, c.Server
+		ctx := context.Background()
+		event := func() taskgraph.Event {
+			ev, err := c.Event()
+			if err != nil {
+				b.Fatal(err)
+			}
+			return ev
+		}
+		id := taskgraph.ID(n - 5) // the blocked task boardbench renames
 		i := 0
 		touch := func() {
 			i++
-			if _, err := s.Update(ctx, id, taskgraph.Patch{Subject: ptr(fmt.Sprintf("renamed %d", i))}); err != nil {
+			if _, err := s.Update(ctx, id, taskgraph.Patch{Subject: ptr(fmt.Sprintf("before %d", i))}); err != nil {
 				b.Fatal(err)
-			}
-		}
-		event := func() taskgraph.Event {
-			for {
-				ev := <-events
-				if ev.Kind != taskgraph.Unblocked {
-					return ev
-				}
 			}
 		}
 		b.Run(fmt.Sprintf("n=%d/before", n), func(b *testing.B) {
@@ -138,9 +84,7 @@ func BenchmarkChange(b *testing.B) {
 			b.ReportAllocs()
 			var size int
 			for b.Loop() {
-				touch()
-				event()
-				m, err := srv.Change(ctx)
+				m, err := c.Anew(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -152,8 +96,7 @@ func BenchmarkChange(b *testing.B) {
 			b.ReportAllocs()
 			var size int
 			for b.Loop() {
-				touch()
-				m, err := srv.ChangeBy(ctx, event())
+				m, err := c.ByEvent(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -179,7 +122,7 @@ func BenchmarkChange(b *testing.B) {
 					b.Fatal(err)
 				}
 				held = !held
-				m, err := srv.ChangeBy(ctx, event())
+				m, err := srv.ApplyChange(ctx, event())
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -201,8 +144,7 @@ func BenchmarkChange(b *testing.B) {
 			}
 			b.ReportMetric(float64(size), "bytes/event")
 		})
-		cancel()
-		srv.Close()
+		c.Close()
 	}
 }
 

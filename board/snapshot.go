@@ -126,8 +126,7 @@ const (
 // tail returns the last n elements of s.
 func tail[T any](s []T, n int) []T { return s[max(len(s)-n, 0):] }
 
-// The states of the board, each a column: the three states of a pending
-// task, the one of a task being worked on, and the three outcomes. A new
+// The states of the board, each a column: the states of a pending task, the one of a task being worked on, and the three outcomes. A new
 // state is one more entry here and a colour in app.css; the page needs no
 // other change.
 var columns = []struct {
@@ -136,6 +135,7 @@ var columns = []struct {
 	tasks func(b *taskgraph.Board) []taskgraph.Task
 }{
 	{taskgraph.StateReady, "Ready", func(b *taskgraph.Board) []taskgraph.Task { return b.Ready }},
+	{taskgraph.StateAwaitingApproval, "Awaiting approval", func(b *taskgraph.Board) []taskgraph.Task { return b.AwaitingApproval }},
 	{taskgraph.StateDeferred, "Deferred", func(b *taskgraph.Board) []taskgraph.Task { return b.Deferred }},
 	{taskgraph.StateLimited, "Limited", func(b *taskgraph.Board) []taskgraph.Task { return b.Limited }},
 	{taskgraph.StateBlocked, "Blocked", func(b *taskgraph.Board) []taskgraph.Task { return b.Blocked }},

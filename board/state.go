@@ -576,9 +576,13 @@ func (st *state) next(events []taskgraph.Event, now time.Time) (*state, []*entry
 // ready; a pending task that stays pending keeps a blocked or stranded
 // column, since neither its blockers nor what strands them changed. A
 // claim or release of a task that a failed or cancelled one may strand
-// through a blocker completed out of order is told by the store.
+// through a blocker completed out of order, and a task that awaits
+// approval or did, are told by the store.
 func (st *state) column(e *entry, t *taskgraph.Task) (int32, bool) {
 	was, from := e.t.Status, e.col
+	if t.AwaitingApproval() || e.t.AwaitingApproval() {
+		return 0, false // an approval, or a gate (a file edited by hand): told by the store
+	}
 	switch {
 	case t.Status == was && t.Status != taskgraph.Pending:
 		return from, true

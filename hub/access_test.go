@@ -52,11 +52,16 @@ var endpoints = []endpoint{
 	{"DELETE /v1/tasks/{id}", "DELETE", "/v1/tasks/1", "", "", hub.Admin},
 	{"PUT /v1/limits", "PUT", "/v1/limits", `{"Label":"db","N":2}`, "", hub.Admin},
 	{"PUT /v1/liveness", "PUT", "/v1/liveness", `{"Label":"db","MaxRuntime":3600000000000}`, "", hub.Admin},
+	{"POST /v1/tasks/{id}/approve", "POST", "/v1/tasks/5/approve", `{"By":"me"}`, "", hub.Admin},
+	{"POST /v1/tasks/{id}/reject", "POST", "/v1/tasks/5/reject", `{"By":"me","Reason":"no"}`, "", hub.Admin},
+	{"GET /v1/approval", "GET", "/v1/approval", "", "", hub.Viewer},
+	{"PUT /v1/approval", "PUT", "/v1/approval", `{"labels":["prod"]}`, "", hub.Admin},
 	{"POST /v1/load", "POST", "/v1/load", `[{"ID":100,"Subject":"loaded","Status":"pending"}]`, "", hub.Admin},
 }
 
 // seeded returns a store with a task of each kind the endpoints act on:
-// 1 pending, 2 held by bob, 3 held by me, 4 completed by bob.
+// 1 pending, 2 held by bob, 3 held by me, 4 completed by bob, 5
+// awaiting approval.
 func seeded(t *testing.T) *tg.MemStore {
 	t.Helper()
 	s := tg.NewMemStore()
@@ -72,6 +77,8 @@ func seeded(t *testing.T) *tg.MemStore {
 	require.NoError(t, err)
 	_, err = s.Complete(ctx, 4, "bob")
 	require.NoError(t, err)
+	_, err = s.Create(ctx, tg.NewTask{Subject: "five", NeedsApproval: true})
+	require.NoError(t, err)
 	return s
 }
 
@@ -84,7 +91,9 @@ func state(t *testing.T, s *tg.MemStore) string {
 	require.NoError(t, err)
 	defaults, err := s.LivenessDefaults(ctx)
 	require.NoError(t, err)
-	return fmt.Sprintf("%+v %v %v", all, limits, defaults)
+	policy, err := s.ApprovalPolicy(ctx)
+	require.NoError(t, err)
+	return fmt.Sprintf("%+v %v %v %+v", all, limits, defaults, policy)
 }
 
 // The access matrix: through every endpoint, a request without a token,

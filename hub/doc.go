@@ -70,10 +70,15 @@
 // answer was lost is sent again with the same key and RetryHeader; the
 // hub answers it as it answered the first attempt, or waits for the
 // first attempt if it still runs, and never applies it twice. The hub
-// remembers keys in memory for KeyWindow: a retry it does not remember
-// is applied only if it names this very hub (HubHeader), so that the
-// first attempt never reached it; otherwise (the hub restarted) it is
-// refused with an error matching tg.ErrUnknownOutcome.
+// remembers keys in memory for KeyWindow, and a store that records keys
+// with the writes they guard (tg.KeyRecorder: FileStore in the task
+// files, pgstore in the write's transaction) remembers them across a
+// restart of the hub: a retry the hub does not remember is answered from
+// the store (recall.go) — the first attempt's answer, or the write run if
+// the store is sure it never happened. In front of a store that does
+// not (MemStore), such a retry is applied only if it names this very hub
+// (HubHeader), so that the first attempt never reached it; otherwise it
+// is refused with an error matching tg.ErrUnknownOutcome.
 //
 // # Watch
 //
@@ -92,6 +97,5 @@
 // tools act on As(store, who), the store as that identity may use it,
 // so the API and MCP enforce the same rules.
 //
-// Not built yet: keys recorded in the store (so that they survive a
-// restart of the hub). See docs/hub.md.
+// See docs/hub.md for what is not built yet.
 package hub

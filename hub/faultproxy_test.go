@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,11 +135,42 @@ func copyFrames(dst, src net.Conn, chunk int) {
 // not settle is ErrUnknownOutcome — never another error that would say it
 // did not happen while it did.
 func TestFaultProxy(t *testing.T) {
-	mem := tg.NewMemStore()
+	faultProxyRun(t, tg.NewMemStore(), false)
+}
+
+// The same through a hub that restarts at every request (a new Server
+// for each), in front of a store that records write keys: every retry
+// is answered from the store, and an unsettled write is one whose task
+// changed before its retry came (another agent claimed what it created).
+// Before keys were recorded in the store, each dropped answer was an
+// unknown outcome.
+func TestFaultProxyRestartingFileStore(t *testing.T) {
+	s, err := tg.Open(t.TempDir())
+	require.NoError(t, err)
+	defer s.Close()
+	faultProxyRun(t, s, true)
+}
+
+func TestFaultProxyRestartingPostgres(t *testing.T) {
+	faultProxyRun(t, openPG(t, pool(t)), true)
+}
+
+// faultProxyRun runs the fault proxy test on mem, through one hub, or a
+// new hub for every request if restart.
+func faultProxyRun(t *testing.T, mem hub.Store, restart bool) {
 	tokens := &hub.MemTokens{}
 	api := hub.NewServer(mem, tokens)
 	defer api.Close()
-	ts := httptest.NewServer(api)
+	var handler http.Handler = api
+	var recalled atomic.Int64
+	if restart {
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			api := hub.NewServer(mem, tokens)
+			api.ServeHTTP(w, r)
+			recalled.Add(api.Recalled())
+		})
+	}
+	ts := httptest.NewServer(handler)
 	defer ts.Close()
 	r := rand.New(rand.NewPCG(41, 6))
 	var rmu sync.Mutex
@@ -224,7 +256,10 @@ func TestFaultProxy(t *testing.T) {
 		assert.Equal(t, 1, n, "%s created %d times", s, n)
 	}
 	proxy.mu.Lock()
-	t.Logf("faults: %v; creates acknowledged %d, unsettled %d; tasks in the store %d", proxy.counts, acked, unknown, len(all))
+	t.Logf("faults: %v; creates acknowledged %d, unsettled %d; tasks in the store %d; retries answered from the store %d", proxy.counts, acked, unknown, len(all), recalled.Load())
+	if restart {
+		assert.Positive(t, recalled.Load(), "retries answered from the store")
+	}
 	for f := dropAnswer; f < faults; f++ {
 		assert.Positive(t, proxy.counts[f], "the run met %v", f)
 	}

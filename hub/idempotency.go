@@ -39,8 +39,9 @@ const (
 
 // Bounds of what a hub remembers of its writes' keys.
 const (
-	// KeyWindow is how long a hub remembers a key's answer.
-	KeyWindow = 10 * time.Minute
+	// KeyWindow is how long a hub remembers a key's answer, and a store
+	// that records keys (tg.KeyRecorder) its write.
+	KeyWindow = tg.WriteKeyWindow
 	// maxKeys bounds how many keys a hub remembers; past it the oldest
 	// are forgotten first (a retry of one is then an unknown outcome).
 	maxKeys = 100_000
@@ -62,6 +63,7 @@ type answer struct {
 // answer (nil if the write did not happen and may run again).
 type keyed struct {
 	fingerprint [32]byte
+	ask         bool // a retry the hub does not remember: ask the store first
 	at          time.Time
 	done        chan struct{}
 	answer      *answer
@@ -96,8 +98,9 @@ func fingerprint(who Identity, r *http.Request, body []byte) [32]byte {
 // key used for another request, or a retry of a key it does not
 // remember, unless it is sure the first attempt never reached it
 // (sameHub: the hub the client last saw, and none forgotten early), is
-// an error.
-func (k *keys) begin(who Identity, key string, fp [32]byte, retry, sameHub bool) (*keyed, bool, error) {
+// an error — unless the store remembers keys (stored): then the caller
+// asks it (keyed.ask).
+func (k *keys) begin(who Identity, key string, fp [32]byte, retry, sameHub, stored bool) (*keyed, bool, error) {
 	if len(key) > maxKeyLen {
 		return nil, false, &tg.InvalidError{Field: KeyHeader, Reason: fmt.Sprintf("longer than %d bytes", maxKeyLen)}
 	}
@@ -111,13 +114,13 @@ func (k *keys) begin(who Identity, key string, fp [32]byte, retry, sameHub bool)
 		return nil, false, &tg.InvalidError{Field: KeyHeader, Reason: "this key was used for another request: a key names one write, with the same method, path and body on every attempt"}
 	case ok && (!closed(e.done) || e.answer != nil):
 		return e, false, nil
-	case !ok && retry && (!sameHub || k.lost):
+	case !ok && retry && (!sameHub || k.lost) && !stored:
 		return nil, false, fmt.Errorf("hub: a retry of a write this hub does not remember (it restarted, or the write is older than %v): %w", KeyWindow, &unknownOutcomeError{})
 	case !ok:
 		k.order = append(k.order, id)
 	}
 	// New, or its last attempt did not happen: this one runs it.
-	e = &keyed{fingerprint: fp, at: k.now(), done: make(chan struct{})}
+	e = &keyed{fingerprint: fp, at: k.now(), done: make(chan struct{}), ask: !ok && retry && (!sameHub || k.lost)}
 	k.m[id] = e
 	return e, true, nil
 }

@@ -20,7 +20,7 @@ func TestKeysForgetSafely(t *testing.T) {
 	var fp [32]byte
 	run := func(key string) {
 		t.Helper()
-		e, runs, err := k.begin(who, key, fp, false, false)
+		e, runs, err := k.begin(who, key, fp, false, false, false)
 		if err != nil || !runs {
 			t.Fatalf("begin %s: %v %v", key, runs, err)
 		}
@@ -28,7 +28,7 @@ func TestKeysForgetSafely(t *testing.T) {
 	}
 	run("first")
 	now = now.Add(KeyWindow + time.Second)
-	e, runs, err := k.begin(who, "first", fp, true, true)
+	e, runs, err := k.begin(who, "first", fp, true, true, false)
 	if err != nil || !runs {
 		t.Fatalf("a key past its window is forgotten, and a retry on the same hub runs: %v", err)
 	}
@@ -42,7 +42,7 @@ func TestKeysForgetSafely(t *testing.T) {
 	if !k.lost {
 		t.Fatal("past maxKeys a key within its window was forgotten")
 	}
-	_, _, err = k.begin(who, "0", fp, true, true)
+	_, _, err = k.begin(who, "0", fp, true, true, false)
 	if !errors.Is(err, tg.ErrUnknownOutcome) {
 		t.Fatalf("a retry of a forgotten key: %v, want ErrUnknownOutcome", err)
 	}

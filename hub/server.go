@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tg "github.com/taskgraph-dev/taskgraph"
@@ -29,6 +30,8 @@ type Store interface {
 	tg.Noter
 	tg.Limiter
 	tg.LivenessDefaulter
+	tg.Approver
+	tg.ApprovalPolicer
 	tg.Watcher
 }
 
@@ -49,8 +52,9 @@ type Server struct {
 	id       string // this instance, in HubHeader
 	rate     *rate
 	mux      *http.ServeMux
-	routes   []string // every pattern handled, for the access-matrix test
-	mcp      *mcpHub  // nil without WithMCP
+	routes   []string     // every pattern handled, for the access-matrix test
+	recalled atomic.Int64 // retries answered from the store's keys (recall)
+	mcp      *mcpHub      // nil without WithMCP
 }
 
 // NewServer returns a server of store for the holders of tokens. It does
@@ -259,6 +263,7 @@ func (s *Server) route() {
 		}
 		return nil, r.st.SetLivenessDefault(r.Context(), c.Label, tg.LivenessDefault{MaxRuntime: c.MaxRuntime, ProgressWindow: c.ProgressWindow})
 	})
+	s.routeApproval()
 	s.routes = append(s.routes, "GET /v1/events")
 	s.mux.HandleFunc("GET /v1/events", s.handleEvents)
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
@@ -318,24 +323,42 @@ func (s *Server) handle(pattern string, n need, h func(r *request) (any, error))
 			a.write(w)
 			return
 		}
-		s.runOnce(w, r, key, h)
+		s.runOnce(w, r, key, shapes[pattern], h)
 	})
 }
 
 // runOnce runs the write h of r keyed key at most once: a retry of it
-// waits for the first attempt and gets its answer.
-func (s *Server) runOnce(w http.ResponseWriter, r *request, key string, h func(r *request) (any, error)) {
+// waits for the first attempt and gets its answer. The store records
+// the key with the write if it can (tg.WithWriteKey); a retry the hub
+// does not remember is then answered from the store (recall).
+func (s *Server) runOnce(w http.ResponseWriter, r *request, key string, sh shape, h func(r *request) (any, error)) {
 	fp := fingerprint(r.who, r.Request, r.data)
 	retryOf := r.Header.Get(RetryHeader)
 	retry, sameHub := retryOf != "", retryOf == s.id
+	kr := s.recaller(sh)
+	if kr != nil {
+		r.Request = r.WithContext(tg.WithWriteKey(r.Context(), storeKey(key, fp)))
+	}
 	for {
-		e, runs, err := s.keys.begin(r.who, key, fp, retry, sameHub)
+		e, runs, err := s.keys.begin(r.who, key, fp, retry, sameHub, kr != nil)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
+		if runs && e.ask {
+			if a := s.recall(r.Context(), kr, sh, storeKey(key, fp)); a != nil {
+				s.keys.finish(e, a) // remembered: the next retry is answered alike
+				a.write(w)
+				return
+			}
+			// The store is sure the first attempt never happened: this
+			// one is the first.
+		}
 		if runs {
 			a, happened := run(r, h)
+			if e.ask && sh == noBody && r.Method == http.MethodDelete {
+				a = goneOnRetry(a)
+			}
 			if !happened {
 				s.keys.finish(e, nil)
 			} else {

@@ -24,6 +24,7 @@ import (
 
 	tg "github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 )
 
 // Role is what a token may do.
@@ -202,7 +203,7 @@ func revokeFrom(infos []TokenInfo, name string) ([]TokenInfo, error) {
 }
 
 // TokenFile keeps tokens in a task directory's sidecar file,
-// tg.TokensFileName, which git ignores (tg.WriteGitIgnore): the hashes
+// .taskgraph.tokens, which git ignores (gitrepo.WriteIgnore): the hashes
 // are this machine's, never the graph's. The hub reads the file on every
 // request — it is small — so a token added or revoked by `taskgraph
 // token` counts from the next request, without a restart. Two `token
@@ -214,10 +215,10 @@ type TokenFile struct {
 }
 
 // OpenTokenFile returns the tokens of the task directory dir, kept in
-// its file tg.TokensFileName. The file need not exist: then there is no
+// its file .taskgraph.tokens. The file need not exist: then there is no
 // token.
 func OpenTokenFile(dir string) *TokenFile {
-	return OpenTokenFileAt(filepath.Join(dir, tg.TokensFileName))
+	return OpenTokenFileAt(filepath.Join(dir, filenames.Tokens))
 }
 
 // OpenTokenFileAt returns the tokens kept in the file path: for tokens

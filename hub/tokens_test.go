@@ -10,6 +10,7 @@ import (
 
 	tg "github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/hub"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 )
 
 // A token file keeps hashes only; a token identifies its name and role
@@ -33,7 +34,7 @@ func TestTokenFile(t *testing.T) {
 		require.ErrorIs(t, err, tg.ErrInvalid, "%q", bad)
 	}
 
-	data, err := os.ReadFile(filepath.Join(dir, tg.TokensFileName))
+	data, err := os.ReadFile(filepath.Join(dir, filenames.Tokens))
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), a[4:])
 
@@ -57,7 +58,7 @@ func TestTokenFile(t *testing.T) {
 	require.Len(t, infos, 1)
 	assert.Equal(t, "watcher", infos[0].Name)
 
-	require.NoError(t, os.WriteFile(filepath.Join(dir, tg.TokensFileName), []byte("{not json"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, filenames.Tokens), []byte("{not json"), 0o600))
 	_, err = f.Identify(ctx, v)
 	require.ErrorIs(t, err, hub.ErrUnauthorized, "a corrupt file refuses every token")
 	_, err = f.Add(ctx, "another", hub.Agent)

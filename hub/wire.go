@@ -123,6 +123,7 @@ var kinds = []struct {
 	{"limited", tg.ErrLimited, http.StatusConflict},
 	{"gave_up", tg.ErrGaveUp, http.StatusConflict},
 	{"lapsed", tg.ErrLapsed, http.StatusConflict},
+	{"awaiting_approval", tg.ErrAwaitingApproval, http.StatusConflict},
 	{"unverified", tg.ErrUnverified, http.StatusConflict},
 	{"no_ready", tg.ErrNoReady, http.StatusConflict},
 	{"corrupt", tg.ErrCorrupt, http.StatusInternalServerError},
@@ -174,6 +175,7 @@ func typedOf(err error) (string, any) {
 		gu  *tg.GaveUpError
 		li  *tg.LimitError
 		la  *tg.LapsedError
+		aw  *tg.AwaitingApprovalError
 		un  *tg.UnverifiedError
 		cor *tg.CorruptError
 	)
@@ -198,6 +200,8 @@ func typedOf(err error) (string, any) {
 		return "LimitError", li
 	case errors.As(err, &la):
 		return "LapsedError", la
+	case errors.As(err, &aw):
+		return "AwaitingApprovalError", aw
 	case errors.As(err, &un):
 		return "UnverifiedError", un
 	case errors.As(err, &cor):
@@ -276,6 +280,8 @@ func decodeTyped(typ string, detail json.RawMessage) error {
 		err = decodeAs[tg.LimitError](detail)
 	case "LapsedError":
 		err = decodeAs[tg.LapsedError](detail)
+	case "AwaitingApprovalError":
+		err = decodeAs[tg.AwaitingApprovalError](detail)
 	case "UnverifiedError":
 		err = decodeAs[tg.UnverifiedError](detail)
 	case "CorruptError":

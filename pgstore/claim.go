@@ -71,17 +71,11 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id taskgraph.ID, owner str
 }
 
 // undeferred holds for a task whose NotBefore has come by the time of
-// the operation, $n (see nowSQL): with readyCondition, a task ClaimNext
-// may take.
-func undeferred(n int) string { return `(t.not_before IS NULL OR t.not_before <= ` + nowSQL(n) + `)` }
-
-// underSQL holds for a task t under the task $n (its descendants by the
-// parent links), or for every task when $n is 0.
-func underSQL(n int) string {
-	p := fmt.Sprintf("$%d::bigint", n)
-	return `(` + p + ` = 0 OR t.id IN (WITH RECURSIVE u(id) AS (
-		SELECT c.id FROM taskgraph_tasks c WHERE c.graph = $1 AND c.parent = ` + p + `
-		UNION SELECT c.id FROM taskgraph_tasks c JOIN u ON c.graph = $1 AND c.parent = u.id) SELECT id FROM u))`
+// the operation, $n (see nowSQL), and that does not await approval
+// (taskgraph.Task.AwaitingApproval): with readyCondition, a task
+// ClaimNext may take.
+func undeferred(n int) string {
+	return `(t.not_before IS NULL OR t.not_before <= ` + nowSQL(n) + `) AND NOT t.needs_approval`
 }
 
 // readyCondition holds for a task whose every blocker exists and counts
@@ -105,9 +99,14 @@ var blockersCompleted = allCompleted("t", "b", "x", "")
 
 // allCompleted holds for the task a whose every blocker exists and is
 // completed and meets the condition also (about it, as x); b and x are
-// the aliases of the subqueries.
+// the aliases of the subqueries. The blockers are listed by unnest in
+// the select list of a subquery, which makes them one by one, as NOT
+// EXISTS asks for them, up to the first not completed: unnest in FROM
+// first made a table of them all, a millisecond for a parent of 10,000
+// children (its first child not completed), which the walk of ClaimNext
+// passed at every claim (TestReadyByPrimaryKey).
 func allCompleted(a, b, x, also string) string {
-	return `(` + a + `.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM unnest(` + a + `.blocked_by) AS ` + b + `(id) WHERE
+	return `(` + a + `.blocked_by = '{}' OR NOT EXISTS (SELECT 1 FROM (SELECT unnest(` + a + `.blocked_by)) AS ` + b + `(id) WHERE
 	(SELECT ` + x + `.status = 'completed'` + also + ` FROM taskgraph_tasks ` + x + ` WHERE ` + x + `.graph = ` + a + `.graph AND ` + x + `.id = ` + b + `.id) IS NOT TRUE))`
 }
 
@@ -124,7 +123,8 @@ var outOfOrderSQL = `(x.status = 'completed' AND NOT ` + allCompleted("x", "bb",
 // a row another has claimed. When no task is ready, or the first ready
 // one needs the Rulebook's full check (it is too big, or it changed while
 // the statement ran), it claims by the Rulebook in a
-// transaction.
+// transaction. Under a reached limit, and WithUnder, the task is picked
+// by the streams of the pending tasks (pick.go), not by the walk.
 func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.ClaimOption) (taskgraph.Task, error) {
 	if err := s.usable(ctx); err != nil {
 		return taskgraph.Task{}, err
@@ -142,7 +142,10 @@ func (s *Store) ClaimNext(ctx context.Context, owner string, opts ...taskgraph.C
 		labels = []string{}
 	}
 	at := s.at()
-	if set.Under == 0 { // WithUnder: the Rulebook's transaction, which walks the tree
+	// WithUnder (the Rulebook's transaction picks by the streams of the
+	// parents under it: nextUnderSQL), and a keyed write (whose key goes in
+	// its transaction, queueWriteKey): the Rulebook's transaction.
+	if set.Under == 0 && taskgraph.WriteKeyOf(ctx) == "" {
 		t, err := s.claimReady(ctx, owner, lease, labels, at)
 		if err == nil {
 			return t, nil
@@ -356,7 +359,12 @@ func appendHistorySQL(n int) string {
 
 // pickReady selects and locks the first ready task in claim order that
 // carries the labels $7 and no label whose limit is reached
-// (reachedSQL), skipping rows others have locked.
+// (reachedSQL), skipping rows others have locked. While no limit is
+// reached, it walks the pending tasks in claim order (the index
+// taskgraph_tasks_claim); when one is, that walk would pass over every
+// ready task the limit holds back, and it picks by the labels' streams
+// instead (pick.byLabels), then locks the task it picked, or none if
+// another holds its lock (the Rulebook's transaction then picks again).
 //
 // The label filter is wrapped in coalesce (labels is never NULL, so it
 // means the same) so that PostgreSQL plans the statement once per
@@ -366,9 +374,13 @@ func appendHistorySQL(n int) string {
 // or without labels). An expression it cannot see into gets the default
 // estimate, half the rows, and the generic plan is the index walk
 // (TestClaimNextPlannedOnce, TestClaimNextIndexed).
-var pickReady = `SELECT t.id FROM taskgraph_tasks t
-	WHERE graph = $1 AND status = 'pending' AND coalesce(labels @> $7::text[], false) AND NOT (labels && ` + reachedSQL(4) + `) AND ` + blockersCompleted + ` AND ` + undeferred(4) + `
-	` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
+var pickReady = `SELECT coalesce((SELECT t.id FROM taskgraph_tasks t
+	WHERE graph = $1 AND status = 'pending' AND coalesce(labels @> $7::text[], false) AND ` + reachedSQL(4) + ` = '{}' AND ` + blockersCompleted + ` AND ` + undeferred(4) + `
+	` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED),
+	(` + readyPick.locked(readyPick.byLabels()) + `))`
+
+// readyPick is the pick of pickReady when a limit is reached.
+var readyPick = pick{labels: `$7::text[]`, reached: reachedSQL(4), now: nowSQL(4), ready: blockersCompleted}
 
 // reachedSQL is the labels of the graph $1 whose limit the tasks holding
 // them at the time $n (see nowSQL) reach: a ready task carrying one is held
@@ -420,13 +432,14 @@ func fitsSQL(extra string) string {
 	+ 32 * cardinality(t.blocked_by) + 16 * cardinality(t.labels)
 	+ coalesce(octet_length(t.metadata::text)::bigint * (4 * (octet_length(t.metadata::text) - octet_length(translate(t.metadata::text, '[{', ''))) + 12), 0)
 	+ 8 * coalesce(octet_length(t.notes::text), 0) + 8 * coalesce(octet_length(t.history::text), 0) + 6 * octet_length($2::text) + 512
+	+ 8 * coalesce(octet_length(t.links::text), 0) + octet_length(t.created_via)
 	+ ` + extra + ` + 1024 <= $6)`
 }
 
 // lapsesSQL is when the claim of the row t lapses, as Task.Lapse
 // decides it: the earliest of its lease, claimed_at plus its max
-// runtime, and its last progress (the later of claimed_at and its newest
-// note) plus its progress window; NULL (least and greatest skip NULLs)
+// runtime, and its last progress (the latest of claimed_at, its newest
+// note and its newest link) plus its progress window; NULL (least and greatest skip NULLs)
 // when it never does.
 var lapsesSQL = lapsesOf("t")
 
@@ -434,7 +447,8 @@ var lapsesSQL = lapsesOf("t")
 func lapsesOf(alias string) string {
 	return strings.NewReplacer("t.", alias+".").Replace(`least(t.lease_expires_at,
 		CASE WHEN t.max_runtime_us > 0 THEN t.claimed_at + t.max_runtime_us * interval '1 microsecond' END,
-		CASE WHEN t.progress_window_us > 0 THEN greatest(t.claimed_at, CASE WHEN jsonb_typeof(t.notes) = 'array' THEN (t.notes->-1->>'at')::timestamptz END)
+		CASE WHEN t.progress_window_us > 0 THEN greatest(t.claimed_at, CASE WHEN jsonb_typeof(t.notes) = 'array' THEN (t.notes->-1->>'at')::timestamptz END,
+			CASE WHEN jsonb_typeof(t.links) = 'array' THEN (SELECT max((l->>'at')::timestamptz) FROM jsonb_array_elements(t.links) l) END)
 			+ t.progress_window_us * interval '1 microsecond' END)`)
 }
 
@@ -448,27 +462,75 @@ const unlimitedSQL = `NOT EXISTS (SELECT 1 FROM taskgraph_limits l WHERE l.graph
 // claim order), passing over those a reached limit holds back
 // (reachedSQL) — but for a lapsed task on its last attempt, which the
 // claim fails instead (it gave up: no limit applies), as the Rulebook's
-// ClaimNext does in every store. Rows others have locked are skipped.
+// ClaimNext does in every store — and, with under, those not under it.
+// Rows others have locked are skipped. The pending task is found by a
+// walk in claim order while no limit is reached and under is 0, by the
+// streams of pick otherwise (by parent with under, by labels without).
 func (s *Store) next(ctx context.Context, tx pgx.Tx, labels []string, at *time.Time, except []int64, under taskgraph.ID) (taskgraph.ID, error) {
-	var id int64
 	if except == nil {
 		except = []int64{}
 	}
-	err := tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[] AND NOT (labels && `+reachedSQL(3)+`)
-		AND `+readyCondition+` AND `+undeferred(3)+` AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`,
-		s.graph, labels, at, except, int64(under)).Scan(&id)
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return taskgraph.ID(id), err
+	// JIT off for the transaction: the estimates of the streams' recursive
+	// queries exceed jit_above_cost, and compiling them took 70-250 ms for
+	// a statement that runs in 1-2 ms (nextUnderSQL on 1,000 tasks).
+	var reached []string
+	if err := tx.QueryRow(ctx, `SELECT set_config('jit', 'off', true), `+reachedSQL(2), s.graph, at).Scan(new(string), &reached); err != nil {
+		return 0, err
 	}
-	err = tx.QueryRow(ctx, `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
-		AND `+lapsesSQL+` <= `+nowSQL(2)+` AND labels @> $3::text[] AND `+readyCondition+`
-		AND (NOT (labels && `+reachedSQL(2)+`) OR max_attempts > 0 AND attempts + 1 >= max_attempts)
-		AND NOT (id = ANY($4)) AND `+underSQL(5)+` `+claimOrder+` LIMIT 1 FOR UPDATE SKIP LOCKED`, s.graph, at, labels, except, int64(under)).Scan(&id)
+	args := []any{s.graph, labels, at, except, reached, int64(under)}
+	for {
+		var id, candidate *int64
+		var err error
+		switch {
+		case under != 0:
+			err = tx.QueryRow(ctx, nextUnderSQL, args...).Scan(&candidate, &id)
+		case len(reached) > 0:
+			err = tx.QueryRow(ctx, nextByLabelsSQL, args[:5]...).Scan(&candidate, &id)
+		default:
+			err = tx.QueryRow(ctx, nextWalkSQL, args[:4]...).Scan(&id)
+			candidate = id
+		}
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, err
+		}
+		if id != nil {
+			return taskgraph.ID(*id), nil
+		}
+		if candidate == nil {
+			break // no pending task to take
+		}
+		except = append(except, *candidate) // another holds its lock: the next one
+		args[3] = except
+	}
+	var id int64
+	err := tx.QueryRow(ctx, nextLapsedSQL, args...).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, taskgraph.ErrNoReady
 	}
 	return taskgraph.ID(id), err
 }
+
+// The statements of next, $1 the graph, $2 the labels, $3 the time (see
+// nowSQL), $4 the ids passed over, $5 the labels whose limit is reached,
+// $6 the task under which (0: any); each takes the first of them it
+// names. The pending task is found by a walk in claim order while no
+// limit is reached (nextWalkSQL), or by the streams of the label sets
+// (nextByLabelsSQL) or of the parents under $6 (nextUnderSQL): these
+// return the candidate, and the candidate again if they locked it, NULL if
+// another holds its lock. nextLapsedSQL finds a task in progress whose
+// claim has lapsed.
+var (
+	nextPick        = pick{labels: `$2::text[]`, reached: `$5::text[]`, now: nowSQL(3), ready: readyCondition, except: `$4::bigint[]`}
+	nextUnderPick   = pick{labels: `$2::text[]`, reached: `$5::text[]`, now: nowSQL(3), ready: readyCondition, except: `$4::bigint[]`, under: `$6::bigint`}
+	nextByLabelsSQL = `SELECT c.id, (` + nextPick.locked("c.id") + `) FROM (` + nextPick.byLabels() + `) c`
+	nextUnderSQL    = `SELECT c.id, (` + nextUnderPick.locked("c.id") + `) FROM (` + nextUnderPick.byParents() + `) c`
+	nextWalkSQL     = `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'pending' AND labels @> $2::text[]
+		AND ` + readyCondition + ` AND ` + undeferred(3) + ` AND NOT (id = ANY($4)) ` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
+	nextLapsedSQL = `SELECT id FROM taskgraph_tasks t WHERE graph = $1 AND status = 'in_progress'
+		AND ` + lapsesSQL + ` <= ` + nowSQL(3) + ` AND labels @> $2::text[] AND ` + readyCondition + `
+		AND (NOT (labels && $5::text[]) OR max_attempts > 0 AND attempts + 1 >= max_attempts)
+		AND NOT (id = ANY($4)) AND ($6::bigint = 0 OR ` + reaches("t.parent", "$6::bigint") + `) ` + claimOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED`
+)
 
 // Renew implements taskgraph.Store.
 func (s *Store) Renew(ctx context.Context, id taskgraph.ID, owner string, ttl time.Duration) (taskgraph.Task, error) {

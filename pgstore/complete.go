@@ -28,7 +28,9 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		return taskgraph.Completion{}, err
 	}
 	result := set.Result
-	if owner != "" && set.Evidence == nil && !set.SkipCheck && taskgraph.Rules.CompleteArgs(result) == nil {
+	if owner != "" && set.Evidence == nil && !set.SkipCheck && taskgraph.Rules.CompleteArgs(result) == nil && taskgraph.WriteKeyOf(ctx) == "" {
+		// (A keyed write takes the Rulebook's transaction, which records
+		// its key with it: queueWriteKey.)
 		c, done, err := s.completeHeld(ctx, id, owner, result)
 		if done || err != nil {
 			return c, err
@@ -57,6 +59,9 @@ func (s *Store) Complete(ctx context.Context, id taskgraph.ID, owner string, opt
 		w := &writes{s: s}
 		w.put(updateTask, t)
 		s.unblocked(&w.b, id, deps, &c.Unblocked)
+		if lt, ok := tx.(*lazyTx); ok {
+			lt.answer = []taskgraph.ID{id} // for its key (commit)
+		}
 		err = s.commit(ctx, tx, &w.b) // before c is read: it fills c in
 		return c, err
 	})
@@ -147,7 +152,7 @@ func (s *Store) unblocked(b *pgx.Batch, id taskgraph.ID, deps []taskgraph.ID, ou
 func (s *Store) queueUnblocked(b *pgx.Batch, id taskgraph.ID, out *[]taskgraph.Task) {
 	b.Queue(unblockedSQL, s.graph, id).Query(func(rows pgx.Rows) error {
 		ready, err := pgx.AppendRows([]taskgraph.Task(nil), rows, newViewRow().collect)
-		*out = slices.DeleteFunc(ready, func(t taskgraph.Task) bool { return t.Status != taskgraph.Pending })
+		*out = slices.DeleteFunc(ready, func(t taskgraph.Task) bool { return t.Status != taskgraph.Pending || t.AwaitingApproval() })
 		return err
 	})
 }

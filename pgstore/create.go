@@ -48,6 +48,9 @@ func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Tas
 		if err != nil {
 			return taskgraph.Task{}, err
 		}
+		if live, err = s.withApprovalPolicy(ctx, tx, live); err != nil {
+			return taskgraph.Task{}, err
+		}
 		t, err := taskgraph.Rules.Create(first, live[0], now, st.exists, keys.id)
 		if err != nil {
 			return taskgraph.Task{}, err
@@ -109,6 +112,9 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, nts []taskgraph.NewTask) (*
 		return nil, time.Time{}, err
 	}
 	if nts, err = s.withLivenessDefaults(ctx, tx, nts); err != nil {
+		return nil, time.Time{}, err
+	}
+	if nts, err = s.withApprovalPolicy(ctx, tx, nts); err != nil {
 		return nil, time.Time{}, err
 	}
 	pl, err := taskgraph.Rules.Plan(nts, first, now, st.exists, keys.id)

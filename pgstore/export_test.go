@@ -6,6 +6,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// SchemaVersion is the version of the newest embedded migration, which a
+// migrated database is at.
+var SchemaVersion = schemaVersion
+
 // ClaimReadySQL is the statement of ClaimNext's one-statement claim, for a
 // test of its plan.
 var ClaimReadySQL = claimReadySQL
@@ -39,6 +43,9 @@ func CommitWith(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) error {
 // DecodeFlat is decodeFlat, for FuzzDecodeFlat and TestDecodeFlatFromPostgres.
 func DecodeFlat[T any](data []byte, out *[]T) bool { return decodeFlat(data, out) }
 
-// SchemaVersion is the newest embedded migration's version, for the
-// tests that migrate to it.
-var SchemaVersion = schemaVersion
+// NextByLabelsSQL and NextUnderSQL are the statements of ClaimNext's
+// transaction that pick by streams, for a test of the pages they read.
+var (
+	NextByLabelsSQL = nextByLabelsSQL
+	NextUnderSQL    = nextUnderSQL
+)

@@ -22,6 +22,11 @@ type lazyTx struct {
 	conn  *pgx.Conn
 	begun bool // BEGIN has been sent (whether or not what followed it failed)
 	ended bool // committed by commitWith: nothing more may be sent
+	// answer and refused are what the write's key records, if it has
+	// one (queueWriteKey): the tasks of its answer, and whether it was
+	// refused after writing. transact sets them.
+	answer  []taskgraph.ID
+	refused bool
 }
 
 var errLazyTx = errors.New("pgstore: not supported in a write's transaction")

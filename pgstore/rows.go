@@ -20,7 +20,7 @@ import (
 
 const columns = `id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
 	priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent,
-	max_runtime_us, progress_window_us, check_name, acceptance`
+	max_runtime_us, progress_window_us, needs_approval, created_via, links, check_name, acceptance`
 
 // blocksOf selects the ids of the tasks blocked by the row t, in order.
 //
@@ -65,6 +65,9 @@ type taskRow struct {
 	t                              taskgraph.Task
 	id, backoff, parent            int64
 	maxRuntime, window             int64
+	needsApproval                  bool
+	via                            string
+	links                          []byte
 	check                          string
 	acceptance                     []string
 	by, blocks                     []int64
@@ -82,7 +85,7 @@ func newTaskRow(extra ...any) *taskRow {
 	t := &r.t
 	r.dest = append([]any{&r.id, &t.Subject, &t.Description, &r.status, &t.Owner, &r.by, &r.meta, &t.CreatedAt, &t.UpdatedAt, &t.Rev, &r.claimed, &r.lease, &t.PrevOwner,
 		&r.prio, &t.Labels, &t.Key, &t.Reason, &t.Result, &r.notes, &r.history, &r.notBefore, &r.due, &r.maxAttempts, &r.attempts, &r.backoff, &r.parent,
-		&r.maxRuntime, &r.window, &r.check, &r.acceptance}, extra...)
+		&r.maxRuntime, &r.window, &r.needsApproval, &r.via, &r.links, &r.check, &r.acceptance}, extra...)
 	return r
 }
 
@@ -100,7 +103,7 @@ func (r *taskRow) collect(row pgx.CollectableRow) (taskgraph.Task, error) { retu
 // scan reads row. What the last row left is cleared first: a scan may
 // reuse the slice or value a destination points to.
 func (r *taskRow) scan(row pgx.Row) (taskgraph.Task, error) {
-	r.t, r.by, r.blocks, r.meta, r.notes, r.history = taskgraph.Task{}, nil, nil, nil, nil, nil
+	r.t, r.by, r.blocks, r.meta, r.notes, r.history, r.links = taskgraph.Task{}, nil, nil, nil, nil, nil, nil
 	r.claimed, r.lease, r.notBefore, r.due = nil, nil, nil, nil
 	if err := row.Scan(r.dest...); err != nil {
 		return r.t, err
@@ -128,9 +131,13 @@ func (r *taskRow) scan(row pgx.Row) (taskgraph.Task, error) {
 	t.ClaimedAt, t.LeaseExpiresAt, t.NotBefore, t.Due = utc(r.claimed), utc(r.lease), utc(r.notBefore), utc(r.due)
 	t.MaxAttempts, t.Attempts, t.Backoff = int(r.maxAttempts), int(r.attempts), time.Duration(r.backoff)*time.Microsecond
 	t.Parent = taskgraph.ID(r.parent)
-	if r.maxRuntime != 0 || r.window != 0 || r.check != "" || len(r.acceptance) > 0 {
+	var links []taskgraph.Link
+	if err := unmarshalList(r.links, &links); err != nil {
+		return t, err
+	}
+	if r.maxRuntime != 0 || r.window != 0 || r.needsApproval || r.via != "" || links != nil || r.check != "" || len(r.acceptance) > 0 {
 		t.Extra = &taskgraph.Extra{MaxRuntime: time.Duration(r.maxRuntime) * time.Microsecond, ProgressWindow: time.Duration(r.window) * time.Microsecond,
-			Check: r.check}
+			NeedsApproval: r.needsApproval, CreatedVia: r.via, Links: links, Check: r.check}
 		if len(r.acceptance) > 0 {
 			t.Extra.Acceptance = slices.Clone(r.acceptance)
 		}
@@ -165,6 +172,8 @@ func unmarshalList[T any](data []byte, out *[]T) error {
 		case *taskgraph.Note:
 			v.At = v.At.UTC()
 		case *taskgraph.Transition:
+			v.At = v.At.UTC()
+		case *taskgraph.Link:
 			v.At = v.At.UTC()
 		}
 	}
@@ -382,13 +391,13 @@ func (s *Store) withBlocks(ctx context.Context, tx pgx.Tx, t *taskgraph.Task) (t
 const (
 	taskColumns = `(graph, id, subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
 		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent, max_runtime_us, progress_window_us,
-		check_name, acceptance)`
+		needs_approval, created_via, links, check_name, acceptance)`
 	insertTask = `INSERT INTO taskgraph_tasks AS t ` + taskColumns + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)`
+		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34)`
 	updateTask = `UPDATE taskgraph_tasks t SET (subject, description, status, owner, blocked_by, metadata, created_at, updated_at, rev, claimed_at, lease_expires_at, prev_owner,
 		priority, labels, key, reason, result, notes, history, not_before, due, max_attempts, attempts, backoff_us, parent, max_runtime_us, progress_window_us,
-		check_name, acceptance)
-		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31) WHERE t.graph = $1 AND t.id = $2`
+		needs_approval, created_via, links, check_name, acceptance)
+		= ($3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34) WHERE t.graph = $1 AND t.id = $2`
 	deleteTask = `DELETE FROM taskgraph_tasks WHERE graph = $1 AND id = $2`
 	returning  = ` RETURNING ` + columns + `, ` + blocksOf
 )
@@ -418,7 +427,8 @@ func (w *writes) put(q string, t *taskgraph.Task) *pgx.QueuedQuery {
 		t.CreatedAt, t.UpdatedAt, t.Rev, nullTime(t.ClaimedAt), nullTime(t.LeaseExpiresAt), t.PrevOwner,
 		int16(t.Priority.Level()), labels, t.Key, t.Reason, t.Result, jsonText(marshalList(t.Notes)), jsonText(marshalList(t.History)),
 		nullTime(t.NotBefore), nullTime(t.Due), int32(t.MaxAttempts), int32(t.Attempts), t.Backoff.Microseconds(), int64(t.Parent),
-		live.MaxRuntime.Microseconds(), live.ProgressWindow.Microseconds(), live.Check, nonNil(live.Acceptance))
+		live.MaxRuntime.Microseconds(), live.ProgressWindow.Microseconds(), live.NeedsApproval, live.CreatedVia, jsonText(marshalList(live.Links)),
+		live.Check, nonNil(live.Acceptance))
 }
 
 // view queues the statement q storing t and reads back into out the task
@@ -502,12 +512,4 @@ func qualified(alias string) string {
 		cols[i] = alias + "." + c
 	}
 	return strings.Join(cols, ", ")
-}
-
-// nonNil returns s, or an empty slice for nil: a text[] column NOT NULL.
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

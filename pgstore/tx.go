@@ -61,7 +61,11 @@ func transact[T any](ctx context.Context, s *Store, fn func(tx pgx.Tx) (T, error
 		var err error
 		after = afterCommit{} // a retried transaction decides again
 		out, err = fn(tx)
-		if errors.As(err, &after) {
+		refused := errors.As(err, &after)
+		if lt, ok := tx.(*lazyTx); ok {
+			lt.answer, lt.refused = answerOf(out), refused
+		}
+		if refused {
 			return nil // commit what fn wrote, then report after.err
 		}
 		return err
@@ -108,7 +112,9 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 			return err
 		}
 		b := &pgx.Batch{}
+		keyed := false
 		if tx.begun {
+			keyed = s.queueWriteKey(ctx, b, tx)
 			b.Queue(`COMMIT`)
 		}
 		b.Queue(notifySQL, s.graph)
@@ -116,6 +122,11 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		defer br.Close()
 		if !tx.begun {
 			return nil
+		}
+		if keyed {
+			if _, err := br.Exec(); err != nil {
+				return writeKeyError(err) // the COMMIT rolls back
+			}
 		}
 		ct, err := br.Exec()
 		if err == nil && ct.String() == "ROLLBACK" { // as pgx's Commit
@@ -131,7 +142,8 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // a transaction that is not a write's, it sends b alone.
 func (s *Store) commit(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
 	if lt, ok := tx.(*lazyTx); ok {
-		return lt.commitWith(ctx, b, notifySQL, s.graph)
+		s.queueWriteKey(ctx, b, lt)
+		return writeKeyError(lt.commitWith(ctx, b, notifySQL, s.graph))
 	}
 	return tx.SendBatch(ctx, b).Close()
 }

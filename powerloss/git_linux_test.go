@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/gitrepo"
 )
 
 // The git writer: the task directory's parent is a git repository, and
@@ -55,9 +56,9 @@ func setUpGit(t *testing.T, tasks, ledgers string) {
 	}
 	require.NoError(t, s.Close())
 	require.NoError(t, l.f.Close())
-	_, err = taskgraph.WriteGitIgnore(tasks)
+	_, err = gitrepo.WriteIgnore(tasks)
 	require.NoError(t, err)
-	_, err = taskgraph.WriteGitAttributes(tasks)
+	_, err = gitrepo.WriteAttributes(tasks)
 	require.NoError(t, err)
 
 	repo := filepath.Dir(tasks)
@@ -85,7 +86,7 @@ func configure(t *testing.T, repo string) {
 		{"gc.autoDetach", "false"},
 		{"gc.auto", "300"},
 		{"maintenance.autoDetach", "false"},
-		{"merge." + taskgraph.GitDriver + ".driver", roleEnv + "=merge-file " + strconv.Quote(exe) + " %O %A %B %P"},
+		{"merge." + gitrepo.Driver + ".driver", roleEnv + "=merge-file " + strconv.Quote(exe) + " %O %A %B %P"},
 	} {
 		run(t, "git", "-C", repo, "config", kv[0], kv[1])
 	}

@@ -32,8 +32,10 @@ var decoders = []decoder{
 	// before them means what it meant; the stored seeds were rewritten to
 	// such bytes when they came (see the commit that added them).
 	(*driver).createLive, (*driver).createLive, (*driver).updateLive, (*driver).setLivenessDefault,
-	// Appended after the liveness operations, so that the stored seeds,
-	// whose operation bytes are all below 35, mean what they meant.
+	// Appended after those, for the same reason: approval gates and links.
+	(*driver).createGated, (*driver).approve, (*driver).reject, (*driver).setApprovalPolicy, (*driver).addLinks,
+	// Appended after those, for the same reason (the stored seeds'
+	// operation bytes are all below 35): verified completion.
 	(*driver).createChecked, (*driver).completeChecked, (*driver).completeChecked, (*driver).updateCheck,
 }
 
@@ -291,6 +293,90 @@ func (d *driver) setLivenessDefault() op {
 			return result{text: fmt.Sprint(all)}
 		},
 	}
+}
+
+// vias are the ways of creation the operations give, one invalid.
+var vias = []string{"", tg.ViaCLI, tg.ViaTools, tg.ViaMCP, "Bad Way"}
+
+// createGated creates a task that needs approval, or says how it was
+// created, which the approval policy may gate.
+func (d *driver) createGated() op {
+	nt := tg.NewTask{Subject: d.subject(), Labels: d.labels(), NeedsApproval: d.pick(2) == 0, CreatedVia: vias[d.pick(len(vias))]}
+	return createOp(nt)
+}
+
+// approve approves a task, through Approver, sometimes without saying
+// who; most tasks do not await approval.
+func (d *driver) approve() op {
+	id := d.id()
+	by := d.owner()
+	if d.pick(8) == 0 {
+		by = ""
+	}
+	return taskOp(fmt.Sprintf("Approve(%d, %q)", id, by), func(s tg.Store) (tg.Task, error) {
+		a, ok := s.(tg.Approver)
+		if !ok {
+			return tg.Task{}, fmt.Errorf("%T does not implement taskgraph.Approver", s)
+		}
+		return a.Approve(bg, id, by)
+	})
+}
+
+// reject rejects a task, through Approver, sometimes without a reason.
+func (d *driver) reject() op {
+	id := d.id()
+	by := d.owner()
+	reason := []string{"too risky", "", "not now"}[d.pick(3)]
+	return taskOp(fmt.Sprintf("Reject(%d, %q, %q)", id, by, reason), func(s tg.Store) (tg.Task, error) {
+		a, ok := s.(tg.Approver)
+		if !ok {
+			return tg.Task{}, fmt.Errorf("%T does not implement taskgraph.Approver", s)
+		}
+		return a.Reject(bg, id, by, reason)
+	})
+}
+
+// setApprovalPolicy sets the approval policy (sometimes an invalid one),
+// which the creates after it apply.
+func (d *driver) setApprovalPolicy() op {
+	var p tg.ApprovalPolicy
+	for range d.pick(3) {
+		p.Labels = append(p.Labels, agreeLabels[d.pick(len(agreeLabels))])
+	}
+	for range d.pick(3) {
+		p.Via = append(p.Via, vias[1+d.pick(len(vias)-1)])
+	}
+	return op{
+		name: fmt.Sprintf("SetApprovalPolicy(%+v), ApprovalPolicy()", p),
+		run: func(s tg.Store) result {
+			a, ok := s.(tg.ApprovalPolicer)
+			if !ok {
+				return errResult(fmt.Errorf("%T does not implement taskgraph.ApprovalPolicer", s))
+			}
+			if err := a.SetApprovalPolicy(bg, p); err != nil {
+				return errResult(err)
+			}
+			got, err := a.ApprovalPolicy(bg)
+			if err != nil {
+				return errResult(err)
+			}
+			return result{text: fmt.Sprintf("%+v", got)}
+		},
+	}
+}
+
+// linkRefs are the links the operations add, one invalid.
+var linkRefs = []string{"https://example.com/pr/7", "abc1234", "docs/design.md", "two\nlines"}
+
+// addLinks adds one or two links to a task by Update: a set, and
+// progress for the claim's no-progress window.
+func (d *driver) addLinks() op {
+	id := d.id()
+	refs := []string{linkRefs[d.pick(len(linkRefs))]}
+	if d.pick(2) == 0 {
+		refs = append(refs, linkRefs[d.pick(len(linkRefs))])
+	}
+	return updateOp(id, tg.Patch{AddLinks: refs, IfRev: d.ifRev(id)})
 }
 
 // note writes a note, sometimes an invalid one, on a task: through

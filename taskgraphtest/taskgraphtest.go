@@ -115,6 +115,9 @@ var cases = []struct {
 	{"MaxRuntime", testMaxRuntime},
 	{"ProgressWindow", testProgressWindow},
 	{"LivenessDefaults", testLivenessDefaults},
+	{"Approval", testApproval},
+	{"ApprovalPolicy", testApprovalPolicy},
+	{"Links", testLinks},
 	{"CheckFields", testCheckFields},
 	{"VerifiedComplete", testVerifiedComplete},
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,7 +105,7 @@ func run(t *testing.T, args ...string) string {
 
 // served is a running `taskgraph serve`.
 type served struct {
-	url   string // what it printed: http://127.0.0.1:PORT/ and, with writes, #token=...
+	url   string // what it printed, http://127.0.0.1:PORT/, and with writes #token= a token of taskgraph token add
 	base  string // the URL without the fragment
 	token string
 }
@@ -115,6 +116,16 @@ func serve(t *testing.T, dir string, args ...string) served {
 	t.Helper()
 	// Run where a person would, beside the directory, so that the page is
 	// titled with the name they gave.
+	token := ""
+	if slices.Contains(args, "--allow-writes") {
+		// As a person does: a token of the hub's (an admin's, to reopen
+		// tasks), then the URL serve prints with #token=TOKEN.
+		out, err := exec.Command(cli(t), "token", "add", "board-"+strconv.Itoa(os.Getpid()), "--role", "admin", "--dir", dir).Output() // the token alone, on stdout
+		if err != nil {
+			t.Fatalf("taskgraph token add: %v", err)
+		}
+		token = strings.TrimSpace(string(out))
+	}
 	cmd := exec.Command(cli(t), append([]string{"serve", "--dir", filepath.Base(dir), "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = filepath.Dir(dir)
 	stdout, err := cmd.StdoutPipe()
@@ -157,9 +168,12 @@ func serve(t *testing.T, dir string, args ...string) served {
 	if !strings.HasPrefix(url, "http://127.0.0.1:") {
 		t.Fatalf("taskgraph serve printed %q\n%s", url, stderr.String())
 	}
-	s := served{url: url, base: url}
-	if i := strings.Index(url, "#token="); i >= 0 {
-		s.base, s.token = url[:i], url[i+len("#token="):]
+	if strings.Contains(url, "#") {
+		t.Fatalf("taskgraph serve printed %q: a token in its URL", url)
+	}
+	s := served{url: url, base: url, token: token}
+	if token != "" {
+		s.url = url + "#token=" + token
 	}
 	return s
 }

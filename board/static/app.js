@@ -412,7 +412,7 @@
     if (canWrite()) parts.push(el("button", { type: "button", id: "empty-add", class: "primary", onclick: openCreate }, "Add a task"));
     parts.push(cmd);
     if (!canWrite()) {
-      parts.push(el("p", { class: "small" }, S.snap.writes ? "This page has no token: open the URL that taskgraph serve printed to add tasks here."
+      parts.push(el("p", { class: "small" }, S.snap.writes ? "This page has no token: open it again with #token=TOKEN after its address, TOKEN printed by taskgraph token add NAME, to add tasks here."
         : "This board is read-only: start taskgraph serve with --allow-writes to add tasks from this page."));
     }
     box.replaceChildren(...parts);
@@ -651,7 +651,8 @@
     $("feed-list").replaceChildren(...(shown.length ? shown.map((i) => {
       const t = S.byId.get(i.id);
       const verb = { claimed: "claimed", released: "released", failed: "failed", completed: "completed", cancelled: "cancelled",
-        reopened: "reopened", edited: "edited", noted: "noted on", lapsed: "took over (lease lapsed)", created: "created" }[i.event] || i.event;
+        reopened: "reopened", edited: "edited", noted: "noted on", lapsed: "took over (lease lapsed)", created: "created",
+        approved: "approved", rejected: "rejected" }[i.event] || i.event;
       return el("li", { class: "feed-item" + (i.fresh && Date.now() - i.fresh < 10000 ? " fresh" : ""), "data-id": i.id, "data-event": i.event },
         el("time", { "data-since": new Date(i.at).toISOString(), class: "muted" }, ago(serverNow() - i.at)), " ago · ",
         i.by ? el("b", {}, i.by + " ") : null, el("span", { class: "ev-" + i.event }, verb), " ",
@@ -1244,6 +1245,11 @@
         el("ul", { class: "links strands" }, strands.slice(0, 50).map(link)),
         strands.length > 50 ? el("p", { class: "muted small" }, "and " + (strands.length - 50) + " more") : null);
     }
+    if (t.links && t.links.length) {
+      parts.push(el("h3", {}, "Links"), el("ul", { class: "task-links" }, t.links.map((l) =>
+        el("li", {}, /^https?:\/\//.test(l.ref) ? el("a", { href: l.ref, rel: "noopener noreferrer", target: "_blank" }, l.ref) : el("code", {}, l.ref),
+          el("span", { class: "muted small" }, " " + fmtTime(l.at))))));
+    }
     if (t.metadata && Object.keys(t.metadata).length) parts.push(el("h3", {}, "Metadata"), el("pre", { class: "metadata" }, JSON.stringify(t.metadata, null, 2)));
     if (t.notes && t.notes.length) {
       parts.push(el("h3", {}, "Notes, latest first"), el("ul", { class: "notes" }, t.notes.slice().reverse().map((n) =>
@@ -1269,7 +1275,7 @@
 
   function actions(t) {
     if (!S.snap.writes) return el("p", { class: "muted small" }, "Read-only: start taskgraph serve with --allow-writes to change tasks here.");
-    if (!S.token) return el("p", { class: "muted small" }, "Writes are allowed, but this page has no token: open the URL that taskgraph serve printed.");
+    if (!S.token) return el("p", { class: "muted small" }, "Writes are allowed, but this page has no token: open it again with #token=TOKEN after its address, TOKEN printed by taskgraph token add NAME (--role admin to reopen tasks).");
     const out = el("div", { class: "actions" }, el("h3", {}, "Actions"));
     if (t.status === "in_progress") {
       out.append(el("button", {
@@ -1277,6 +1283,26 @@
         title: "Give the task back: it becomes pending, and any agent may claim it",
         onclick: (e) => act(e.target, "api/tasks/" + t.id + "/release", { owner: t.owner }, "Released #" + t.id),
       }, "Release claim" + (t.owner ? " of " + t.owner : "")));
+    }
+    if (t.awaitingApproval) {
+      const who = () => {
+        const by = window.prompt("Who approves or rejects? (the task's history records it)", S.approver || "");
+        if (by) S.approver = by;
+        return by;
+      };
+      out.append(el("button", {
+        type: "button", id: "action-approve",
+        title: "Let the task be claimed: no one can claim it until a person approves it",
+        onclick: (e) => { const by = who(); if (by) act(e.target, "api/tasks/" + t.id + "/approve", { by }, "Approved #" + t.id); },
+      }, "Approve"), el("button", {
+        type: "button", id: "action-reject", class: "danger",
+        title: "Cancel the task: the tasks that depend on it cannot start until it is reopened",
+        onclick: (e) => {
+          const by = who();
+          const reason = by && window.prompt("Why is it rejected?");
+          if (by && reason) act(e.target, "api/tasks/" + t.id + "/reject", { by, reason }, "Rejected #" + t.id);
+        },
+      }, "Reject"));
     }
     if (t.status === "completed" || t.status === "failed" || t.status === "cancelled") {
       out.append(el("button", {

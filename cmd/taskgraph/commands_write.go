@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph/gitrepo"
 )
 
 func cmdInit(e *env) error {
@@ -44,7 +45,7 @@ func cmdInit(e *env) error {
 	var shadowed string
 	if created && e.dirFrom == "" {
 		if wd, err := os.Getwd(); err == nil {
-			shadowed, _ = taskgraph.FindDir(wd)
+			shadowed, _ = gitrepo.FindDir(wd)
 		}
 	}
 	s, err := openDir(dir, true)
@@ -80,6 +81,7 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 	backoff := fs.Duration("backoff", 0, "wait `DURATION` before the first retry, twice as long before each next (with --max-attempts)")
 	maxRuntime := fs.Duration("max-runtime", 0, "end any claim of the task that has run `DURATION`, however its lease is renewed: the attempt lapses and is counted (default: no cap)")
 	window := fs.Duration("progress-window", 0, "end any claim of the task that has gone `DURATION` without progress — the claim, a note — however its lease is renewed (default: none)")
+	needsApproval := fs.Bool("needs-approval", false, "hold the task until someone approves it (taskgraph approve ID); no one can claim it before")
 	check := fs.String("check", "", "the `NAME` of a check in checks.json beside the task files that must pass before the task completes (done runs it)")
 	var accept textList
 	fs.Var(&accept, "accept", "an acceptance item, in words (`TEXT`; repeat for several): what the task must achieve")
@@ -117,7 +119,8 @@ func flagsAdd(fs *flag.FlagSet) func(e *env) error {
 			t, err := s.Create(e.ctx, taskgraph.NewTask{Subject: e.args[0], Description: *desc, BlockedBy: after, Blocks: blocks,
 				Priority: priority.value(), Labels: labels, Key: *key,
 				MaxAttempts: *maxAttempts, Backoff: *backoff, NotBefore: notBefore.t, Due: due.t, Parent: first(parent),
-				MaxRuntime: *maxRuntime, ProgressWindow: *window, Check: *check, Acceptance: accept})
+				MaxRuntime: *maxRuntime, ProgressWindow: *window, NeedsApproval: *needsApproval, CreatedVia: taskgraph.ViaCLI,
+				Check: *check, Acceptance: accept})
 			if err != nil {
 				return err
 			}

@@ -1,5 +1,5 @@
 // The task graph a command works on: named by --dir or $TASKGRAPH_DIR,
-// found upward from the working directory by taskgraph.FindDir (in a linked
+// found upward from the working directory by gitrepo.FindDir (in a linked
 // git worktree, the main worktree's), or a --store graph; opened, and read.
 
 package main
@@ -15,14 +15,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/gitrepo"
 	"github.com/taskgraph-dev/taskgraph/pgstore"
 )
 
 // dirName is the task directory the command looks for.
-const dirName = taskgraph.DirName
+const dirName = gitrepo.DirName
 
 // taskDir returns the task directory to use: --dir or $TASKGRAPH_DIR as
-// given, else the one taskgraph.FindDir finds from the working directory
+// given, else the one gitrepo.FindDir finds from the working directory
 // (the nearest .tasks upward; in a linked git worktree, the main
 // worktree's). It returns a noGraphError when there is none.
 func (e *env) taskDir() (string, error) {
@@ -42,7 +43,7 @@ func (e *env) taskDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := taskgraph.FindDir(wd)
+	dir, err := gitrepo.FindDir(wd)
 	if err != nil {
 		return "", err
 	}
@@ -104,6 +105,8 @@ type store interface {
 	taskgraph.Noter
 	taskgraph.Limiter
 	taskgraph.LivenessDefaulter
+	taskgraph.Approver
+	taskgraph.ApprovalPolicer
 }
 
 // withStore opens the task graph — the directory found or named, the

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/gitrepo"
 	"github.com/taskgraph-dev/taskgraph/internal/gitdir"
 )
 
@@ -51,19 +52,19 @@ func (e *env) setUpGit(dir string) error {
 	if in, err := inGit(dir); err != nil || !in {
 		return err
 	}
-	changed, err := taskgraph.WriteGitIgnore(dir)
+	changed, err := gitrepo.WriteIgnore(dir)
 	if err != nil {
-		return fmt.Errorf("write %s so that git leaves out this machine's files: %w", filepath.Join(dir, taskgraph.GitIgnoreName), err)
+		return fmt.Errorf("write %s so that git leaves out this machine's files: %w", filepath.Join(dir, gitrepo.IgnoreName), err)
 	}
 	if changed {
-		fmt.Fprintf(e.stderr, "note: %s lists this machine's files (lock, change log, id file, cache) for git to leave out; commit it with the task files\n", filepath.Join(dir, taskgraph.GitIgnoreName))
+		fmt.Fprintf(e.stderr, "note: %s lists this machine's files (lock, change log, id file, cache) for git to leave out; commit it with the task files\n", filepath.Join(dir, gitrepo.IgnoreName))
 	}
-	changed, err = taskgraph.WriteGitAttributes(dir)
+	changed, err = gitrepo.WriteAttributes(dir)
 	if err != nil {
-		return fmt.Errorf("write %s so that git merges task files by their rules: %w", filepath.Join(dir, taskgraph.GitAttributesName), err)
+		return fmt.Errorf("write %s so that git merges task files by their rules: %w", filepath.Join(dir, gitrepo.AttributesName), err)
 	}
 	if changed {
-		fmt.Fprintf(e.stderr, "note: %s sends task files through taskgraph's merge driver and clean filter; commit it with the task files\n", filepath.Join(dir, taskgraph.GitAttributesName))
+		fmt.Fprintf(e.stderr, "note: %s sends task files through taskgraph's merge driver and clean filter; commit it with the task files\n", filepath.Join(dir, gitrepo.AttributesName))
 	}
 	return e.registerDriver(dir)
 }
@@ -76,7 +77,7 @@ func (e *env) gitWarnings(dir string) ([]string, error) {
 	if in, err := inGit(dir); err != nil {
 		return nil, err
 	} else if in {
-		missing, err := taskgraph.GitIgnoreMissing(dir)
+		missing, err := gitrepo.IgnoreMissing(dir)
 		if errors.Is(err, taskgraph.ErrInvalid) {
 			// A .gitignore that is not a regular file: a warning like the
 			// others, which says what to do; the graph has no problem.
@@ -84,7 +85,7 @@ func (e *env) gitWarnings(dir string) ([]string, error) {
 		} else if err != nil {
 			return nil, err
 		}
-		name := filepath.Join(dir, taskgraph.GitIgnoreName)
+		name := filepath.Join(dir, gitrepo.IgnoreName)
 		what := name + " is missing"
 		if _, err := os.Stat(name); err == nil {
 			what = fmt.Sprintf("%s lacks %s", name, strings.Join(missing, " "))
@@ -92,12 +93,12 @@ func (e *env) gitWarnings(dir string) ([]string, error) {
 		if len(missing) > 0 {
 			warnings = append(warnings, fmt.Sprintf("%s, so `git add -A` would commit this machine's files (lock, change log, id file, cache) with the tasks; run `%s` (safe to run again: it only adds what is missing)", what, e.initCommand(dir)))
 		}
-		if missing, err := taskgraph.GitAttributesMissing(dir); errors.Is(err, taskgraph.ErrInvalid) {
+		if missing, err := gitrepo.AttributesMissing(dir); errors.Is(err, taskgraph.ErrInvalid) {
 			warnings = append(warnings, strings.TrimPrefix(err.Error(), "taskgraph: "))
 		} else if err != nil {
 			return nil, err
 		} else if len(missing) > 0 {
-			warnings = append(warnings, fmt.Sprintf("%s lacks %q, so git would merge task files as text and commit every lease renewal; run `%s`", filepath.Join(dir, taskgraph.GitAttributesName), strings.Join(missing, "\n"), e.initCommand(dir)))
+			warnings = append(warnings, fmt.Sprintf("%s lacks %q, so git would merge task files as text and commit every lease renewal; run `%s`", filepath.Join(dir, gitrepo.AttributesName), strings.Join(missing, "\n"), e.initCommand(dir)))
 		}
 		warnings = append(warnings, e.driverWarnings(dir)...)
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/gitrepo"
 )
 
 // cmdMergeFile is git's merge driver: merge-file BASE OURS THEIRS PATH,
@@ -102,9 +103,9 @@ func driverCommands() (merge, clean string) {
 func driverSettings() [][2]string {
 	merge, clean := driverCommands()
 	return [][2]string{
-		{"merge." + taskgraph.GitDriver + ".name", "taskgraph: merge task files field by field"},
-		{"merge." + taskgraph.GitDriver + ".driver", merge},
-		{"filter." + taskgraph.GitDriver + ".clean", clean},
+		{"merge." + gitrepo.Driver + ".name", "taskgraph: merge task files field by field"},
+		{"merge." + gitrepo.Driver + ".driver", merge},
+		{"filter." + gitrepo.Driver + ".clean", clean},
 	}
 }
 

@@ -80,7 +80,7 @@ var graphSyntaxes = map[string]graphSyntax{
 		rank:     "  { rank=same; %s } // wave %d\n",
 		tail:     "}\n",
 		styles: map[taskgraph.State]string{taskgraph.StateReady: "palegreen", taskgraph.StateBlocked: "white",
-			taskgraph.StateDeferred: "lightcyan", taskgraph.StateLimited: "lavender", taskgraph.StateInProgress: "khaki", taskgraph.StateCompleted: "lightgray", taskgraph.StateStranded: "mistyrose",
+			taskgraph.StateDeferred: "lightcyan", taskgraph.StateLimited: "lavender", taskgraph.StateAwaitingApproval: "gold", taskgraph.StateInProgress: "khaki", taskgraph.StateCompleted: "lightgray", taskgraph.StateStranded: "mistyrose",
 			taskgraph.StateFailed: "salmon", taskgraph.StateCancelled: "gainsboro"},
 	},
 	"mermaid": {

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/gitrepo"
 	"github.com/taskgraph-dev/taskgraph/hub"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 )
 
 var ctx = context.Background()
@@ -52,7 +55,7 @@ func TestHubTokensAndServe(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "one of agent, viewer, admin")
 
-	file := filepath.Join(dir, taskgraph.DirName, taskgraph.TokensFileName)
+	file := filepath.Join(dir, gitrepo.DirName, filenames.Tokens)
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), agent[4:], "only hashes are kept")
@@ -168,9 +171,11 @@ func selfSignedFor(t *testing.T, ip net.IP) (string, string, *x509.CertPool) {
 
 // The hub process is killed (SIGKILL) and started again while 8 clients
 // write through it: every write a client was told happened is in the
-// graph exactly once, none is applied twice (a retry across the restart
-// is an unknown outcome, never a second apply), and a write a client was
-// told failed is not there. In front of a directory, and of PostgreSQL.
+// graph exactly once, none is applied twice, and a write a client was
+// told failed is not there. A retry across the restart is answered from
+// the write keys the store recorded with the write (tg.KeyRecorder): the
+// first attempt's answer, or the write applied if it never was; never
+// an unknown outcome. In front of a directory, and of PostgreSQL.
 func TestHubKilledDuringWrites(t *testing.T) {
 	dir := project(t)
 	hubKilledDuringWrites(t, dir, nil)
@@ -210,7 +215,7 @@ func TestHubTokensInPostgres(t *testing.T) {
 	agent := strings.TrimSpace(ok(t, dir, append([]string{"token", "add", "builder"}, store...)...))
 	ok(t, dir, append([]string{"token", "add", "lead", "--role", "admin"}, store...)...)
 	assert.Contains(t, ok(t, dir, append([]string{"token", "list"}, store...)...), "builder\tagent")
-	assert.NoFileExists(t, filepath.Join(dir, taskgraph.DirName, taskgraph.TokensFileName), "nothing beside the files")
+	assert.NoFileExists(t, filepath.Join(dir, gitrepo.DirName, filenames.Tokens), "nothing beside the files")
 
 	pool, err := pgxpool.New(ctx, url)
 	require.NoError(t, err)
@@ -242,14 +247,15 @@ func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
 	addr := freeAddr(t)
 	start := func() *exec.Cmd { return startHub(t, dir, addr, store...) }
 	hubProc := start()
-	type log struct{ acked, unknown, failed []string }
+	type log struct{ acked, unknown, failed, retried []string }
 	const writers = 8
 	logs := make([]log, writers)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var met atomic.Int64 // writes a kill met: unknown outcomes and failures
+	var met atomic.Int64 // writes a kill met: retries, unknown outcomes and failures
 	for w := range writers {
-		c, err := hub.NewClient("http://"+addr, admin)
+		rt := &retryCounter{rt: http.DefaultTransport}
+		c, err := hub.NewClient("http://"+addr, admin, hub.WithHTTPClient(&http.Client{Transport: rt}))
 		require.NoError(t, err)
 		wg.Add(1)
 		go func() {
@@ -261,7 +267,12 @@ func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
 				default:
 				}
 				subject := fmt.Sprintf("w%d-%d", w, i)
+				retries := rt.n.Load()
 				_, err := c.Create(ctx, taskgraph.NewTask{Subject: subject})
+				if rt.n.Load() > retries {
+					logs[w].retried = append(logs[w].retried, subject)
+					met.Add(1)
+				}
 				switch {
 				case err == nil:
 					logs[w].acked = append(logs[w].acked, subject)
@@ -297,8 +308,14 @@ func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
 	for _, task := range all {
 		count[task.Subject]++
 	}
-	var acked, unknown, failed int
+	var acked, unknown, failed, retried, answered int
 	for _, l := range logs {
+		for _, sub := range l.retried {
+			if slices.Contains(l.acked, sub) {
+				answered++
+			}
+		}
+		retried += len(l.retried)
 		for _, sub := range l.acked {
 			assert.Equal(t, 1, count[sub], "acknowledged %s is there once", sub)
 		}
@@ -313,9 +330,25 @@ func hubKilledDuringWrites(t *testing.T, dir string, store []string) {
 	for sub, n := range count {
 		assert.Equal(t, 1, n, "%s applied %d times", sub, n)
 	}
-	t.Logf("acknowledged %d, unknown outcome %d, failed %d; %d tasks in the graph", acked, unknown, failed, len(all))
+	t.Logf("acknowledged %d, unknown outcome %d, failed %d; retried after a lost answer %d, of which answered %d; %d tasks in the graph",
+		acked, unknown, failed, retried, answered, len(all))
 	assert.Positive(t, acked)
-	assert.Positive(t, unknown+failed, "the kill met writes in flight or refused")
+	assert.Positive(t, retried+unknown+failed, "the kill met writes in flight or refused")
+	assert.Zero(t, unknown, "every retry across the restart is answered from the store's keys")
+}
+
+// retryCounter counts the requests that retry a write whose answer was
+// lost (hub.RetryHeader).
+type retryCounter struct {
+	rt http.RoundTripper
+	n  atomic.Int64
+}
+
+func (r *retryCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get(hub.RetryHeader) != "" {
+		r.n.Add(1)
+	}
+	return r.rt.RoundTrip(req)
 }
 
 // freeAddr returns a loopback address with a port that was free.

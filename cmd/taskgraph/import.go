@@ -97,6 +97,9 @@ func loadRenumbered(e *env, s store, tasks []taskgraph.Task) (map[taskgraph.ID]t
 				return nil, fmt.Errorf("task %d is blocked by %d, which is not among the imported tasks; with --renumber every blocker must be", t.ID, b)
 			}
 		}
+		if t.Parent != 0 && !in[t.Parent] {
+			return nil, fmt.Errorf("task %d is under %d, which is not among the imported tasks; with --renumber every parent must be", t.ID, t.Parent)
+		}
 	}
 	sorted := slices.Clone(tasks)
 	slices.SortFunc(sorted, func(a, b taskgraph.Task) int { return int(a.ID - b.ID) })
@@ -121,6 +124,9 @@ func loadRenumbered(e *env, s store, tasks []taskgraph.Task) (map[taskgraph.ID]t
 				by[j] = ids[b]
 			}
 			t.BlockedBy, t.Blocks = by, nil
+			if t.Parent != 0 {
+				t.Parent = ids[t.Parent]
+			}
 			renamed[i] = t
 		}
 		err := s.Load(e.ctx, renamed)

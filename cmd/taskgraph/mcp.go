@@ -182,7 +182,7 @@ func flagsMCP(fs *flag.FlagSet) func(e *env) error {
 				return err
 			}
 		}
-		opts := []agenttools.Option{agenttools.WithOwner(owner), agenttools.WithLease(ttl)}
+		opts := []agenttools.Option{agenttools.WithOwner(owner), agenttools.WithLease(ttl), agenttools.WithCreatedVia(taskgraph.ViaMCP)}
 		if *runChecks {
 			checks, err := e.loadChecks()
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/gitrepo"
 )
 
 // defaultMCPLease is the lease of every claim made through taskgraph mcp
@@ -112,7 +113,7 @@ func (g *mcpGraph) open(ctx context.Context, create bool) (store, error) {
 		if err != nil {
 			return nil, err
 		}
-		if dir, err = taskgraph.FindDir(wd); err != nil {
+		if dir, err = gitrepo.FindDir(wd); err != nil {
 			return nil, err
 		}
 		if dir == "" {

@@ -82,7 +82,7 @@ func (e *env) printNoneReady(labels []string, b taskgraph.Board) {
 	if len(labels) > 0 {
 		what = "No task with labels " + strings.Join(labels, ", ") + " is ready"
 	}
-	fmt.Fprintf(e.stderr, "%s (%d deferred, %d held back by a limit, %d blocked, %d in progress, %d stranded by a failed or cancelled task).\n", what, len(b.Deferred), len(b.Limited), len(b.Blocked), len(b.InProgress), len(b.Stranded))
+	fmt.Fprintf(e.stderr, "%s (%d awaiting approval, %d deferred, %d held back by a limit, %d blocked, %d in progress, %d stranded by a failed or cancelled task).\n", what, len(b.AwaitingApproval), len(b.Deferred), len(b.Limited), len(b.Blocked), len(b.InProgress), len(b.Stranded))
 }
 
 // printBoard reports board: each of the board's lists under its state,
@@ -221,6 +221,9 @@ func (e *env) nothingReadyText(b taskgraph.Board, labels []string, parent taskgr
 	}
 	if len(b.Limited) > 0 {
 		parts = append(parts, fmt.Sprintf("%d held back by a label's limit (taskgraph limit)", len(b.Limited)))
+	}
+	if len(b.AwaitingApproval) > 0 {
+		parts = append(parts, fmt.Sprintf("%d awaiting approval (taskgraph approve ID)", len(b.AwaitingApproval)))
 	}
 	if len(b.Deferred) > 0 { // by NotBefore: the first can start first
 		parts = append(parts, fmt.Sprintf("%d deferred, the first until %s", len(b.Deferred), when(b.Deferred[0].NotBefore)))

@@ -275,6 +275,9 @@ func (e *env) line(t taskgraph.Task, v view) string {
 	if v.state[t.ID] == taskgraph.StateLimited {
 		s += e.paint(dim, " (held back by a limit)")
 	}
+	if t.AwaitingApproval() {
+		s += e.paint(red, " (awaiting approval)")
+	}
 	if t.Deferred(now) {
 		s += e.paint(dim, " (not before "+when(t.NotBefore)+")")
 	}
@@ -307,6 +310,12 @@ func (e *env) standing(s store, t taskgraph.Task) (state, why string) {
 		return state, ""
 	}
 	open := agenttools.OpenBlockers(t, e.blockerStatuses(s, t))
+	if t.AwaitingApproval() {
+		state += ", awaiting approval (taskgraph approve " + idText(t.ID) + ")"
+		if len(open) == 0 {
+			return state, ""
+		}
+	}
 	if len(open) == 0 && t.Deferred(time.Now()) {
 		return state + ", deferred until " + when(t.NotBefore), ""
 	}
@@ -392,6 +401,16 @@ func (e *env) printTask(s store, t taskgraph.Task) error {
 		}
 	}
 	row("prev owner", t.PrevOwner)
+	if t.Extra != nil {
+		row("created via", t.Extra.CreatedVia)
+		for i, l := range t.Extra.Links {
+			name := ""
+			if i == 0 {
+				name = "links:"
+			}
+			fmt.Fprintf(w, "%-12s %s (%s)\n", name, l.Ref, stamp(l.At))
+		}
+	}
 	if t.Status == taskgraph.Pending {
 		row("not before", stamp(t.NotBefore))
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/agenttools"
 	"github.com/taskgraph-dev/taskgraph/board"
 	"github.com/taskgraph-dev/taskgraph/hub"
@@ -31,8 +32,11 @@ in full. The page follows every change, by any process, as it happens.
 It listens on 127.0.0.1:7777 unless --addr says otherwise, and refuses an
 address other than loopback without --allow-remote. It is read-only unless
 --allow-writes is given; then the page can release a claim, reopen a task,
-add an edge and create a task, and the URL printed on stdout carries the
-token those writes need. At most --max-streams pages (default 256) follow
+add an edge and create a task, each with a token of taskgraph token add
+(the hub's, below) and doing only what the token may: make one with
+taskgraph token add NAME (an agent's; --role admin to reopen tasks and
+release others' claims) and open the printed URL followed by
+#token=TOKEN. At most --max-streams pages (default 256) follow
 the board at once; one more is refused until another closes. GET /metrics
 serves the tasks by state, the lapsed leases and the pages following the
 board in the Prometheus text format. Interrupt to stop.
@@ -87,12 +91,23 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 		}
 		tls := *cert != ""
 		if *writes && !isLoopback(host) && !tls && !*proxy {
-			return usagef("--allow-writes beyond loopback needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy: the write token must not cross a network in the clear")
+			return usagef("--allow-writes beyond loopback needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy: a token must not cross a network in the clear")
 		}
 		return e.withStore(func(s store) error {
 			opts := []board.Option{board.WithTitle(e.graphName()), board.WithMaxStreams(*streams), board.WithLogger(logger)}
+			// One token system: the board's writes and the API's.
+			var tokens hub.TokenStore
+			var tokensErr error
+			if *writes || isLoopback(host) || tls || *proxy {
+				var done func()
+				tokens, done, tokensErr = e.tokenStore(*tokensFile)
+				if tokensErr != nil && *writes {
+					return tokensErr
+				}
+				defer done()
+			}
 			if *writes {
-				opts = append(opts, board.AllowWrites())
+				opts = append(opts, board.AllowWrites(), board.WithTokens(tokens))
 			}
 			if *remote {
 				opts = append(opts, board.AllowHosts(host))
@@ -106,8 +121,7 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 			mux.Handle("/", b)
 			ctx, stop := context.WithCancel(e.ctx)
 			defer stop() // ends the renewals of the MCP sessions' claims
-			api, releaseTokens, why := e.hubAPI(s, *tokensFile, isLoopback(host) || tls || *proxy, hub.WithRate(*rate, int(2**rate)), hub.WithMCP(hubMCP(ctx, ttl)))
-			defer releaseTokens()
+			api, why := e.hubAPI(s, tokens, tokensErr, isLoopback(host) || tls || *proxy, hub.WithRate(*rate, int(2**rate)), hub.WithMCP(hubMCP(ctx, ttl)))
 			if api != nil {
 				defer api.Close()
 				mux.Handle("/v1/", api)
@@ -122,13 +136,10 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 				scheme = "https"
 			}
 			url := scheme + "://" + ln.Addr().String() + "/"
-			if tok := b.Token(); tok != "" {
-				url += "#token=" + tok
-			}
 			fmt.Fprintln(e.stdout, url)
 			mode := "read-only"
 			if *writes {
-				mode = "writes allowed to holders of the token in the URL"
+				mode = "writes allowed to the holders of an agent's or an admin's token: open " + url + "#token=TOKEN, TOKEN printed by `taskgraph token add NAME` (--role admin to reopen tasks)"
 			}
 			fmt.Fprintf(e.stderr, "Serving the board of %s (%s); interrupt to stop\n", e.where(), mode)
 			fmt.Fprintln(e.stderr, why)
@@ -161,22 +172,21 @@ func flagsServe(fs *flag.FlagSet) func(e *env) error {
 	}
 }
 
-// hubAPI returns the API of s for the holders of the tokens in file (or
-// the graph's, e.tokenStore), or nil if it must not be served; a func
-// that releases the tokens; and a line that says which, and why.
-func (e *env) hubAPI(s store, file string, safe bool, opts ...hub.Option) (*hub.Server, func(), string) {
+// hubAPI returns the API of s for the holders of tokens (the graph's,
+// e.tokenStore, which failed with tokensErr), or nil if it must not be
+// served, with a line that says which, and why.
+func (e *env) hubAPI(s store, tokens hub.TokenStore, tokensErr error, safe bool, opts ...hub.Option) (*hub.Server, string) {
 	if !safe {
-		return nil, func() {}, "Not serving the API (/v1/) nor MCP (/mcp): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
+		return nil, "Not serving the API (/v1/) nor MCP (/mcp): beyond loopback it needs TLS (--tls-cert, --tls-key) or --behind-tls-proxy, so that tokens never cross a network in the clear"
 	}
-	tokens, done, err := e.tokenStore(file)
-	if err != nil {
-		return nil, nil, "Not serving the API (/v1/) nor MCP (/mcp): " + err.Error()
+	if tokensErr != nil {
+		return nil, "Not serving the API (/v1/) nor MCP (/mcp): " + tokensErr.Error()
 	}
 	msg := "Serving the API under /v1/ and MCP at /mcp; every request needs a token (taskgraph token add NAME)"
 	if infos, err := tokens.List(e.ctx); err == nil && len(infos) == 0 {
 		msg += ": there is none yet, so every request is refused"
 	}
-	return hub.NewServer(s, tokens, opts...), done, msg
+	return hub.NewServer(s, tokens, opts...), msg
 }
 
 // isLoopback reports whether host (of --addr) names only this machine. An
@@ -214,6 +224,6 @@ func hubMCP(ctx context.Context, ttl time.Duration) hub.MCPServer {
 		if who.Role != hub.Viewer {
 			go keepClaims(ctx, st, who.Name, ttl, lastSeen, nil, 0, io.Discard)
 		}
-		return newMCPServer(st, agenttools.WithOwner(who.Name), agenttools.WithLease(ttl))
+		return newMCPServer(st, agenttools.WithOwner(who.Name), agenttools.WithLease(ttl), agenttools.WithCreatedVia(taskgraph.ViaMCP))
 	}
 }

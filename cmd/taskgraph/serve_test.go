@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -13,6 +14,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/board"
+	"github.com/taskgraph-dev/taskgraph/hub"
 )
 
 // startServe runs `taskgraph serve` on a free port and returns its URL.
@@ -95,5 +100,72 @@ func TestServeMetrics(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	assert.Equal(t, "text/plain; version=0.0.4; charset=utf-8", resp.Header.Get("Content-Type"))
 	assert.Contains(t, string(body), "# TYPE taskgraph_tasks gauge\n")
-	assert.Contains(t, string(body), "\ntaskgraph_tasks{state=\"ready\"} 1\ntaskgraph_tasks{state=\"deferred\"} 0\ntaskgraph_tasks{state=\"limited\"} 0\ntaskgraph_tasks{state=\"blocked\"} 1\n")
+	assert.Contains(t, string(body), "\ntaskgraph_tasks{state=\"ready\"} 1\ntaskgraph_tasks{state=\"awaiting_approval\"} 0\ntaskgraph_tasks{state=\"deferred\"} 0\ntaskgraph_tasks{state=\"limited\"} 0\ntaskgraph_tasks{state=\"blocked\"} 1\n")
+}
+
+// The board's writes take the hub's tokens, one token system: with
+// --allow-writes, a write from the page carries a token of taskgraph
+// token add, and does what it may through the API's rules (an agent's
+// creates; only an admin's reopens); no token, an unknown one, or one
+// revoked by another process is refused, and the refusal never echoes
+// the token. serve says, on stderr, how to get one.
+func TestServeBoardWritesTakeHubTokens(t *testing.T) {
+	dir := project(t)
+	agent := strings.TrimSpace(ok(t, dir, "token", "add", "builder"))
+	admin := strings.TrimSpace(ok(t, dir, "token", "add", "lead", "--role", "admin"))
+	addr := freeAddr(t)
+	cmd := exec.Command(binary, "serve", "--addr", addr, "--allow-writes")
+	cmd.Dir, cmd.Env = dir, cleanEnv()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	url = strings.TrimSpace(url)
+	assert.Equal(t, "http://"+addr+"/", url, "no token in the URL: the user brings one")
+
+	post := func(path, token, body string) (int, string) {
+		req, err := http.NewRequest("POST", url+strings.TrimPrefix(path, "/"), strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", strings.TrimSuffix(url, "/"))
+		if token != "" {
+			req.Header.Set(board.TokenHeader, token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	code, body0 := post("/api/tasks", agent, `{"subject":"from the page"}`)
+	require.Equal(t, http.StatusCreated, code, body0)
+	code, body := post("/api/tasks", "", `{"subject":"x"}`)
+	assert.Equal(t, http.StatusUnauthorized, code, body)
+	assert.Contains(t, body, "taskgraph token add")
+	code, body = post("/api/tasks", agent+"x", `{"subject":"x"}`)
+	assert.Equal(t, http.StatusUnauthorized, code, body)
+	assert.NotContains(t, body, agent[4:], "a refusal never echoes the token")
+	var created struct{ ID int64 }
+	require.NoError(t, json.Unmarshal([]byte(body0), &created))
+	c, err := hub.NewClient(url, admin) // the API, beside the board
+	require.NoError(t, err)
+	_, err = c.Claim(ctx, taskgraph.ID(created.ID), "lead")
+	require.NoError(t, err)
+	_, err = c.Complete(ctx, taskgraph.ID(created.ID), "lead")
+	require.NoError(t, err)
+	reopen := fmt.Sprintf("/api/tasks/%d/reopen", created.ID)
+	code, body = post(reopen, agent, `{}`)
+	assert.Equal(t, http.StatusForbidden, code, body)
+	code, body = post(reopen, admin, `{}`)
+	assert.Equal(t, http.StatusOK, code, body)
+	ok(t, dir, "token", "revoke", "builder")
+	code, body = post("/api/tasks", agent, `{"subject":"x"}`)
+	assert.Equal(t, http.StatusUnauthorized, code, "revoked by another process: %s", body)
+	cmd.Process.Kill()
+	cmd.Wait() // stderr is written no more
+	assert.NotContains(t, stderr.String(), agent[4:], "tokens are never logged")
 }

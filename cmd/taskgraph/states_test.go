@@ -60,10 +60,10 @@ func TestListByState(t *testing.T) {
 	assert.Contains(t, r.stderr, `taskgraph list: --status "stranded" is not pending, in_progress, completed, failed or cancelled; stranded is a state, derived from the graph: use --state stranded`)
 	r = tg(t, dir, "list", "--state", "pending")
 	assert.Equal(t, exitUsage, r.code)
-	assert.Contains(t, r.stderr, `taskgraph list: --state "pending" is not ready, deferred, limited, blocked, stranded, in_progress, completed, failed or cancelled; pending is a status: use --status pending`)
+	assert.Contains(t, r.stderr, `taskgraph list: --state "pending" is not ready, awaiting_approval, deferred, limited, blocked, stranded, in_progress, completed, failed or cancelled; pending is a status: use --status pending`)
 	r = tg(t, dir, "list", "--state", "done")
 	assert.Equal(t, exitUsage, r.code)
-	assert.Contains(t, r.stderr, `--state "done" is not ready, deferred, limited, blocked, stranded, in_progress, completed, failed or cancelled`)
+	assert.Contains(t, r.stderr, `--state "done" is not ready, awaiting_approval, deferred, limited, blocked, stranded, in_progress, completed, failed or cancelled`)
 	assert.NotContains(t, r.stderr, "use --status")
 	// ready takes no --state: it is the ready state.
 	assert.Equal(t, exitUsage, tg(t, dir, "ready", "--state", "blocked").code)
@@ -75,6 +75,7 @@ func TestBoardCommand(t *testing.T) {
 	dir := stateGraph(t)
 	me := defaultOwner()
 	assert.Equal(t, "Ready (1)\n  [ ] #4: docs\n"+
+		"Awaiting approval (0)\n"+
 		"Deferred (0)\n"+
 		"Limited (0)\n"+
 		"Blocked (1)\n  [ ] #6: ui (blocked by: [5])\n"+
@@ -94,12 +95,12 @@ func TestBoardCommand(t *testing.T) {
 			assert.Equal(t, state, task["state"], "#%v", task["id"])
 		}
 	}
-	assert.Equal(t, map[string][]float64{"ready": {4}, "deferred": {}, "limited": {}, "blocked": {6}, "stranded": {2, 3}, "in_progress": {5},
+	assert.Equal(t, map[string][]float64{"ready": {4}, "awaiting_approval": {}, "deferred": {}, "limited": {}, "blocked": {6}, "stranded": {2, 3}, "in_progress": {5},
 		"completed": {7}, "failed": {1}, "cancelled": {8}}, ids)
 
 	empty := project(t)
-	assert.Equal(t, "Ready (0)\nDeferred (0)\nLimited (0)\nBlocked (0)\nStranded (0)\nIn progress (0)\nCompleted (0)\nFailed (0)\nCancelled (0)\n", ok(t, empty, "board"))
+	assert.Equal(t, "Ready (0)\nAwaiting approval (0)\nDeferred (0)\nLimited (0)\nBlocked (0)\nStranded (0)\nIn progress (0)\nCompleted (0)\nFailed (0)\nCancelled (0)\n", ok(t, empty, "board"))
 	require.NoError(t, json.Unmarshal([]byte(ok(t, empty, "board", "--json")), &b))
-	assert.Len(t, b, 9)
+	assert.Len(t, b, 10)
 	assert.Equal(t, exitUsage, tg(t, empty, "board", "extra").code)
 }

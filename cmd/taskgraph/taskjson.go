@@ -22,6 +22,7 @@ type taskJSON struct {
 	Priority       *taskgraph.Priority    `json:"priority,omitempty"` // absent: the default
 	Labels         []string               `json:"labels,omitempty"`
 	Key            string                 `json:"key,omitempty"`
+	Parent         taskgraph.ID           `json:"parent,omitempty"`
 	Reason         string                 `json:"reason,omitempty"`
 	Result         string                 `json:"result,omitempty"`
 	Metadata       map[string]any         `json:"metadata,omitempty"`
@@ -31,8 +32,30 @@ type taskJSON struct {
 	ClaimedAt      *time.Time             `json:"claimedAt,omitempty"`
 	LeaseExpiresAt *time.Time             `json:"leaseExpiresAt,omitempty"`
 	PrevOwner      string                 `json:"prevOwner,omitempty"`
+	NotBefore      *time.Time             `json:"notBefore,omitempty"`
+	Due            *time.Time             `json:"due,omitempty"`
+	MaxAttempts    int                    `json:"maxAttempts,omitempty"`
+	Attempts       int                    `json:"attempts,omitempty"`
+	Backoff        duration               `json:"backoff,omitempty"`
+	MaxRuntime     duration               `json:"maxRuntime,omitempty"`
+	ProgressWindow duration               `json:"progressWindow,omitempty"`
 	Notes          []taskgraph.Note       `json:"notes,omitempty"`
 	History        []taskgraph.Transition `json:"history,omitempty"`
+	// NeedsApproval, CreatedVia and Links are those of taskgraph.Extra.
+	NeedsApproval bool             `json:"needsApproval,omitempty"`
+	CreatedVia    string           `json:"createdVia,omitempty"`
+	Links         []taskgraph.Link `json:"links,omitempty"`
+}
+
+// duration is a length of time as the task file writes it ("1m30s").
+type duration time.Duration
+
+func (d duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+func (d *duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = duration(v)
+	return err
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -44,13 +67,21 @@ func timePtr(t time.Time) *time.Time {
 
 func toJSON(t taskgraph.Task) taskJSON {
 	j := taskJSON{TaskJSON: agenttools.NewTaskJSON(t), Metadata: t.Metadata,
-		Labels: t.Labels, Key: t.Key, Reason: t.Reason, Result: t.Result,
+		Labels: t.Labels, Key: t.Key, Parent: t.Parent, Reason: t.Reason, Result: t.Result,
 		CreatedAt: timePtr(t.CreatedAt), UpdatedAt: timePtr(t.UpdatedAt), Rev: t.Rev,
 		ClaimedAt: timePtr(t.ClaimedAt), LeaseExpiresAt: timePtr(t.LeaseExpiresAt), PrevOwner: t.PrevOwner,
+		NotBefore: timePtr(t.NotBefore), Due: timePtr(t.Due),
+		MaxAttempts: t.MaxAttempts, Attempts: t.Attempts, Backoff: duration(t.Backoff),
 		Notes: t.Notes, History: t.History}
+	if x := t.Extra; x != nil {
+		j.MaxRuntime, j.ProgressWindow = duration(x.MaxRuntime), duration(x.ProgressWindow)
+	}
 	if t.Priority != taskgraph.DefaultPriority {
 		p := t.Priority
 		j.Priority = &p
+	}
+	if x := t.Extra; x != nil {
+		j.NeedsApproval, j.CreatedVia, j.Links = x.NeedsApproval, x.CreatedVia, x.Links
 	}
 	return j
 }
@@ -74,18 +105,26 @@ func (v view) toJSON(t taskgraph.Task) taskJSON {
 func fromJSON(j taskJSON) taskgraph.Task {
 	t := taskgraph.Task{ID: j.ID, Subject: j.Subject, Description: j.Description, Status: j.Status,
 		BlockedBy: j.BlockedBy, Owner: j.Owner, Metadata: j.Metadata, Rev: j.Rev, PrevOwner: j.PrevOwner,
-		Priority: taskgraph.DefaultPriority, Labels: j.Labels, Key: j.Key, Reason: j.Reason, Result: j.Result,
+		Priority: taskgraph.DefaultPriority, Labels: j.Labels, Key: j.Key, Parent: j.Parent, Reason: j.Reason, Result: j.Result,
+		MaxAttempts: j.MaxAttempts, Attempts: j.Attempts, Backoff: time.Duration(j.Backoff),
 		Notes: j.Notes, History: j.History}
+	if j.MaxRuntime != 0 || j.ProgressWindow != 0 {
+		t.Extra = &taskgraph.Extra{MaxRuntime: time.Duration(j.MaxRuntime), ProgressWindow: time.Duration(j.ProgressWindow)}
+	}
 	if j.Priority != nil {
 		t.Priority = *j.Priority
 	}
 	for _, p := range []struct {
 		from *time.Time
 		to   *time.Time
-	}{{j.CreatedAt, &t.CreatedAt}, {j.UpdatedAt, &t.UpdatedAt}, {j.ClaimedAt, &t.ClaimedAt}, {j.LeaseExpiresAt, &t.LeaseExpiresAt}} {
+	}{{j.CreatedAt, &t.CreatedAt}, {j.UpdatedAt, &t.UpdatedAt}, {j.ClaimedAt, &t.ClaimedAt}, {j.LeaseExpiresAt, &t.LeaseExpiresAt},
+		{j.NotBefore, &t.NotBefore}, {j.Due, &t.Due}} {
 		if p.from != nil {
 			*p.to = *p.from
 		}
+	}
+	if j.NeedsApproval || j.CreatedVia != "" || len(j.Links) > 0 {
+		t.Extra = &taskgraph.Extra{NeedsApproval: j.NeedsApproval, CreatedVia: j.CreatedVia, Links: j.Links}
 	}
 	return t
 }

@@ -4,9 +4,10 @@
 // upload is retried with a backoff, the note of an agent that died
 // mid-task reaches the agent that takes the task over, the task of an
 // agent that hangs — alive, renewing its lease, making no progress — comes
-// back once its no-progress window has passed, and a checked task
-// completes only once its check, a command of the graph's checks file
-// that the agents run (WorkChecks), has passed.
+// back once its no-progress window has passed, the upload waits for a
+// person's approval, and a checked task completes only once its check, a
+// command of the graph's checks file that the agents run (WorkChecks), has
+// passed.
 //
 //	go run ./examples/release
 package main
@@ -70,7 +71,7 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 		{Key: "train", Subject: "train the model", Labels: []string{"gpu"}, Under: "release"},
 		{Key: "distill", Subject: "distill the model", Labels: []string{"gpu"}, Under: "release"},
 		{Key: "upload", Subject: "upload the weights", After: []string{"train", "distill"}, Under: "release",
-			MaxAttempts: 3, Backoff: 50 * time.Millisecond},
+			MaxAttempts: 3, Backoff: 50 * time.Millisecond, NeedsApproval: true}, // no agent uploads until a person approves
 		// A claim of the release notes that goes 300ms without progress
 		// (the claim, a note) lapses, however its lease is renewed.
 		{Key: "docs", Subject: "write the release notes", Under: "release", ProgressWindow: 300 * time.Millisecond},
@@ -105,6 +106,15 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 	hungCtx, stopHung := taskgraph.KeepAlive(ctx, store, docs.ID, "agent-hung", time.Minute)
 	fmt.Fprintf(out, "agent-hung took #%d (%s) and hangs, its lease renewed\n", docs.ID, docs.Subject)
 
+	// The release manager approves the upload while the agents work: until
+	// then no agent can claim it, and the agents wait for it.
+	approved := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_, err := store.Approve(ctx, plan[3].ID, "release-manager")
+		approved <- err
+	}()
+
 	rep := &report{}
 	var mu sync.Mutex
 	var uploads atomic.Int32
@@ -132,7 +142,7 @@ func run(ctx context.Context, dir string, out io.Writer) (*report, error) {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, <-approved)...); err != nil {
 		return nil, err
 	}
 	<-hungCtx.Done() // cancelled once a renewal was refused: the claim lapsed

@@ -28,6 +28,9 @@ func TestRelease(t *testing.T) {
 	assert.Equal(t, "agent-0", rep.train.PrevOwner)
 	assert.Equal(t, taskgraph.Completed, rep.upload.Status)
 	assert.Equal(t, 2, rep.upload.Attempts, "two failures retried, the third attempt done")
+	require.NotEmpty(t, rep.upload.History)
+	assert.Equal(t, taskgraph.HistoryApproved, rep.upload.History[0].Event, "no attempt before the approval")
+	assert.Equal(t, "release-manager", rep.upload.History[0].By)
 	assert.Equal(t, taskgraph.Completed, rep.docs.Status, "the hung agent's task came back and was done")
 	assert.True(t, errors.Is(rep.hung, taskgraph.ErrLapsed) || errors.Is(rep.hung, taskgraph.ErrClaimed),
 		"the hung agent's renewal was refused, the claim lapsed (or, first, taken over): %v", rep.hung)

@@ -15,6 +15,8 @@
 package atomicfile
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -130,4 +132,32 @@ func IsTempOf(name, target string) bool {
 		}
 	}
 	return true
+}
+
+// NotRegular is the problem of a file whose mode m is not a regular
+// file's, naming what it is instead.
+func NotRegular(m fs.FileMode) error { return fmt.Errorf("not a regular file (%s)", fileType(m)) }
+
+// HardLinked is the problem of a file written in place (a change log)
+// that has n hard links: it may be another file too, which a write to it
+// would change. until says what happens meanwhile.
+func HardLinked(what string, n uint64, until string) error {
+	return fmt.Errorf("the %s has %d hard links, so it may be another file too, which taskgraph would change by writing it: remove it; until then %s", what, n, until)
+}
+
+// fileType names the type of a file that is not a regular file.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDir != 0:
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file: " + m.Type().String()
 }

@@ -4,7 +4,8 @@
 // task files. To a reader a torn or garbled line (a writer killed in
 // mid-append) costs a reload of the task it names, or a rescan, never a
 // wrong answer; the files stay the source of truth, and every write is
-// durable in them before its record is appended.
+// durable in them before its record is appended. Log is a store's hold
+// on the file (log.go): what it has read, and how it appends.
 //
 // The lines:
 //

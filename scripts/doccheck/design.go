@@ -22,8 +22,9 @@ var (
 	// root file.
 	mapRow = regexp.MustCompile("^\\|\\s*`([^`/]+\\.go)`\\s*\\|")
 	// step is a step of the reading path: `file.go:Func` or
-	// `file.go:Type.Method`.
-	step = regexp.MustCompile("`([^`/:]+\\.go):(?:([A-Za-z_][A-Za-z0-9_]*)\\.)?([A-Za-z_][A-Za-z0-9_]*)`")
+	// `file.go:Type.Method`, the file in the root or named by its path
+	// from the root (`internal/changelog/log.go:Log.News`).
+	step = regexp.MustCompile("`([^`:]+\\.go):(?:([A-Za-z_][A-Za-z0-9_]*)\\.)?([A-Za-z_][A-Za-z0-9_]*)`")
 )
 
 // readingHeading is the heading of the section that holds the reading path.

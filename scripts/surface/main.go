@@ -29,10 +29,14 @@ const (
 	maxFileStoreMethods = 80
 	// maxExports: the root's exported names. Issue 40 set out to take 40
 	// of its 332 out (CLI-only helpers to packages of their own); since,
-	// other issues added 54 (liveness: 24; verified completion: 20). This is the count today, so
-	// that nothing grows it unseen: a change that adds a capability
-	// raises it by the names it adds, and says so.
-	maxExports = 386
+	// other issues added 54 (liveness: 24; verified completion: 20), and
+	// the git helpers moved to package gitrepo (−10). This is the count
+	// today, so that nothing grows it unseen: a change that adds a
+	// capability raises it by the names it adds, and says so. Write keys
+	// (issue 41 item 5): 6; approval gates and links (issue 42): 31, of
+	// which 8 are the Approver and ApprovalPolicer methods MemStore and
+	// FileStore get from the approvals type they embed.
+	maxExports = 413
 )
 
 func main() {
@@ -61,12 +65,17 @@ func main() {
 type counts struct {
 	methods map[string]int // by receiver type
 	exports int
+	// hidden counts the exported methods of unexported types, and
+	// embedded names the unexported types each exported struct embeds:
+	// their methods are the exported type's too, so they count.
+	hidden   map[string]int
+	embedded []string
 }
 
 func (c counts) check(maxMethods, maxExports int) []string {
 	var fails []string
 	if n := c.methods["FileStore"]; n > maxMethods {
-		fails = append(fails, fmt.Sprintf("FileStore has %d methods, more than %d: give the mechanism you added a type of its own (as changeLog, spares, aheadDir)", n, maxMethods))
+		fails = append(fails, fmt.Sprintf("FileStore has %d methods, more than %d: give the mechanism you added a type of its own (as changelog.Log, spares, aheadDir)", n, maxMethods))
 	}
 	if c.exports > maxExports {
 		fails = append(fails, fmt.Sprintf("the root package exports %d names, more than %d: keep helpers unexported, or put what only the CLI needs in a package of its own", c.exports, maxExports))
@@ -76,7 +85,7 @@ func (c counts) check(maxMethods, maxExports int) []string {
 
 // count counts the non-test Go files of the package in dir.
 func count(dir string) (counts, error) {
-	c := counts{methods: map[string]int{}}
+	c := counts{methods: map[string]int{}, hidden: map[string]int{}}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return c, err
@@ -94,6 +103,9 @@ func count(dir string) (counts, error) {
 		for _, d := range f.Decls {
 			c.add(d)
 		}
+	}
+	for _, t := range c.embedded {
+		c.exports += c.hidden[t]
 	}
 	return c, nil
 }
@@ -116,8 +128,12 @@ func (c *counts) add(d ast.Decl) {
 		}
 		if id, ok := recv.(*ast.Ident); ok {
 			c.methods[id.Name]++
-			if id.IsExported() && d.Name.IsExported() && !deprecated(d.Doc) {
-				c.exports++
+			if d.Name.IsExported() && !deprecated(d.Doc) {
+				if id.IsExported() {
+					c.exports++
+				} else {
+					c.hidden[id.Name]++
+				}
 			}
 		}
 	case *ast.GenDecl:
@@ -126,6 +142,7 @@ func (c *counts) add(d ast.Decl) {
 			case *ast.TypeSpec:
 				if s.Name.IsExported() && !deprecated(d.Doc) && !deprecated(s.Doc) {
 					c.exports++
+					c.embeds(s)
 				}
 			case *ast.ValueSpec:
 				for _, n := range s.Names {
@@ -134,6 +151,23 @@ func (c *counts) add(d ast.Decl) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// embeds records the unexported types the exported struct s embeds.
+func (c *counts) embeds(s *ast.TypeSpec) {
+	st, ok := s.Type.(*ast.StructType)
+	if !ok {
+		return
+	}
+	for _, f := range st.Fields.List {
+		t := f.Type
+		if star, ok := t.(*ast.StarExpr); ok {
+			t = star.X
+		}
+		if id, ok := t.(*ast.Ident); ok && len(f.Names) == 0 && !id.IsExported() {
+			c.embedded = append(c.embedded, id.Name)
 		}
 	}
 }

@@ -40,6 +40,12 @@ type (
 func (T) M()  {}
 func (u) N()  {}
 func (T) m()  {}
+
+// V embeds u, so u's exported method N is V's too: counted.
+type V struct {
+	u
+	W int
+}
 `
 
 func TestCount(t *testing.T) {
@@ -57,15 +63,16 @@ func TestCount(t *testing.T) {
 	if got := c.methods["FileStore"]; got != 3 {
 		t.Errorf("FileStore methods: %d, want 3 (tests not counted)", got)
 	}
-	// FileStore, Get, Put, New, A, T, M: not Old or C (deprecated), nor
-	// lower-case names, nor the methods of unexported types.
-	if c.exports != 7 {
-		t.Errorf("exports: %d, want 7", c.exports)
+	// FileStore, Get, Put, New, A, T, M, V and N promoted to V: not Old
+	// or C (deprecated), nor lower-case names, nor the methods of
+	// unexported types no exported type embeds.
+	if c.exports != 9 {
+		t.Errorf("exports: %d, want 9", c.exports)
 	}
-	if fails := c.check(3, 7); len(fails) != 0 {
+	if fails := c.check(3, 9); len(fails) != 0 {
 		t.Errorf("at the limits: %v", fails)
 	}
-	if fails := c.check(2, 6); len(fails) != 2 {
+	if fails := c.check(2, 8); len(fails) != 2 {
 		t.Errorf("past both limits: %v, want two findings", fails)
 	}
 }

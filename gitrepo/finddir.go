@@ -2,7 +2,7 @@
 // command and its MCP server do: the nearest .tasks upward, and in a
 // linked git worktree the graph every worktree of the repository shares.
 
-package taskgraph
+package gitrepo
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package taskgraph
+package gitrepo
 
 import (
 	"errors"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/taskgraph-dev/taskgraph/internal/errs"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 )
 
 // withinSeconds runs f and fails the test if it has not returned in a few
@@ -30,7 +32,7 @@ func withinSeconds(t *testing.T, what string, f func()) {
 }
 
 // A .gitignore git would not read — a symbolic link, a directory, a FIFO —
-// is an error matching ErrInvalid, from both functions, and is left as it
+// is an error matching errs.ErrInvalid, from both functions, and is left as it
 // is: nothing is written through a link to a file elsewhere, and a FIFO
 // does not block.
 func TestGitIgnoreNotARegularFile(t *testing.T) {
@@ -42,13 +44,13 @@ func TestGitIgnoreNotARegularFile(t *testing.T) {
 		"fifo":      func(name string) error { return syscall.Mkfifo(name, 0o644) },
 	} {
 		dir := t.TempDir()
-		name := filepath.Join(dir, GitIgnoreName)
+		name := filepath.Join(dir, IgnoreName)
 		require.NoError(t, mk(name))
 		withinSeconds(t, kind, func() {
-			_, err := GitIgnoreMissing(dir)
-			assert.ErrorIs(t, err, ErrInvalid, kind)
-			changed, err := WriteGitIgnore(dir)
-			assert.ErrorIs(t, err, ErrInvalid, kind)
+			_, err := IgnoreMissing(dir)
+			assert.ErrorIs(t, err, errs.ErrInvalid, kind)
+			changed, err := WriteIgnore(dir)
+			assert.ErrorIs(t, err, errs.ErrInvalid, kind)
 			assert.False(t, changed, kind)
 			if err != nil {
 				assert.Contains(t, err.Error(), name, kind)
@@ -61,7 +63,7 @@ func TestGitIgnoreNotARegularFile(t *testing.T) {
 }
 
 // A later negation un-ignores a line: the line is missing, and the one
-// WriteGitIgnore adds after it makes git ignore the file again. Leading
+// WriteIgnore adds after it makes git ignore the file again. Leading
 // spaces and trailing tabs are part of a pattern for git; trailing spaces
 // and CRLF line ends are not.
 func TestGitIgnoreReadAsGitReadsIt(t *testing.T) {
@@ -70,8 +72,8 @@ func TestGitIgnoreReadAsGitReadsIt(t *testing.T) {
 	runGit(t, repo, "init", "-q")
 	dir := filepath.Join(repo, DirName)
 	mkdirs(t, dir)
-	name := filepath.Join(dir, GitIgnoreName)
-	for _, f := range []string{lockFileName, logFileName, syncFileName} {
+	name := filepath.Join(dir, IgnoreName)
+	for _, f := range []string{filenames.Lock, filenames.Log, filenames.Sync} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
 	}
 	ignored := func(f string) bool {
@@ -87,42 +89,42 @@ func TestGitIgnoreReadAsGitReadsIt(t *testing.T) {
 	}()
 
 	for what, content := range map[string]string{
-		"an exact negation": full + "!" + lockFileName + "\n",
+		"an exact negation": full + "!" + filenames.Lock + "\n",
 		"a glob negation":   full + "!.taskgraph.*\n",
-		"a leading space":   strings.Replace(full, lockFileName+"\n", " "+lockFileName+"\n", 1),
-		"a trailing tab":    strings.Replace(full, lockFileName+"\n", lockFileName+"\t\n", 1),
+		"a leading space":   strings.Replace(full, filenames.Lock+"\n", " "+filenames.Lock+"\n", 1),
+		"a trailing tab":    strings.Replace(full, filenames.Lock+"\n", filenames.Lock+"\t\n", 1),
 	} {
 		require.NoError(t, os.WriteFile(name, []byte(content), 0o644))
-		require.False(t, ignored(lockFileName), "%s: git does not ignore the lock", what)
-		missing, err := GitIgnoreMissing(dir)
+		require.False(t, ignored(filenames.Lock), "%s: git does not ignore the lock", what)
+		missing, err := IgnoreMissing(dir)
 		require.NoError(t, err)
-		assert.Contains(t, missing, lockFileName, what)
-		changed, err := WriteGitIgnore(dir)
+		assert.Contains(t, missing, filenames.Lock, what)
+		changed, err := WriteIgnore(dir)
 		require.NoError(t, err)
 		assert.True(t, changed, what)
 		data, err := os.ReadFile(name)
 		require.NoError(t, err)
 		assert.True(t, strings.HasPrefix(string(data), content), "%s: what was there is kept", what)
-		assert.True(t, ignored(lockFileName), "%s: after WriteGitIgnore git ignores the lock", what)
-		missing, err = GitIgnoreMissing(dir)
+		assert.True(t, ignored(filenames.Lock), "%s: after WriteIgnore git ignores the lock", what)
+		missing, err = IgnoreMissing(dir)
 		require.NoError(t, err)
 		assert.Empty(t, missing, what)
 	}
 
 	// Trailing spaces and CRLF: git reads the patterns, so nothing is
 	// missing; a line added to a CRLF file ends in CRLF too.
-	crlf := strings.ReplaceAll(strings.Replace(full, syncFileName+"\n", "", 1), "\n", "  \r\n")
+	crlf := strings.ReplaceAll(strings.Replace(full, filenames.Sync+"\n", "", 1), "\n", "  \r\n")
 	require.NoError(t, os.WriteFile(name, []byte(crlf), 0o644))
-	assert.True(t, ignored(lockFileName))
-	missing, err := GitIgnoreMissing(dir)
+	assert.True(t, ignored(filenames.Lock))
+	missing, err := IgnoreMissing(dir)
 	require.NoError(t, err)
-	assert.Equal(t, []string{syncFileName}, missing)
-	_, err = WriteGitIgnore(dir)
+	assert.Equal(t, []string{filenames.Sync}, missing)
+	_, err = WriteIgnore(dir)
 	require.NoError(t, err)
 	data, err := os.ReadFile(name)
 	require.NoError(t, err)
-	assert.Equal(t, crlf+gitIgnoreHeader+"\r\n"+syncFileName+"\r\n", string(data))
-	assert.True(t, ignored(syncFileName))
+	assert.Equal(t, crlf+gitIgnoreHeader+"\r\n"+filenames.Sync+"\r\n", string(data))
+	assert.True(t, ignored(filenames.Sync))
 }
 
 // runGitStatus runs git in dir and returns its exit status.

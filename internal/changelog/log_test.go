@@ -1,6 +1,6 @@
 //go:build unix
 
-package taskgraph
+package changelog
 
 import (
 	"errors"
@@ -13,13 +13,26 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskgraph-dev/taskgraph/internal/changelog"
+	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 )
 
-// The change log's invariants, on a real directory and without a
-// FileStore: two logs of the same directory stand for two stores.
+// The change log's invariants, on a real directory and without a store:
+// two logs of the same directory stand for two stores.
 
-func logDir(t *testing.T) (dir string, newLog func() *changeLog) {
+// dirFS is the FS of a real directory, as a store's is, without faults.
+type dirFS struct {
+	atomicfile.FS
+	root *os.Root
+	dirf *os.File
+}
+
+func (dirFS) Append(f *os.File, data []byte) error { _, err := f.Write(data); return err }
+func (d dirFS) OpenRead(name string) (*os.File, error) {
+	return atomicfile.OpenIn(d.dirf, d.root, name, os.O_RDONLY, 0)
+}
+
+func logDir(t *testing.T) (dir string, newLog func() *Log) {
 	t.Helper()
 	dir = t.TempDir()
 	root, err := os.OpenRoot(dir)
@@ -27,9 +40,9 @@ func logDir(t *testing.T) (dir string, newLog func() *changeLog) {
 	dirf, err := root.Open(".")
 	require.NoError(t, err)
 	t.Cleanup(func() { dirf.Close(); root.Close() })
-	return dir, func() *changeLog {
-		l := newChangeLog(newDirFS(root, dirf), root, dir, maxLogSize)
-		t.Cleanup(func() { l.close() })
+	return dir, func() *Log {
+		l := New(dirFS{atomicfile.Root(root), root, dirf}, root, dir, 1<<20)
+		t.Cleanup(func() { l.Close() })
 		return &l
 	}
 }
@@ -37,93 +50,93 @@ func logDir(t *testing.T) (dir string, newLog func() *changeLog) {
 func TestChangeLogNewsOfAnotherStore(t *testing.T) {
 	_, newLog := logDir(t)
 	writer, reader := newLog(), newLog()
-	news, _, err := reader.news()
+	news, _, err := reader.News()
 	require.NoError(t, err)
-	assert.Equal(t, logSame, news, "no log, and none seen: nothing to read")
+	assert.Equal(t, Same, news, "no log, and none seen: nothing to read")
 
-	require.NoError(t, writer.prepare())
-	reader.skipToEnd()
-	rec := changelog.AppendMtime(changelog.AppendDelete(nil, 7), 42)
-	require.NoError(t, writer.append(rec))
-	news, size, err := reader.news()
+	require.NoError(t, writer.Prepare())
+	reader.SkipToEnd()
+	rec := AppendMtime(AppendDelete(nil, 7), 42)
+	require.NoError(t, writer.Append(rec))
+	news, size, err := reader.News()
 	require.NoError(t, err)
-	require.Equal(t, logGrown, news)
-	got, err := reader.readNew(size)
+	require.Equal(t, Grown, news)
+	got, err := reader.ReadNew(size)
 	require.NoError(t, err)
 	assert.Equal(t, string(rec), string(got))
-	news, size, err = reader.news()
+	news, size, err = reader.News()
 	require.NoError(t, err)
-	assert.Equal(t, logSame, news, "read to its end")
-	reader.caughtUp(size)
+	assert.Equal(t, Same, news, "read to its end")
+	reader.CaughtUp(size)
 	assert.True(t, reader.checked)
 }
 
 func TestChangeLogLeavesALineNotYetWhole(t *testing.T) {
 	dir, newLog := logDir(t)
 	writer, reader := newLog(), newLog()
-	require.NoError(t, writer.prepare())
-	reader.skipToEnd()
+	require.NoError(t, writer.Prepare())
+	reader.SkipToEnd()
 	// A writer killed in mid-append leaves the start of a line.
-	f, err := os.OpenFile(filepath.Join(dir, logFileName), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(filepath.Join(dir, filenames.Log), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	_, err = f.WriteString("D 7\nP 8 1 2 3 {\"subj")
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
-	_, size, err := reader.news()
+	_, size, err := reader.News()
 	require.NoError(t, err)
-	got, err := reader.readNew(size)
+	got, err := reader.ReadNew(size)
 	require.NoError(t, err)
 	assert.Equal(t, "D 7\n", string(got), "only whole lines are read")
-	unfinished, err := reader.endsUnfinished()
+	unfinished, err := reader.EndsUnfinished()
 	require.NoError(t, err)
 	assert.True(t, unfinished, "a log that does not end in an M line ends in an unfinished write")
 
 	// The next append ends the torn line first, so its own stays whole.
-	require.NoError(t, reader.open())
-	require.NoError(t, reader.append(changelog.AppendMtime(nil, 9)))
-	data, err := os.ReadFile(filepath.Join(dir, logFileName))
+	require.NoError(t, reader.Open())
+	require.NoError(t, reader.Append(AppendMtime(nil, 9)))
+	data, err := os.ReadFile(filepath.Join(dir, filenames.Log))
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(string(data), "{\"subj\nM 9\n"), "got %q", data)
-	unfinished, err = reader.endsUnfinished()
+	unfinished, err = reader.EndsUnfinished()
 	require.NoError(t, err)
 	assert.False(t, unfinished, "a log that ends in an M line ends in a finished write")
 
 	// A scan takes a log as read to its last whole line.
 	third := newLog()
-	third.skipToEnd()
+	third.SkipToEnd()
 	assert.Equal(t, int64(len(data)), third.off)
 }
 
 func TestChangeLogLostWhenReplacedCutOrRemoved(t *testing.T) {
 	dir, newLog := logDir(t)
-	path := filepath.Join(dir, logFileName)
-	for name, lose := range map[string]func(w *changeLog) error{
-		"replaced": func(w *changeLog) error { return w.replace() },
-		"removed":  func(w *changeLog) error { w.remove(); return nil },
-		"cut":      func(*changeLog) error { return os.Truncate(path, 1) },
-		"something else in its place": func(w *changeLog) error {
-			w.remove()
+	path := filepath.Join(dir, filenames.Log)
+	for name, lose := range map[string]func(w *Log) error{
+		"replaced": func(w *Log) error { return w.Replace() },
+		"removed":  func(w *Log) error { w.Remove(); return nil },
+		"cut":      func(*Log) error { return os.Truncate(path, 1) },
+		"something else in its place": func(w *Log) error {
+			w.Remove()
 			return os.Mkdir(path, 0o755)
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			os.Remove(path)
 			writer, reader := newLog(), newLog()
-			require.NoError(t, writer.prepare())
-			require.NoError(t, writer.append(changelog.AppendMtime(nil, 1)))
-			reader.skipToEnd()
+			require.NoError(t, writer.Prepare())
+			require.NoError(t, writer.Append(AppendMtime(nil, 1)))
+			reader.SkipToEnd()
 			require.NoError(t, lose(writer))
-			news, _, err := reader.news()
+			news, _, err := reader.News()
 			require.NoError(t, err)
-			assert.Equal(t, logLost, news, "records may have been lost: the reader rescans")
+			assert.Equal(t, Lost, news, "records may have been lost: the reader rescans")
 		})
 	}
 }
 
 func TestChangeLogRefusesWhatIsNotItsOwnFile(t *testing.T) {
 	dir, newLog := logDir(t)
-	path := filepath.Join(dir, logFileName)
+	path := filepath.Join(dir, filenames.Log)
 	other := filepath.Join(dir, "other")
 	require.NoError(t, os.WriteFile(other, []byte("precious\n"), 0o644))
 	for name, plant := range map[string]func() error{
@@ -135,10 +148,10 @@ func TestChangeLogRefusesWhatIsNotItsOwnFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, os.RemoveAll(path))
 			require.NoError(t, plant())
-			err := newLog().prepare()
-			var corrupt *CorruptError
-			require.True(t, errors.As(err, &corrupt), "got %v", err)
-			assert.Equal(t, path, corrupt.Path)
+			err := newLog().Prepare()
+			var unusable *UnusableError
+			require.True(t, errors.As(err, &unusable), "got %v", err)
+			assert.Equal(t, path, unusable.Path)
 			data, err := os.ReadFile(other)
 			require.NoError(t, err)
 			assert.Equal(t, "precious\n", string(data), "nothing written through it")
@@ -150,11 +163,11 @@ func TestChangeLogReplacedOnceLarge(t *testing.T) {
 	_, newLog := logDir(t)
 	l := newLog()
 	l.max = 10
-	require.NoError(t, l.prepare())
-	require.NoError(t, l.append(changelog.AppendMtime(nil, 123456789)))
+	require.NoError(t, l.Prepare())
+	require.NoError(t, l.Append(AppendMtime(nil, 123456789)))
 	ino := l.ino
-	require.NoError(t, l.prepare())
+	require.NoError(t, l.Prepare())
 	assert.NotEqual(t, ino, l.ino, "a new log in its place")
 	assert.Zero(t, l.off)
-	assert.True(t, l.readAll())
+	assert.True(t, l.ReadAll())
 }

@@ -1,0 +1,29 @@
+// Package filenames names the files a FileStore keeps in a task directory,
+// for the root package, which writes them, and for the packages that only
+// need their names: gitrepo (which of them git must ignore) and hub (its
+// tokens file).
+package filenames
+
+// The files of a task directory. Every name but the task files' starts
+// with a dot, so that the reference's glob task_*.json never matches one.
+const (
+	// The graph's files, committed to git.
+	TaskPrefix = "task_"           // a task file is TaskPrefix + id + TaskSuffix
+	TaskSuffix = ".json"           //
+	Meta       = ".taskgraph.meta" // the id high-water mark, limits and liveness defaults
+	Prefix     = ".taskgraph."     // what the name of every file but the tasks starts with
+
+	// This machine's files, never committed.
+	Lock     = ".taskgraph.lock"    // the flock: its content means nothing
+	Log      = ".taskgraph.log"     // what each write changed, for this machine's other processes
+	Journal  = ".taskgraph.journal" // a multi-file write in flight
+	IDs      = ".taskgraph.ids"     // the last id this checkout drew from its block
+	CacheDir = ".taskgraph.cache"   // decoded tasks (the snapshot) and spare files
+	Tokens   = ".taskgraph.tokens"  // the hashes of a hub's tokens (package hub)
+
+	// Left by earlier versions (group commit): never written now, still
+	// ignored by git and reported by Check.
+	Sync              = ".taskgraph.sync"           // how far the log was synced
+	SetAsideLogPrefix = ".taskgraph.log.set-aside-" // a log of another directory, set aside after a restart
+	LostDir           = ".taskgraph.lost"           // files a power loss left empty, moved aside by the replay
+)
