@@ -41,10 +41,13 @@ type taskJSON struct {
 	ProgressWindow duration               `json:"progressWindow,omitempty"`
 	Notes          []taskgraph.Note       `json:"notes,omitempty"`
 	History        []taskgraph.Transition `json:"history,omitempty"`
-	// NeedsApproval, CreatedVia and Links are those of taskgraph.Extra.
+	// NeedsApproval, CreatedVia, Links, Check and Acceptance are those of
+	// taskgraph.Extra.
 	NeedsApproval bool             `json:"needsApproval,omitempty"`
 	CreatedVia    string           `json:"createdVia,omitempty"`
 	Links         []taskgraph.Link `json:"links,omitempty"`
+	Check         string           `json:"check,omitempty"`
+	Acceptance    []string         `json:"acceptance,omitempty"`
 }
 
 // duration is a length of time as the task file writes it ("1m30s").
@@ -75,13 +78,12 @@ func toJSON(t taskgraph.Task) taskJSON {
 		Notes: t.Notes, History: t.History}
 	if x := t.Extra; x != nil {
 		j.MaxRuntime, j.ProgressWindow = duration(x.MaxRuntime), duration(x.ProgressWindow)
+		j.NeedsApproval, j.CreatedVia, j.Links = x.NeedsApproval, x.CreatedVia, x.Links
+		j.Check, j.Acceptance = x.Check, x.Acceptance
 	}
 	if t.Priority != taskgraph.DefaultPriority {
 		p := t.Priority
 		j.Priority = &p
-	}
-	if x := t.Extra; x != nil {
-		j.NeedsApproval, j.CreatedVia, j.Links = x.NeedsApproval, x.CreatedVia, x.Links
 	}
 	return j
 }
@@ -108,8 +110,10 @@ func fromJSON(j taskJSON) taskgraph.Task {
 		Priority: taskgraph.DefaultPriority, Labels: j.Labels, Key: j.Key, Parent: j.Parent, Reason: j.Reason, Result: j.Result,
 		MaxAttempts: j.MaxAttempts, Attempts: j.Attempts, Backoff: time.Duration(j.Backoff),
 		Notes: j.Notes, History: j.History}
-	if j.MaxRuntime != 0 || j.ProgressWindow != 0 {
-		t.Extra = &taskgraph.Extra{MaxRuntime: time.Duration(j.MaxRuntime), ProgressWindow: time.Duration(j.ProgressWindow)}
+	x := taskgraph.Extra{MaxRuntime: time.Duration(j.MaxRuntime), ProgressWindow: time.Duration(j.ProgressWindow),
+		NeedsApproval: j.NeedsApproval, CreatedVia: j.CreatedVia, Links: j.Links, Check: j.Check, Acceptance: j.Acceptance}
+	if x.MaxRuntime != 0 || x.ProgressWindow != 0 || x.NeedsApproval || x.CreatedVia != "" || len(x.Links) > 0 || x.Check != "" || len(x.Acceptance) > 0 {
+		t.Extra = &x // one Extra for all its fields: the approval's no longer replaces the liveness limits
 	}
 	if j.Priority != nil {
 		t.Priority = *j.Priority
@@ -122,9 +126,6 @@ func fromJSON(j taskJSON) taskgraph.Task {
 		if p.from != nil {
 			*p.to = *p.from
 		}
-	}
-	if j.NeedsApproval || j.CreatedVia != "" || len(j.Links) > 0 {
-		t.Extra = &taskgraph.Extra{NeedsApproval: j.NeedsApproval, CreatedVia: j.CreatedVia, Links: j.Links}
 	}
 	return t
 }
