@@ -418,7 +418,8 @@ const unchangedSQL = `coalesce((SELECT true FROM taskgraph_tasks s WHERE s.ctid 
 // keep it as an entry): its rev ($5 is the highest)
 // can advance, and an upper bound of the size of its file stays within
 // MaxTaskSize ($6). JSON escapes a byte into at most 6; each id of
-// blockedBy takes at most 32 bytes, each label 16 besides its text;
+// blockedBy takes at most 32 bytes, each label and acceptance item 16
+// besides its text (escaped, as the check's name);
 // indented metadata takes at most 4 bytes per byte of its text for each
 // level of nesting ([ and { bound the depth), plus 12; notes and history,
 // arrays of flat objects, at most 8 bytes per byte of their text, and the
@@ -433,6 +434,7 @@ func fitsSQL(extra string) string {
 	+ coalesce(octet_length(t.metadata::text)::bigint * (4 * (octet_length(t.metadata::text) - octet_length(translate(t.metadata::text, '[{', ''))) + 12), 0)
 	+ 8 * coalesce(octet_length(t.notes::text), 0) + 8 * coalesce(octet_length(t.history::text), 0) + 6 * octet_length($2::text) + 512
 	+ 8 * coalesce(octet_length(t.links::text), 0) + octet_length(t.created_via)
+	+ 6 * (octet_length(t.check_name) + coalesce(octet_length(array_to_string(t.acceptance, '')), 0)) + 16 * cardinality(t.acceptance)
 	+ ` + extra + ` + 1024 <= $6)`
 }
 
