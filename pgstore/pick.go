@@ -33,10 +33,10 @@ func (p pick) labelled() string {
 	return `coalesce(t.labels @> ` + p.labels + `, false) AND NOT (t.labels && ` + p.reached + `)`
 }
 
-// takeable holds for a task t that is ready and not deferred, not passed
-// over, and under p.under.
+// takeable holds for a task t that is ready, not deferred and not
+// awaiting approval, not passed over, and under p.under.
 func (p pick) takeable() string {
-	f := p.ready + ` AND (t.not_before IS NULL OR t.not_before <= ` + p.now + `)`
+	f := p.ready + ` AND (t.not_before IS NULL OR t.not_before <= ` + p.now + `) AND NOT t.needs_approval`
 	if p.except != "" {
 		f += ` AND NOT (t.id = ANY(` + p.except + `))`
 	}

@@ -180,7 +180,11 @@ func fmtTask(t tg.Task) string {
 			}
 		case *tg.Extra:
 			if x != nil { // its fields, not its address
-				fmt.Fprintf(&b, "{MaxRuntime:%v ProgressWindow:%v Check:%q Acceptance:%q}", x.MaxRuntime, x.ProgressWindow, x.Check, x.Acceptance)
+				fmt.Fprintf(&b, "{MaxRuntime:%v ProgressWindow:%v NeedsApproval:%v CreatedVia:%q Links:[", x.MaxRuntime, x.ProgressWindow, x.NeedsApproval, x.CreatedVia)
+				for _, l := range x.Links {
+					fmt.Fprintf(&b, "[%q %s]", l.Ref, fmtTime(l.At))
+				}
+				fmt.Fprintf(&b, "] Check:%q Acceptance:%q}", x.Check, x.Acceptance)
 			}
 		default:
 			fmt.Fprint(&b, x)
