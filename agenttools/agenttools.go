@@ -22,7 +22,7 @@
 // structuredContent), each task in it a TaskView.
 //
 // The tools cost little context: the whole set's definitions, output
-// schemas included, are about 1,550 tokens, and task_list shows at most
+// schemas included, are about 1,600 tokens, and task_list shows at most
 // DefaultListLimit tasks (the ones in progress and ready first), filtered
 // by status, owner, label or readiness, and says how many it left out. The
 // token-budget test in agenttools/tokenbudget measures both with a real
