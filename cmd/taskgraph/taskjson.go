@@ -73,14 +73,12 @@ func toJSON(t taskgraph.Task) taskJSON {
 		NotBefore: timePtr(t.NotBefore), Due: timePtr(t.Due),
 		MaxAttempts: t.MaxAttempts, Attempts: t.Attempts, Backoff: duration(t.Backoff),
 		Notes: t.Notes, History: t.History}
-	if x := t.Extra; x != nil {
-		j.MaxRuntime, j.ProgressWindow = duration(x.MaxRuntime), duration(x.ProgressWindow)
-	}
 	if t.Priority != taskgraph.DefaultPriority {
 		p := t.Priority
 		j.Priority = &p
 	}
 	if x := t.Extra; x != nil {
+		j.MaxRuntime, j.ProgressWindow = duration(x.MaxRuntime), duration(x.ProgressWindow)
 		j.NeedsApproval, j.CreatedVia, j.Links = x.NeedsApproval, x.CreatedVia, x.Links
 	}
 	return j
@@ -108,9 +106,6 @@ func fromJSON(j taskJSON) taskgraph.Task {
 		Priority: taskgraph.DefaultPriority, Labels: j.Labels, Key: j.Key, Parent: j.Parent, Reason: j.Reason, Result: j.Result,
 		MaxAttempts: j.MaxAttempts, Attempts: j.Attempts, Backoff: time.Duration(j.Backoff),
 		Notes: j.Notes, History: j.History}
-	if j.MaxRuntime != 0 || j.ProgressWindow != 0 {
-		t.Extra = &taskgraph.Extra{MaxRuntime: time.Duration(j.MaxRuntime), ProgressWindow: time.Duration(j.ProgressWindow)}
-	}
 	if j.Priority != nil {
 		t.Priority = *j.Priority
 	}
@@ -123,8 +118,11 @@ func fromJSON(j taskJSON) taskgraph.Task {
 			*p.to = *p.from
 		}
 	}
-	if j.NeedsApproval || j.CreatedVia != "" || len(j.Links) > 0 {
-		t.Extra = &taskgraph.Extra{NeedsApproval: j.NeedsApproval, CreatedVia: j.CreatedVia, Links: j.Links}
+	// The rare fields, in one Extra, or none when none is set (a task read
+	// back compares equal to the one written).
+	if j.MaxRuntime != 0 || j.ProgressWindow != 0 || j.NeedsApproval || j.CreatedVia != "" || len(j.Links) > 0 {
+		t.Extra = &taskgraph.Extra{MaxRuntime: time.Duration(j.MaxRuntime), ProgressWindow: time.Duration(j.ProgressWindow),
+			NeedsApproval: j.NeedsApproval, CreatedVia: j.CreatedVia, Links: j.Links}
 	}
 	return t
 }
