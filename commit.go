@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/changelog"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
 
@@ -25,15 +26,9 @@ import (
 // fail: the steps of replacing a file (atomicfile.FS), appending to the
 // change log, and opening a file to read it. Tests replace it to fail any
 // one step as a full, failing or exhausted system would (faults_test.go);
-// dirFS is the real one.
-type fileSystem interface {
-	atomicfile.FS
-	// Append appends data to the change log f.
-	Append(f *os.File, data []byte) error
-	// OpenRead opens name for reading without following a symlink and
-	// without blocking (a FIFO in place of a file must not hang a reader).
-	OpenRead(name string) (*os.File, error)
-}
+// dirFS is the real one. It is the change log's seam too, defined there
+// (changelog.FS), since the log is written through it.
+type fileSystem = changelog.FS
 
 // dirFS is the fileSystem of a real directory: every step goes through
 // the directory's handle, never through its path.

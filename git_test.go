@@ -2,8 +2,6 @@ package taskgraph
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,35 +10,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/taskgraph-dev/taskgraph/gitrepo"
+	"github.com/taskgraph-dev/taskgraph/internal/gittest"
 )
 
-// needGit skips a test that needs the git binary when there is none.
-func needGit(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("GIT TEST NOT RUN: no git binary on PATH; these tests check taskgraph against the layouts real git makes (install git to run them)")
-	}
-}
-
-// runGit runs git in dir and requires it to succeed; it returns its output.
-func runGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %s: %s", strings.Join(args, " "), out)
-	return string(out)
-}
-
-// realDir returns a new empty directory, its path free of symlinks (git
-// writes resolved paths in its link files).
-func realDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	require.NoError(t, err)
-	return dir
-}
+// The git helpers the tests share (internal/gittest).
+var (
+	needGit = gittest.Need
+	runGit  = gittest.Run
+	realDir = gittest.RealDir
+)
 
 // After a store's writes in a git repository, git add -A stages task files,
 // the meta file and the .gitignore only.

@@ -123,7 +123,7 @@ func TestBoard(t *testing.T) {
 	wait(t, ctx, "the first render", `window.taskgraphBoard && window.taskgraphBoard.renders > 0`, 30*time.Second)
 	// Ready is in claim order, as the server sends it: 11 (P2) before
 	// the older 9 (P4).
-	want := map[string][]float64{"ready": {11, 9}, "deferred": {}, "limited": {}, "blocked": {5, 6, 7, 8, 10, 12}, "stranded": {14, 15}, "in_progress": {3, 4},
+	want := map[string][]float64{"awaiting_approval": {}, "ready": {11, 9}, "deferred": {}, "limited": {}, "blocked": {5, 6, 7, 8, 10, 12}, "stranded": {14, 15}, "in_progress": {3, 4},
 		"completed": {1, 2}, "failed": {13}, "cancelled": {16}}
 	if n := eval[int](t, ctx, `document.querySelectorAll("#columns .column").length`); n != len(want) {
 		t.Errorf("the board has %d columns, want %d", n, len(want))

@@ -786,6 +786,11 @@
   // The least font size, in screen pixels, at which a node's label is
   // drawn: below it Fit collapses epics, and past that draws boxes only.
   const READABLE_PX = 10, LABEL_PX = 12;
+  // readable reports whether a label of px pixels at zoom can be read, to
+  // a tenth of a pixel: a page whose header grew by two pixels (one more
+  // state in the counts) must not drop every label of a graph that fitted
+  // at 9.96 px.
+  const readable = (px, zoom) => Math.round(px * zoom * 10) >= READABLE_PX * 10;
   // The size of a node in an overview, with epics collapsed: smaller, so
   // that more of the graph fits the window at a size that can be read.
   const EPIC_W = 160, EPIC_H = 46, OVERVIEW_LABEL_PX = 15;
@@ -1019,7 +1024,7 @@
     // Too small to read: at Fit, collapse the epics (once, unless the
     // person chose), or else lay the graph out packed, with larger labels;
     // past that, draw boxes without their labels.
-    if (!S.zoom && !L.overview && LABEL_PX * zoom < READABLE_PX) {
+    if (!S.zoom && !L.overview && !readable(LABEL_PX, zoom)) {
       let again = false;
       if (S.collapse === null && !S.autoCollapse && !S.focus && S.children.size) again = S.autoCollapse = true;
       else if (!S.autoCompact) again = S.autoCompact = true; // no epics to collapse: packed, with larger labels
@@ -1028,7 +1033,7 @@
         return;
       }
     }
-    const tiny = (L.overview ? OVERVIEW_LABEL_PX : LABEL_PX) * zoom < READABLE_PX;
+    const tiny = !readable(L.overview ? OVERVIEW_LABEL_PX : LABEL_PX, zoom);
     g.classList.toggle("tiny", tiny);
     g.classList.toggle("overview", !!L.overview);
     $("collapse-epics").checked = collapsing();

@@ -76,14 +76,14 @@ func toJSON(t taskgraph.Task) taskJSON {
 		NotBefore: timePtr(t.NotBefore), Due: timePtr(t.Due),
 		MaxAttempts: t.MaxAttempts, Attempts: t.Attempts, Backoff: duration(t.Backoff),
 		Notes: t.Notes, History: t.History}
+	if t.Priority != taskgraph.DefaultPriority {
+		p := t.Priority
+		j.Priority = &p
+	}
 	if x := t.Extra; x != nil {
 		j.MaxRuntime, j.ProgressWindow = duration(x.MaxRuntime), duration(x.ProgressWindow)
 		j.NeedsApproval, j.CreatedVia, j.Links = x.NeedsApproval, x.CreatedVia, x.Links
 		j.Check, j.Acceptance = x.Check, x.Acceptance
-	}
-	if t.Priority != taskgraph.DefaultPriority {
-		p := t.Priority
-		j.Priority = &p
 	}
 	return j
 }
@@ -110,11 +110,6 @@ func fromJSON(j taskJSON) taskgraph.Task {
 		Priority: taskgraph.DefaultPriority, Labels: j.Labels, Key: j.Key, Parent: j.Parent, Reason: j.Reason, Result: j.Result,
 		MaxAttempts: j.MaxAttempts, Attempts: j.Attempts, Backoff: time.Duration(j.Backoff),
 		Notes: j.Notes, History: j.History}
-	x := taskgraph.Extra{MaxRuntime: time.Duration(j.MaxRuntime), ProgressWindow: time.Duration(j.ProgressWindow),
-		NeedsApproval: j.NeedsApproval, CreatedVia: j.CreatedVia, Links: j.Links, Check: j.Check, Acceptance: j.Acceptance}
-	if x.MaxRuntime != 0 || x.ProgressWindow != 0 || x.NeedsApproval || x.CreatedVia != "" || len(x.Links) > 0 || x.Check != "" || len(x.Acceptance) > 0 {
-		t.Extra = &x // one Extra for all its fields: the approval's no longer replaces the liveness limits
-	}
 	if j.Priority != nil {
 		t.Priority = *j.Priority
 	}
@@ -126,6 +121,12 @@ func fromJSON(j taskJSON) taskgraph.Task {
 		if p.from != nil {
 			*p.to = *p.from
 		}
+	}
+	// The rare fields, in one Extra, or none when none is set (a task read
+	// back compares equal to the one written).
+	if j.MaxRuntime != 0 || j.ProgressWindow != 0 || j.NeedsApproval || j.CreatedVia != "" || len(j.Links) > 0 || j.Check != "" || len(j.Acceptance) > 0 {
+		t.Extra = &taskgraph.Extra{MaxRuntime: time.Duration(j.MaxRuntime), ProgressWindow: time.Duration(j.ProgressWindow),
+			NeedsApproval: j.NeedsApproval, CreatedVia: j.CreatedVia, Links: j.Links, Check: j.Check, Acceptance: j.Acceptance}
 	}
 	return t
 }
