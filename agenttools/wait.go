@@ -73,17 +73,16 @@ func (h handlers) wait(ctx context.Context, raw json.RawMessage) (reply, error) 
 	defer cancel()
 	start := time.Now()
 	b, err := taskgraph.Await(wctx, h.store, taskgraph.WorkLabels(labels...), taskgraph.WorkUnder(under))
+	timedOut := false
 	switch {
 	case err == nil:
 	case ctx.Err() == nil && wctx.Err() != nil:
-		// The bound passed: say where things stand now.
+		// The bound passed, perhaps before Await looked at all (a short
+		// bound on a slow machine): look now, and answer from that.
 		if b, err = h.store.Board(ctx, taskgraph.Under(under)); err != nil {
 			return reply{}, err
 		}
-		if b.Finished() {
-			return finished(b, under), nil
-		}
-		return waiting(fmt.Sprintf("Still nothing ready%s after %s: %s Call task_wait again to go on waiting.", underText(under), roundDuration(time.Since(start)), h.standing(b, labels, time.Now()))), nil
+		timedOut = true
 	default:
 		return reply{}, err
 	}
@@ -96,6 +95,9 @@ func (h handlers) wait(ctx context.Context, raw json.RawMessage) (reply, error) 
 		if forMe.Match(&t, true) {
 			return ready(t, fmt.Sprintf("Ready: #%d %s. Claim it with task_claim_next.", t.ID, t.Subject)), nil
 		}
+	}
+	if timedOut { // the board, not Await, said what is ready: a lapse is Await's to judge
+		return waiting(fmt.Sprintf("Still nothing ready%s after %s: %s Call task_wait again to go on waiting.", underText(under), roundDuration(time.Since(start)), h.standing(b, labels, now))), nil
 	}
 	for _, t := range b.InProgress {
 		if forMe.Match(&t, false) && t.Lapsed(now) {

@@ -142,3 +142,24 @@ func TestWaitCancelled(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Error(t, err)
 }
+
+// A wait whose bound passes before it has looked at all (a short bound on
+// a slow machine: under Wine TestStructuredOutput met it) still answers
+// from the graph: a ready task is ready, not "still nothing ready".
+func TestWaitBoundPassedBeforeLooking(t *testing.T) {
+	store := taskgraph.NewMemStore()
+	_, err := store.Create(context.Background(), taskgraph.NewTask{Subject: "build"})
+	require.NoError(t, err)
+	tools := agenttools.New(store, agenttools.WithOwner("b"), agenttools.WithWait(time.Nanosecond))
+	res := call(t, tools, "task_wait", `{}`)
+	require.False(t, res.IsError, res.Text)
+	assert.Contains(t, res.Text, "Ready: #1 build")
+	assert.JSONEq(t, `"ready"`, mustField(t, res.Structured, "outcome"))
+}
+
+func mustField(t *testing.T, obj json.RawMessage, name string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(obj, &m))
+	return string(m[name])
+}
