@@ -1,0 +1,31 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/viewtest"
+)
+
+// TestViews: what --json prints of a task with every field set, pending
+// and in progress, one at a time (show) and as a list (list, ready, which
+// write each task by hand), against golden files made from the code
+// before the views shared one field list.
+func TestViews(t *testing.T) {
+	tasks := []taskgraph.Task{viewtest.Task(t, taskgraph.Pending), viewtest.Task(t, taskgraph.InProgress)}
+	v := view{state: map[taskgraph.ID]taskgraph.State{tasks[0].ID: taskgraph.StateReady}}
+	var show bytes.Buffer
+	for _, task := range tasks {
+		if err := (&env{stdout: &show}).printJSON(v.toJSON(task)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	viewtest.Golden(t, "cli_show.json", show.Bytes())
+	var list bytes.Buffer
+	var j taskJSON
+	if err := (&env{stdout: &list}).printJSONArray(len(tasks), func(i int) any { j = v.toJSON(tasks[i]); return &j }); err != nil {
+		t.Fatal(err)
+	}
+	viewtest.Golden(t, "cli_list.json", list.Bytes())
+}
