@@ -6,12 +6,12 @@
 package board
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/internal/jsontext"
+	"github.com/taskgraph-dev/taskgraph/internal/taskview"
 )
 
 // Change is what a "change" event of GET /api/events carries: how the
@@ -31,14 +31,6 @@ type Change struct {
 	Removed []taskgraph.ID          `json:"removed"`
 	// CriticalPath is the new critical path, or absent if it is unchanged.
 	CriticalPath []taskgraph.ID `json:"criticalPath,omitempty"`
-}
-
-func appendJSON(b []byte, v any) ([]byte, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return b, err
-	}
-	return append(b, data...), nil
 }
 
 // chunkSize is the size of the pieces a snapshot's JSON is written in: a
@@ -175,139 +167,29 @@ func slicesEqual(a, b []taskgraph.ID) bool {
 	return true
 }
 
-// appendTask appends the task of e as a TaskView in JSON: the fields,
-// names and omissions of TaskView's tags.
+// taskView is the board's view of a task: TaskView's fields, in its
+// order (TestTaskViewIsTheView holds them together), and what only the
+// JSON carries (awaitingApproval, createdVia, links: a write's answer,
+// encoded from a TaskView, never had them).
+var taskView = taskview.New(taskview.Format{
+	EscapeHTML:  true,
+	Nanoseconds: true,
+	Notes:       func(t *taskgraph.Task) []taskgraph.Note { return tail(t.Notes, detailNotes) },
+	History:     func(t *taskgraph.Task) []taskgraph.Transition { return tail(t.History, detailHistory) },
+}, `id subject description? status state? owner? priority labels? key? reason? result?
+	blockedBy blocks waitingOn? missing? strandedBy? strands? why? metadata?
+	createdAt? updatedAt? claimedAt? leaseExpiresAt? leaseLapsed? lapsesAt? clock?
+	maxRuntime? progressWindow? awaitingApproval? createdVia? links? prevOwner? rev
+	parent? notBefore? due? attempts? maxAttempts? notes? history?`)
+
+// appendTask appends the task of e as the board's view of it in JSON.
+// Metadata encoding/json cannot marshal is written null, as it always
+// was.
 func (st *state) appendTask(b []byte, e *entry) []byte {
-	t, d := e.t, e.d.of()
-	str := func(b []byte, name, v string, omitEmpty bool) []byte {
-		if omitEmpty && v == "" {
-			return b
-		}
-		b = append(append(append(b, ",\""...), name...), "\":"...)
-		return jsontext.AppendString(b, v, true)
-	}
-	ids := func(b []byte, name string, v []taskgraph.ID, omitEmpty bool) []byte {
-		if omitEmpty && len(v) == 0 {
-			return b
-		}
-		b = append(append(append(b, ",\""...), name...), "\":"...)
-		return appendIDs(b, v)
-	}
-	tm := func(b []byte, name string, v time.Time) []byte {
-		if v.IsZero() {
-			return b
-		}
-		b = append(append(append(b, ",\""...), name...), "\":"...)
-		return jsontext.AppendTime(b, v)
-	}
-	b = append(b, `{"id":`...)
-	b = strconv.AppendInt(b, int64(t.ID), 10)
-	b = str(b, "subject", t.Subject, false)
-	b = str(b, "description", t.Description, true)
-	b = str(b, "status", string(t.Status), false)
-	b = str(b, "state", string(columns[e.col].key), true)
-	b = str(b, "owner", t.Owner, true)
-	b = append(b, `,"priority":`...)
-	b = strconv.AppendInt(b, int64(t.Priority.Level()), 10)
-	if len(t.Labels) > 0 {
-		b = append(b, `,"labels":[`...)
-		for k, l := range t.Labels {
-			if k > 0 {
-				b = append(b, ',')
-			}
-			b = jsontext.AppendString(b, l, true)
-		}
-		b = append(b, ']')
-	}
-	b = str(b, "key", t.Key, true)
-	b = str(b, "reason", t.Reason, true)
-	b = str(b, "result", t.Result, true)
-	b = ids(b, "blockedBy", t.BlockedBy, false)
-	b = ids(b, "blocks", t.Blocks, false)
-	b = ids(b, "waitingOn", d.waitingOn, true)
-	b = ids(b, "missing", d.missing(), true)
-	if d.strandedBy != 0 {
-		b = append(b, `,"strandedBy":`...)
-		b = strconv.AppendInt(b, int64(d.strandedBy), 10)
-	}
-	b = ids(b, "strands", d.strands(), true)
-	b = str(b, "why", d.why, true)
-	if len(t.Metadata) > 0 {
-		b = append(b, `,"metadata":`...)
-		if m, err := appendJSON(b, t.Metadata); err == nil {
-			b = m
-		} else {
-			b = append(b, "null"...)
-		}
-	}
-	b = tm(b, "createdAt", t.CreatedAt)
-	b = tm(b, "updatedAt", t.UpdatedAt)
-	b = tm(b, "claimedAt", t.ClaimedAt)
-	b = tm(b, "leaseExpiresAt", t.LeaseExpiresAt)
-	if d.lapsed {
-		b = append(b, `,"leaseLapsed":true`...)
-	}
-	if at, c := clockOf(t); c != "" {
-		b = tm(b, "lapsesAt", at)
-		b = str(b, "clock", c, true)
-	}
-	if t.Extra != nil {
-		for _, n := range []struct {
-			name string
-			d    time.Duration
-		}{{"maxRuntime", t.Extra.MaxRuntime}, {"progressWindow", t.Extra.ProgressWindow}} {
-			if n.d != 0 {
-				b = append(b, `,"`+n.name+`":`...)
-				b = strconv.AppendInt(b, int64(n.d), 10)
-			}
-		}
-		if t.AwaitingApproval() {
-			b = append(b, `,"awaitingApproval":true`...)
-		}
-		b = str(b, "createdVia", t.Extra.CreatedVia, true)
-		if len(t.Extra.Links) > 0 { // rare and bounded (MaxLinks): encoding/json will do
-			b = append(b, `,"links":`...)
-			if m, err := appendJSON(b, t.Extra.Links); err == nil {
-				b = m
-			} else {
-				b = append(b, "null"...)
-			}
-		}
-	}
-	b = str(b, "prevOwner", t.PrevOwner, true)
-	b = append(b, `,"rev":`...)
-	b = strconv.AppendInt(b, t.Rev, 10)
-	if t.Parent != 0 {
-		b = append(b, `,"parent":`...)
-		b = strconv.AppendInt(b, int64(t.Parent), 10)
-	}
-	b = tm(b, "notBefore", t.NotBefore)
-	b = tm(b, "due", t.Due)
-	for _, n := range []struct {
-		name string
-		v    int
-	}{{"attempts", t.Attempts}, {"maxAttempts", t.MaxAttempts}} {
-		if n.v != 0 {
-			b = append(append(append(b, ",\""...), n.name...), "\":"...)
-			b = strconv.AppendInt(b, int64(n.v), 10)
-		}
-	}
-	// Rare and bounded (detailNotes, detailHistory): encoding/json will do.
-	for _, l := range []struct {
-		name string
-		v    any
-		n    int
-	}{{"notes", tail(t.Notes, detailNotes), len(t.Notes)}, {"history", tail(t.History, detailHistory), len(t.History)}} {
-		if l.n > 0 {
-			b = append(append(append(b, ",\""...), l.name...), "\":"...)
-			if m, err := appendJSON(b, l.v); err == nil {
-				b = m
-			} else {
-				b = append(b, "null"...)
-			}
-		}
-	}
-	return append(b, '}')
+	d := e.d.of()
+	b, _ = taskView.Append(b, e.t, &taskview.Derived{State: columns[e.col].key, Why: d.why,
+		WaitingOn: d.waitingOn, Missing: d.missing(), StrandedBy: d.strandedBy, Strands: d.strands(), LeaseLapsed: d.lapsed})
+	return b
 }
 
 // appendColumn appends the ids of column c, as columnIDs orders them:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/taskview"
 )
 
 // Snapshot is the whole graph as the page shows it: what GET /api/board
@@ -45,7 +46,9 @@ type Column struct {
 	IDs   []taskgraph.ID  `json:"ids"`
 }
 
-// TaskView is a task with what the page needs to explain it.
+// TaskView is a task with what the page needs to explain it. Its fields
+// are those of the board's JSON of a task (taskView, in encode.go), in
+// its order.
 type TaskView struct {
 	ID          taskgraph.ID     `json:"id"`
 	Subject     string           `json:"subject"`
@@ -157,18 +160,6 @@ func (s *Server) Snapshot(ctx context.Context) (Snapshot, error) {
 	return st.snapshot(s), nil
 }
 
-// clockOf returns when the claim of t lapses and by which clock, if it
-// is in progress and a clock other than its lease ends it first.
-func clockOf(t *taskgraph.Task) (time.Time, string) {
-	if t.Status != taskgraph.InProgress || t.Extra == nil {
-		return time.Time{}, ""
-	}
-	if at, c := t.Lapse(); c != taskgraph.ClockLease {
-		return at, string(c)
-	}
-	return time.Time{}, ""
-}
-
 func view(t taskgraph.Task, state taskgraph.State, status map[taskgraph.ID]taskgraph.Status, now time.Time) TaskView {
 	v := TaskView{
 		ID: t.ID, Subject: t.Subject, Description: t.Description, Status: t.Status, State: state,
@@ -180,7 +171,7 @@ func view(t taskgraph.Task, state taskgraph.State, status map[taskgraph.ID]taskg
 		Notes: tail(t.Notes, detailNotes), History: tail(t.History, detailHistory),
 	}
 	v.LeaseLapsed = t.Lapsed(now)
-	v.LapsesAt, v.Clock = clockOf(&t)
+	v.LapsesAt, v.Clock = taskview.Clock(&t)
 	if t.Extra != nil {
 		v.MaxRuntime, v.ProgressWindow = t.Extra.MaxRuntime, t.Extra.ProgressWindow
 	}

@@ -7,6 +7,7 @@ package board
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sort"
@@ -438,8 +439,8 @@ func sameMetadata(a, b map[string]any) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return len(a) == len(b)
 	}
-	x, err1 := appendJSON(nil, a)
-	y, err2 := appendJSON(nil, b)
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 

@@ -2,6 +2,8 @@ package board
 
 import (
 	"encoding/json"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,4 +41,20 @@ func TestViews(t *testing.T) {
 	viewtest.Golden(t, "board.json", hand)
 	viewtest.Golden(t, "board_snapshot_struct.json", snap)
 	viewtest.Golden(t, "board_write.json", write)
+}
+
+// TestTaskViewIsTheView: TaskView, the Snapshot's shape of a task, has the
+// fields of the board's JSON of one, in its order, left out alike — but
+// for those only the JSON carries, which a write's answer (a TaskView)
+// never had.
+func TestTaskViewIsTheView(t *testing.T) {
+	var want []string
+	for _, name := range taskView.Names() {
+		if !slices.Contains([]string{"awaitingApproval?", "createdVia?", "links?"}, name) {
+			want = append(want, name)
+		}
+	}
+	if got := viewtest.Fields(reflect.TypeFor[TaskView]()); !slices.Equal(got, want) {
+		t.Errorf("TaskView's fields:\n%v\nthe board's view's:\n%v", got, want)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +99,21 @@ func Golden(t testing.TB, name string, got []byte) {
 	if string(want) != string(got) {
 		t.Errorf("%s: the view changed (go test -update-views rewrites it, if it should)\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
+}
+
+// Fields returns the JSON names of the fields of the struct type typ, in
+// order, each followed by "?" where encoding/json leaves it out when it
+// says nothing (omitempty, omitzero): a view's Names, for a struct that
+// must match one.
+func Fields(typ reflect.Type) []string {
+	var out []string
+	for i := range typ.NumField() {
+		tag := typ.Field(i).Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
+			name += "?"
+		}
+		out = append(out, name)
+	}
+	return out
 }
