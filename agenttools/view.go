@@ -65,7 +65,7 @@ func viewOf(t taskgraph.Task, state taskgraph.State, full bool) TaskView {
 	}
 	if full {
 		v.Blocks, v.Description, v.Metadata = t.Blocks, t.Description, t.Metadata
-		v.Notes = latestNotes(t)
+		v.Notes = latestNotes(&t)
 		for i := range v.Notes {
 			v.Notes[i].At = v.Notes[i].At.UTC().Truncate(time.Second)
 		}

@@ -2,9 +2,12 @@ package agenttools
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/taskgraph-dev/taskgraph"
+	"github.com/taskgraph-dev/taskgraph/internal/taskview"
 	"github.com/taskgraph-dev/taskgraph/internal/viewtest"
 )
 
@@ -28,5 +31,25 @@ func TestViews(t *testing.T) {
 			t.Fatal(err)
 		}
 		viewtest.Golden(t, name, append(data, '\n'))
+	}
+}
+
+// TestTaskViewNamesAreFields: every field of TaskView, the structured
+// output's task, is named as the one list of a task's outward fields
+// names it (taskview.New panics on a name it does not list).
+func TestTaskViewNamesAreFields(t *testing.T) {
+	taskview.New(taskview.Format{}, strings.Join(viewtest.Fields(reflect.TypeFor[TaskView]()), " "))
+}
+
+// TestDeprecatedTaskJSON: TaskJSON, kept for one minor version, is still
+// the head of the tools' task text.
+func TestDeprecatedTaskJSON(t *testing.T) {
+	task := viewtest.Task(t, taskgraph.Pending)
+	head, err := json.MarshalIndent(NewTaskJSON(task), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := strings.TrimSuffix(string(head), "\n}"); !strings.HasPrefix(render(task), h+",\n") {
+		t.Errorf("the text does not start with TaskJSON's fields:\n%s\n%s", h, render(task))
 	}
 }

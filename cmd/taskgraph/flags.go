@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
-	"github.com/taskgraph-dev/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph/internal/taskview"
 )
 
 // idList is a flag that takes ids, repeated or comma-separated, each a
@@ -18,7 +18,7 @@ import (
 // env.resolveFlagIDs replaces it by the id it names.
 type idList []taskgraph.ID
 
-func (l *idList) String() string { return agenttools.FormatIDs(*l) }
+func (l *idList) String() string { return taskview.FormatIDs(*l) }
 
 func (l *idList) Set(v string) error {
 	for _, part := range strings.Split(v, ",") {

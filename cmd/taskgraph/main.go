@@ -36,7 +36,7 @@ import (
 	"syscall"
 
 	"github.com/taskgraph-dev/taskgraph"
-	"github.com/taskgraph-dev/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph/internal/taskview"
 )
 
 // Exit codes.
@@ -375,12 +375,12 @@ var idListText = regexp.MustCompile(`\[(\d+(?: \d+)+)\]`)
 func describe(err error) string {
 	var be *taskgraph.BlockedError
 	if errors.As(err, &be) && err.Error() == be.Error() {
-		s := fmt.Sprintf("task %d is blocked by %s", be.ID, agenttools.FormatIDs(be.By))
+		s := fmt.Sprintf("task %d is blocked by %s", be.ID, taskview.FormatIDs(be.By))
 		if len(be.Missing) > 0 {
-			s += fmt.Sprintf(" (missing: %s)", agenttools.FormatIDs(be.Missing))
+			s += fmt.Sprintf(" (missing: %s)", taskview.FormatIDs(be.Missing))
 		}
 		if len(be.OutOfOrder) > 0 {
-			s += fmt.Sprintf(" (completed before their own blockers, so unfinished until those are: %s; see taskgraph check)", agenttools.FormatIDs(be.OutOfOrder))
+			s += fmt.Sprintf(" (completed before their own blockers, so unfinished until those are: %s; see taskgraph check)", taskview.FormatIDs(be.OutOfOrder))
 		}
 		return s
 	}

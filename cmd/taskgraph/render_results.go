@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph/internal/taskview"
 )
 
 // initJSON is init's report: the directory, or with --store the graph.
@@ -92,7 +93,7 @@ func (e *env) printNoneReady(labels []string, b taskgraph.Board) {
 func (e *env) printBoard(b taskgraph.Board) error {
 	v := viewOfBoard(b)
 	if e.json {
-		out := map[taskgraph.State][]taskJSON{}
+		out := map[taskgraph.State][]taskOut{}
 		for _, g := range b.Lists() {
 			out[g.State] = v.toJSONs(g.Tasks)
 		}
@@ -214,7 +215,7 @@ func (e *env) nothingReadyText(b taskgraph.Board, labels []string, parent taskgr
 		slices.Sort(missing)
 		if len(missing) > 0 {
 			parts = append(parts, fmt.Sprintf("%d blocked on missing tasks %s (create them, or remove the edges with taskgraph dep rm)",
-				len(b.Blocked), agenttools.FormatIDs(missing)))
+				len(b.Blocked), taskview.FormatIDs(missing)))
 		} else {
 			parts = append(parts, fmt.Sprintf("%d blocked", len(b.Blocked)))
 		}
@@ -254,8 +255,8 @@ func underText(parent taskgraph.ID) string {
 func (e *env) printCompleted(c taskgraph.Completion) error {
 	if e.json {
 		return e.printJSON(struct {
-			Task      taskJSON   `json:"task"`
-			Unblocked []taskJSON `json:"unblocked"`
+			Task      taskOut   `json:"task"`
+			Unblocked []taskOut `json:"unblocked"`
 		}{toJSON(c.Task), toJSONs(c.Unblocked)})
 	}
 	fmt.Fprintf(e.stdout, "Completed %s: %s\n", idText(c.Task.ID), c.Task.Subject)
@@ -270,8 +271,8 @@ func (e *env) printCompleted(c taskgraph.Completion) error {
 func (e *env) printOutcome(verb string, t taskgraph.Task, stranded []taskgraph.Task) error {
 	if e.json {
 		return e.printJSON(struct {
-			Task     taskJSON   `json:"task"`
-			Stranded []taskJSON `json:"stranded"`
+			Task     taskOut   `json:"task"`
+			Stranded []taskOut `json:"stranded"`
 		}{toJSON(t), toJSONs(stranded)})
 	}
 	if t.Status == taskgraph.Pending { // a failure with attempts left: a retry
@@ -392,7 +393,7 @@ func (e *env) printEvent(ev taskgraph.Event) {
 	if e.json {
 		line, _ := json.Marshal(struct {
 			Kind taskgraph.EventKind `json:"kind"`
-			Task taskJSON            `json:"task"`
+			Task taskOut             `json:"task"`
 		}{ev.Kind, toJSON(ev.Task)})
 		fmt.Fprintf(e.stdout, "%s\n", line)
 		return

@@ -29,8 +29,9 @@ func (e *env) printJSON(v any) error {
 
 // printJSONArray prints the n elements elem gives as printJSON prints a
 // slice of them, byte for byte, one element at a time: a list of 100,000
-// tasks is never held whole, as values or as text. A task (a *taskJSON)
-// is written by hand (appendTaskJSON), without encoding/json's reflection.
+// tasks is never held whole, as values or as text. A task (a *taskOut)
+// is written indented by cliView itself, not compact and indented again
+// by encoding/json.
 func (e *env) printJSONArray(n int, elem func(i int) any) error {
 	if n == 0 {
 		_, err := io.WriteString(e.stdout, "[]\n")
@@ -48,8 +49,9 @@ func (e *env) printJSONArray(n int, elem func(i int) any) error {
 			w.WriteString(",\n  ")
 		}
 		v := elem(i)
-		if j, ok := v.(*taskJSON); ok {
-			if out, ok = appendTaskJSON(out[:0], j); ok {
+		if j, ok := v.(*taskOut); ok {
+			var err error
+			if out, err = j.appendIndent(out[:0], "  ", "  "); err == nil {
 				w.Write(out)
 				continue
 			}
@@ -188,9 +190,9 @@ func viewOfReady(ready []taskgraph.Task) view {
 // state.
 func (e *env) printTasks(ts []*taskgraph.Task, v view) error {
 	if e.json {
-		// One taskJSON for them all, each written before the next is
+		// One taskOut for them all, each written before the next is
 		// made: not a copy of each boxed in an interface.
-		var j taskJSON
+		var j taskOut
 		return e.printJSONArray(len(ts), func(i int) any { j = v.toJSON(*ts[i]); return &j })
 	}
 	for _, t := range ts {

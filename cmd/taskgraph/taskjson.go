@@ -7,18 +7,50 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph"
-	"github.com/taskgraph-dev/taskgraph/agenttools"
 	"github.com/taskgraph-dev/taskgraph/internal/slicesx"
+	"github.com/taskgraph-dev/taskgraph/internal/taskview"
 )
 
-// taskJSON is a task as --json and export print it: the fields a model sees
-// in agenttools, then everything else a task has.
+// cliView is a task as --json and export print it: the fields a model
+// sees first, as the reference orders them, then everything else a task
+// has. State is where the task stands (taskgraph.State: ready, blocked,
+// stranded, in_progress, …) in list, ready, show and board; derived, so
+// not exported, and ignored by import.
+var cliView = taskview.New(taskview.Format{},
+	`id subject description status blockedBy blocks owner state? priority? labels? key? parent?
+	reason? result? metadata? createdAt? updatedAt? rev claimedAt? leaseExpiresAt? prevOwner?
+	notBefore? due? maxAttempts? attempts? backoff? maxRuntime? progressWindow? notes? history?
+	needsApproval? createdVia? links? check? acceptance?`)
+
+// taskOut is a task as --json prints it (cliView), with its state where
+// the command knows it.
+type taskOut struct {
+	taskgraph.Task
+	State taskgraph.State
+}
+
+// MarshalJSON writes o as cliView, compact: encoding/json indents it as
+// the command asks.
+func (o taskOut) MarshalJSON() ([]byte, error) { return o.appendIndent(nil, "", "") }
+
+// appendIndent appends o as cliView, indented as an Encoder with
+// SetIndent(prefix, indent) writes it.
+func (o *taskOut) appendIndent(b []byte, prefix, indent string) ([]byte, error) {
+	return cliView.AppendIndent(b, &o.Task, &taskview.Derived{State: o.State}, prefix, indent)
+}
+
+// taskJSON is cliView as import reads it back. encoding/json decodes by
+// tags, so the names are written here again: TestJSONCarriesEveryField
+// sends every field of a task through cliView and back through this, so
+// the two cannot drift apart. Blocks is derived from the other tasks'
+// edges, and State from the graph: import reads neither.
 type taskJSON struct {
-	agenttools.TaskJSON
-	// State is where the task stands (taskgraph.State: ready, blocked,
-	// stranded, in_progress, …) in list, ready, show and board; derived,
-	// so not exported, and ignored by import.
-	State          taskgraph.State        `json:"state,omitempty"`
+	ID             taskgraph.ID           `json:"id"`
+	Subject        string                 `json:"subject"`
+	Description    string                 `json:"description"`
+	Status         taskgraph.Status       `json:"status"`
+	BlockedBy      []taskgraph.ID         `json:"blockedBy"`
+	Owner          string                 `json:"owner"`
 	Priority       *taskgraph.Priority    `json:"priority,omitempty"` // absent: the default
 	Labels         []string               `json:"labels,omitempty"`
 	Key            string                 `json:"key,omitempty"`
@@ -53,55 +85,26 @@ type taskJSON struct {
 // duration is a length of time as the task file writes it ("1m30s").
 type duration time.Duration
 
-func (d duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
 func (d *duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	*d = duration(v)
 	return err
 }
 
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-func toJSON(t taskgraph.Task) taskJSON {
-	j := taskJSON{TaskJSON: agenttools.NewTaskJSON(t), Metadata: t.Metadata,
-		Labels: t.Labels, Key: t.Key, Parent: t.Parent, Reason: t.Reason, Result: t.Result,
-		CreatedAt: timePtr(t.CreatedAt), UpdatedAt: timePtr(t.UpdatedAt), Rev: t.Rev,
-		ClaimedAt: timePtr(t.ClaimedAt), LeaseExpiresAt: timePtr(t.LeaseExpiresAt), PrevOwner: t.PrevOwner,
-		NotBefore: timePtr(t.NotBefore), Due: timePtr(t.Due),
-		MaxAttempts: t.MaxAttempts, Attempts: t.Attempts, Backoff: duration(t.Backoff),
-		Notes: t.Notes, History: t.History}
-	if t.Priority != taskgraph.DefaultPriority {
-		p := t.Priority
-		j.Priority = &p
-	}
-	if x := t.Extra; x != nil {
-		j.MaxRuntime, j.ProgressWindow = duration(x.MaxRuntime), duration(x.ProgressWindow)
-		j.NeedsApproval, j.CreatedVia, j.Links = x.NeedsApproval, x.CreatedVia, x.Links
-		j.Check, j.Acceptance = x.Check, x.Acceptance
-	}
-	return j
-}
+func toJSON(t taskgraph.Task) taskOut { return taskOut{Task: t} }
 
 // toJSONs is ts as --json prints a list: [] when empty.
-func toJSONs(ts []taskgraph.Task) []taskJSON { return slicesx.Map(ts, toJSON) }
+func toJSONs(ts []taskgraph.Task) []taskOut { return slicesx.Map(ts, toJSON) }
 
 // toJSONs is ts as --json prints a list, each task with its state in v:
 // [] when empty.
-func (v view) toJSONs(ts []taskgraph.Task) []taskJSON {
+func (v view) toJSONs(ts []taskgraph.Task) []taskOut {
 	return slicesx.Map(ts, v.toJSON)
 }
 
 // toJSON is toJSON with t's state.
-func (v view) toJSON(t taskgraph.Task) taskJSON {
-	j := toJSON(t)
-	j.State = v.state[t.ID]
-	return j
+func (v view) toJSON(t taskgraph.Task) taskOut {
+	return taskOut{Task: t, State: v.state[t.ID]}
 }
 
 func fromJSON(j taskJSON) taskgraph.Task {

@@ -15,8 +15,9 @@ import (
 	"github.com/taskgraph-dev/taskgraph"
 )
 
-// encodedByJSON is what printJSONArray's encoding/json writes for j.
-func encodedByJSON(t *testing.T, j taskJSON) (string, error) {
+// encodedByJSON is what printJSONArray's encoding/json writes for j: its
+// compact form (taskOut.MarshalJSON), indented by encoding/json.
+func encodedByJSON(t *testing.T, j *taskOut) (string, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -61,12 +62,21 @@ func randomTask(r *rand.Rand) taskgraph.Task {
 	for range r.IntN(4) {
 		t.History = append(t.History, taskgraph.Transition{At: at(), Event: taskgraph.HistoryEvent(text()), By: text(), Detail: text(), Count: r.IntN(3)})
 	}
+	if maybe() {
+		t.Parent, t.NotBefore, t.Due, t.MaxAttempts, t.Attempts, t.Backoff = taskgraph.ID(1+r.IntN(100)), at(), at(), r.IntN(5), r.IntN(5), time.Duration(r.Int64N(1e12))
+	}
+	if maybe() {
+		t.Extra = &taskgraph.Extra{MaxRuntime: time.Duration(r.Int64N(1e12)), ProgressWindow: time.Duration(r.Int64N(1e12)), NeedsApproval: maybe(),
+			CreatedVia: text(), Check: text(), Links: []taskgraph.Link{{Ref: text(), At: at()}}, Acceptance: []string{text(), text()}}
+	}
 	return t
 }
 
-// TestAppendTaskJSONIsEncodingJSON: the hand-written form of a task is
-// encoding/json's, byte for byte, for a thousand random tasks with every
-// field and every kind of text, with and without a state.
+// TestAppendTaskJSONIsEncodingJSON: a task of a list, written indented by
+// cliView, is what encoding/json writes of it (cliView compact, indented
+// by encoding/json, as show prints it), byte for byte, for a thousand
+// random tasks with every field and every kind of text, with and without
+// a state.
 func TestAppendTaskJSONIsEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 1000 {
@@ -75,12 +85,12 @@ func TestAppendTaskJSONIsEncodingJSON(t *testing.T) {
 			j.State = taskgraph.StateReady
 		}
 		if i%7 == 0 {
-			j.BlockedBy, j.Blocks = nil, nil // not what toJSON gives, but the encoder says null as encoding/json does
+			j.BlockedBy, j.Blocks = nil, nil // written [], as ever
 		}
-		want, err := encodedByJSON(t, j)
+		want, err := encodedByJSON(t, &j)
 		require.NoError(t, err)
-		got, ok := appendTaskJSON(nil, &j)
-		require.True(t, ok)
+		got, err := j.appendIndent(nil, "  ", "  ")
+		require.NoError(t, err)
 		if !assert.Equal(t, want, string(got), "task %d", i) {
 			return
 		}
@@ -88,9 +98,8 @@ func TestAppendTaskJSONIsEncodingJSON(t *testing.T) {
 }
 
 // TestAppendTaskJSONLeavesTheRestToEncodingJSON: where encoding/json would
-// fail or decide (a time it refuses, metadata it cannot marshal), the
-// hand-written form declines, and printJSONArray says what encoding/json
-// says.
+// fail (a time it refuses, metadata it cannot marshal), cliView fails,
+// and printJSONArray says what encoding/json says.
 func TestAppendTaskJSONLeavesTheRestToEncodingJSON(t *testing.T) {
 	late := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	for name, task := range map[string]taskgraph.Task{
@@ -100,11 +109,11 @@ func TestAppendTaskJSONLeavesTheRestToEncodingJSON(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			j := toJSON(task)
-			_, ok := appendTaskJSON(nil, &j)
-			assert.False(t, ok)
-			_, jerr := encodedByJSON(t, j)
+			_, err := j.appendIndent(nil, "  ", "  ")
+			assert.Error(t, err)
+			_, jerr := encodedByJSON(t, &j)
 			var out bytes.Buffer
-			err := (&env{stdout: &out}).printJSONArray(1, func(int) any { return &j })
+			err = (&env{stdout: &out}).printJSONArray(1, func(int) any { return &j })
 			assert.Equal(t, fmt.Sprint(jerr), fmt.Sprint(err))
 		})
 	}

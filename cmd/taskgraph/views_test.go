@@ -10,8 +10,10 @@ import (
 
 // TestViews: what --json prints of a task with every field set, pending
 // and in progress, one at a time (show) and as a list (list, ready, which
-// write each task by hand), against golden files made from the code
-// before the views shared one field list.
+// write each task indented by hand), against golden files made from the
+// code before the views shared one field list; and a list is what
+// encoding/json writes of the same tasks (the code before wrote a list
+// by hand without parent, the schedule, the retries and Extra's fields).
 func TestViews(t *testing.T) {
 	tasks := []taskgraph.Task{viewtest.Task(t, taskgraph.Pending), viewtest.Task(t, taskgraph.InProgress)}
 	v := view{state: map[taskgraph.ID]taskgraph.State{tasks[0].ID: taskgraph.StateReady}}
@@ -23,9 +25,16 @@ func TestViews(t *testing.T) {
 	}
 	viewtest.Golden(t, "cli_show.json", show.Bytes())
 	var list bytes.Buffer
-	var j taskJSON
+	var j taskOut
 	if err := (&env{stdout: &list}).printJSONArray(len(tasks), func(i int) any { j = v.toJSON(tasks[i]); return &j }); err != nil {
 		t.Fatal(err)
 	}
 	viewtest.Golden(t, "cli_list.json", list.Bytes())
+	var whole bytes.Buffer
+	if err := (&env{stdout: &whole}).printJSON([]taskOut{v.toJSON(tasks[0]), v.toJSON(tasks[1])}); err != nil {
+		t.Fatal(err)
+	}
+	if list.String() != whole.String() {
+		t.Errorf("list --json:\n%s\nencoding/json:\n%s", list.Bytes(), whole.Bytes())
+	}
 }
