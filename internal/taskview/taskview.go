@@ -37,7 +37,7 @@ type Derived struct {
 var none Derived
 
 // field is one outward field of a task. Every field is listed once: its
-// name in names, how it is read and written in writer.field.
+// name in names, how it is read and written in writer.fields.
 type field uint8
 
 const (
@@ -103,105 +103,109 @@ var names = [nFields]string{
 	backoff: "backoff", notes: "notes", history: "history",
 }
 
-// field writes member m, field f of t (w's methods leave it out where m
-// says so and it says nothing). A switch, not a table of functions: a
-// value passed to a function called through a variable escapes, and the
-// board would allocate for every task.
-func (w *writer) field(m *member, t *taskgraph.Task, d *Derived) {
-	switch m.field {
-	case id:
-		w.int(m, int64(t.ID))
-	case subject:
-		w.str(m, t.Subject)
-	case description:
-		w.str(m, t.Description)
-	case status:
-		w.str(m, string(t.Status))
-	case state:
-		w.str(m, string(d.State))
-	case owner:
-		w.str(m, t.Owner)
-	case priority: // left out, it is the default; else a number, 0 (P0) to 4
-		if !m.omit || t.Priority != taskgraph.DefaultPriority {
-			w.key(m)
-			w.b = strconv.AppendInt(w.b, int64(t.Priority.Level()), 10)
+// fields writes the members ms of t, each its field as read here (w's
+// methods leave it out where the member says so and it says nothing). A
+// switch, not a table of functions: a value passed to a function called
+// through a variable escapes, and the board would allocate for every
+// task; and within the loop, not a call for each member.
+func (w *writer) fields(ms []member, t *taskgraph.Task, d *Derived) {
+	for i := range ms {
+		m := &ms[i]
+		switch m.field {
+		case id:
+			w.int(m, int64(t.ID))
+		case subject:
+			w.str(m, t.Subject)
+		case description:
+			w.str(m, t.Description)
+		case status:
+			w.str(m, string(t.Status))
+		case state:
+			w.str(m, string(d.State))
+		case owner:
+			w.str(m, t.Owner)
+		case priority: // left out, it is the default; else a number, 0 (P0) to 4
+			if !m.omit || t.Priority != taskgraph.DefaultPriority {
+				w.key(m)
+				w.b = strconv.AppendInt(w.b, int64(t.Priority.Level()), 10)
+			}
+		case labels:
+			w.strs(m, t.Labels)
+		case key:
+			w.str(m, t.Key)
+		case parent:
+			w.int(m, int64(t.Parent))
+		case reason:
+			w.str(m, t.Reason)
+		case result:
+			w.str(m, t.Result)
+		case blockedBy:
+			w.ids(m, t.BlockedBy)
+		case blocks:
+			w.ids(m, t.Blocks)
+		case waitingOn:
+			w.ids(m, d.WaitingOn)
+		case missing:
+			w.ids(m, d.Missing)
+		case strandedBy:
+			w.int(m, int64(d.StrandedBy))
+		case strands:
+			w.ids(m, d.Strands)
+		case why:
+			w.str(m, d.Why)
+		case metadata:
+			w.metadata(m, t.Metadata)
+		case createdAt:
+			w.time(m, t.CreatedAt)
+		case updatedAt:
+			w.time(m, t.UpdatedAt)
+		case claimedAt:
+			w.time(m, t.ClaimedAt)
+		case leaseExpiresAt:
+			w.time(m, t.LeaseExpiresAt)
+		case leaseLapsed:
+			w.bool(m, d.LeaseLapsed)
+		case lapsesAt:
+			at, _ := Clock(t)
+			w.time(m, at)
+		case clock:
+			_, c := Clock(t)
+			w.str(m, c)
+		case maxRuntime:
+			w.duration(m, extra(t).MaxRuntime)
+		case progressWindow:
+			w.duration(m, extra(t).ProgressWindow)
+		case needsApproval:
+			w.bool(m, extra(t).NeedsApproval)
+		case awaitingApproval:
+			w.bool(m, t.AwaitingApproval())
+		case createdVia:
+			w.str(m, extra(t).CreatedVia)
+		case links:
+			w.links(m, extra(t).Links)
+		case check:
+			w.str(m, extra(t).Check)
+		case acceptance:
+			w.strs(m, extra(t).Acceptance)
+		case prevOwner:
+			w.str(m, t.PrevOwner)
+		case rev:
+			w.int(m, t.Rev)
+		case notBefore:
+			w.time(m, t.NotBefore)
+		case due:
+			w.time(m, t.Due)
+		case maxAttempts:
+			w.int(m, int64(t.MaxAttempts))
+		case attempts:
+			w.int(m, int64(t.Attempts))
+		case backoff:
+			w.duration(m, t.Backoff)
+		case notes:
+			w.notes(m, t)
+		case history:
+			w.history(m, t)
 		}
-	case labels:
-		w.strs(m, t.Labels)
-	case key:
-		w.str(m, t.Key)
-	case parent:
-		w.int(m, int64(t.Parent))
-	case reason:
-		w.str(m, t.Reason)
-	case result:
-		w.str(m, t.Result)
-	case blockedBy:
-		w.ids(m, t.BlockedBy)
-	case blocks:
-		w.ids(m, t.Blocks)
-	case waitingOn:
-		w.ids(m, d.WaitingOn)
-	case missing:
-		w.ids(m, d.Missing)
-	case strandedBy:
-		w.int(m, int64(d.StrandedBy))
-	case strands:
-		w.ids(m, d.Strands)
-	case why:
-		w.str(m, d.Why)
-	case metadata:
-		w.metadata(m, t.Metadata)
-	case createdAt:
-		w.time(m, t.CreatedAt)
-	case updatedAt:
-		w.time(m, t.UpdatedAt)
-	case claimedAt:
-		w.time(m, t.ClaimedAt)
-	case leaseExpiresAt:
-		w.time(m, t.LeaseExpiresAt)
-	case leaseLapsed:
-		w.bool(m, d.LeaseLapsed)
-	case lapsesAt:
-		at, _ := Clock(t)
-		w.time(m, at)
-	case clock:
-		_, c := Clock(t)
-		w.str(m, c)
-	case maxRuntime:
-		w.duration(m, extra(t).MaxRuntime)
-	case progressWindow:
-		w.duration(m, extra(t).ProgressWindow)
-	case needsApproval:
-		w.bool(m, extra(t).NeedsApproval)
-	case awaitingApproval:
-		w.bool(m, t.AwaitingApproval())
-	case createdVia:
-		w.str(m, extra(t).CreatedVia)
-	case links:
-		w.links(m, extra(t).Links)
-	case check:
-		w.str(m, extra(t).Check)
-	case acceptance:
-		w.strs(m, extra(t).Acceptance)
-	case prevOwner:
-		w.str(m, t.PrevOwner)
-	case rev:
-		w.int(m, t.Rev)
-	case notBefore:
-		w.time(m, t.NotBefore)
-	case due:
-		w.time(m, t.Due)
-	case maxAttempts:
-		w.int(m, int64(t.MaxAttempts))
-	case attempts:
-		w.int(m, int64(t.Attempts))
-	case backoff:
-		w.duration(m, t.Backoff)
-	case notes:
-		w.notes(m, t)
-	case history:
-		w.history(m, t)
 	}
 }
 
@@ -259,9 +263,9 @@ type View struct {
 
 // member is one field of a view.
 type member struct {
-	field  field
-	quoted string // the name as a JSON string
-	omit   bool   // left out when it says nothing
+	field field
+	key   string // ,"name": — the name as a JSON string, between what compact JSON writes around it
+	omit  bool   // left out when it says nothing
 }
 
 // New returns the view of the fields spec names, in its order, separated
@@ -281,7 +285,7 @@ func New(f Format, spec string) *View {
 		if m.field == nFields {
 			panic("taskview: no field " + strconv.Quote(name))
 		}
-		m.quoted = strconv.Quote(name)
+		m.key = "," + strconv.Quote(name) + ":"
 		v.members = append(v.members, m)
 	}
 	return v
@@ -316,16 +320,14 @@ func (v *View) AppendIndent(b []byte, t *taskgraph.Task, d *Derived, prefix, ind
 	if d == nil {
 		d = &none
 	}
-	w := writer{b: append(b, '{'), f: &v.format}
+	w := writer{b: append(b, '{'), f: &v.format, skip: 1}
 	if indent != "" {
 		w.ind = "\n" + prefix + indent
 		w.elem = w.ind + indent
 		w.inner = w.elem + indent
 	}
-	for i := range v.members {
-		w.field(&v.members[i], t, d)
-	}
-	if w.count > 0 && indent != "" {
+	w.fields(v.members, t, d)
+	if w.skip == 0 && indent != "" {
 		w.b = append(w.b, "\n"+prefix...)
 	}
 	return append(w.b, '}'), w.err
