@@ -138,7 +138,9 @@ func TestDoneKeepsTheClaim(t *testing.T) {
 	ok(t, dir, "init")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".tasks", taskgraph.ChecksFile), []byte(`{"slow": {"command": "sleep 3"}}`), 0o644))
 	ok(t, dir, "add", "slow to verify", "--check", "slow")
-	as := func(owner string, args ...string) result { return runIn(t, dir, cleanEnv("TASKGRAPH_OWNER="+owner), args...) }
+	as := func(owner string, args ...string) result {
+		return runIn(t, dir, cleanEnv("TASKGRAPH_OWNER="+owner), args...)
+	}
 	require.Equal(t, 0, as("w", "claim", "1", "--lease", "1s").code)
 
 	done := make(chan result, 1)
