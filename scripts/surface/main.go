@@ -76,7 +76,7 @@ type counts struct {
 func (c counts) check(maxMethods, maxExports int) []string {
 	var fails []string
 	if n := c.methods["FileStore"]; n > maxMethods {
-		fails = append(fails, fmt.Sprintf("FileStore has %d methods, more than %d: give the mechanism you added a type of its own (as changelog.Log, spares, aheadDir)", n, maxMethods))
+		fails = append(fails, fmt.Sprintf("FileStore has %d methods, more than %d: give the mechanism you added a type of its own (as changelog.Log, cachedir.Spares, cachedir.Dir)", n, maxMethods))
 	}
 	if c.exports > maxExports {
 		fails = append(fails, fmt.Sprintf("the root package exports %d names, more than %d: keep helpers unexported, or put what only the CLI needs in a package of its own", c.exports, maxExports))
