@@ -27,9 +27,9 @@ func readSettings[T any](ctx context.Context, s *Store, read func(context.Contex
 	return out, err
 }
 
-// perLabel reads the graph's rows of a per-label table: query, of $1 the
-// graph, selects the label and then the columns it scans into dest; value
-// makes a label's entry of them.
+// perLabel reads a per-label table into a map: query selects, for the
+// graph $1, the label and then the columns scanned into dest, from which
+// value makes the label's entry.
 func perLabel[V any](ctx context.Context, q querier, query, graph string, dest []any, value func() V) (map[string]V, error) {
 	rows, err := q.Query(ctx, query, graph)
 	if err != nil {
@@ -48,11 +48,12 @@ func perLabel[V any](ctx context.Context, q querier, query, graph string, dest [
 	return out, rows.Err()
 }
 
-// withDefaults returns nts with what the graph's settings default, read
-// in tx: the label defaults (Rules.DefaultLiveness), then the approval
-// policy (Rules.DefaultApproval), as the Rulebook's Create and Plan take
-// them. A table no task could take a default from is not read: most
-// creates carry no label.
+// withDefaults returns nts with the graph's settings applied, read in tx:
+// the label defaults (Rules.DefaultLiveness), then the approval policy
+// (Rules.DefaultApproval), in the order the root's stores apply them. A
+// table no task could take a default from is not read (most creates
+// carry no label): the policy gates by label or by how a task was
+// created.
 func (s *Store) withDefaults(ctx context.Context, tx pgx.Tx, nts []taskgraph.NewTask) ([]taskgraph.NewTask, error) {
 	labelled, via := false, false
 	for _, nt := range nts {
