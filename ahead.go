@@ -8,13 +8,13 @@ package taskgraph
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/cachedir"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
 
@@ -25,12 +25,6 @@ import (
 // by the monotonic clock, so that a clock stepped back does not stretch
 // it) is decided anew.
 const aheadMaxAge = time.Second
-
-// aheadSweepAge is the age at which a sweep removes a file decided ahead:
-// a writer that died left it. A live writer still waiting for the lock
-// after so long has decided anew by then (aheadMaxAge), so removing its
-// file only costs it the rename, which fails and falls back.
-const aheadSweepAge = time.Minute
 
 // ahead is a single-task write decided on the cache without the directory
 // lock, its new task file written and fsynced in the cache directory.
@@ -67,8 +61,8 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 	var p *plan
 	var now time.Time
 	var err error
-	ready := !s.closed && s.scanned && s.journalErr == nil && s.metaErr == nil && s.ahead.ready(s.root, s.dirf, s.stamps)
-	cache := s.ahead
+	ready := !s.closed && s.scanned && s.journalErr == nil && s.metaErr == nil && s.cacheDir.Ready(s.root, s.dirf, func() map[uint64]bool { return inodesOf(s.stamps) })
+	cache := s.cacheDir // a copy: a failed rename may close the store's (renameAhead)
 	if ready {
 		now = s.now()
 		p, err = mk(s.g, now)
@@ -90,16 +84,16 @@ func (s *FileStore) decideAhead(ctx context.Context, mk func(*graph, time.Time) 
 		return nil
 	}
 	a := &ahead{now: now, start: time.Now(), id: p.put[0].ID, data: data}
-	if a.temp = s.spares.fill(cache, data); a.temp != "" {
+	if a.temp = s.spares.Fill(&cache, data); a.temp != "" {
 		return a
 	}
 	name := atomicfile.TempName(taskFileName(a.id))
 	// O_EXCL|O_CREATE never opens a FIFO or follows a symlink.
-	f, err := atomicfile.OpenIn(cache.dirf, cache.root, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.cfg.filePerm)
+	f, err := atomicfile.OpenIn(cache.File(), cache.Root(), name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.cfg.filePerm)
 	if err != nil {
 		return nil
 	}
-	a.temp = cacheDirName + "/" + name
+	a.temp = cachedir.Name + "/" + name
 	err = s.fs.Write(f, data)
 	if err == nil {
 		err = s.fs.Sync(f)
@@ -141,82 +135,6 @@ func (s *FileStore) holdReplaced(j *journal.Journal) *os.File {
 	return f
 }
 
-// ready reports whether the cache directory can take files decided
-// ahead, opening it the first time. Creating it changes the task
-// directory's mtime, which other stores would take for a foreign change
-// and rescan for, so a write that finds it missing has the next commit
-// create it (makeIfWanted), whose log record accounts for that mtime. (The
-// snapshot's writer creates it too, outside the lock, after a scan that
-// read the whole directory anyway.) taskRoot and taskDir are the task
-// directory; stamps the task files as the cache has them (sweep). Called
-// with the store's semaphore held.
-func (d *aheadDir) ready(taskRoot *os.Root, taskDir *os.File, stamps map[ID]stamp) bool {
-	if d.dirf != nil {
-		return true
-	}
-	if d.failed {
-		return false
-	}
-	// Opened once, through os.Root, so that a symlink out of the task
-	// directory in its place is refused; the handle stays the
-	// directory's whatever happens to its name later.
-	root, err := openCacheDir(taskRoot)
-	if err != nil {
-		d.want = errors.Is(err, fs.ErrNotExist)
-		d.failed = !d.want
-		return false
-	}
-	dirf, err := root.Open(".")
-	if err != nil {
-		root.Close()
-		d.failed = true
-		return false
-	}
-	if fi, err := dirf.Stat(); err != nil || sameDir(fi, taskDir) {
-		// A symlink to the task directory itself: files made there
-		// would change its mtime, which other stores rescan for.
-		dirf.Close()
-		root.Close()
-		d.failed = true
-		return false
-	}
-	d.root, d.dirf = root, dirf
-	d.sweep(taskRoot, stamps)
-	return true
-}
-
-// sameDir reports whether fi is the directory d.
-func sameDir(fi os.FileInfo, d *os.File) bool {
-	di, err := d.Stat()
-	return err == nil && os.SameFile(fi, di)
-}
-
-// aheadDir is the cache directory as writes decided ahead (and spares)
-// use it.
-type aheadDir struct {
-	root   *os.Root
-	dirf   *os.File
-	failed bool // it could not be opened: not tried again by this store
-	want   bool // it is missing: the next commit creates it (makeIfWanted)
-}
-
-func (d *aheadDir) close() error {
-	if d.dirf == nil {
-		return nil
-	}
-	return errors.Join(d.dirf.Close(), d.root.Close())
-}
-
-// makeIfWanted creates the cache directory in the task directory
-// taskRoot, in a commit, under the exclusive lock and before the commit's
-// record, if an earlier write found it missing.
-func (d *aheadDir) makeIfWanted(taskRoot *os.Root) {
-	if d.want {
-		d.want = false
-		_ = taskRoot.Mkdir(cacheDirName, 0o755)
-	}
-}
-
 // stale reports whether a waited too long for the lock to be used at
 // now, the store's clock (see aheadMaxAge).
 func (a *ahead) stale(now time.Time) bool {
@@ -244,64 +162,27 @@ func (s *FileStore) dropAhead(a *ahead) {
 // unusedAhead sets aside the file of a write decided ahead that the lock
 // holder decided otherwise: written and fsynced by this store, named only
 // in the cache directory, it is pooled as a spare where writes recycle
-// (recycle.go) — agents racing for the same task would otherwise each
+// (internal/cachedir/spares.go) — agents racing for the same task would otherwise each
 // free one — and removed elsewhere.
 func (s *FileStore) unusedAhead(a *ahead) {
 	if a == nil || a.temp == "" {
 		return
 	}
-	if name, ok := strings.CutPrefix(a.temp, cacheDirName+"/"); ok && s.spares.on {
-		s.spares.pool([]string{name})
+	if name, ok := strings.CutPrefix(a.temp, cachedir.Name+"/"); ok && s.spares.On {
+		s.spares.Pool([]string{name})
 		a.temp = ""
 		return
 	}
 	s.dropAhead(a)
 }
 
-// sweep removes what writers that died between deciding ahead and
-// renaming left in the cache directory, once per store. A file is left
-// alone if its inode is also a task's file (in taskRoot, or in stamps,
-// the task files as the cache has them) with a single link: after a power
-// loss a filesystem without a journal may keep the name a rename moved in
-// both directories without counting both, and removing that name would
-// free the task's file.
-func (d *aheadDir) sweep(taskRoot *os.Root, stamps map[ID]stamp) {
-	cache := d.root
-	f, err := cache.Open(".")
-	if err != nil {
-		return
+// inodesOf returns the inodes of the task files as stamps has them.
+func inodesOf(stamps map[ID]stamp) map[uint64]bool {
+	inodes := make(map[uint64]bool, len(stamps))
+	for _, st := range stamps {
+		inodes[st.Ino] = true
 	}
-	names, _ := f.Readdirnames(-1)
-	f.Close()
-	var taskFiles map[uint64]bool // the inodes of the task files, as the cache has them
-	for _, n := range names {
-		target, ok := tempTarget(n)
-		if !ok {
-			continue
-		}
-		fi, err := cache.Lstat(n)
-		if err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < aheadSweepAge {
-			continue
-		}
-		if atomicfile.Links(fi) < 2 {
-			// A spare (recycle.go) is named for the task it was
-			// replaced in and renamed to any task's file: any task
-			// file may be the other name.
-			if taskFiles == nil {
-				taskFiles = make(map[uint64]bool, len(stamps))
-				for _, st := range stamps {
-					taskFiles[st.Ino] = true
-				}
-			}
-			if taskFiles[atomicfile.FileID(fi)] {
-				continue
-			}
-			if tfi, err := taskRoot.Lstat(target); err == nil && atomicfile.FileID(tfi) == atomicfile.FileID(fi) {
-				continue
-			}
-		}
-		_ = cache.Remove(n)
-	}
+	return inodes
 }
 
 // errNoAhead: there is no file written ahead to rename.
@@ -317,8 +198,7 @@ func (s *FileStore) renameAhead(a *ahead) error {
 		s.dropAhead(a)
 		// The cache directory may have been moved or replaced since
 		// this store opened it: open it again at the next write.
-		_ = s.ahead.close()
-		s.ahead = aheadDir{}
+		s.cacheDir.Forget()
 		return err
 	}
 	a.temp, a.used = "", true

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/taskgraph-dev/taskgraph/internal/cachedir"
 )
 
 // openAhead opens a store, whose writes are decided ahead of the lock, on
@@ -57,19 +58,17 @@ func withAfterAhead(t *testing.T, s *FileStore, f func()) {
 // spares that the stores keep (recycle.go).
 func cacheEntries(t *testing.T, dir string, stores ...*FileStore) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(dir, cacheDirName))
+	entries, err := os.ReadDir(filepath.Join(dir, cachedir.Name))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	require.NoError(t, err)
 	kept := map[string]bool{snapshotName: true}
 	for _, s := range stores {
-		s.inflight.Wait() // a top-up may be making spares (spares.topUp)
-		s.spares.mu.Lock()
-		for _, n := range s.spares.free {
+		s.inflight.Wait() // a top-up may be making spares (Spares.TopUp)
+		for _, n := range s.spares.Pooled() {
 			kept[n] = true
 		}
-		s.spares.mu.Unlock()
 	}
 	var names []string
 	for _, e := range entries {
@@ -184,7 +183,7 @@ func TestAheadDecidedAgain(t *testing.T) {
 		before := s.Stats().Ahead
 		hook(s, func() {
 			for _, n := range cacheEntries(t, dir) {
-				require.NoError(t, os.Remove(filepath.Join(dir, cacheDirName, n)))
+				require.NoError(t, os.Remove(filepath.Join(dir, cachedir.Name, n)))
 			}
 		})
 		got, err := s.Claim(ctx, c.ID, "alice")
@@ -236,8 +235,8 @@ func TestAheadHostileCacheDirectory(t *testing.T) {
 			s := openAhead(t, dir, newFakeClock())
 			a, err := s.Create(ctx, NewTask{Subject: "a"})
 			require.NoError(t, err)
-			require.NoError(t, os.RemoveAll(filepath.Join(dir, cacheDirName)))
-			require.NoError(t, plant(filepath.Join(dir, cacheDirName)))
+			require.NoError(t, os.RemoveAll(filepath.Join(dir, cachedir.Name)))
+			require.NoError(t, plant(filepath.Join(dir, cachedir.Name)))
 			o := openAhead(t, dir, newFakeClock())
 			for _, st := range []*FileStore{s, o} {
 				_, err = st.Claim(ctx, a.ID, "alice")
@@ -273,8 +272,8 @@ func TestAheadSweep(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Claim(ctx, a.ID, "alice") // creates the cache directory
 	require.NoError(t, err)
-	cache := filepath.Join(dir, cacheDirName)
-	old := time.Now().Add(-2 * aheadSweepAge)
+	cache := filepath.Join(dir, cachedir.Name)
+	old := time.Now().Add(-2 * cachedir.SweepAge)
 	plant := func(name string) string {
 		p := filepath.Join(cache, name)
 		require.NoError(t, os.WriteFile(p, []byte("{}"), 0o644))

@@ -10,11 +10,11 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
 	"github.com/taskgraph-dev/taskgraph/internal/changelog"
+	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 )
 
 // refresh brings the cache up to date with the directory.
@@ -213,22 +213,6 @@ func isTempName(name string) bool {
 			return true
 		}
 	}
-	_, ok := tempTarget(name)
+	_, ok := filenames.TempTarget(name)
 	return ok
-}
-
-// tempTarget returns the task file that name is a temporary file of, if it
-// is one.
-func tempTarget(name string) (string, bool) {
-	rest, ok := strings.CutPrefix(name, atomicfile.TempPrefix(taskFilePrefix))
-	if !ok {
-		return "", false
-	}
-	i := strings.Index(rest, taskFileSuffix)
-	if i < 0 {
-		return "", false
-	}
-	target := taskFilePrefix + rest[:i+len(taskFileSuffix)]
-	_, ok = parseTaskFileName(target)
-	return target, ok && atomicfile.IsTempOf(name, target)
 }

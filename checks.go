@@ -199,6 +199,30 @@ func (c *Checks) Run(ctx context.Context, name string, out io.Writer) (Evidence,
 	return ev, nil
 }
 
+// RunHeld runs the check t names (Extra.Check), as Run does, while
+// keeping t's claim alive (KeepAlive, as its owner): a check that runs
+// longer than what is left of the lease does not lose the task to another
+// agent before the evidence it is for reaches Complete. Each renewal
+// extends the lease to what was left of it when the check started, so
+// the check's time is not counted against the claim and nothing beyond
+// it is granted. A claim lost while the check ran (revoked, or its
+// MaxRuntime reached) is the error, the evidence then being no one's. A
+// task not in progress, or claimed without a lease, is checked as Run
+// checks it.
+func (c *Checks) RunHeld(ctx context.Context, s Store, t Task, out io.Writer) (Evidence, error) {
+	left := time.Until(t.LeaseExpiresAt)
+	name := t.extra().Check
+	if t.Status != InProgress || t.LeaseExpiresAt.IsZero() || left <= 0 {
+		return c.Run(ctx, name, out)
+	}
+	kctx, stop := KeepAlive(ctx, s, t.ID, t.Owner, left)
+	ev, err := c.Run(kctx, name, out)
+	if lost := stop(); lost != nil {
+		return Evidence{}, fmt.Errorf("taskgraph: task %d's claim was lost while its check %q ran; nothing was completed: %w", t.ID, name, lost)
+	}
+	return ev, err
+}
+
 // shellCommand is command run by the system's shell.
 func shellCommand(ctx context.Context, command string) *exec.Cmd {
 	var cmd *exec.Cmd

@@ -442,7 +442,8 @@ func invalidUTF8At(data []byte) int {
 }
 
 // decodeSlow decodes field by field, keeping unknown fields and naming the
-// first problem it finds.
+// first problem it finds: the steps run in the file's field order, so the
+// error names the same field whichever step finds it.
 func decodeSlow(id ID, data []byte) (*Task, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -459,150 +460,13 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 	if t.ID != id {
 		return nil, fmt.Errorf(`field "id" is %d but the file name says %d`, t.ID, id)
 	}
-	if t.Subject, err = decodeString(raw, "subject", true); err != nil {
-		return nil, err
-	}
-	if t.Description, err = decodeString(raw, "description", false); err != nil {
-		return nil, err
-	}
-	status, err := decodeString(raw, "status", true)
-	if err != nil {
-		return nil, err
-	}
-	if t.Status = Status(status); !t.Status.Valid() {
-		return nil, fmt.Errorf(`field "status" is %q, want %s`, status, statusList)
-	}
-	for _, f := range []struct {
-		k string
-		p *string
-	}{{"owner", &t.Owner}, {"key", &t.Key}, {"reason", &t.Reason}, {"result", &t.Result}} {
-		if *f.p, err = decodeString(raw, f.k, false); err != nil {
+	for _, step := range []func(*Task, map[string]json.RawMessage) error{
+		decodeText, decodePriorityLabels, decodeEdges, decodeTimes, decodeSchedule,
+		decodeLiveness, decodeWriteKeys, decodeApproval, decodeCheck, decodeLogs,
+	} {
+		if err := step(t, raw); err != nil {
 			return nil, err
 		}
-	}
-	t.Priority = DefaultPriority
-	if v, ok := raw["priority"]; ok && string(v) != "null" {
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil || !PriorityLevel(int(n)).Valid() {
-			return nil, fmt.Errorf(`field "priority" is %s, want 0 (P0, most urgent) to 4 (P4)`, v)
-		}
-		t.Priority = PriorityLevel(int(n))
-	}
-	if v, ok := raw["labels"]; ok && string(v) != "null" {
-		var labels []string
-		if err := json.Unmarshal(v, &labels); err != nil {
-			return nil, errors.New(`field "labels" is not an array of strings`)
-		}
-		t.Labels = fileLabels(labels)
-	}
-	if t.PrevOwner, err = decodeString(raw, "prevOwner", false); err != nil {
-		return nil, err
-	}
-	if v, ok := raw["blockedBy"]; ok && string(v) != "null" {
-		var elems []json.RawMessage
-		if err := json.Unmarshal(v, &elems); err != nil {
-			return nil, errors.New(`field "blockedBy" is not an array`)
-		}
-		ids := make([]ID, len(elems))
-		for i, e := range elems {
-			n, err := strconv.ParseInt(string(e), 10, 64)
-			if err != nil || n <= 0 {
-				return nil, fmt.Errorf(`field "blockedBy": element %d is %s, not a positive integer id`, i, e)
-			}
-			ids[i] = ID(n)
-		}
-		if len(ids) > 0 {
-			t.BlockedBy = addIDs(nil, ids) // linear, however long
-		}
-	}
-	if t.Rev, err = decodeInt[int64](raw, "rev", false); err != nil {
-		return nil, err
-	}
-	for _, f := range []struct {
-		k string
-		p *time.Time
-	}{{"createdAt", &t.CreatedAt}, {"updatedAt", &t.UpdatedAt}, {"claimedAt", &t.ClaimedAt}, {"leaseExpiresAt", &t.LeaseExpiresAt},
-		{"notBefore", &t.NotBefore}, {"due", &t.Due}} {
-		s, err := decodeString(raw, f.k, false)
-		if err != nil {
-			return nil, err
-		}
-		if s == "" {
-			continue
-		}
-		if *f.p, err = time.Parse(time.RFC3339Nano, s); err != nil {
-			return nil, fmt.Errorf("field %q is %q, not an RFC 3339 time", f.k, s)
-		}
-	}
-	if v, ok := raw["metadata"]; ok && string(v) != "null" {
-		if err := json.Unmarshal(v, &t.Metadata); err != nil || t.Metadata == nil {
-			return nil, errors.New(`field "metadata" is not a JSON object`)
-		}
-		if len(t.Metadata) == 0 {
-			t.Metadata = nil
-		}
-	}
-	for _, f := range []struct {
-		k string
-		p *int
-	}{{"maxAttempts", &t.MaxAttempts}, {"attempts", &t.Attempts}} {
-		n, err := decodeInt[int64](raw, f.k, false)
-		if err != nil {
-			return nil, err
-		}
-		*f.p = int(n)
-	}
-	if t.Parent, err = decodeInt[ID](raw, "parent", false); err != nil {
-		return nil, err
-	}
-	if b, err := decodeString(raw, "backoff", false); err != nil {
-		return nil, err
-	} else if b != "" {
-		if t.Backoff, err = time.ParseDuration(b); err != nil || t.Backoff < 0 {
-			return nil, fmt.Errorf("field \"backoff\" is %q, not a duration such as \"30s\" or \"5m\"", b)
-		}
-	}
-	var maxRuntime, window time.Duration
-	for _, f := range []struct {
-		k string
-		p *time.Duration
-	}{{"maxRuntime", &maxRuntime}, {"progressWindow", &window}} {
-		d, err := decodeString(raw, f.k, false)
-		if err != nil {
-			return nil, err
-		}
-		if d == "" {
-			continue
-		}
-		if *f.p, err = time.ParseDuration(d); err != nil || *f.p < 0 {
-			return nil, fmt.Errorf("field %q is %q, not a duration such as \"30m\" or \"2h\"", f.k, d)
-		}
-	}
-	if maxRuntime != 0 || window != 0 {
-		setLiveness(t, maxRuntime, window)
-	}
-	if err := decodeWriteKeys(t, raw); err != nil {
-		return nil, err
-	}
-	if err := decodeApproval(t, raw); err != nil {
-		return nil, err
-	}
-	check, err := decodeString(raw, "check", false)
-	if err != nil {
-		return nil, err
-	}
-	acceptance, err := decodeArray[string](raw, "acceptance", "strings")
-	if err != nil {
-		return nil, err
-	}
-	if check != "" || len(acceptance) > 0 {
-		setCheck(t, check, acceptance)
-	}
-	if t.Notes, err = decodeArray[Note](raw, "notes", "notes ({at, author, text})"); err != nil {
-		return nil, err
-	}
-	if t.History, err = decodeArray[Transition](raw, "history", "transitions ({at, event, by, detail})"); err != nil {
-		return nil, err
 	}
 	for k, v := range raw {
 		if !knownFields[k] && !rareFields[k] {
@@ -614,6 +478,187 @@ func decodeSlow(id ID, data []byte) (*Task, error) {
 		}
 	}
 	return t, nil
+}
+
+// decodeText decodes the subject, description, status and the other
+// single strings.
+func decodeText(t *Task, raw map[string]json.RawMessage) error {
+	var err error
+	if t.Subject, err = decodeString(raw, "subject", true); err != nil {
+		return err
+	}
+	if t.Description, err = decodeString(raw, "description", false); err != nil {
+		return err
+	}
+	status, err := decodeString(raw, "status", true)
+	if err != nil {
+		return err
+	}
+	if t.Status = Status(status); !t.Status.Valid() {
+		return fmt.Errorf(`field "status" is %q, want %s`, status, statusList)
+	}
+	for _, f := range []struct {
+		k string
+		p *string
+	}{{"owner", &t.Owner}, {"key", &t.Key}, {"reason", &t.Reason}, {"result", &t.Result}} {
+		if *f.p, err = decodeString(raw, f.k, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodePriorityLabels decodes the priority (absent: the default), the
+// labels and the previous owner.
+func decodePriorityLabels(t *Task, raw map[string]json.RawMessage) error {
+	t.Priority = DefaultPriority
+	if v, ok := raw["priority"]; ok && string(v) != "null" {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || !PriorityLevel(int(n)).Valid() {
+			return fmt.Errorf(`field "priority" is %s, want 0 (P0, most urgent) to 4 (P4)`, v)
+		}
+		t.Priority = PriorityLevel(int(n))
+	}
+	if v, ok := raw["labels"]; ok && string(v) != "null" {
+		var labels []string
+		if err := json.Unmarshal(v, &labels); err != nil {
+			return errors.New(`field "labels" is not an array of strings`)
+		}
+		t.Labels = fileLabels(labels)
+	}
+	var err error
+	t.PrevOwner, err = decodeString(raw, "prevOwner", false)
+	return err
+}
+
+// decodeEdges decodes blockedBy (sorted, without duplicates) and the rev.
+func decodeEdges(t *Task, raw map[string]json.RawMessage) error {
+	if v, ok := raw["blockedBy"]; ok && string(v) != "null" {
+		var elems []json.RawMessage
+		if err := json.Unmarshal(v, &elems); err != nil {
+			return errors.New(`field "blockedBy" is not an array`)
+		}
+		ids := make([]ID, len(elems))
+		for i, e := range elems {
+			n, err := strconv.ParseInt(string(e), 10, 64)
+			if err != nil || n <= 0 {
+				return fmt.Errorf(`field "blockedBy": element %d is %s, not a positive integer id`, i, e)
+			}
+			ids[i] = ID(n)
+		}
+		if len(ids) > 0 {
+			t.BlockedBy = addIDs(nil, ids) // linear, however long
+		}
+	}
+	var err error
+	t.Rev, err = decodeInt[int64](raw, "rev", false)
+	return err
+}
+
+// decodeTimes decodes the timestamps and the metadata.
+func decodeTimes(t *Task, raw map[string]json.RawMessage) error {
+	for _, f := range []struct {
+		k string
+		p *time.Time
+	}{{"createdAt", &t.CreatedAt}, {"updatedAt", &t.UpdatedAt}, {"claimedAt", &t.ClaimedAt}, {"leaseExpiresAt", &t.LeaseExpiresAt},
+		{"notBefore", &t.NotBefore}, {"due", &t.Due}} {
+		s, err := decodeString(raw, f.k, false)
+		if err != nil {
+			return err
+		}
+		if s == "" {
+			continue
+		}
+		if *f.p, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return fmt.Errorf("field %q is %q, not an RFC 3339 time", f.k, s)
+		}
+	}
+	if v, ok := raw["metadata"]; ok && string(v) != "null" {
+		if err := json.Unmarshal(v, &t.Metadata); err != nil || t.Metadata == nil {
+			return errors.New(`field "metadata" is not a JSON object`)
+		}
+		if len(t.Metadata) == 0 {
+			t.Metadata = nil
+		}
+	}
+	return nil
+}
+
+// decodeSchedule decodes the attempts, the parent and the backoff.
+func decodeSchedule(t *Task, raw map[string]json.RawMessage) error {
+	for _, f := range []struct {
+		k string
+		p *int
+	}{{"maxAttempts", &t.MaxAttempts}, {"attempts", &t.Attempts}} {
+		n, err := decodeInt[int64](raw, f.k, false)
+		if err != nil {
+			return err
+		}
+		*f.p = int(n)
+	}
+	var err error
+	if t.Parent, err = decodeInt[ID](raw, "parent", false); err != nil {
+		return err
+	}
+	if b, err := decodeString(raw, "backoff", false); err != nil {
+		return err
+	} else if b != "" {
+		if t.Backoff, err = time.ParseDuration(b); err != nil || t.Backoff < 0 {
+			return fmt.Errorf("field \"backoff\" is %q, not a duration such as \"30s\" or \"5m\"", b)
+		}
+	}
+	return nil
+}
+
+// decodeLiveness decodes the liveness limits, kept in Extra.
+func decodeLiveness(t *Task, raw map[string]json.RawMessage) error {
+	var maxRuntime, window time.Duration
+	for _, f := range []struct {
+		k string
+		p *time.Duration
+	}{{"maxRuntime", &maxRuntime}, {"progressWindow", &window}} {
+		d, err := decodeString(raw, f.k, false)
+		if err != nil {
+			return err
+		}
+		if d == "" {
+			continue
+		}
+		if *f.p, err = time.ParseDuration(d); err != nil || *f.p < 0 {
+			return fmt.Errorf("field %q is %q, not a duration such as \"30m\" or \"2h\"", f.k, d)
+		}
+	}
+	if maxRuntime != 0 || window != 0 {
+		setLiveness(t, maxRuntime, window)
+	}
+	return nil
+}
+
+// decodeCheck decodes the check's name and the acceptance items, kept in
+// Extra.
+func decodeCheck(t *Task, raw map[string]json.RawMessage) error {
+	check, err := decodeString(raw, "check", false)
+	if err != nil {
+		return err
+	}
+	acceptance, err := decodeArray[string](raw, "acceptance", "strings")
+	if err != nil {
+		return err
+	}
+	if check != "" || len(acceptance) > 0 {
+		setCheck(t, check, acceptance)
+	}
+	return nil
+}
+
+// decodeLogs decodes the notes and the history.
+func decodeLogs(t *Task, raw map[string]json.RawMessage) error {
+	var err error
+	if t.Notes, err = decodeArray[Note](raw, "notes", "notes ({at, author, text})"); err != nil {
+		return err
+	}
+	t.History, err = decodeArray[Transition](raw, "history", "transitions ({at, event, by, detail})")
+	return err
 }
 
 // fileLabels returns the labels of a task file sorted, without

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/cachedir"
 	"github.com/taskgraph-dev/taskgraph/internal/changelog"
 	"github.com/taskgraph-dev/taskgraph/internal/journal"
 )
@@ -40,7 +41,7 @@ type dirFS struct {
 	// it, for the renames of their files into place (nil: renames go
 	// through root). Such renames are made under the lock, and it is
 	// written with the store's semaphore held, which the lock holder has.
-	cache *aheadDir
+	cache *cachedir.Dir
 }
 
 func newDirFS(root *os.Root, dirf *os.File) dirFS {
@@ -52,9 +53,9 @@ func newDirFS(root *os.Root, dirf *os.File) dirFS {
 // the lock) goes through both directories' handles, one system call;
 // anything else through root.
 func (d dirFS) Rename(oldname, newname string) error {
-	if base, ok := strings.CutPrefix(oldname, cacheDirName+"/"); ok && d.cache != nil &&
-		!strings.ContainsRune(base, '/') && !strings.ContainsRune(newname, '/') && d.cache.dirf != nil {
-		return atomicfile.RenameIn(d.cache.dirf, base, d.dirf, newname)
+	if base, ok := strings.CutPrefix(oldname, cachedir.Name+"/"); ok && d.cache != nil &&
+		!strings.ContainsRune(base, '/') && !strings.ContainsRune(newname, '/') && d.cache.File() != nil {
+		return atomicfile.RenameIn(d.cache.File(), base, d.dirf, newname)
 	}
 	return d.FS.Rename(oldname, newname)
 }
@@ -347,7 +348,7 @@ func (s *FileStore) syncDir() error {
 func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	defer func() {
 		if err != nil {
-			s.spares.dropLinked()
+			s.spares.DropLinked()
 		}
 	}()
 	if len(p.put)+len(p.del) == 0 {
@@ -356,7 +357,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 	if err := logFailed(s.log.Prepare()); err != nil {
 		return err
 	}
-	s.ahead.makeIfWanted(s.root)
+	s.cacheDir.MakeIfWanted(s.root)
 	j := &journal.Journal{Put: make(map[int64]string, len(p.put))}
 	for i, t := range p.put {
 		if a != nil && t.ID == a.id {
@@ -385,7 +386,7 @@ func (s *FileStore) commit(p *plan, a *ahead) (err error) {
 				s.replaced = append(s.replaced, old) // closed after the lock
 			}
 		}
-		if err := s.renameAhead(a); err != nil && s.spares.renameInto(j) != nil {
+		if err := s.renameAhead(a); err != nil && s.spares.RenameInto(j) != nil {
 			// Nothing was renamed: write the file here.
 			if err := s.applyFiles(j); err != nil {
 				return err

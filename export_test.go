@@ -36,7 +36,7 @@ func KillAt(s *FileStore, kind string, n int) {
 func (s *FileStore) useFS(f fileSystem) {
 	s.fs = f
 	s.log.SetFS(f)
-	s.spares.fs = f
+	s.spares.FS = f
 }
 
 // SetLogLimit makes the change log be replaced at max bytes, so that a

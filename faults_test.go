@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/cachedir"
 )
 
 // The kinds of step faultFS can fail, and the error each fails with: what
@@ -273,7 +274,7 @@ func TestWriteFailures(t *testing.T) {
 					// the full protocol a write of a task in progress is
 					// then decided ahead of the lock (ahead.go), and the
 					// steps of that fail too.
-					require.NoError(t, os.MkdirAll(filepath.Join(dir, cacheDirName), 0o755))
+					require.NoError(t, os.MkdirAll(filepath.Join(dir, cachedir.Name), 0o755))
 					_, err = s.List(ctx)
 					require.NoError(t, err)
 					warm(s)

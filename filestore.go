@@ -13,14 +13,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/cachedir"
 	"github.com/taskgraph-dev/taskgraph/internal/changelog"
 	"github.com/taskgraph-dev/taskgraph/internal/filenames"
 	"github.com/taskgraph-dev/taskgraph/internal/fsinfo"
@@ -94,11 +93,11 @@ type FileStore struct {
 	// used: reads go on, writes refuse with them.
 	metaErr, journalErr error
 	temps               []string // temporary files of dead writers, found by the last scan
-	// Writes decided ahead of the lock (ahead.go): the cache directory,
-	// or that it was found missing (a write creates it).
-	ahead    aheadDir
-	replaced []*os.File // old versions held open by holdReplaced, closed after the lock
-	spares   spares     // old versions kept to be overwritten (recycle.go)
+	// The cache directory, as writes decided ahead of the lock (ahead.go)
+	// and spares use it, or that it was found missing (a write creates it).
+	cacheDir cachedir.Dir
+	replaced []*os.File      // old versions held open by holdReplaced, closed after the lock
+	spares   cachedir.Spares // old versions kept to be overwritten (recycle.go)
 	stats    struct{ writes, ahead, scans, recycled atomic.Int64 }
 	hub      hub // this store's watchers, told of every change to the cache
 
@@ -161,14 +160,14 @@ func Open(dir string, opts ...Option) (*FileStore, error) {
 	}
 	s.approvals = approvals{e: s, setPolicy: func(ctx context.Context, p ApprovalPolicy) error { return setMetaPolicy(ctx, s, p) }}
 	if fsys, ok := s.fs.(dirFS); ok && runtime.GOOS != "windows" {
-		fsys.cache = &s.ahead // renames out of it through its handle
+		fsys.cache = &s.cacheDir // renames out of it through its handle
 		s.fs = fsys
 	}
 	s.log = changelog.New(s.fs, root, dir, cfg.logLimit)
 	s.chooseProtocol()
 	sp := &s.spares
-	sp.on, sp.fs, sp.root, sp.cache = atomicfile.CanReuse && s.cfg.offTheLock(), s.fs, root, &s.ahead
-	sp.filePerm, sp.filled, sp.inflight = cfg.filePerm, &s.stats.recycled, &s.inflight
+	sp.On, sp.FS, sp.TaskRoot, sp.Cache = atomicfile.CanReuse && s.cfg.offTheLock(), s.fs, root, &s.cacheDir
+	sp.FilePerm, sp.Filled, sp.Inflight = cfg.filePerm, &s.stats.recycled, &s.inflight
 	if _, err := root.Lstat(idsFileName); err == nil || inGitWorkTree(dir) {
 		s.g.alloc = s.allocator() // ids from this checkout's block
 	}
@@ -202,7 +201,9 @@ func (s *FileStore) chooseProtocol() {
 	s.cfg.log.Debug("taskgraph: durability protocol chosen", "dir", s.dir, "protocol", string(s.durability.Protocol), "filesystem", s.durability.Filesystem, "reason", s.durability.Reason)
 	// Writes are decided ahead in the cache directory: the first commit
 	// makes sure it exists (ahead.go).
-	s.ahead.want = !s.cfg.noSync
+	if !s.cfg.noSync {
+		s.cacheDir.Want()
+	}
 }
 
 // makeDir makes sure dir is a directory, and reports whether it created
@@ -289,8 +290,8 @@ func (s *FileStore) Close() error {
 	s.inflight.Wait()
 	var errs []error
 	errs = append(errs, s.log.Close())
-	s.spares.close()
-	errs = append(errs, s.ahead.close(), s.lock.close(), s.dirf.Close(), s.root.Close())
+	s.spares.Close()
+	errs = append(errs, s.cacheDir.Close(), s.lock.close(), s.dirf.Close(), s.root.Close())
 	return errors.Join(errs...)
 }
 
@@ -359,11 +360,11 @@ type afterLock struct {
 func (s *FileStore) unlock() afterLock {
 	s.unlockDir()
 	s.unlockDir = nil
-	a := afterLock{replaced: s.replaced, linked: s.spares.takeLinked()}
+	a := afterLock{replaced: s.replaced, linked: s.spares.TakeLinked()}
 	s.replaced = nil
 	s.writeSnapshot() // outside the lock: it is this store's cache
 	if !s.closed {
-		s.spares.topUp()
+		s.spares.TopUp()
 	}
 	<-s.sem
 	return a
@@ -378,7 +379,7 @@ func (s *FileStore) afterUnlock(a afterLock) {
 	for _, f := range a.replaced {
 		f.Close()
 	}
-	s.spares.pool(a.linked)
+	s.spares.Pool(a.linked)
 }
 
 // errNeedExclusive: the directory holds work of a writer that died (a
@@ -566,24 +567,12 @@ func withHint(err error) error {
 	return err
 }
 
-func taskFileName(id ID) string {
-	return taskFilePrefix + strconv.FormatInt(int64(id), 10) + taskFileSuffix
-}
+func taskFileName(id ID) string { return filenames.Task(int64(id)) }
 
 // parseTaskFileName returns the id of a canonical task file name.
 func parseTaskFileName(name string) (ID, bool) {
-	s, ok := strings.CutPrefix(name, taskFilePrefix)
-	if !ok {
-		return 0, false
-	}
-	if s, ok = strings.CutSuffix(s, taskFileSuffix); !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != s {
-		return 0, false
-	}
-	return ID(n), true
+	n, ok := filenames.ParseTask(name)
+	return ID(n), ok
 }
 
 // verify reloads every listed task whose file changed since it was cached,

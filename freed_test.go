@@ -6,7 +6,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/cachedir"
 )
 
 // heldDeleted lists this process's descriptors of files since deleted or
@@ -75,9 +75,9 @@ func TestOldVersionFreedAfterLock(t *testing.T) {
 		s.useFS(renameWatchFS{s.fs, func(newname string) {
 			if newname == name {
 				held, spare = heldDeleted(t, name), nil
-				entries, _ := os.ReadDir(filepath.Join(dir, cacheDirName))
+				entries, _ := os.ReadDir(filepath.Join(dir, cachedir.Name))
 				for _, e := range entries {
-					if inode(filepath.Join(dir, cacheDirName, e.Name())) == old {
+					if inode(filepath.Join(dir, cachedir.Name, e.Name())) == old {
 						spare = append(spare, e.Name())
 					}
 				}
@@ -90,10 +90,8 @@ func TestOldVersionFreedAfterLock(t *testing.T) {
 		assert.Empty(t, heldDeleted(t, name), "and closed when the write returns")
 		if i > 0 {
 			assert.Len(t, spare, 1, "write %d: once the cache directory exists, the old version is a spare", i)
-			s.inflight.Wait() // a top-up may be adding spares (spares.topUp)
-			s.spares.mu.Lock()
-			free := slices.Clone(s.spares.free)
-			s.spares.mu.Unlock()
+			s.inflight.Wait() // a top-up may be adding spares (Spares.TopUp)
+			free := s.spares.Pooled()
 			assert.Contains(t, free, spare[0], "pooled once the write is durable")
 		}
 		if i > 1 {

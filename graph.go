@@ -746,109 +746,145 @@ func (g *graph) strandedBy() map[ID]ID {
 	return out
 }
 
+// The lists of a Board, in the order of its fields.
+const (
+	listReady = iota
+	listAwaiting
+	listDeferred
+	listLimited
+	listBlocked
+	listStranded
+	listInProgress
+	listCompleted
+	listFailed
+	listCancelled
+	listCount
+	listNone = listCount // not selected
+)
+
+// sorting is the graph's tasks sorted into a Board's lists, before any is
+// copied out.
+type sorting struct {
+	list       []uint8 // by node: its list, or listNone
+	counts     [listCount]int
+	nIDs, nStr int       // what the copies need, for the arena
+	namesGone  []int     // the blocked tasks (by node) that name a blocker that does not exist
+	strandedBy map[ID]ID // by task: the failed or cancelled task that strands it
+}
+
 // board partitions the graph, keeping in each list the tasks that sel
 // selects.
 func (g *graph) board(sel Selection) Board {
-	const (
-		ready = iota
-		awaiting
-		deferred
-		limited
-		blocked
-		stranded
-		inProgress
-		completed
-		failed
-		cancelled
-		kinds
-		none = kinds
-	)
-	strandedBy := g.strandedBy()
-	heldBack := g.limitedAt(sel)
 	nodes := g.walk()
-	kind := make([]uint8, len(nodes))
+	s := g.sort(nodes, sel)
+	if sel.Limit > 0 && s.counts[listReady] > sel.Limit {
+		s.keepFirstReady(nodes, sel.Limit)
+	}
+	if sel.Empty() {
+		s.nIDs, s.nStr = 2*g.edges, g.labels
+	}
+	lists, missing, by := g.copyLists(nodes, &s)
+	slices.SortFunc(lists[listReady], func(a, b Task) int { return Rules.ClaimOrder(&a, &b) })
+	slices.SortFunc(lists[listLimited], func(a, b Task) int { return Rules.ClaimOrder(&a, &b) })
+	slices.SortFunc(lists[listDeferred], func(a, b Task) int {
+		if c := a.NotBefore.Compare(b.NotBefore); c != 0 {
+			return c
+		}
+		return Rules.ClaimOrder(&a, &b)
+	})
+	return Board{
+		Ready: lists[listReady], AwaitingApproval: lists[listAwaiting], Deferred: lists[listDeferred], Limited: lists[listLimited],
+		Blocked: lists[listBlocked], Stranded: lists[listStranded], InProgress: lists[listInProgress],
+		Completed: lists[listCompleted], Failed: lists[listFailed], Cancelled: lists[listCancelled],
+		StrandedBy: by, Missing: missing,
+	}
+}
+
+// sort decides the list of each node, and whether sel selects it.
+func (g *graph) sort(nodes []node, sel Selection) sorting {
+	s := sorting{list: make([]uint8, len(nodes)), strandedBy: g.strandedBy()}
+	heldBack := g.limitedAt(sel)
 	every := sel.Empty() // spares a call of Match per task
-	var counts [kinds]int
-	var nIDs, nStrs int // what the copies need, for the arena
-	var namesGone []int // the blocked tasks (by index) that name a blocker that does not exist
 	for i, n := range nodes {
 		t, id := n.t, g.ids[i]
-		k := uint8(ready)
+		k := uint8(listReady)
 		switch n.st {
 		case InProgress:
-			k = inProgress
+			k = listInProgress
 		case Completed:
-			k = completed
+			k = listCompleted
 		case Failed:
-			k = failed
+			k = listFailed
 		case Cancelled:
-			k = cancelled
+			k = listCancelled
 		default:
 			done, gone := g.blockersOf(i)
 			switch {
 			case t.AwaitingApproval():
-				k = awaiting
+				k = listAwaiting
 			case done && t.Deferred(sel.Now):
-				k = deferred
+				k = listDeferred
 			case done && heldBack[id]:
-				k = limited
+				k = listLimited
 			case done:
-			case strandedBy[id] != 0:
-				k = stranded
+			case s.strandedBy[id] != 0:
+				k = listStranded
 			default:
-				k = blocked
+				k = listBlocked
 				if gone {
-					namesGone = append(namesGone, i)
+					s.namesGone = append(s.namesGone, i)
 				}
 			}
 		}
-		if !every && (!sel.Match(t, k == ready) || sel.Under != 0 && !g.under(id, sel.Under) || sel.Limit > 0 && k != ready && counts[k] == sel.Limit) {
-			k = none
+		if !every && (!sel.Match(t, k == listReady) || sel.Under != 0 && !g.under(id, sel.Under) || sel.Limit > 0 && k != listReady && s.counts[k] == sel.Limit) {
+			k = listNone
 		} else {
-			counts[k]++
+			s.counts[k]++
 			if !every {
-				nIDs += len(t.BlockedBy) + len(n.dependents)
-				nStrs += len(t.Labels)
+				s.nIDs += len(t.BlockedBy) + len(n.dependents)
+				s.nStr += len(t.Labels)
 			}
 		}
-		kind[i] = k
+		s.list[i] = k
 	}
-	if sel.Limit > 0 && counts[ready] > sel.Limit {
-		// The limit keeps the ready tasks ClaimNext would take first.
-		var rs []int
-		for i, k := range kind {
-			if k == ready {
-				rs = append(rs, i)
-			}
+	return s
+}
+
+// keepFirstReady keeps the limit ready tasks ClaimNext would take first.
+func (s *sorting) keepFirstReady(nodes []node, limit int) {
+	var rs []int
+	for i, k := range s.list {
+		if k == listReady {
+			rs = append(rs, i)
 		}
-		slices.SortStableFunc(rs, func(a, b int) int {
-			return cmp.Compare(nodes[a].t.Priority, nodes[b].t.Priority)
-		})
-		for _, i := range rs[sel.Limit:] {
-			kind[i] = none
-		}
-		counts[ready] = sel.Limit
 	}
-	// One backing array, cut into the lists.
+	slices.SortStableFunc(rs, func(a, b int) int {
+		return cmp.Compare(nodes[a].t.Priority, nodes[b].t.Priority)
+	})
+	for _, i := range rs[limit:] {
+		s.list[i] = listNone
+	}
+	s.counts[listReady] = limit
+}
+
+// copyLists copies the selected tasks into their lists, cut from one
+// backing array, and returns them with the blockers that do not exist of
+// the blocked ones and the cause of each stranded one.
+func (g *graph) copyLists(nodes []node, s *sorting) (lists [listCount][]Task, missing map[ID][]ID, by map[ID]ID) {
 	total := 0
-	for _, n := range counts {
+	for _, n := range s.counts {
 		total += n
 	}
 	all := make([]Task, 0, total)
-	var lists [kinds][]Task
 	for k := range lists {
-		lists[k] = all[len(all) : len(all) : len(all)+counts[k]]
-		all = all[:len(all)+counts[k]]
+		lists[k] = all[len(all) : len(all) : len(all)+s.counts[k]]
+		all = all[:len(all)+s.counts[k]]
 	}
-	if every {
-		nIDs, nStrs = 2*g.edges, g.labels
-	}
-	a := arena{ids: make([]ID, 0, nIDs), strs: make([]string, 0, nStrs)}
-	var missing map[ID][]ID
-	var by map[ID]ID
+	a := arena{ids: make([]ID, 0, s.nIDs), strs: make([]string, 0, s.nStr)}
+	namesGone := s.namesGone
 	for i, n := range nodes {
-		k := kind[i]
-		if k == none {
+		k := s.list[i]
+		if k == listNone {
 			continue
 		}
 		id := n.t.ID
@@ -856,7 +892,7 @@ func (g *graph) board(sel Selection) Board {
 		t := &lists[k][len(lists[k])-1]
 		viewInto(t, n, &a)
 		switch k {
-		case blocked:
+		case listBlocked:
 			if len(namesGone) == 0 || namesGone[0] != i {
 				continue
 			}
@@ -867,26 +903,14 @@ func (g *graph) board(sel Selection) Board {
 				}
 				missing[id] = m
 			}
-		case stranded:
+		case listStranded:
 			if by == nil {
 				by = make(map[ID]ID)
 			}
-			by[id] = strandedBy[id]
+			by[id] = s.strandedBy[id]
 		}
 	}
-	slices.SortFunc(lists[ready], func(a, b Task) int { return Rules.ClaimOrder(&a, &b) })
-	slices.SortFunc(lists[limited], func(a, b Task) int { return Rules.ClaimOrder(&a, &b) })
-	slices.SortFunc(lists[deferred], func(a, b Task) int {
-		if c := a.NotBefore.Compare(b.NotBefore); c != 0 {
-			return c
-		}
-		return Rules.ClaimOrder(&a, &b)
-	})
-	return Board{
-		Ready: lists[ready], AwaitingApproval: lists[awaiting], Deferred: lists[deferred], Limited: lists[limited], Blocked: lists[blocked], Stranded: lists[stranded], InProgress: lists[inProgress],
-		Completed: lists[completed], Failed: lists[failed], Cancelled: lists[cancelled],
-		StrandedBy: by, Missing: missing,
-	}
+	return lists, missing, by
 }
 
 // findCycle returns one cycle of the whole graph in execution order, or nil.

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
+	"github.com/taskgraph-dev/taskgraph/internal/cachedir"
 )
 
 // TestRecycledFiles: under the full protocol, writes fill the files of the
@@ -72,7 +72,7 @@ func TestRecycledFiles(t *testing.T) {
 			assert.Equal(t, want[i].Notes[k].Text, got[i].Notes[k].Text) // the clocks differ
 		}
 	}
-	assert.LessOrEqual(t, len(cacheEntries(t, dir)), maxSpares, "spares beyond the pool are removed")
+	assert.LessOrEqual(t, len(cacheEntries(t, dir)), cachedir.MaxSpares, "spares beyond the pool are removed")
 	require.NoError(t, s.Close())
 	assert.Empty(t, cacheEntries(t, dir), "Close removes the spares")
 }
@@ -100,17 +100,14 @@ func TestTopUpStopsWhereSparesFail(t *testing.T) {
 	dir := t.TempDir()
 	s := openWithCacheDir(t, dir)
 	s.inflight.Wait()
-	s.spares.mu.Lock()
-	s.spares.perm, s.spares.told = 0o600, true // not what the store's files get
-	s.spares.mu.Unlock()
+	s.spares.SetPerm(0o600) // not what the store's files get
 	for i := range 20 {
 		_, err := s.Create(ctx, NewTask{Subject: fmt.Sprint("task ", i)})
 		require.NoError(t, err)
 		s.inflight.Wait()
 	}
-	s.spares.mu.Lock()
-	barren, free := s.spares.barren, len(s.spares.free)
-	s.spares.mu.Unlock()
+	_, barren := s.spares.State()
+	free := len(s.spares.Pooled())
 	assert.True(t, barren, "a new spare was refused")
 	assert.Zero(t, free, "and no more were made")
 	assert.Empty(t, cacheEntries(t, dir, s))
@@ -150,7 +147,7 @@ func TestSparesOfEveryLength(t *testing.T) {
 
 // TestCreatesFillSpares: a run of Creates, which replace no file and so
 // give no spare back, still fills spares: the store makes new ones off the
-// writes' path as the pool runs low (spares.topUp), every Create's file is
+// writes' path as the pool runs low (Spares.TopUp), every Create's file is
 // the task, and Close leaves none behind.
 func TestCreatesFillSpares(t *testing.T) {
 	ctx := context.Background()
@@ -169,7 +166,7 @@ func TestCreatesFillSpares(t *testing.T) {
 		}
 	}
 	filled := s.Stats().Recycled - before
-	assert.Greater(t, filled, int64(maxSpares), "Creates filled more spares than one pool holds: the pool was topped up")
+	assert.Greater(t, filled, int64(cachedir.MaxSpares), "Creates filled more spares than one pool holds: the pool was topped up")
 	other, err := Open(dir)
 	require.NoError(t, err)
 	defer other.Close()
@@ -220,12 +217,10 @@ func TestSpareKeptFromReaders(t *testing.T) {
 		_, err := s.Update(ctx, id, Patch{Subject: ptr("replaced")})
 		require.NoError(t, err)
 	}
-	s.spares.mu.Lock()
-	perm := s.spares.perm
-	s.spares.mu.Unlock()
+	perm, _ := s.spares.State()
 	require.NotZero(t, perm)
 	recycled := s.Stats().Recycled
-	for i := range 2 * maxSpares {
+	for i := range 2 * cachedir.MaxSpares {
 		_, err := s.Update(ctx, 3, Patch{Description: ptr(fmt.Sprint("write ", i, " of a file as long as the others or longer"))})
 		require.NoError(t, err)
 		fi, err := os.Stat(path(3))
@@ -269,10 +264,8 @@ func TestSparesOfAFailedWrite(t *testing.T) {
 	_, err = s.Update(ctx, task.ID, Patch{Subject: ptr("c")})
 	require.NoError(t, err)
 	s.inflight.Wait()
-	s.spares.mu.Lock()
-	s.spares.making = true // as if topping up: no new spares join the pool below
-	pooled := len(s.spares.free)
-	s.spares.mu.Unlock()
+	s.spares.HoldTopUp() // as if topping up: no new spares join the pool below
+	pooled := len(s.spares.Pooled())
 	require.Positive(t, pooled)
 
 	ffs := &faultFS{kind: "fsync", at: 2, sticky: true, err: syscall.EIO}
@@ -280,9 +273,7 @@ func TestSparesOfAFailedWrite(t *testing.T) {
 	_, err = s.Update(ctx, task.ID, Patch{Subject: ptr("d")})
 	ffs.off()
 	require.ErrorIs(t, err, ErrUnknownOutcome)
-	s.spares.mu.Lock()
-	after := len(s.spares.free)
-	s.spares.mu.Unlock()
+	after := len(s.spares.Pooled())
 	assert.Equal(t, pooled-1, after, "the filled spare left the pool, and the replaced version was not pooled")
 	assert.Empty(t, cacheEntries(t, dir, s), "nor left in the cache directory")
 }
@@ -308,7 +299,7 @@ func TestUnusedAheadFileRecycled(t *testing.T) {
 	withAfterAhead(t, s, func() {
 		s.cfg.afterAhead = nil
 		for _, n := range cacheEntries(t, dir, s) { // the file written ahead
-			fi, err := os.Stat(filepath.Join(dir, cacheDirName, n))
+			fi, err := os.Stat(filepath.Join(dir, cachedir.Name, n))
 			require.NoError(t, err)
 			aheadFile = atomicfile.FileID(fi)
 		}
@@ -353,12 +344,10 @@ func TestHostileSpare(t *testing.T) {
 				require.NoError(t, err)
 			}
 			s.inflight.Wait() // the top-up, if any, is over
-			s.spares.mu.Lock()
-			pooled := slices.Clone(s.spares.free)
-			s.spares.mu.Unlock()
+			pooled := s.spares.Pooled()
 			require.NotEmpty(t, pooled)
 			for _, n := range pooled { // every spare the write could fill
-				spare := filepath.Join(dir, cacheDirName, n)
+				spare := filepath.Join(dir, cachedir.Name, n)
 				require.NoError(t, os.Remove(spare))
 				require.NoError(t, c.plant(spare))
 			}
@@ -405,10 +394,10 @@ func TestSweepKeepsAnyTaskFile(t *testing.T) {
 		_, err := s.Update(ctx, 1, Patch{Description: ptr("the cache directory exists")})
 		require.NoError(t, err)
 	}
-	require.NotNil(t, s.ahead.root)
-	old := time.Now().Add(-2 * aheadSweepAge)
+	require.NotNil(t, s.cacheDir.Root())
+	old := time.Now().Add(-2 * cachedir.SweepAge)
 	plant := func(name string) (string, uint64) {
-		p := filepath.Join(dir, cacheDirName, name)
+		p := filepath.Join(dir, cachedir.Name, name)
 		require.NoError(t, os.WriteFile(p, []byte("{}"), 0o644))
 		require.NoError(t, os.Chtimes(p, old, old))
 		fi, err := os.Stat(p)
@@ -423,7 +412,7 @@ func TestSweepKeepsAnyTaskFile(t *testing.T) {
 	st := kept
 	st.Ino = ino // as if task 2's file were that inode, one link counted
 	s.stamps[2] = st
-	s.ahead.sweep(s.root, s.stamps)
+	s.cacheDir.Sweep(s.root, func() map[uint64]bool { return inodesOf(s.stamps) })
 	s.stamps[2] = kept
 	<-s.sem
 	assert.FileExists(t, spare, "another task's file")

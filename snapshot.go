@@ -11,17 +11,15 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"maps"
-	"os"
-	"runtime"
 	"slices"
 	"time"
 	"unsafe"
 
 	"github.com/taskgraph-dev/taskgraph/internal/atomicfile"
-	"github.com/taskgraph-dev/taskgraph/internal/filenames"
+	"github.com/taskgraph-dev/taskgraph/internal/cachedir"
 )
 
-// The snapshot is cacheDirName/snapshotName. It is a cache, never the
+// The snapshot is cachedir.Name/snapshotName. It is a cache, never the
 // truth: each task in it is used only while its file's stamp (inode,
 // size, mtime) is the one recorded, so a task written since — by
 // taskgraph, by hand, by the reference — is read from its file, and a
@@ -30,10 +28,7 @@ import (
 // damaged or not a regular file is ignored (and replaced when it can be).
 // It lives in a directory of its own so that replacing it leaves the task
 // directory's mtime, which every store watches, alone. Git ignores it.
-const (
-	cacheDirName = filenames.CacheDir
-	snapshotName = "snapshot"
-)
+const snapshotName = "snapshot"
 
 // snapshotMagic starts a snapshot; the version changes with the encoding,
 // and with what a read of a task file accepts (3: Rules.Bounded, UTF-8
@@ -359,7 +354,7 @@ func (d *snapDecoder) time() time.Time {
 // usable one: the scan that follows stats every task file and reads only
 // those whose stamp differs. It reports whether it loaded one.
 func (s *FileStore) loadSnapshot() bool {
-	cache, err := openCacheDir(s.root)
+	cache, err := cachedir.Open(s.root)
 	if err != nil {
 		return false
 	}
@@ -369,7 +364,7 @@ func (s *FileStore) loadSnapshot() bool {
 		return false
 	}
 	defer d.Close()
-	fi, data, err := readFile(newDirFS(cache, d), cache, cacheDirName, snapshotName, maxSnapshotSize)
+	fi, data, err := readFile(newDirFS(cache, d), cache, cachedir.Name, snapshotName, maxSnapshotSize)
 	if fi == nil || err != nil {
 		return false
 	}
@@ -403,10 +398,10 @@ func (s *FileStore) writeSnapshot() {
 		return
 	}
 	s.snapshotLoads = 0
-	if err := s.root.Mkdir(cacheDirName, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := s.root.Mkdir(cachedir.Name, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return
 	}
-	cache, err := openCacheDir(s.root)
+	cache, err := cachedir.Open(s.root)
 	if err != nil {
 		return
 	}
@@ -423,14 +418,4 @@ func (s *FileStore) writeSnapshot() {
 		}
 	}
 	_ = atomicfile.WriteNoSync(cache, snapshotName, encodeSnapshot(s.g, s.stamps), s.cfg.filePerm)
-}
-
-// openCacheDir opens the cache directory of the task directory taskRoot. Through "/.", so that the directory
-// is opened as one (O_DIRECTORY): os.Root.OpenRoot opens the last element
-// of its path without it, which blocks on a FIFO put in its place.
-func openCacheDir(taskRoot *os.Root) (*os.Root, error) {
-	if runtime.GOOS == "windows" {
-		return taskRoot.OpenRoot(cacheDirName)
-	}
-	return taskRoot.OpenRoot(cacheDirName + "/.")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/taskgraph-dev/taskgraph/internal/cachedir"
 )
 
 // snapshotTasks are tasks with every field the snapshot keeps, in each of
@@ -112,7 +113,7 @@ func snapshotDir(t *testing.T, n int) string {
 	fresh := openTest(t, dir)
 	_, err := fresh.List(ctx) // reads every file, then writes the snapshot
 	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(dir, cacheDirName, snapshotName))
+	_, err = os.Stat(filepath.Join(dir, cachedir.Name, snapshotName))
 	require.NoError(t, err, "the cold scan wrote the snapshot")
 	return dir
 }
@@ -167,7 +168,7 @@ func TestSnapshotOnlyWhileTheStampHolds(t *testing.T) {
 	assert.Equal(t, map[ID]string{1: "task 1", 2: "task 2, edited by hand", 4: "task 4", 5: "task 5", 9: "by hand"}, subjects(t, dir))
 
 	// Without the snapshot, the files as they are.
-	require.NoError(t, os.RemoveAll(filepath.Join(dir, cacheDirName)))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, cachedir.Name)))
 	assert.Equal(t, "task X", subjects(t, dir)[1])
 }
 
@@ -193,7 +194,7 @@ func replaceOnce(t *testing.T, data []byte, old, new string) string {
 // a plain file, costs nothing but time: a fresh store lists the graph as
 // the files hold it, never hangs, and writes go on.
 func TestSnapshotHostile(t *testing.T) {
-	snap := func(dir string) string { return filepath.Join(dir, cacheDirName, snapshotName) }
+	snap := func(dir string) string { return filepath.Join(dir, cachedir.Name, snapshotName) }
 	cases := map[string]func(t *testing.T, dir string){
 		"garbage": func(t *testing.T, dir string) {
 			require.NoError(t, os.WriteFile(snap(dir), []byte("garbage"), 0o644))
@@ -222,12 +223,12 @@ func TestSnapshotHostile(t *testing.T) {
 			require.NoError(t, os.Symlink("/etc/passwd", snap(dir)))
 		},
 		"cache is a file": func(t *testing.T, dir string) {
-			require.NoError(t, os.RemoveAll(filepath.Join(dir, cacheDirName)))
-			require.NoError(t, os.WriteFile(filepath.Join(dir, cacheDirName), []byte("x"), 0o644))
+			require.NoError(t, os.RemoveAll(filepath.Join(dir, cachedir.Name)))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, cachedir.Name), []byte("x"), 0o644))
 		},
 		"cache is a symlink out": func(t *testing.T, dir string) {
-			require.NoError(t, os.RemoveAll(filepath.Join(dir, cacheDirName)))
-			require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(dir, cacheDirName)))
+			require.NoError(t, os.RemoveAll(filepath.Join(dir, cachedir.Name)))
+			require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(dir, cachedir.Name)))
 		},
 	}
 	for name, spoil := range cases {

@@ -98,3 +98,68 @@ func TestLoadChecksRefuses(t *testing.T) {
 	require.ErrorIs(t, err, tg.ErrInvalid)
 	assert.Contains(t, err.Error(), "symbolic link")
 }
+
+// TestRunHeldKeepsTheClaim: a check that runs longer than what is left
+// of its task's lease (a real sh process sleeping past it) keeps the
+// claim through RunHeld: no other agent can claim the task meanwhile, and
+// the owner completes it with the evidence afterwards. The same check
+// through Run loses the claim: the completion is refused. A claim taken
+// away while the check runs is RunHeld's error.
+func TestRunHeldKeepsTheClaim(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, ".tasks")
+	s, err := tg.Open(dir)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, tg.ChecksFile), []byte(`{"slow": {"command": "sleep 1.5"}}`), 0o644))
+	checks, err := tg.LoadChecks(dir)
+	require.NoError(t, err)
+	const lease = 500 * time.Millisecond
+
+	claimed := func(subject string) tg.Task {
+		t.Helper()
+		task, err := s.Create(ctx, tg.NewTask{Subject: subject, Check: "slow"})
+		require.NoError(t, err)
+		got, err := s.Claim(ctx, task.ID, "w", tg.WithLease(lease))
+		require.NoError(t, err)
+		return got
+	}
+
+	held := claimed("held")
+	taken := make(chan tg.ID, 1)
+	go func() { // another agent tries for the task while its check runs
+		time.Sleep(lease + 300*time.Millisecond)
+		got, err := s.ClaimNext(ctx, "other")
+		if err == nil {
+			taken <- got.ID
+		}
+		close(taken)
+	}()
+	ev, err := checks.RunHeld(ctx, s, held, nil)
+	require.NoError(t, err)
+	require.True(t, ev.Passed(), ev.String())
+	assert.Empty(t, <-taken, "no one could claim the task while its check ran")
+	_, err = s.Complete(ctx, held.ID, "w", tg.WithEvidence(ev))
+	require.NoError(t, err, "the claim outlived a check longer than its lease")
+
+	unheld := claimed("unheld")
+	go func() {
+		time.Sleep(lease + 300*time.Millisecond)
+		_, _ = s.ClaimNext(ctx, "other")
+	}()
+	ev, err = checks.Run(ctx, "slow", nil)
+	require.NoError(t, err)
+	_, err = s.Complete(ctx, unheld.ID, "w", tg.WithEvidence(ev))
+	var other *tg.ClaimedError
+	require.ErrorAs(t, err, &other, "without RunHeld the lease lapsed during the check, and another agent took the task")
+	assert.Equal(t, "other", other.Owner)
+
+	revoked := claimed("revoked")
+	go func() {
+		time.Sleep(lease / 2)
+		_, _ = s.Release(ctx, revoked.ID, "") // a person takes the task back
+	}()
+	_, err = checks.RunHeld(ctx, s, revoked, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "claim was lost while its check")
+}

@@ -32,7 +32,7 @@ func (h handlers) completeTask(ctx context.Context, id taskgraph.ID, opts ...tas
 			return taskgraph.Completion{}, err
 		}
 		if t.Extra != nil && t.Extra.Check != "" && t.Status == taskgraph.InProgress && t.Owner == h.cfg.owner {
-			ev, err := h.cfg.checks.Run(ctx, t.Extra.Check, nil)
+			ev, err := h.cfg.checks.RunHeld(ctx, h.store, t, nil)
 			if err != nil {
 				return taskgraph.Completion{}, err
 			}

@@ -59,7 +59,7 @@ type (
 
 // write wraps a write handler in the checks every write must pass, and
 // tells the pages about a write that succeeded.
-func (s *Server) write(h func(r *http.Request, st taskgraph.Store) (int, any, error)) http.HandlerFunc {
+func (s *Server) write(h func(r *http.Request, st hubapi.Store) (int, any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		st, code, msg := s.writeAllowed(r)
 		if code != 0 {
@@ -81,7 +81,7 @@ func (s *Server) write(h func(r *http.Request, st taskgraph.Store) (int, any, er
 	}
 }
 
-func (s *Server) handleCreate(r *http.Request, st taskgraph.Store) (int, any, error) {
+func (s *Server) handleCreate(r *http.Request, st hubapi.Store) (int, any, error) {
 	var req CreateRequest
 	if err := decode(r, &req); err != nil {
 		return 0, nil, err
@@ -92,83 +92,58 @@ func (s *Server) handleCreate(r *http.Request, st taskgraph.Store) (int, any, er
 	return http.StatusCreated, taskJSON(t), err
 }
 
-func (s *Server) handleRelease(r *http.Request, st taskgraph.Store) (int, any, error) {
-	id, req, err := taskRequest[ReleaseRequest](r)
-	if err != nil {
-		return 0, nil, err
+// onTask is a write on the task named in the path, with a body Req:
+// op's store call, answered with the task it returns (200).
+func onTask[Req any](op func(r *http.Request, st hubapi.Store, id taskgraph.ID, req Req) (taskgraph.Task, error)) func(*http.Request, hubapi.Store) (int, any, error) {
+	return func(r *http.Request, st hubapi.Store) (int, any, error) {
+		var req Req
+		id, err := pathID(r)
+		if err == nil {
+			err = decode(r, &req)
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		t, err := op(r, st, id, req)
+		return http.StatusOK, taskJSON(t), err
 	}
-	t, err := st.Release(r.Context(), id, req.Owner)
-	return http.StatusOK, taskJSON(t), err
 }
 
-func (s *Server) handleReopen(r *http.Request, st taskgraph.Store) (int, any, error) {
-	id, req, err := taskRequest[ReopenRequest](r)
-	if err != nil {
-		return 0, nil, err
-	}
+func (s *Server) handleRelease(r *http.Request, st hubapi.Store, id taskgraph.ID, req ReleaseRequest) (taskgraph.Task, error) {
+	return st.Release(r.Context(), id, req.Owner)
+}
+
+func (s *Server) handleReopen(r *http.Request, st hubapi.Store, id taskgraph.ID, req ReopenRequest) (taskgraph.Task, error) {
 	cur, err := st.Get(r.Context(), id)
 	if err != nil {
-		return 0, nil, err
+		return taskgraph.Task{}, err
 	}
 	if !cur.Status.Terminal() {
-		return 0, nil, notEnded{id, cur.Status}
+		return taskgraph.Task{}, notEnded{id, cur.Status}
 	}
 	// The store's Reopen takes no rev, so the page's rev is checked
 	// against what was just read: a task that changed since the page
 	// showed it is refused, though a write that lands between this read
 	// and the reopen is not noticed.
 	if req.Rev != 0 && req.Rev != cur.Rev {
-		return 0, nil, &taskgraph.ConflictError{ID: id, Want: req.Rev, Got: cur.Rev}
+		return taskgraph.Task{}, &taskgraph.ConflictError{ID: id, Want: req.Rev, Got: cur.Rev}
 	}
-	t, err := st.Reopen(r.Context(), id)
-	return http.StatusOK, taskJSON(t), err
+	return st.Reopen(r.Context(), id)
 }
 
-func (s *Server) handleAddBlocker(r *http.Request, st taskgraph.Store) (int, any, error) {
-	id, req, err := taskRequest[BlockerRequest](r)
-	if err != nil {
-		return 0, nil, err
-	}
-	t, err := st.Update(r.Context(), id, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{req.Blocker}})
-	return http.StatusOK, taskJSON(t), err
+func (s *Server) handleAddBlocker(r *http.Request, st hubapi.Store, id taskgraph.ID, req BlockerRequest) (taskgraph.Task, error) {
+	return st.Update(r.Context(), id, taskgraph.Patch{AddBlockedBy: []taskgraph.ID{req.Blocker}})
 }
 
-// approver is the board's store as an Approver: a store that is not one
-// refuses approval (400).
-// approver is st, the store as the writer's token may use it, as an
-// Approver: through the hub's rules only an admin's token approves.
-func (s *Server) approver(st taskgraph.Store) (taskgraph.Approver, error) {
-	a, ok := st.(taskgraph.Approver)
-	if _, gates := s.store.(taskgraph.Approver); !ok || !gates {
-		return nil, badRequest{http.StatusBadRequest, fmt.Sprintf("this board's store (%T) does not gate tasks on approval", s.store)}
-	}
-	return a, nil
+// handleApprove, like handleReject, needs no check that the store gates
+// tasks: a board takes writes only for a hub.Store (writeAllowed), which
+// is an Approver. Through the hub's rules only an admin's token approves.
+func (s *Server) handleApprove(r *http.Request, st hubapi.Store, id taskgraph.ID, req ApproveRequest) (taskgraph.Task, error) {
+	return st.Approve(r.Context(), id, req.By)
 }
 
-func (s *Server) handleApprove(r *http.Request, st taskgraph.Store) (int, any, error) {
-	id, req, err := taskRequest[ApproveRequest](r)
-	if err != nil {
-		return 0, nil, err
-	}
-	a, err := s.approver(st)
-	if err != nil {
-		return 0, nil, err
-	}
-	t, err := a.Approve(r.Context(), id, req.By)
-	return http.StatusOK, taskJSON(t), err
-}
-
-func (s *Server) handleReject(r *http.Request, st taskgraph.Store) (int, any, error) {
-	id, req, err := taskRequest[ApproveRequest](r)
-	if err != nil {
-		return 0, nil, err
-	}
-	a, err := s.approver(st)
-	if err != nil {
-		return 0, nil, err
-	}
-	t, err := a.Reject(r.Context(), id, req.By, req.Reason)
-	return http.StatusOK, taskJSON(t), err
+func (s *Server) handleReject(r *http.Request, st hubapi.Store, id taskgraph.ID, req ApproveRequest) (taskgraph.Task, error) {
+	return st.Reject(r.Context(), id, req.By, req.Reason)
 }
 
 // notEnded refuses to reopen a task that has no outcome yet.
@@ -196,17 +171,6 @@ func pathID(r *http.Request) (taskgraph.ID, error) {
 		return 0, badRequest{http.StatusBadRequest, inv.Reason}
 	}
 	return id, err
-}
-
-// taskRequest reads a write on the task named in the path: its id and
-// its body.
-func taskRequest[Req any](r *http.Request) (taskgraph.ID, Req, error) {
-	var req Req
-	id, err := pathID(r)
-	if err == nil {
-		err = decode(r, &req)
-	}
-	return id, req, err
 }
 
 // decode reads one JSON object, refusing unknown fields and trailing data.

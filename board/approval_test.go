@@ -14,9 +14,10 @@ import (
 
 // TestApproveButton: approving and rejecting are writes, behind the
 // board's write access (read-only: 403; no token: 401; an agent's or a
-// viewer's token: 403, only an admin's approves); with it, approve
-// records who approved, reject cancels; the snapshot lists a gated task
-// under awaiting_approval with its links, and /metrics counts it.
+// viewer's token: 403, only an admin's approves or rejects); with it,
+// approve records who approved, reject needs a reason (400) and a task
+// (404) and cancels; the snapshot lists a gated task under
+// awaiting_approval with its links, and /metrics counts it.
 func TestApproveButton(t *testing.T) {
 	ctx := context.Background()
 	s := taskgraph.NewMemStore()
@@ -44,8 +45,15 @@ func TestApproveButton(t *testing.T) {
 			t.Fatalf("approve with %s token: %d %v", who, r.code, r.body)
 		}
 	}
-	if got, _ := s.Get(ctx, 1); !got.AwaitingApproval() {
-		t.Fatalf("refused approvals changed the task: %+v", got)
+	for who, tok := range map[string]string{"an agent's": agentToken, "a viewer's": viewerToken} {
+		if r := post(t, srv, "/api/tasks/2/reject", `{"by":"bob","reason":"too risky"}`, func(r *http.Request) { r.Header.Set(board.TokenHeader, tok) }); r.code != http.StatusForbidden {
+			t.Fatalf("reject with %s token: %d %v", who, r.code, r.body)
+		}
+	}
+	for _, id := range []taskgraph.ID{1, 2} {
+		if got, _ := s.Get(ctx, id); !got.AwaitingApproval() {
+			t.Fatalf("refused approvals changed task %d: %+v", id, got)
+		}
 	}
 
 	resp, err := srv.Client().Get(srv.URL + "/api/board")
@@ -81,6 +89,14 @@ func TestApproveButton(t *testing.T) {
 	got, _ := s.Get(ctx, 1)
 	if got.AwaitingApproval() || got.History[len(got.History)-1].By != "alice" {
 		t.Fatalf("after approve: %+v", got)
+	}
+	for body, code := range map[string]int{`{"by":"bob"}`: http.StatusBadRequest, `{"by":"bob","reason":"x","why":"y"}`: http.StatusBadRequest} {
+		if r := post(t, srv, "/api/tasks/2/reject", body); r.code != code {
+			t.Fatalf("reject %s: %d %v, want %d", body, r.code, r.body, code)
+		}
+	}
+	if r := post(t, srv, "/api/tasks/42/reject", `{"by":"bob","reason":"too risky"}`); r.code != http.StatusNotFound {
+		t.Fatalf("reject of a task that does not exist: %d %v", r.code, r.body)
 	}
 	if r := post(t, srv, "/api/tasks/2/reject", `{"by":"bob","reason":"too risky"}`); r.code != http.StatusOK {
 		t.Fatalf("reject: %d %v", r.code, r.body)

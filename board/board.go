@@ -242,11 +242,11 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/events", s.handleEvents)
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("POST /api/tasks", s.write(s.handleCreate))
-	s.mux.HandleFunc("POST /api/tasks/{id}/release", s.write(s.handleRelease))
-	s.mux.HandleFunc("POST /api/tasks/{id}/reopen", s.write(s.handleReopen))
-	s.mux.HandleFunc("POST /api/tasks/{id}/blockers", s.write(s.handleAddBlocker))
-	s.mux.HandleFunc("POST /api/tasks/{id}/approve", s.write(s.handleApprove))
-	s.mux.HandleFunc("POST /api/tasks/{id}/reject", s.write(s.handleReject))
+	s.mux.HandleFunc("POST /api/tasks/{id}/release", s.write(onTask(s.handleRelease)))
+	s.mux.HandleFunc("POST /api/tasks/{id}/reopen", s.write(onTask(s.handleReopen)))
+	s.mux.HandleFunc("POST /api/tasks/{id}/blockers", s.write(onTask(s.handleAddBlocker)))
+	s.mux.HandleFunc("POST /api/tasks/{id}/approve", s.write(onTask(s.handleApprove)))
+	s.mux.HandleFunc("POST /api/tasks/{id}/reject", s.write(onTask(s.handleReject)))
 }
 
 // hostAllowed reports whether a request's Host names this board: an IP

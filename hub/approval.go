@@ -26,28 +26,16 @@ var (
 
 // routeApproval adds the endpoints of approval.
 func (s *Server) routeApproval() {
-	s.handle("POST /v1/tasks/{id}/approve", admin, func(r *request) (any, error) {
-		var c ApproveRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	s.handle("POST /v1/tasks/{id}/approve", admin, withBody(func(r *request, c ApproveRequest) (any, error) {
 		return r.st.Approve(r.Context(), r.id, c.By)
-	})
-	s.handle("POST /v1/tasks/{id}/reject", admin, func(r *request) (any, error) {
-		var c ApproveRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/tasks/{id}/reject", admin, withBody(func(r *request, c ApproveRequest) (any, error) {
 		return r.st.Reject(r.Context(), r.id, c.By, c.Reason)
-	})
+	}))
 	s.handle("GET /v1/approval", read, func(r *request) (any, error) { return r.st.ApprovalPolicy(r.Context()) })
-	s.handle("PUT /v1/approval", admin, func(r *request) (any, error) {
-		var p tg.ApprovalPolicy
-		if err := r.decode(&p); err != nil {
-			return nil, err
-		}
+	s.handle("PUT /v1/approval", admin, withBody(func(r *request, p tg.ApprovalPolicy) (any, error) {
 		return nil, r.st.SetApprovalPolicy(r.Context(), p)
-	})
+	}))
 }
 
 func (g *guarded) Approve(ctx context.Context, id tg.ID, by string) (tg.Task, error) {

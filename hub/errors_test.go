@@ -124,8 +124,9 @@ func TestLostAnswerIsUnknownOutcome(t *testing.T) {
 	require.False(t, errors.Is(err, tg.ErrUnknownOutcome), "%v", err)
 }
 
-// A body over the bound, an unknown field and an unknown endpoint are
-// refused with ErrInvalid or ErrNotFound, and change nothing.
+// A body over the bound, an unknown field (on every endpoint that takes a
+// body) and an unknown endpoint are refused with ErrInvalid or
+// ErrNotFound, and change nothing.
 func TestBadRequests(t *testing.T) {
 	tokens := &hub.MemTokens{}
 	tok, err := tokens.Add(ctx, "me", hub.Admin)
@@ -153,6 +154,21 @@ func TestBadRequests(t *testing.T) {
 	assert.Contains(t, body, "Sneaky")
 	code, body = do("POST", "/v1/tasks", `{"Subject":"a"}{"Subject":"b"}`)
 	assert.Equal(t, http.StatusBadRequest, code, body)
+	// Every endpoint that takes a body reads it alike (withBody), before
+	// the store: a field it does not know is refused, even on no task.
+	for _, route := range []string{"POST /v1/plans", "POST /v1/load", "PATCH /v1/tasks/1", "POST /v1/tasks/1/claim",
+		"POST /v1/claim-next", "POST /v1/tasks/1/renew", "POST /v1/tasks/1/complete", "POST /v1/tasks/1/fail",
+		"POST /v1/tasks/1/release", "POST /v1/tasks/1/notes", "POST /v1/tasks/1/cancel", "POST /v1/tasks/1/reopen",
+		"PUT /v1/limits", "PUT /v1/liveness", "POST /v1/tasks/1/approve", "POST /v1/tasks/1/reject", "PUT /v1/approval"} {
+		method, path, _ := strings.Cut(route, " ")
+		sneaky := `{"Sneaky":1}`
+		if path == "/v1/plans" || path == "/v1/load" {
+			sneaky = "[" + sneaky + "]"
+		}
+		code, body = do(method, path, sneaky)
+		assert.Equal(t, http.StatusBadRequest, code, "%s: %s", route, body)
+		assert.Contains(t, body, "Sneaky", route)
+	}
 	code, _ = do("GET", "/v1/nothing", "")
 	assert.Equal(t, http.StatusNotFound, code)
 	code, body = do("GET", "/v1/tasks/abc", "")

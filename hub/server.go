@@ -128,68 +128,36 @@ func (s *Server) route() {
 	s.handle("GET /v1/whoami", read, func(r *request) (any, error) { return r.who, nil })
 	s.handle("GET /v1/limits", read, func(r *request) (any, error) { return r.st.Limits(r.Context()) })
 	s.handle("GET /v1/liveness", read, func(r *request) (any, error) { return r.st.LivenessDefaults(r.Context()) })
-	s.handle("POST /v1/tasks", write, func(r *request) (any, error) {
-		var nt tg.NewTask
-		if err := r.decode(&nt); err != nil {
-			return nil, err
-		}
+	s.handle("POST /v1/tasks", write, withBody(func(r *request, nt tg.NewTask) (any, error) {
 		nt.Metadata = r.unmark(nt.Metadata)
 		return r.st.Create(r.Context(), nt)
-	})
-	s.handle("POST /v1/plans", write, func(r *request) (any, error) {
-		var nts []tg.NewTask
-		if err := r.decode(&nts); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/plans", write, withBody(func(r *request, nts []tg.NewTask) (any, error) {
 		for i, nt := range nts {
 			nts[i].Metadata = r.unmark(nt.Metadata)
 		}
 		return r.st.CreatePlan(r.Context(), nts)
-	})
-	s.handle("POST /v1/load", admin, func(r *request) (any, error) {
-		var ts []tg.Task
-		if err := r.decode(&ts); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/load", admin, withBody(func(r *request, ts []tg.Task) (any, error) {
 		for i := range ts {
 			ts[i].Metadata = r.unmark(ts[i].Metadata)
 		}
 		return nil, r.st.Load(r.Context(), ts)
-	})
-	s.handle("PATCH /v1/tasks/{id}", write, func(r *request) (any, error) {
-		var p tg.Patch
-		if err := r.decode(&p); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("PATCH /v1/tasks/{id}", write, withBody(func(r *request, p tg.Patch) (any, error) {
 		p.Metadata = r.unmark(p.Metadata)
 		return r.st.Update(r.Context(), r.id, p)
-	})
-	s.handle("POST /v1/tasks/{id}/claim", write, func(r *request) (any, error) {
-		var c ClaimRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/tasks/{id}/claim", write, withBody(func(r *request, c ClaimRequest) (any, error) {
 		return r.st.Claim(r.Context(), r.id, c.Owner, claimOptions(c)...)
-	})
-	s.handle("POST /v1/claim-next", write, func(r *request) (any, error) {
-		var c ClaimRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/claim-next", write, withBody(func(r *request, c ClaimRequest) (any, error) {
 		return r.st.ClaimNext(r.Context(), c.Owner, claimOptions(c)...)
-	})
-	s.handle("POST /v1/tasks/{id}/renew", write, func(r *request) (any, error) {
-		var c RenewRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/tasks/{id}/renew", write, withBody(func(r *request, c RenewRequest) (any, error) {
 		return r.st.Renew(r.Context(), r.id, c.Owner, c.TTL)
-	})
-	s.handle("POST /v1/tasks/{id}/complete", write, func(r *request) (any, error) {
-		var c CompleteRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/tasks/{id}/complete", write, withBody(func(r *request, c CompleteRequest) (any, error) {
 		var opts []tg.CompleteOption
 		if c.Result != "" {
 			opts = append(opts, tg.WithResult(c.Result))
@@ -201,41 +169,20 @@ func (s *Server) route() {
 			opts = append(opts, tg.SkipCheck())
 		}
 		return r.st.Complete(r.Context(), r.id, c.Owner, opts...)
-	})
-	s.handle("POST /v1/tasks/{id}/fail", write, func(r *request) (any, error) {
-		var c FailRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/tasks/{id}/fail", write, withBody(func(r *request, c FailRequest) (any, error) {
 		return r.st.Fail(r.Context(), r.id, c.Owner, c.Reason)
-	})
-	s.handle("POST /v1/tasks/{id}/release", write, func(r *request) (any, error) {
-		var c ReleaseRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/tasks/{id}/release", write, withBody(func(r *request, c ReleaseRequest) (any, error) {
 		return r.st.Release(r.Context(), r.id, c.Owner)
-	})
-	s.handle("POST /v1/tasks/{id}/notes", write, func(r *request) (any, error) {
-		var c NoteRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/tasks/{id}/notes", write, withBody(func(r *request, c NoteRequest) (any, error) {
 		return r.st.Note(r.Context(), r.id, c.Author, c.Text)
-	})
-	s.handle("POST /v1/tasks/{id}/cancel", admin, func(r *request) (any, error) {
-		var c CancelRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("POST /v1/tasks/{id}/cancel", admin, withBody(func(r *request, c CancelRequest) (any, error) {
 		return r.st.Cancel(r.Context(), r.id, c.Reason)
-	})
-	s.handle("POST /v1/tasks/{id}/reopen", admin, func(r *request) (any, error) {
-		if err := r.decode(&struct{}{}); err != nil {
-			return nil, err
-		}
-		return r.st.Reopen(r.Context(), r.id)
-	})
+	}))
+	s.handle("POST /v1/tasks/{id}/reopen", admin, withBody(func(r *request, _ struct{}) (any, error) { return r.st.Reopen(r.Context(), r.id) }))
 	s.handle("DELETE /v1/tasks/{id}", admin, func(r *request) (any, error) {
 		var opts []tg.DeleteOption
 		if v := r.URL.Query().Get("detach"); v != "" {
@@ -249,20 +196,12 @@ func (s *Server) route() {
 		}
 		return nil, r.st.Delete(r.Context(), r.id, opts...)
 	})
-	s.handle("PUT /v1/limits", admin, func(r *request) (any, error) {
-		var c LimitRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	s.handle("PUT /v1/limits", admin, withBody(func(r *request, c LimitRequest) (any, error) {
 		return nil, r.st.SetLimit(r.Context(), c.Label, c.N)
-	})
-	s.handle("PUT /v1/liveness", admin, func(r *request) (any, error) {
-		var c LivenessRequest
-		if err := r.decode(&c); err != nil {
-			return nil, err
-		}
+	}))
+	s.handle("PUT /v1/liveness", admin, withBody(func(r *request, c LivenessRequest) (any, error) {
 		return nil, r.st.SetLivenessDefault(r.Context(), c.Label, tg.LivenessDefault{MaxRuntime: c.MaxRuntime, ProgressWindow: c.ProgressWindow})
-	})
+	}))
 	s.routeApproval()
 	s.routes = append(s.routes, "GET /v1/events")
 	s.mux.HandleFunc("GET /v1/events", s.handleEvents)
@@ -431,6 +370,18 @@ func (r *request) decode(v any) error {
 		return &tg.InvalidError{Field: "body", Reason: "more than one JSON value"}
 	}
 	return nil
+}
+
+// withBody is h for an endpoint whose body is a Req: the body is decoded
+// (decode) before h runs, and one that is not a Req is refused.
+func withBody[Req any](h func(r *request, body Req) (any, error)) func(r *request) (any, error) {
+	return func(r *request) (any, error) {
+		var body Req
+		if err := r.decode(&body); err != nil {
+			return nil, err
+		}
+		return h(r, body)
+	}
 }
 
 // writeError answers with err as ErrorBody.

@@ -62,16 +62,7 @@ func nonNil(list []string) []string {
 
 // ApprovalPolicy implements taskgraph.ApprovalPolicer.
 func (s *Store) ApprovalPolicy(ctx context.Context) (taskgraph.ApprovalPolicy, error) {
-	if err := s.usable(ctx); err != nil {
-		return taskgraph.ApprovalPolicy{}, err
-	}
-	var out taskgraph.ApprovalPolicy
-	err := retry(ctx, func() error {
-		var err error
-		out, err = s.approvalPolicy(ctx, s.pool)
-		return err
-	})
-	return out, err
+	return readSettings(ctx, s, s.approvalPolicy)
 }
 
 // approvalPolicy reads the graph's approval policy.
@@ -89,22 +80,4 @@ func (s *Store) approvalPolicy(ctx context.Context, q querier) (taskgraph.Approv
 		p.Via = nil
 	}
 	return p, err
-}
-
-// withApprovalPolicy returns nts with the policy applied
-// (Rules.DefaultApproval), read in tx; nts itself when no task carries a
-// label or says how it was created.
-func (s *Store) withApprovalPolicy(ctx context.Context, tx pgx.Tx, nts []taskgraph.NewTask) ([]taskgraph.NewTask, error) {
-	gated := false
-	for _, nt := range nts {
-		gated = gated || len(nt.Labels) > 0 || nt.CreatedVia != ""
-	}
-	if !gated {
-		return nts, nil // no query: most creates carry no label
-	}
-	p, err := s.approvalPolicy(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	return taskgraph.Rules.DefaultApproval(nts, p), nil
 }

@@ -44,14 +44,11 @@ func (s *Store) Create(ctx context.Context, nt taskgraph.NewTask) (taskgraph.Tas
 		if err != nil {
 			return taskgraph.Task{}, err
 		}
-		live, err := s.withLivenessDefaults(ctx, tx, []taskgraph.NewTask{nt})
+		defaulted, err := s.withDefaults(ctx, tx, []taskgraph.NewTask{nt})
 		if err != nil {
 			return taskgraph.Task{}, err
 		}
-		if live, err = s.withApprovalPolicy(ctx, tx, live); err != nil {
-			return taskgraph.Task{}, err
-		}
-		t, err := taskgraph.Rules.Create(first, live[0], now, st.exists, keys.id)
+		t, err := taskgraph.Rules.Create(first, defaulted[0], now, st.exists, keys.id)
 		if err != nil {
 			return taskgraph.Task{}, err
 		}
@@ -111,10 +108,7 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, nts []taskgraph.NewTask) (*
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	if nts, err = s.withLivenessDefaults(ctx, tx, nts); err != nil {
-		return nil, time.Time{}, err
-	}
-	if nts, err = s.withApprovalPolicy(ctx, tx, nts); err != nil {
+	if nts, err = s.withDefaults(ctx, tx, nts); err != nil {
 		return nil, time.Time{}, err
 	}
 	pl, err := taskgraph.Rules.Plan(nts, first, now, st.exists, keys.id)

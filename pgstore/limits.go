@@ -46,16 +46,7 @@ func (s *Store) SetLimit(ctx context.Context, label string, n int) error {
 
 // Limits implements taskgraph.Limiter.
 func (s *Store) Limits(ctx context.Context) (map[string]int, error) {
-	if err := s.usable(ctx); err != nil {
-		return nil, err
-	}
-	var out map[string]int
-	err := retry(ctx, func() error {
-		var err error
-		out, err = s.limits(ctx, s.pool)
-		return err
-	})
-	return out, err
+	return readSettings(ctx, s, s.limits)
 }
 
 // querier is a pool or a transaction.
@@ -65,21 +56,8 @@ type querier interface {
 
 // limits reads the graph's limits.
 func (s *Store) limits(ctx context.Context, q querier) (map[string]int, error) {
-	rows, err := q.Query(ctx, `SELECT label, max FROM taskgraph_limits WHERE graph = $1`, s.graph)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var l string
-		var n int32
-		if err := rows.Scan(&l, &n); err != nil {
-			return nil, err
-		}
-		out[l] = int(n)
-	}
-	return out, rows.Err()
+	var n int32
+	return perLabel(ctx, q, `SELECT label, max FROM taskgraph_limits WHERE graph = $1`, s.graph, []any{&n}, func() int { return int(n) })
 }
 
 // checkLimits refuses, with the Rulebook's *LimitError, a write that

@@ -36,51 +36,14 @@ func (s *Store) SetLivenessDefault(ctx context.Context, label string, d taskgrap
 
 // LivenessDefaults implements taskgraph.LivenessDefaulter.
 func (s *Store) LivenessDefaults(ctx context.Context) (map[string]taskgraph.LivenessDefault, error) {
-	if err := s.usable(ctx); err != nil {
-		return nil, err
-	}
-	var out map[string]taskgraph.LivenessDefault
-	err := retry(ctx, func() error {
-		var err error
-		out, err = s.livenessDefaults(ctx, s.pool)
-		return err
-	})
-	return out, err
+	return readSettings(ctx, s, s.livenessDefaults)
 }
 
 // livenessDefaults reads the graph's liveness defaults.
 func (s *Store) livenessDefaults(ctx context.Context, q querier) (map[string]taskgraph.LivenessDefault, error) {
-	rows, err := q.Query(ctx, `SELECT label, max_runtime_us, progress_window_us FROM taskgraph_liveness WHERE graph = $1`, s.graph)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]taskgraph.LivenessDefault{}
-	for rows.Next() {
-		var l string
-		var mr, pw int64
-		if err := rows.Scan(&l, &mr, &pw); err != nil {
-			return nil, err
-		}
-		out[l] = taskgraph.LivenessDefault{MaxRuntime: time.Duration(mr) * time.Microsecond, ProgressWindow: time.Duration(pw) * time.Microsecond}
-	}
-	return out, rows.Err()
-}
-
-// withLivenessDefaults returns nts with the label defaults applied
-// (Rules.DefaultLiveness), read in tx; nts itself when no task has a
-// label.
-func (s *Store) withLivenessDefaults(ctx context.Context, tx pgx.Tx, nts []taskgraph.NewTask) ([]taskgraph.NewTask, error) {
-	labelled := false
-	for _, nt := range nts {
-		labelled = labelled || len(nt.Labels) > 0
-	}
-	if !labelled {
-		return nts, nil // no query: most creates carry no label
-	}
-	defaults, err := s.livenessDefaults(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	return taskgraph.Rules.DefaultLiveness(nts, defaults), nil
+	var mr, pw int64
+	return perLabel(ctx, q, `SELECT label, max_runtime_us, progress_window_us FROM taskgraph_liveness WHERE graph = $1`, s.graph, []any{&mr, &pw},
+		func() taskgraph.LivenessDefault {
+			return taskgraph.LivenessDefault{MaxRuntime: time.Duration(mr) * time.Microsecond, ProgressWindow: time.Duration(pw) * time.Microsecond}
+		})
 }

@@ -62,7 +62,7 @@
 // programs), not that a given drive honours flushes. A broken protocol
 // makes it fail: with the directory's fsync of a single-file write left
 // out, 10 rounds on ext4 with its defaults lost 5 acknowledged writes and
-// undid 3 reads (docs/powerloss.md). A round cuts at one
+// undid 3 reads (bench/notebook/powerloss-runs.md). A round cuts at one
 // random moment; many rounds (TASKGRAPH_POWERLOSS_ROUNDS) are needed to
 // say much, and the deterministic cases pin down the orders known to be
 // dangerous.

@@ -722,7 +722,7 @@ func lastLines[S any](lines []S, n int) []S {
 // TestGitDamageTornCommit: a task file found holding, byte for byte, an
 // unreadable version git wrote is git's damage (git committed a file the
 // store was renaming a new version over, then checked it out: the kept
-// round ext4-noauto_da_alloc-1796647803028578858 of docs/powerloss.md);
+// round ext4-noauto_da_alloc-1796647803028578858 of bench/notebook/powerloss-runs.md);
 // the same complaint about a file git did not write so stays the store's.
 func TestGitDamageTornCommit(t *testing.T) {
 	dir := t.TempDir()

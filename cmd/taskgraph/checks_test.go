@@ -128,6 +128,32 @@ func TestDoneRunsCheck(t *testing.T) {
 	assert.Equal(t, "in_progress", showJSON(t, dir, 5)["status"])
 }
 
+// TestDoneKeepsTheClaim: real processes. `taskgraph done` keeps the
+// claim alive while the check runs: an agent that tries to claim the task
+// once its lease would have lapsed, mid-check, is refused, and done
+// completes it. (Before, the lease lapsed during the check, the other
+// agent took the task, and done failed after the check had passed.)
+func TestDoneKeepsTheClaim(t *testing.T) {
+	dir := repo(t)
+	ok(t, dir, "init")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".tasks", taskgraph.ChecksFile), []byte(`{"slow": {"command": "sleep 3"}}`), 0o644))
+	ok(t, dir, "add", "slow to verify", "--check", "slow")
+	as := func(owner string, args ...string) result {
+		return runIn(t, dir, cleanEnv("TASKGRAPH_OWNER="+owner), args...)
+	}
+	require.Equal(t, 0, as("w", "claim", "1", "--lease", "1s").code)
+
+	done := make(chan result, 1)
+	go func() { done <- as("w", "done", "1") }()
+	time.Sleep(2 * time.Second) // the 1s lease would have lapsed by now
+	other := as("other", "claim", "1")
+	r := <-done
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotEqual(t, 0, other.code, "the task was claimed from under its check: %s", other.stdout)
+	assert.Contains(t, other.stderr, "w")
+	assert.Equal(t, "completed", showJSON(t, dir, 1)["status"])
+}
+
 // TestMCPChecks: real processes. `taskgraph mcp` without --run-checks
 // never runs a check: task_complete (and task_update to completed) of a
 // task with a check is refused, the check's marker file never appears,

@@ -181,7 +181,7 @@ func cmdDone(e *env, force bool, result string, noVerify bool) error {
 		// Only a task the caller may complete is worth its check's run:
 		// Complete says why any other is refused.
 		if check != "" && !noVerify && t.Status == taskgraph.InProgress && (holder == "" || holder == t.Owner) {
-			ev, err := e.runCheck(check, id)
+			ev, err := e.runCheck(s, t)
 			if err != nil {
 				return err
 			}
@@ -202,15 +202,16 @@ func cmdDone(e *env, force bool, result string, noVerify bool) error {
 	})
 }
 
-// runCheck runs check for task id, from the graph's checks file
-// (loadChecks). Its output goes to stderr.
-func (e *env) runCheck(check string, id taskgraph.ID) (taskgraph.Evidence, error) {
+// runCheck runs the check of task t, from the graph's checks file
+// (loadChecks), keeping its claim alive meanwhile (Checks.RunHeld). Its
+// output goes to stderr.
+func (e *env) runCheck(s store, t taskgraph.Task) (taskgraph.Evidence, error) {
 	checks, err := e.loadChecks()
 	if err != nil {
 		return taskgraph.Evidence{}, err
 	}
-	fmt.Fprintf(e.stderr, "Running check %s for %s in %s\n", check, idText(id), checks.Dir)
-	return checks.Run(e.ctx, check, e.stderr)
+	fmt.Fprintf(e.stderr, "Running check %s for %s in %s\n", t.Extra.Check, idText(t.ID), checks.Dir)
+	return checks.RunHeld(e.ctx, s, t, e.stderr)
 }
 
 // checkFailedError is the outcome of done on a task whose check failed:

@@ -128,3 +128,20 @@ func TestTestNames(t *testing.T) {
 		"docs/b.md:1: names TestNotATest",
 	)
 }
+
+// TestNotebook: a heading in docs/ that names a commit or a date, and a
+// performance page past its length, are found; a heading with a hex-like
+// word or a number, and one inside a code block, are not.
+func TestNotebook(t *testing.T) {
+	long := "# Performance\n" + strings.Repeat("x\n", maxPerformanceLines)
+	root := write(t, map[string]string{
+		"README.md":           "# Read me\n\n## Run 1a2b3c4 is fine here\n",
+		"docs/a.md":           "# A\n\n## Spares (2c0eae3, 122747b)\n\n## Cold reads (2026-12-04)\n\n## Add a facade, decade 2000\n\n```\n# 1a2b3c4d in a block\n```\n",
+		"docs/performance.md": long,
+	})
+	expect(t, checkNotebook(root),
+		`docs/a.md:3: heading "## Spares (2c0eae3, 122747b)" names a round (2c0eae3): state today's figures and reasons here, and keep the round in bench/notebook`,
+		`docs/a.md:5: heading "## Cold reads (2026-12-04)" names a round (2026-12-04): state today's figures and reasons here, and keep the round in bench/notebook`,
+		`docs/performance.md: 201 lines, more than 200: today's figures only, each with its command; the rounds belong in bench/notebook`,
+	)
+}

@@ -7,7 +7,10 @@
 //     package exactly once, and no file that is not there;
 //   - every step of its "Reading the source" path, `file.go:Type.method`
 //     or `file.go:Func`, is declared in that file;
-//   - every test a page names (TestX) is declared in a _test.go file.
+//   - every test a page names (TestX) is declared in a _test.go file;
+//   - no heading in docs/ names a commit or a date (a round of
+//     measurement belongs in bench/notebook), and docs/performance.md
+//     keeps to 200 lines.
 //
 // It prints each finding and exits 1 if there is any. Run from anywhere in
 // the repository: go run ./scripts/doccheck
@@ -29,6 +32,7 @@ func main() {
 	findings := checkLinks(root)
 	findings = append(findings, checkDesign(root)...)
 	findings = append(findings, checkTestNames(root)...)
+	findings = append(findings, checkNotebook(root)...)
 	for _, f := range findings {
 		fmt.Println(f)
 	}
@@ -36,5 +40,5 @@ func main() {
 		fmt.Printf("doccheck: %d finding(s)\n", len(findings))
 		os.Exit(1)
 	}
-	fmt.Println("doccheck: links, anchors, the design map, its reading path and the tests the pages name are alive")
+	fmt.Println("doccheck: links, anchors, the design map, its reading path and the tests the pages name are alive; no page of docs/ is a round")
 }

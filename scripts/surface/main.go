@@ -35,8 +35,9 @@ const (
 	// capability raises it by the names it adds, and says so. Write keys
 	// (issue 41 item 5): 6; approval gates and links (issue 42): 31, of
 	// which 8 are the Approver and ApprovalPolicer methods MemStore and
-	// FileStore get from the approvals type they embed.
-	maxExports = 413
+	// FileStore get from the approvals type they embed. Checks.RunHeld
+	// (a check keeps its task's claim alive): 1.
+	maxExports = 414
 )
 
 func main() {
@@ -75,7 +76,7 @@ type counts struct {
 func (c counts) check(maxMethods, maxExports int) []string {
 	var fails []string
 	if n := c.methods["FileStore"]; n > maxMethods {
-		fails = append(fails, fmt.Sprintf("FileStore has %d methods, more than %d: give the mechanism you added a type of its own (as changelog.Log, spares, aheadDir)", n, maxMethods))
+		fails = append(fails, fmt.Sprintf("FileStore has %d methods, more than %d: give the mechanism you added a type of its own (as changelog.Log, cachedir.Spares, cachedir.Dir)", n, maxMethods))
 	}
 	if c.exports > maxExports {
 		fails = append(fails, fmt.Sprintf("the root package exports %d names, more than %d: keep helpers unexported, or put what only the CLI needs in a package of its own", c.exports, maxExports))
