@@ -188,6 +188,10 @@ func cmdExport(e *env) error {
 		if err != nil {
 			return err // an export must be whole
 		}
-		return e.printJSON(toJSONs(all))
+		// Each task written indented by cliView as it is made, as list
+		// --json does: not compact, scanned and indented again by
+		// encoding/json (a sixth more CPU at 50,000 tasks).
+		var j taskOut
+		return e.printJSONArray(len(all), func(i int) any { j = toJSON(all[i]); return &j })
 	})
 }
