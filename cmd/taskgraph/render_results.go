@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/taskgraph-dev/taskgraph"
 	"github.com/taskgraph-dev/taskgraph/agenttools"
+	"github.com/taskgraph-dev/taskgraph/internal/jsontext"
 	"github.com/taskgraph-dev/taskgraph/internal/taskview"
 )
 
@@ -93,11 +95,25 @@ func (e *env) printNoneReady(labels []string, b taskgraph.Board) {
 func (e *env) printBoard(b taskgraph.Board) error {
 	v := viewOfBoard(b)
 	if e.json {
-		out := map[taskgraph.State][]taskOut{}
-		for _, g := range b.Lists() {
-			out[g.State] = v.toJSONs(g.Tasks)
+		// As printJSON prints a map of state to tasks (the states in
+		// order), each task written as list --json writes it.
+		lists := b.Lists()
+		slices.SortFunc(lists, func(x, y taskgraph.StateList) int { return strings.Compare(string(x.State), string(y.State)) })
+		w := bufio.NewWriterSize(e.stdout, 64<<10)
+		w.WriteString("{")
+		var j taskOut
+		for k, g := range lists {
+			if k > 0 {
+				w.WriteString(",")
+			}
+			w.Write(jsontext.AppendString([]byte("\n  "), string(g.State), false))
+			w.WriteString(": ")
+			if err := writeJSONArray(w, "  ", len(g.Tasks), func(i int) any { j = v.toJSON(g.Tasks[i]); return &j }); err != nil {
+				return err
+			}
 		}
-		return e.printJSON(out)
+		w.WriteString("\n}\n")
+		return w.Flush()
 	}
 	for _, g := range b.Lists() {
 		title := strings.ReplaceAll(string(g.State), "_", " ")

@@ -9,7 +9,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -29,29 +28,41 @@ func (e *env) printJSON(v any) error {
 
 // printJSONArray prints the n elements elem gives as printJSON prints a
 // slice of them, byte for byte, one element at a time: a list of 100,000
-// tasks is never held whole, as values or as text. A task (a *taskOut)
-// is written indented by cliView itself, not compact and indented again
-// by encoding/json.
+// tasks is never held whole, as values or as text.
 func (e *env) printJSONArray(n int, elem func(i int) any) error {
-	if n == 0 {
-		_, err := io.WriteString(e.stdout, "[]\n")
+	w := bufio.NewWriterSize(e.stdout, 64<<10)
+	if err := writeJSONArray(w, "", n, elem); err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(e.stdout, 64<<10)
+	w.WriteString("\n")
+	return w.Flush()
+}
+
+// writeJSONArray writes the n elements elem gives as an Encoder with
+// SetIndent(prefix, "  ") writes a slice of them, the first line not
+// prefixed, no newline at the end. A task (a *taskOut) is written
+// indented by cliView itself, not compact and indented again by
+// encoding/json.
+func writeJSONArray(w *bufio.Writer, prefix string, n int, elem func(i int) any) error {
+	if n == 0 {
+		w.WriteString("[]")
+		return nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("  ", "  ")
+	enc.SetIndent(prefix+"  ", "  ")
 	var out []byte
-	w.WriteString("[\n  ")
+	w.WriteString("[")
 	for i := range n {
 		if i > 0 {
-			w.WriteString(",\n  ")
+			w.WriteString(",")
 		}
+		w.WriteString("\n" + prefix + "  ")
 		v := elem(i)
 		if j, ok := v.(*taskOut); ok {
 			var err error
-			if out, err = j.appendIndent(out[:0], "  ", "  "); err == nil {
+			if out, err = j.appendIndent(out[:0], prefix+"  ", "  "); err == nil {
 				w.Write(out)
 				continue
 			}
@@ -62,8 +73,8 @@ func (e *env) printJSONArray(n int, elem func(i int) any) error {
 		}
 		w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 	}
-	w.WriteString("\n]\n")
-	return w.Flush()
+	w.WriteString("\n" + prefix + "]")
+	return nil
 }
 
 // view is what a task's line needs to know of the whole graph: the status

@@ -13,7 +13,8 @@ import (
 // write each task indented by hand), against golden files made from the
 // code before the views shared one field list; and a list is what
 // encoding/json writes of the same tasks (the code before wrote a list
-// by hand without parent, the schedule, the retries and Extra's fields).
+// by hand without parent, the schedule, the retries and Extra's fields),
+// as board --json is.
 func TestViews(t *testing.T) {
 	tasks := []taskgraph.Task{viewtest.Task(t, taskgraph.Pending), viewtest.Task(t, taskgraph.InProgress)}
 	v := view{state: map[taskgraph.ID]taskgraph.State{tasks[0].ID: taskgraph.StateReady}}
@@ -36,5 +37,25 @@ func TestViews(t *testing.T) {
 	}
 	if list.String() != whole.String() {
 		t.Errorf("list --json:\n%s\nencoding/json:\n%s", list.Bytes(), whole.Bytes())
+	}
+
+	// board --json, written a task at a time, is what encoding/json
+	// writes of the map of state to tasks.
+	b := taskgraph.Board{Ready: tasks[:1], InProgress: tasks[1:]}
+	var board bytes.Buffer
+	if err := (&env{stdout: &board, json: true}).printBoard(b); err != nil {
+		t.Fatal(err)
+	}
+	bv := viewOfBoard(b)
+	byState := map[taskgraph.State][]taskOut{}
+	for _, g := range b.Lists() {
+		byState[g.State] = bv.toJSONs(g.Tasks)
+	}
+	whole.Reset()
+	if err := (&env{stdout: &whole}).printJSON(byState); err != nil {
+		t.Fatal(err)
+	}
+	if board.String() != whole.String() {
+		t.Errorf("board --json:\n%s\nencoding/json:\n%s", board.Bytes(), whole.Bytes())
 	}
 }
