@@ -204,23 +204,12 @@ func storeError(w http.ResponseWriter, err error) {
 		bad     badRequest
 		notDone notEnded
 	)
-	code := http.StatusInternalServerError
+	code := hubapi.StatusOf(err) // what the hub answers for the same store error
 	switch {
 	case errors.As(err, &bad):
 		code = bad.code
-	case errors.Is(err, taskgraph.ErrInvalid):
-		code = http.StatusBadRequest
-	case errors.Is(err, taskgraph.ErrNotFound):
-		code = http.StatusNotFound
-	case errors.As(err, &notDone), errors.Is(err, taskgraph.ErrCycle), errors.Is(err, taskgraph.ErrConflict),
-		errors.Is(err, taskgraph.ErrClaimed), errors.Is(err, taskgraph.ErrBlocked):
+	case errors.As(err, &notDone):
 		code = http.StatusConflict
-	case errors.Is(err, taskgraph.ErrClosed):
-		code = http.StatusServiceUnavailable
-	case errors.Is(err, hubapi.ErrForbidden):
-		code = http.StatusForbidden
-	case errors.Is(err, hubapi.ErrUnauthorized):
-		code = http.StatusUnauthorized
 	}
 	httpError(w, code, err.Error())
 }

@@ -1151,3 +1151,43 @@ func TestEventStreamLimit(t *testing.T) {
 		})
 	}
 }
+
+// refusing is a store whose releases the graph's state refuses, with each
+// kind of refusal in turn.
+type refusing struct {
+	*taskgraph.MemStore
+	err error
+}
+
+func (r refusing) Release(context.Context, taskgraph.ID, string) (taskgraph.Task, error) {
+	return taskgraph.Task{}, r.err
+}
+
+// TestRefusalsAsTheHubAnswers: a write the store refuses gets the status
+// the hub gives the same error (hub.StatusOf) — 409 for what the graph's
+// state refuses (it was 500 for a deferred, limited, lapsed, awaiting or
+// unverified task), 404, 400, 503 — with the store's own text.
+func TestRefusalsAsTheHubAnswers(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{&taskgraph.LapsedError{ID: 2, Owner: "agent-2"}, http.StatusConflict},
+		{&taskgraph.DeferredError{ID: 2}, http.StatusConflict},
+		{&taskgraph.LimitError{ID: 2, Label: "gpu", Limit: 1}, http.StatusConflict},
+		{&taskgraph.AwaitingApprovalError{ID: 2}, http.StatusConflict},
+		{&taskgraph.ClaimedError{ID: 2, Owner: "agent-9"}, http.StatusConflict},
+		{&taskgraph.NotFoundError{ID: 2}, http.StatusNotFound},
+		{&taskgraph.InvalidError{Field: "owner", Reason: "is odd"}, http.StatusBadRequest},
+		{taskgraph.ErrClosed, http.StatusServiceUnavailable},
+		{errors.New("disk on fire"), http.StatusInternalServerError},
+	} {
+		s := refusing{MemStore: taskgraph.NewMemStore(), err: c.err}
+		plan(t, s.MemStore)
+		srv := serve(t, s, board.AllowWrites(), board.WithTokens(tokens))
+		r := post(t, srv, "/api/tasks/2/release", `{}`)
+		if r.code != c.want || r.body["error"] != c.err.Error() {
+			t.Errorf("a release refused with %T: %d %v, want %d and its text", c.err, r.code, r.body, c.want)
+		}
+	}
+}

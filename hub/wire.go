@@ -137,6 +137,17 @@ var kinds = []struct {
 	{"deadline_exceeded", context.DeadlineExceeded, http.StatusGatewayTimeout},
 }
 
+// StatusOf is the HTTP status the hub answers err with: 404 for a task
+// not found, 400 for invalid input, 409 for what the graph's state
+// refuses (blocked, claimed, conflict, cycle, deferred, limited, lapsed,
+// awaiting approval, unverified, …), 401 and 403 for tokens, 503 for a
+// closed store, 500 for the rest. Other servers of the same store (the
+// board) answer alike with it.
+func StatusOf(err error) int {
+	status, _ := errorBody(err)
+	return status
+}
+
 // errorBody is err as the server sends it, with its status.
 func errorBody(err error) (int, ErrorBody) {
 	b := ErrorBody{Error: err.Error(), Kind: "internal"}

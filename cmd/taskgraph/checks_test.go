@@ -154,6 +154,38 @@ func TestDoneKeepsTheClaim(t *testing.T) {
 	assert.Equal(t, "completed", showJSON(t, dir, 1)["status"])
 }
 
+// TestEditCheck: a person gives a task a check and acceptance items in
+// `taskgraph edit` (a "check" line added), changes them, and clears them;
+// a check named like a command is refused, nothing changed.
+func TestEditCheck(t *testing.T) {
+	dir := repo(t)
+	ok(t, dir, "init")
+	ok(t, dir, "add", "needs a check")
+	edit := func(script string) result {
+		return runIn(t, dir, cleanEnv(writeEditor(t, script), "VISUAL="), "edit", "1")
+	}
+	r := edit(`sed -i 's/"description": ""/"description": "", "check": "unit", "acceptance": ["the tests pass"]/' "$1"`)
+	require.Equal(t, 0, r.code, r.stderr)
+	task := showJSON(t, dir, 1)
+	assert.Equal(t, "unit", task["check"])
+	assert.Equal(t, []any{"the tests pass"}, task["acceptance"])
+
+	r = edit(`sed -i 's/"unit"/"lint"/' "$1"`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "lint", showJSON(t, dir, 1)["check"])
+
+	r = edit(`sed -i 's/"lint"/"make test"/' "$1"`)
+	assert.Equal(t, 1, r.code, "a check is a name, never a command")
+	assert.Contains(t, r.stderr, "edit refused, nothing changed")
+	assert.Equal(t, "lint", showJSON(t, dir, 1)["check"])
+
+	r = edit(`sed -i 's/"check": "lint"/"check": ""/; s/"the tests pass"//' "$1"`)
+	require.Equal(t, 0, r.code, r.stderr)
+	task = showJSON(t, dir, 1)
+	assert.NotContains(t, task, "check")
+	assert.NotContains(t, task, "acceptance")
+}
+
 // TestMCPChecks: real processes. `taskgraph mcp` without --run-checks
 // never runs a check: task_complete (and task_update to completed) of a
 // task with a check is refused, the check's marker file never appears,

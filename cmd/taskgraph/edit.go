@@ -25,10 +25,19 @@ type editable struct {
 	BlockedBy   []taskgraph.ID   `json:"blockedBy"`
 	Metadata    map[string]any   `json:"metadata"`
 	Parent      taskgraph.ID     `json:"parent,omitempty"` // 0: none (add the line to give it one)
+	// Check names the check that must pass before the task completes ("":
+	// none; add the line to give it one), Acceptance what it must achieve.
+	Check      string   `json:"check,omitempty"`
+	Acceptance []string `json:"acceptance,omitempty"`
 }
 
 func editableOf(t taskgraph.Task) editable {
-	return normal(editable{t.Subject, t.Description, t.Status, t.Owner, t.BlockedBy, t.Metadata, t.Parent})
+	ed := editable{Subject: t.Subject, Description: t.Description, Status: t.Status, Owner: t.Owner,
+		BlockedBy: t.BlockedBy, Metadata: t.Metadata, Parent: t.Parent}
+	if t.Extra != nil {
+		ed.Check, ed.Acceptance = t.Extra.Check, t.Extra.Acceptance
+	}
+	return normal(ed)
 }
 
 // normal makes the empty lists and maps of ed compare equal however they
@@ -39,6 +48,9 @@ func normal(ed editable) editable {
 	}
 	if len(ed.Metadata) == 0 {
 		ed.Metadata = map[string]any{}
+	}
+	if len(ed.Acceptance) == 0 {
+		ed.Acceptance = nil
 	}
 	return ed
 }
@@ -172,6 +184,16 @@ func patchOf(rev int64, before, after editable) taskgraph.Patch {
 	}
 	if after.Parent != before.Parent {
 		p.Parent = &after.Parent
+	}
+	if after.Check != before.Check {
+		p.Check = &after.Check
+	}
+	if !slices.Equal(after.Acceptance, before.Acceptance) {
+		acceptance := after.Acceptance
+		if acceptance == nil {
+			acceptance = []string{}
+		}
+		p.Acceptance = &acceptance
 	}
 	if !reflect.DeepEqual(before.Metadata, after.Metadata) {
 		p.Metadata = map[string]any{}
