@@ -55,18 +55,27 @@ func (w *writer) keyed(quoted string) []byte {
 	return w.b
 }
 
+// Each writer of a value checks first, inlined, whether it is left out:
+// most members of most tasks are.
+
 func (w *writer) str(m *member, v string) {
-	if m.omit && v == "" {
-		return
+	if !m.omit || v != "" {
+		w.putStr(m, v)
 	}
+}
+
+func (w *writer) putStr(m *member, v string) {
 	w.key(m)
 	w.b = jsontext.AppendString(w.b, v, w.f.EscapeHTML)
 }
 
 func (w *writer) int(m *member, v int64) {
-	if m.omit && v == 0 {
-		return
+	if !m.omit || v != 0 {
+		w.putInt(m, v)
 	}
+}
+
+func (w *writer) putInt(m *member, v int64) {
 	w.key(m)
 	w.b = strconv.AppendInt(w.b, v, 10)
 }
@@ -80,9 +89,12 @@ func (w *writer) bool(m *member, v bool) {
 }
 
 func (w *writer) time(m *member, v time.Time) {
-	if m.omit && v.IsZero() {
-		return
+	if !m.omit || !v.IsZero() {
+		w.putTime(m, v)
 	}
+}
+
+func (w *writer) putTime(m *member, v time.Time) {
 	w.key(m)
 	w.appendTime(v)
 }
@@ -129,9 +141,12 @@ func (w *writer) duration(m *member, v time.Duration) {
 
 // ids writes [] for none, never null.
 func (w *writer) ids(m *member, v []taskgraph.ID) {
-	if m.omit && len(v) == 0 {
-		return
+	if !m.omit || len(v) != 0 {
+		w.putIDs(m, v)
 	}
+}
+
+func (w *writer) putIDs(m *member, v []taskgraph.ID) {
 	w.key(m)
 	for i, id := range v {
 		w.elemAt(i)
