@@ -21,7 +21,7 @@ func TestJSONCarriesEveryField(t *testing.T) {
 	var task taskgraph.Task
 	fill(t, reflect.ValueOf(&task).Elem())
 	task.Status = taskgraph.Completed
-	task.Priority = taskgraph.Priority(0) // P0: not the default
+	task.Priority = taskgraph.P0 // not the default, so that it is written
 	task.Blocks = nil
 
 	data, err := json.Marshal(toJSON(task))
