@@ -120,7 +120,7 @@ func (sp *Spares) Pool(names []string) {
 	sp.remove(names[n:])
 }
 
-// remove removes the spares names from the cache directory.
+// remove removes the spares named from the cache directory.
 func (sp *Spares) remove(names []string) {
 	for _, n := range names {
 		_ = sp.FS.Remove(Name + "/" + n)
